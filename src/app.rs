@@ -1,0 +1,195 @@
+//! The run, from command line to exit code: parse → world → agree on options → check the
+//! launcher, the backend, memory and outputs → sweep → reports. Every phase boundary is an
+//! agreement across ranks, so an error on one rank stops all of them, printed once by rank 0.
+
+use crate::backend::mpi::MpiBackend;
+use crate::backend::Backend;
+use crate::cli::{self, Parsed};
+use crate::error::{exit, Error, Result};
+use crate::launch;
+use crate::memory;
+use crate::options::{BackendKind, CsvTarget, Options};
+use crate::record::RunInfo;
+use crate::report::csv::CsvReport;
+use crate::report::table::TableReport;
+use crate::report::Report;
+use crate::sweep::{buffer_bytes, Sweep};
+use crate::world::{World, MPI_UP};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::Ordering;
+
+/// The whole program; returns the exit code.
+pub fn main() -> i32 {
+    install_panic_hook();
+    let argv: Vec<String> = std::env::args().collect();
+    let parsed = cli::parse(&argv);
+    if let Ok(Parsed::Info(text)) = &parsed {
+        // --help / --version: print once, without starting MPI.
+        if launcher_rank().unwrap_or(0) == 0 {
+            print!("{text}");
+        }
+        return exit::OK;
+    }
+    let world = match World::init() {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("coll-bench: error: {e}");
+            return exit::ERROR;
+        }
+    };
+    let code = match run(&world, parsed) {
+        Ok(code) => code,
+        Err(e) => {
+            if world.rank == 0 {
+                eprintln!("coll-bench: error: {e}");
+            }
+            exit::ERROR
+        }
+    };
+    drop(world); // MPI_Finalize
+    code
+}
+
+fn launcher_rank() -> Option<usize> {
+    let env: HashMap<String, String> = std::env::vars().collect();
+    launch::from_env(&env).ok().flatten().map(|v| v.rank)
+}
+
+/// A panic on one rank would leave the others waiting forever: print one line and abort the job.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".into());
+        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        eprintln!("coll-bench: internal error: {msg}{at}; aborting the job");
+        if MPI_UP.load(Ordering::SeqCst) {
+            // SAFETY: MPI is initialised; MPI_Abort does not return.
+            unsafe {
+                mpi::ffi::MPI_Abort(mpi::ffi::RSMPI_COMM_WORLD, exit::ERROR);
+            }
+        }
+        std::process::exit(exit::ERROR);
+    }));
+}
+
+/// Every rank must run rank 0's plan: rank 0 broadcasts its parse, every rank compares.
+fn agree_options(world: &World, parsed: Result<Parsed>) -> Result<Options> {
+    let mine: Result<Options> = match parsed {
+        Ok(Parsed::Run(o)) => Ok(*o),
+        Ok(Parsed::Info(_)) => Err(Error::usage("--help/--version given on some ranks only")),
+        Err(e) => Err(e),
+    };
+    let payload = match &mine {
+        Ok(o) => {
+            let mut v = vec![1u8];
+            v.extend(serde_json::to_vec(o).expect("options serialise"));
+            v
+        }
+        Err(_) => vec![0u8],
+    };
+    let root_payload = world.broadcast_bytes(0, payload.clone());
+    if root_payload[0] == 0 {
+        // Rank 0's own error is the one to print; every rank returns it.
+        let e = if world.rank == 0 { mine.map(|_| ()) } else { Err(Error::usage("")) };
+        world.agree(e)?;
+        unreachable!("agree returns the error");
+    }
+    let same = payload == root_payload;
+    let local = if same {
+        mine
+    } else {
+        Err(Error::usage(format!(
+            "rank {} on {} parsed different options than rank 0 ({}); every rank must be given the same command line",
+            world.rank,
+            world.host(),
+            match &mine {
+                Ok(_) => "its plan differs".to_string(),
+                Err(e) => e.to_string(),
+            }
+        )))
+    };
+    world.agree(local)
+}
+
+fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
+    match opts.backend {
+        BackendKind::Mpi => Ok(Box::new(MpiBackend::new(world, &opts.implementation, opts.blocking)?)),
+        BackendKind::Nccl => Err(Error::usage(
+            "--backend: nccl is not built into this coll-bench yet; expected mpi",
+        )),
+    }
+}
+
+fn csv_path(opts: &Options, timestamp: &chrono::DateTime<chrono::Utc>) -> Option<PathBuf> {
+    match &opts.csv {
+        CsvTarget::Off => None,
+        CsvTarget::Path(p) => Some(p.clone()),
+        CsvTarget::Default => Some(PathBuf::from(format!("results/coll-bench-{}.csv", timestamp.format("%Y%m%dT%H%M%SZ")))),
+    }
+}
+
+fn run(world: &World, parsed: Result<Parsed>) -> Result<i32> {
+    let env: HashMap<String, String> = std::env::vars().collect();
+    let launcher = launch::from_env(&env).and_then(|v| match v {
+        Some(v) => launch::cross_check(&world.view(), &v),
+        None => Ok(()),
+    });
+    world.agree(launcher.map_err(Error::setup))?;
+
+    let opts = agree_options(world, parsed)?;
+    world.agree(opts.validate_for_world(world.size))?;
+
+    let backend = world.agree(make_backend(world, &opts))?;
+    let mut backend = backend;
+    world.agree(opts.dtypes.iter().try_for_each(|d| backend.supports(*d)))?;
+
+    let (send, recv) = buffer_bytes(&opts, world.size, world.rank, backend.convention());
+    let per_rank = (send + recv) as u64 + memory::OVERHEAD_BYTES;
+    let fit = match memory::available_bytes() {
+        Some(avail) => memory::check_fit(per_rank, world.local_size, avail, world.host()),
+        None => Ok(()),
+    };
+    world.agree(fit)?;
+    world.agree(backend.allocate(send, recv))?;
+
+    let now = chrono::Utc::now();
+    let info = RunInfo {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        timestamp: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        backend: backend.name().to_string(),
+        backend_details: backend.describe(),
+        ranks: world.size,
+        hosts: world.ranks_by_host(),
+        options: opts.clone(),
+        pids: world.all_gather(std::process::id()),
+    };
+
+    // Outputs last, so no file is left behind by a run that never started.
+    let reports: Result<Vec<Box<dyn Report>>> = if world.rank == 0 {
+        let mut reports: Vec<Box<dyn Report>> = vec![Box::new(TableReport::new(std::io::stdout()))];
+        match csv_path(&opts, &now).map(|p| CsvReport::create(&p)).transpose() {
+            Ok(Some(csv)) => {
+                reports.push(Box::new(csv));
+                Ok(reports)
+            }
+            Ok(None) => Ok(reports),
+            Err(e) => Err(e),
+        }
+    } else {
+        Ok(vec![])
+    };
+    let mut reports = world.agree(reports)?;
+    let begun: Result<()> = reports.iter_mut().try_for_each(|r| r.begin(&info));
+    world.agree(begun)?;
+
+    let mut sweep = Sweep::new(world, backend.as_mut(), &opts);
+    let totals = sweep.run(&mut |p| reports.iter_mut().try_for_each(|r| r.point(&info, p)))?;
+    let ended: Result<()> = reports.iter_mut().try_for_each(|r| r.end(&info, &totals));
+    world.agree(ended)?;
+    Ok(if totals.failed() { exit::WRONG } else { exit::OK })
+}

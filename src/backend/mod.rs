@@ -1,0 +1,53 @@
+//! Backends run one collective call on their own buffers and time it. The driver (`crate::sweep`)
+//! never sees a library: it asks a backend to allocate, to fill or read its buffers through a
+//! host view, and to run a timed batch. `mpi` runs on CPU buffers; the NCCL backend plugs in here.
+
+mod host;
+pub mod mpi;
+
+pub use host::HostBuffer;
+
+use crate::collective::{Convention, Kind, Layout};
+use crate::dtype::{DType, Op};
+use crate::error::Result;
+
+/// Implementations of the collectives a backend may offer (`--impl`).
+pub const IMPLEMENTATIONS: &[&str] = &["native"];
+
+/// One call: which collective, on what, where.
+#[derive(Clone, Copy, Debug)]
+pub struct Call {
+    pub kind: Kind,
+    pub dtype: DType,
+    pub op: Op,
+    pub root: usize,
+    pub layout: Layout,
+    pub in_place: bool,
+}
+
+/// The two buffers of a rank. In place, only `Recv` is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Buf {
+    Send,
+    Recv,
+}
+
+/// A library that runs collectives.
+pub trait Backend {
+    fn name(&self) -> &'static str;
+    /// Where in-place data lives for this library.
+    fn convention(&self) -> Convention;
+    /// Lines for the header: library name and version and the like.
+    fn describe(&self) -> Vec<String>;
+    /// Reject, up front, a data type this backend cannot run.
+    fn supports(&self, dtype: DType) -> Result<()>;
+    /// Allocate both buffers once, at the largest size (bytes).
+    fn allocate(&mut self, send_bytes: usize, recv_bytes: usize) -> Result<()>;
+    /// Let `f` write the first `len` bytes of a buffer through a host view.
+    fn write(&mut self, buf: Buf, len: usize, f: &mut dyn FnMut(&mut [u8])) -> Result<()>;
+    /// Let `f` read the first `len` bytes of a buffer through a host view.
+    fn read(&mut self, buf: Buf, len: usize, f: &mut dyn FnMut(&[u8])) -> Result<()>;
+    /// Run `iters` calls back to back, appending each one's time in seconds to `samples`
+    /// (cleared first). For ping-pong the time is one way.
+    fn run(&mut self, call: &Call, iters: usize, samples: &mut Vec<f64>) -> Result<()>;
+}

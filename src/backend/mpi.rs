@@ -1,0 +1,291 @@
+//! The MPI backend: collectives on CPU buffers through the MPI library's own calls, reached via
+//! `mpi::ffi` (rsmpi's safe layer has no `MPI_IN_PLACE` and would add a layer to the timed path).
+//! All FFI detail of the backend stays in this file.
+//!
+//! Another implementation of a collective (a ring all-reduce over point-to-point, say) is one
+//! more arm in [`Implementation`] and one more name in `IMPLEMENTATIONS`, chosen by `--impl`.
+
+use super::{Backend, Buf, Call, HostBuffer};
+use crate::check::SENTINEL;
+use crate::collective::{partner, Convention, Kind};
+use crate::dtype::{divide_by_ranks, DType, Op};
+use crate::error::{Error, Result};
+use crate::world::World;
+use mpi::ffi;
+use mpi::raw::AsRaw;
+use std::os::raw::{c_int, c_void};
+
+extern "C" {
+    fn collbench_mpi_in_place() -> *mut c_void;
+}
+
+/// Which code runs a collective.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Implementation {
+    /// The MPI library's own collective (`MPI_Allreduce`, …).
+    Native,
+}
+
+impl Implementation {
+    pub fn parse(name: &str) -> Option<Implementation> {
+        match name {
+            "native" => Some(Implementation::Native),
+            _ => None,
+        }
+    }
+}
+
+pub struct MpiBackend {
+    comm: ffi::MPI_Comm,
+    rank: usize,
+    nranks: usize,
+    blocking: bool,
+    implementation: Implementation,
+    version: String,
+    send: HostBuffer,
+    recv: HostBuffer,
+}
+
+/// Everything one call needs, resolved before the timed loop.
+struct Prepared {
+    kind: Kind,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: c_int,
+    dtype: ffi::MPI_Datatype,
+    op: ffi::MPI_Op,
+    root: c_int,
+    partner: c_int,
+    in_place: bool,
+    /// Avg on MPI: sum, then divide this many bytes at `avg_at` by the rank count.
+    avg: Option<(DType, *mut u8, usize)>,
+}
+
+fn datatype(d: DType) -> Option<ffi::MPI_Datatype> {
+    // SAFETY: reading link-time constants of the MPI library.
+    unsafe {
+        Some(match d {
+            DType::Int8 => ffi::RSMPI_INT8_T,
+            DType::Uint8 => ffi::RSMPI_UINT8_T,
+            DType::Int32 => ffi::RSMPI_INT32_T,
+            DType::Uint32 => ffi::RSMPI_UINT32_T,
+            DType::Int64 => ffi::RSMPI_INT64_T,
+            DType::Uint64 => ffi::RSMPI_UINT64_T,
+            DType::Float32 => ffi::RSMPI_FLOAT,
+            DType::Float64 => ffi::RSMPI_DOUBLE,
+            DType::Float16 | DType::Bfloat16 => return None,
+        })
+    }
+}
+
+fn reduce_op(op: Op) -> ffi::MPI_Op {
+    // SAFETY: as above.
+    unsafe {
+        match op {
+            Op::Sum | Op::Avg => ffi::RSMPI_SUM,
+            Op::Prod => ffi::RSMPI_PROD,
+            Op::Min => ffi::RSMPI_MIN,
+            Op::Max => ffi::RSMPI_MAX,
+        }
+    }
+}
+
+impl MpiBackend {
+    pub fn new(world: &World, implementation: &str, blocking: bool) -> Result<MpiBackend> {
+        let implementation = Implementation::parse(implementation)
+            .ok_or_else(|| Error::usage(format!("--impl: '{implementation}' is not offered by the mpi backend; expected native")))?;
+        Ok(MpiBackend {
+            comm: world.comm().as_raw(),
+            rank: world.rank,
+            nranks: world.size,
+            blocking,
+            implementation,
+            version: world.library_version.clone(),
+            send: HostBuffer::empty(),
+            recv: HostBuffer::empty(),
+        })
+    }
+
+    fn prepare(&mut self, call: &Call) -> Result<Prepared> {
+        let dtype = datatype(call.dtype).ok_or_else(|| Error::usage(format!("-d/--datatype: {} is not supported by the mpi backend", call.dtype)))?;
+        let l = call.layout;
+        let elem = call.dtype.size();
+        let in_place_ptr = unsafe { collbench_mpi_in_place() };
+        let recv_base = self.recv.as_mut_ptr();
+        let send_base = self.send.as_mut_ptr();
+        let at = |base: *mut u8, elems: usize| if base.is_null() { base } else { unsafe { base.add(elems * elem) } };
+        let is_root = self.rank == call.root;
+        // (send pointer, receive pointer) as the MPI call wants them.
+        let (send, recv): (*const c_void, *mut c_void) = if !call.in_place {
+            (send_base as *const c_void, recv_base as *mut c_void)
+        } else {
+            let input = at(recv_base, l.in_place_input) as *const c_void;
+            let output = at(recv_base, l.in_place_output) as *mut c_void;
+            match call.kind {
+                Kind::AllReduce | Kind::AllGather | Kind::ReduceScatter | Kind::AllToAll => (in_place_ptr, output),
+                Kind::Reduce | Kind::Gather if is_root => (in_place_ptr, output),
+                Kind::Reduce | Kind::Gather => (input, output),
+                Kind::Scatter if is_root => (input, in_place_ptr),
+                Kind::Scatter => (input, output),
+                Kind::Broadcast | Kind::SendRecv | Kind::Barrier => (input, output),
+            }
+        };
+        // The whole buffer for all-reduce, broadcast, reduce and sendrecv; the per-rank block for
+        // the others: nccl-tests' count is MPI's count in both cases.
+        let count = l.count;
+        let count = c_int::try_from(count).map_err(|_| {
+            Error::usage(format!("-e/--maxbytes: {count} elements per call exceed MPI's 32-bit count; lower -e/--maxbytes"))
+        })?;
+        let avg = if call.op == Op::Avg && call.kind.spec().reduces() {
+            let out = if call.in_place { at(recv_base, l.in_place_output) } else { recv_base };
+            let has_output = call.kind != Kind::Reduce || is_root;
+            has_output.then_some((call.dtype, out, l.recv_count * elem))
+        } else {
+            None
+        };
+        Ok(Prepared {
+            kind: call.kind,
+            send,
+            recv,
+            count,
+            dtype,
+            op: reduce_op(call.op),
+            root: call.root as c_int,
+            partner: partner(self.rank, self.nranks) as c_int,
+            in_place: call.in_place,
+            avg,
+        })
+    }
+
+    /// One call of the collective. SAFETY: the pointers in `p` point into our buffers, which
+    /// `allocate` sized for the largest layout.
+    unsafe fn call_once(&self, p: &Prepared) {
+        let c = self.comm;
+        match (self.implementation, p.kind) {
+            (Implementation::Native, Kind::AllReduce) => {
+                ffi::MPI_Allreduce(p.send, p.recv, p.count, p.dtype, p.op, c);
+            }
+            (Implementation::Native, Kind::AllGather) => {
+                ffi::MPI_Allgather(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c);
+            }
+            (Implementation::Native, Kind::ReduceScatter) => {
+                ffi::MPI_Reduce_scatter_block(p.send, p.recv, p.count, p.dtype, p.op, c);
+            }
+            (Implementation::Native, Kind::Broadcast) => {
+                // One buffer in MPI: the root sends from its send buffer (out of place) and the
+                // others receive into their receive buffers.
+                let buf = if self.rank as c_int == p.root { p.send as *mut c_void } else { p.recv };
+                ffi::MPI_Bcast(buf, p.count, p.dtype, p.root, c);
+            }
+            (Implementation::Native, Kind::Reduce) => {
+                ffi::MPI_Reduce(p.send, p.recv, p.count, p.dtype, p.op, p.root, c);
+            }
+            (Implementation::Native, Kind::Gather) => {
+                ffi::MPI_Gather(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, p.root, c);
+            }
+            (Implementation::Native, Kind::Scatter) => {
+                ffi::MPI_Scatter(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, p.root, c);
+            }
+            (Implementation::Native, Kind::AllToAll) => {
+                ffi::MPI_Alltoall(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c);
+            }
+            (Implementation::Native, Kind::Barrier) => {
+                ffi::MPI_Barrier(c);
+            }
+            (Implementation::Native, Kind::SendRecv) => {
+                let me = self.rank as c_int;
+                let status = ffi::RSMPI_STATUS_IGNORE;
+                if p.partner == me {
+                    if p.in_place {
+                        ffi::MPI_Sendrecv_replace(p.recv, p.count, p.dtype, me, 0, me, 0, c, status);
+                    } else {
+                        ffi::MPI_Sendrecv(p.send, p.count, p.dtype, me, 0, p.recv, p.count, p.dtype, me, 0, c, status);
+                    }
+                } else if me % 2 == 0 {
+                    ffi::MPI_Send(p.send, p.count, p.dtype, p.partner, 0, c);
+                    ffi::MPI_Recv(p.recv, p.count, p.dtype, p.partner, 0, c, status);
+                } else {
+                    ffi::MPI_Recv(p.recv, p.count, p.dtype, p.partner, 0, c, status);
+                    ffi::MPI_Send(p.send, p.count, p.dtype, p.partner, 0, c);
+                }
+            }
+        }
+        if let Some((dtype, ptr, len)) = p.avg {
+            divide_by_ranks(dtype, std::slice::from_raw_parts_mut(ptr, len), self.nranks);
+        }
+    }
+
+    fn buffer(&mut self, buf: Buf) -> &mut HostBuffer {
+        match buf {
+            Buf::Send => &mut self.send,
+            Buf::Recv => &mut self.recv,
+        }
+    }
+}
+
+impl Backend for MpiBackend {
+    fn name(&self) -> &'static str {
+        "mpi"
+    }
+
+    fn convention(&self) -> Convention {
+        Convention::Mpi
+    }
+
+    fn describe(&self) -> Vec<String> {
+        vec![format!("MPI library: {}", self.version)]
+    }
+
+    fn supports(&self, dtype: DType) -> Result<()> {
+        match datatype(dtype) {
+            Some(_) => Ok(()),
+            None => Err(Error::usage(format!(
+                "-d/--datatype: {dtype} is not supported by the mpi backend (MPI has no standard 16-bit float type); expected int8, uint8, int32, uint32, int64, uint64, float32 or float64"
+            ))),
+        }
+    }
+
+    fn allocate(&mut self, send_bytes: usize, recv_bytes: usize) -> Result<()> {
+        // Free first so the peak never holds old and new buffers together.
+        self.send = HostBuffer::empty();
+        self.recv = HostBuffer::empty();
+        self.send = HostBuffer::new(send_bytes, 0)?;
+        self.recv = HostBuffer::new(recv_bytes, SENTINEL)?;
+        Ok(())
+    }
+
+    fn write(&mut self, buf: Buf, len: usize, f: &mut dyn FnMut(&mut [u8])) -> Result<()> {
+        let b = self.buffer(buf);
+        f(&mut b.bytes_mut()[..len]);
+        Ok(())
+    }
+
+    fn read(&mut self, buf: Buf, len: usize, f: &mut dyn FnMut(&[u8])) -> Result<()> {
+        let b = self.buffer(buf);
+        f(&b.bytes()[..len]);
+        Ok(())
+    }
+
+    fn run(&mut self, call: &Call, iters: usize, samples: &mut Vec<f64>) -> Result<()> {
+        let p = self.prepare(call)?;
+        // Ping-pong pairs time a round trip; report one way.
+        let scale = if call.kind == Kind::SendRecv && p.partner != self.rank as c_int { 0.5 } else { 1.0 };
+        samples.clear();
+        samples.reserve(iters);
+        // SAFETY: MPI is initialised and the pointers are ours (see `call_once`).
+        unsafe {
+            ffi::MPI_Barrier(self.comm);
+            let mut t0 = ffi::RSMPI_Wtime();
+            for _ in 0..iters {
+                self.call_once(&p);
+                if self.blocking {
+                    ffi::MPI_Barrier(self.comm);
+                }
+                let t1 = ffi::RSMPI_Wtime();
+                samples.push((t1 - t0) * scale);
+                t0 = t1;
+            }
+        }
+        Ok(())
+    }
+}

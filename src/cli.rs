@@ -1,0 +1,365 @@
+//! The command line: nccl-tests' flags where they exist, turned into a validated [`Options`]
+//! before anything runs. Values are taken as text and checked here, so every bad value gives one
+//! line naming the flag and the accepted form.
+
+use crate::collective::Kind;
+use crate::dtype::{DType, Op};
+use crate::error::{Error, Result};
+use crate::options::{Aggregation, BackendKind, CsvTarget, Options, Step, MAX_ITERS};
+use crate::size::{parse_size, SIZE_FORM};
+use clap::Parser;
+use std::path::PathBuf;
+
+const AFTER_HELP: &str = "\
+Launch with MPI: mpirun -n 8 -H node1,node2 coll-bench [OPTIONS] [COLLECTIVE]...
+Columns: size (B), count (elements), type, redop, root, then for out-of-place and in-place:
+time (us, per iteration, combined across ranks by -a), algbw and busbw (GB/s, 1 GB = 1e9 B), #wrong.
+Exit codes: 0 ok, 1 wrong data, 2 usage or setup error.";
+
+/// Measure collective communication: all-reduce, all-gather, reduce-scatter and more, over MPI.
+#[derive(Parser, Debug)]
+#[command(name = "coll-bench", version, about, after_help = AFTER_HELP, allow_negative_numbers = true)]
+pub struct Args {
+    /// Collectives to run: all-reduce, all-gather, reduce-scatter, broadcast, reduce, gather,
+    /// scatter, all-to-all, sendrecv, barrier, or all [default: the first three]
+    #[arg(value_name = "COLLECTIVE")]
+    pub collectives: Vec<String>,
+    /// Smallest message size (K/M/G suffixes are binary)
+    #[arg(short = 'b', long = "minbytes", value_name = "SIZE", default_value = "8")]
+    pub minbytes: String,
+    /// Largest message size
+    #[arg(short = 'e', long = "maxbytes", value_name = "SIZE", default_value = "64M")]
+    pub maxbytes: String,
+    /// Multiply the size by this factor at each step [default: 2]
+    #[arg(short = 'f', long = "stepfactor", value_name = "FACTOR")]
+    pub stepfactor: Option<String>,
+    /// Add this many bytes at each step instead of multiplying
+    #[arg(short = 'i', long = "stepbytes", value_name = "SIZE")]
+    pub stepbytes: Option<String>,
+    /// Timed iterations per size [default: as many as fit the time budget]
+    #[arg(short = 'n', long = "iters", value_name = "N")]
+    pub iters: Option<String>,
+    /// Warm-up iterations per size [default: about a tenth of the time budget]
+    #[arg(short = 'w', long = "warmup_iters", value_name = "N")]
+    pub warmup: Option<String>,
+    /// Time budget for the timed iterations of each size and placement (e.g. 50ms, 1s)
+    #[arg(long = "budget", value_name = "TIME", default_value = "50ms")]
+    pub budget: String,
+    /// Check results (0 or 1)
+    #[arg(short = 'c', long = "check", value_name = "0|1", default_value = "1")]
+    pub check: String,
+    /// Data type(s), comma-separated, or all
+    #[arg(short = 'd', long = "datatype", value_name = "TYPE", default_value = "float")]
+    pub datatype: String,
+    /// Reduction op(s), comma-separated, or all
+    #[arg(short = 'o', long = "op", value_name = "OP", default_value = "sum")]
+    pub op: String,
+    /// Combine ranks' times: 0 rank 0, 1 mean, 2 min, 3 max
+    #[arg(short = 'a', long = "average", value_name = "0-3", default_value = "1")]
+    pub average: String,
+    /// Root rank of broadcast, reduce, gather and scatter
+    #[arg(short = 'r', long = "root", value_name = "RANK", default_value = "0")]
+    pub root: String,
+    /// Synchronise all ranks after every call (0 or 1)
+    #[arg(short = 'z', long = "blocking", value_name = "0|1", default_value = "0")]
+    pub blocking: String,
+    /// Communication backend: mpi (CPU buffers)
+    #[arg(long = "backend", value_name = "NAME", default_value = "mpi")]
+    pub backend: String,
+    /// Implementation of the collectives within the backend: native (the library's own)
+    #[arg(long = "impl", value_name = "NAME", default_value = "native")]
+    pub implementation: String,
+    /// Write results as CSV to PATH [default: results/coll-bench-<UTC time>.csv]
+    #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
+    pub csv: Option<PathBuf>,
+    /// Write no CSV
+    #[arg(long = "no-csv")]
+    pub no_csv: bool,
+}
+
+/// What parsing the command line led to.
+#[derive(Debug)]
+pub enum Parsed {
+    Run(Box<Options>),
+    /// `--help` or `--version`: the text to print (once) and exit 0.
+    Info(String),
+}
+
+/// Parse and validate `argv` (including the program name).
+pub fn parse(argv: &[String]) -> Result<Parsed> {
+    let args = match Args::try_parse_from(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            return match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => Ok(Parsed::Info(e.render().to_string())),
+                _ => {
+                    let text = e.render().to_string();
+                    let first = text.lines().next().unwrap_or("bad command line").trim_start_matches("error: ");
+                    Err(Error::usage(format!("{first} (see coll-bench --help)")))
+                }
+            };
+        }
+    };
+    args.into_options().map(|o| Parsed::Run(Box::new(o)))
+}
+
+fn size_flag(flag: &str, v: &str) -> Result<u64> {
+    parse_size(v).map_err(|why| Error::usage(format!("{flag}: {why}; expected {SIZE_FORM}")))
+}
+
+fn bool_flag(flag: &str, v: &str) -> Result<bool> {
+    match v.trim() {
+        "0" => Ok(false),
+        "1" => Ok(true),
+        _ => Err(Error::usage(format!("{flag}: '{v}' is not allowed; expected 0 or 1"))),
+    }
+}
+
+fn count_flag(flag: &str, v: &str, min: u64) -> Result<u64> {
+    let n: u64 = v
+        .trim()
+        .parse()
+        .map_err(|_| Error::usage(format!("{flag}: '{v}' is not a count; expected a whole number from {min} to {MAX_ITERS}")))?;
+    if n < min || n > MAX_ITERS {
+        return Err(Error::usage(format!("{flag}: {n} is out of range; expected a whole number from {min} to {MAX_ITERS}")));
+    }
+    Ok(n)
+}
+
+/// Parse a comma-separated list with `all` meaning every item.
+fn list<T: Copy>(flag: &str, v: &str, all: &[T], parse: impl Fn(&str) -> Option<T>, accepted: &str) -> Result<Vec<T>> {
+    let mut out: Vec<T> = vec![];
+    for item in v.split(',').map(str::trim) {
+        if item.eq_ignore_ascii_case("all") {
+            out.extend_from_slice(all);
+        } else {
+            match parse(item) {
+                Some(x) => out.push(x),
+                None => return Err(Error::usage(format!("{flag}: unknown value '{item}'; expected {accepted}"))),
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn dedup<T: PartialEq + Copy>(v: Vec<T>) -> Vec<T> {
+    let mut out = vec![];
+    for x in v {
+        if !out.contains(&x) {
+            out.push(x);
+        }
+    }
+    out
+}
+
+impl Args {
+    pub fn into_options(self) -> Result<Options> {
+        let mut collectives = vec![];
+        for name in &self.collectives {
+            if name.eq_ignore_ascii_case("all") {
+                collectives.extend(Kind::ALL);
+            } else {
+                match Kind::parse(name) {
+                    Some(k) => collectives.push(k),
+                    None => {
+                        return Err(Error::usage(format!(
+                            "COLLECTIVE: unknown collective '{name}'; expected {}",
+                            Kind::ACCEPTED
+                        )))
+                    }
+                }
+            }
+        }
+        if collectives.is_empty() {
+            collectives = Kind::CORE.to_vec();
+        }
+
+        let min_bytes = size_flag("-b/--minbytes", &self.minbytes)?;
+        let max_bytes = size_flag("-e/--maxbytes", &self.maxbytes)?;
+        if min_bytes > max_bytes {
+            return Err(Error::usage(format!(
+                "-b/--minbytes ({min_bytes}) is larger than -e/--maxbytes ({max_bytes}); expected minbytes <= maxbytes"
+            )));
+        }
+        let step = match (&self.stepfactor, &self.stepbytes) {
+            (Some(_), Some(_)) => {
+                return Err(Error::usage(
+                    "-f/--stepfactor and -i/--stepbytes both given; expected one of them (a factor > 1, or a size)",
+                ))
+            }
+            (None, Some(b)) => Step::Bytes(size_flag("-i/--stepbytes", b)?),
+            (f, None) => {
+                let text = f.as_deref().unwrap_or("2");
+                let factor: f64 = text.trim().parse().map_err(|_| {
+                    Error::usage(format!("-f/--stepfactor: '{text}' is not a number; expected a factor greater than 1, e.g. 2"))
+                })?;
+                if !factor.is_finite() || factor <= 1.0 {
+                    return Err(Error::usage(format!(
+                        "-f/--stepfactor: {text} is not greater than 1; expected a factor greater than 1, e.g. 2"
+                    )));
+                }
+                Step::Factor(factor)
+            }
+        };
+        let iters = self.iters.as_deref().map(|v| count_flag("-n/--iters", v, 1)).transpose()?;
+        let warmup = self.warmup.as_deref().map(|v| count_flag("-w/--warmup_iters", v, 0)).transpose()?;
+        let budget_s = parse_budget(&self.budget)?;
+        let check = bool_flag("-c/--check", &self.check)?;
+        let blocking = bool_flag("-z/--blocking", &self.blocking)?;
+        let dtypes = dedup(list("-d/--datatype", &self.datatype, &DType::ALL, DType::parse, DType::ACCEPTED)?);
+        let ops = dedup(list("-o/--op", &self.op, &Op::ALL, Op::parse, Op::ACCEPTED)?);
+        let aggregation = self
+            .average
+            .trim()
+            .parse::<u8>()
+            .ok()
+            .and_then(Aggregation::from_flag)
+            .ok_or_else(|| Error::usage(format!("-a/--average: '{}' is not allowed; expected 0 (rank 0), 1 (mean), 2 (min) or 3 (max)", self.average)))?;
+        let root: usize = self
+            .root
+            .trim()
+            .parse()
+            .map_err(|_| Error::usage(format!("-r/--root: '{}' is not a rank; expected a whole number from 0 to ranks-1", self.root)))?;
+        let backend = match self.backend.to_ascii_lowercase().as_str() {
+            "mpi" => BackendKind::Mpi,
+            "nccl" => BackendKind::Nccl,
+            other => return Err(Error::usage(format!("--backend: unknown backend '{other}'; expected mpi or nccl"))),
+        };
+        let implementation = self.implementation.to_ascii_lowercase();
+        if !crate::backend::IMPLEMENTATIONS.contains(&implementation.as_str()) {
+            return Err(Error::usage(format!(
+                "--impl: unknown implementation '{}'; expected {}",
+                self.implementation,
+                crate::backend::IMPLEMENTATIONS.join(" or ")
+            )));
+        }
+        let csv = match (self.csv, self.no_csv) {
+            (_, true) => CsvTarget::Off,
+            (Some(p), false) if p.as_os_str().is_empty() => {
+                return Err(Error::usage("--csv: empty path; expected a file path, e.g. results/run.csv"))
+            }
+            (Some(p), false) => CsvTarget::Path(p),
+            (None, false) => CsvTarget::Default,
+        };
+        Ok(Options {
+            collectives: dedup(collectives),
+            min_bytes,
+            max_bytes,
+            step,
+            iters,
+            warmup,
+            budget_s,
+            check,
+            dtypes,
+            ops,
+            aggregation,
+            root,
+            blocking,
+            backend,
+            implementation,
+            csv,
+        })
+    }
+}
+
+fn parse_budget(v: &str) -> Result<f64> {
+    let bad = || Error::usage(format!("--budget: '{v}' is not a positive duration; expected e.g. 50ms, 2s or 0.5"));
+    let secs = match v.trim().parse::<f64>() {
+        Ok(s) => s,
+        Err(_) => humantime::parse_duration(v.trim()).map_err(|_| bad())?.as_secs_f64(),
+    };
+    if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
+        return Err(bad());
+    }
+    Ok(secs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<Options> {
+        let mut argv = vec!["coll-bench".to_string()];
+        argv.extend(args.iter().map(|s| s.to_string()));
+        match parse(&argv)? {
+            Parsed::Run(o) => Ok(*o),
+            Parsed::Info(_) => panic!("info"),
+        }
+    }
+
+    fn err(args: &[&str]) -> String {
+        run(args).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn defaults_are_the_core_three_8b_to_64m_factor_2() {
+        let o = run(&[]).unwrap();
+        assert_eq!(o.collectives, Kind::CORE.to_vec());
+        assert_eq!((o.min_bytes, o.max_bytes, o.step), (8, 64 << 20, Step::Factor(2.0)));
+        assert_eq!((o.dtypes.clone(), o.ops.clone()), (vec![DType::Float32], vec![Op::Sum]));
+        assert!(o.check && !o.blocking);
+        assert_eq!(o.aggregation, Aggregation::Mean);
+        assert_eq!(o.csv, CsvTarget::Default);
+    }
+
+    #[test]
+    fn nccl_tests_flags() {
+        let o = run(&[
+            "-b", "1K", "-e", "1M", "-f", "4", "-n", "10", "-w", "0", "-c", "0", "-d", "all", "-o", "all", "-a", "3", "-r", "1",
+            "-z", "1", "all-gather", "broadcast",
+        ])
+        .unwrap();
+        assert_eq!(o.collectives, vec![Kind::AllGather, Kind::Broadcast]);
+        assert_eq!((o.min_bytes, o.max_bytes, o.step), (1024, 1 << 20, Step::Factor(4.0)));
+        assert_eq!((o.iters, o.warmup, o.check, o.blocking), (Some(10), Some(0), false, true));
+        assert_eq!(o.dtypes.len(), 10);
+        assert_eq!(o.ops.len(), 5);
+        assert_eq!((o.aggregation, o.root), (Aggregation::Max, 1));
+        let o = run(&["-i", "1K", "-b", "1K", "-e", "4K", "all"]).unwrap();
+        assert_eq!(o.step, Step::Bytes(1024));
+        assert_eq!(o.collectives.len(), Kind::ALL.len());
+    }
+
+    #[test]
+    fn every_bad_value_names_its_flag() {
+        let cases: &[(&[&str], &str)] = &[
+            (&["-b", "0"], "-b/--minbytes"),
+            (&["-b", "-8"], "-b/--minbytes"),
+            (&["-e", "12Q"], "-e/--maxbytes"),
+            (&["-b", "2M", "-e", "1M"], "larger than -e/--maxbytes"),
+            (&["-f", "1"], "-f/--stepfactor"),
+            (&["-f", "0.5"], "-f/--stepfactor"),
+            (&["-f", "x"], "-f/--stepfactor"),
+            (&["-i", "0"], "-i/--stepbytes"),
+            (&["-n", "0"], "-n/--iters"),
+            (&["-n", "-3"], "-n/--iters"),
+            (&["-w", "x"], "-w/--warmup_iters"),
+            (&["-c", "2"], "-c/--check"),
+            (&["-z", "yes"], "-z/--blocking"),
+            (&["-d", "float128"], "-d/--datatype"),
+            (&["-o", "xor"], "-o/--op"),
+            (&["-a", "4"], "-a/--average"),
+            (&["-r", "-1"], "-r/--root"),
+            (&["all-reduce", "allscatter"], "COLLECTIVE: unknown collective 'allscatter'"),
+            (&["--backend", "gloo"], "--backend"),
+            (&["--budget", "0s"], "--budget"),
+            (&["--csv", ""], "--csv"),
+            (&["--frobnicate"], "--frobnicate"),
+        ];
+        for (args, needle) in cases {
+            let e = err(args);
+            assert!(e.contains(needle), "{args:?}: {e}");
+            assert!(!e.contains('\n'), "{args:?}: more than one line: {e}");
+        }
+    }
+
+    #[test]
+    fn help_is_info() {
+        let argv: Vec<String> = ["coll-bench", "--help"].iter().map(|s| s.to_string()).collect();
+        match parse(&argv).unwrap() {
+            Parsed::Info(t) => assert!(t.contains("--minbytes") && t.contains("Exit codes")),
+            Parsed::Run(_) => panic!(),
+        }
+    }
+}

@@ -1,0 +1,28 @@
+//! Barrier: no data; one row with its latency.
+use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
+
+pub struct Barrier;
+
+impl Collective for Barrier {
+    fn kind(&self) -> Kind {
+        Kind::Barrier
+    }
+    fn name(&self) -> &'static str {
+        "barrier"
+    }
+    fn sized(&self) -> bool {
+        false
+    }
+    fn layout(&self, _elems: usize, _n: usize, _rank: usize, _c: Convention) -> Layout {
+        Layout::default()
+    }
+    fn bus_factor(&self, _n: usize) -> f64 {
+        0.0
+    }
+    fn input(&self, c: &Ctx, i: usize) -> Cell {
+        Cell::Data { src: c.rank as u64, k: i as u64 }
+    }
+    fn expected(&self, c: &Ctx, j: usize) -> Cell {
+        Cell::Data { src: c.rank as u64, k: j as u64 }
+    }
+}

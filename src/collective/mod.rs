@@ -1,0 +1,307 @@
+//! One module per collective. Each supplies only what differs between collectives, as in
+//! nccl-tests: the per-rank element counts for a total size (and the in-place offsets), the bytes
+//! behind algbw, the bus factor, the input pattern and the expected output. The generic driver
+//! (`crate::sweep`) and the check (`crate::check`) do the rest.
+
+mod all_gather;
+mod all_reduce;
+mod all_to_all;
+mod barrier;
+mod broadcast;
+mod gather;
+mod reduce;
+mod reduce_scatter;
+mod scatter;
+mod sendrecv;
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+pub use sendrecv::partner;
+
+/// The collectives coll-bench knows, in the order `all` runs them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Kind {
+    AllReduce,
+    AllGather,
+    ReduceScatter,
+    Broadcast,
+    Reduce,
+    Gather,
+    Scatter,
+    AllToAll,
+    SendRecv,
+    Barrier,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 10] = [
+        Kind::AllReduce,
+        Kind::AllGather,
+        Kind::ReduceScatter,
+        Kind::Broadcast,
+        Kind::Reduce,
+        Kind::Gather,
+        Kind::Scatter,
+        Kind::AllToAll,
+        Kind::SendRecv,
+        Kind::Barrier,
+    ];
+    /// What runs when no collective is named.
+    pub const CORE: [Kind; 3] = [Kind::AllReduce, Kind::AllGather, Kind::ReduceScatter];
+    pub const ACCEPTED: &'static str = "all-reduce, all-gather, reduce-scatter, broadcast, reduce, gather, scatter, all-to-all, sendrecv, barrier or all";
+
+    pub fn name(self) -> &'static str {
+        self.spec().name()
+    }
+
+    /// Accepts `all-reduce`, `all_reduce`, `allreduce` and the like.
+    pub fn parse(s: &str) -> Option<Kind> {
+        let key: String = s
+            .chars()
+            .filter(|c| *c != '-' && *c != '_')
+            .collect::<String>()
+            .to_ascii_lowercase();
+        Some(match key.as_str() {
+            "allreduce" => Kind::AllReduce,
+            "allgather" => Kind::AllGather,
+            "reducescatter" => Kind::ReduceScatter,
+            "broadcast" | "bcast" => Kind::Broadcast,
+            "reduce" => Kind::Reduce,
+            "gather" => Kind::Gather,
+            "scatter" => Kind::Scatter,
+            "alltoall" => Kind::AllToAll,
+            "sendrecv" | "pingpong" | "p2p" => Kind::SendRecv,
+            "barrier" => Kind::Barrier,
+            _ => return None,
+        })
+    }
+
+    /// The module that describes this collective.
+    pub fn spec(self) -> &'static dyn Collective {
+        match self {
+            Kind::AllReduce => &all_reduce::AllReduce,
+            Kind::AllGather => &all_gather::AllGather,
+            Kind::ReduceScatter => &reduce_scatter::ReduceScatter,
+            Kind::Broadcast => &broadcast::Broadcast,
+            Kind::Reduce => &reduce::Reduce,
+            Kind::Gather => &gather::Gather,
+            Kind::Scatter => &scatter::Scatter,
+            Kind::AllToAll => &all_to_all::AllToAll,
+            Kind::SendRecv => &sendrecv::SendRecv,
+            Kind::Barrier => &barrier::Barrier,
+        }
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a library expects in-place data. MPI and NCCL agree except for reduce-scatter (MPI
+/// leaves the result at the start of the buffer, NCCL at this rank's block) and the out-of-place
+/// broadcast root (NCCL copies into the root's receive buffer, MPI has only one buffer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Convention {
+    Mpi,
+    Nccl,
+}
+
+/// Element counts of one rank for one size. Offsets and counts are in elements.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Layout {
+    /// The count shown in the table (nccl-tests' "paramcount": per rank for all-gather & co.).
+    pub count: usize,
+    /// Elements read from the send buffer.
+    pub send_count: usize,
+    /// Elements the receive buffer must hold.
+    pub recv_count: usize,
+    /// Elements behind algbw: algbw = alg_count × element size / time.
+    pub alg_count: usize,
+    /// In place (one buffer): where this rank's input lies…
+    pub in_place_input: usize,
+    /// …and where its output lands.
+    pub in_place_output: usize,
+}
+
+impl Layout {
+    /// The "size" column: the larger of the bytes sent and received by one rank.
+    pub fn size_bytes(&self, elem: usize) -> usize {
+        self.send_count.max(self.recv_count) * elem
+    }
+    /// Elements the single in-place buffer must hold.
+    pub fn in_place_extent(&self) -> usize {
+        (self.in_place_input + self.send_count).max(self.in_place_output + self.recv_count)
+    }
+}
+
+/// Which rank, of how many, around which root, for what layout.
+#[derive(Clone, Copy, Debug)]
+pub struct Ctx {
+    pub rank: usize,
+    pub nranks: usize,
+    pub root: usize,
+    pub in_place: bool,
+    pub convention: Convention,
+    pub layout: Layout,
+}
+
+/// The abstract value of one element; `crate::check` turns it into a typed value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cell {
+    /// Data moved unchanged: element `k` of the block that source `src` owns.
+    Data { src: u64, k: u64 },
+    /// This rank's contribution to reduction index `idx`.
+    Contribution { idx: u64 },
+    /// The reduction over all ranks of index `idx`.
+    Reduced { idx: u64 },
+}
+
+/// What one collective supplies to the generic driver.
+pub trait Collective: Sync {
+    fn kind(&self) -> Kind;
+    /// Canonical name, as typed on the command line and written to the CSV.
+    fn name(&self) -> &'static str;
+    /// Does it take a reduction operator?
+    fn reduces(&self) -> bool {
+        false
+    }
+    /// Does it have a root?
+    fn rooted(&self) -> bool {
+        false
+    }
+    /// Does it move data whose size is swept? (false for barrier)
+    fn sized(&self) -> bool {
+        true
+    }
+    /// Counts for `elems` elements in total (size / element size) on `nranks` ranks.
+    fn layout(&self, elems: usize, nranks: usize, rank: usize, convention: Convention) -> Layout;
+    /// busbw = algbw × factor (nccl-tests' doc/PERFORMANCE.md).
+    fn bus_factor(&self, nranks: usize) -> f64;
+    /// Elements of input this rank provides (0 where the rank is not a source).
+    fn input_len(&self, c: &Ctx) -> usize {
+        c.layout.send_count
+    }
+    fn input(&self, c: &Ctx, i: usize) -> Cell;
+    /// Elements of output this rank checks (0 where the library defines none).
+    fn output_len(&self, c: &Ctx) -> usize {
+        c.layout.recv_count
+    }
+    fn expected(&self, c: &Ctx, j: usize) -> Cell;
+}
+
+/// (n−1)/n, the bus factor of the collectives where each rank's block crosses the bus once.
+pub(crate) fn one_pass(nranks: usize) -> f64 {
+    if nranks == 0 {
+        return 0.0;
+    }
+    (nranks as f64 - 1.0) / nranks as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NS: [usize; 6] = [1, 2, 3, 4, 7, 8];
+
+    fn factor(k: Kind, n: usize) -> f64 {
+        k.spec().bus_factor(n)
+    }
+
+    #[test]
+    fn bus_factors_are_nccl_tests_factors() {
+        for n in NS {
+            let nf = n as f64;
+            assert_eq!(factor(Kind::AllReduce, n), 2.0 * (nf - 1.0) / nf, "n={n}");
+            for k in [
+                Kind::AllGather,
+                Kind::ReduceScatter,
+                Kind::AllToAll,
+                Kind::Gather,
+                Kind::Scatter,
+            ] {
+                assert_eq!(factor(k, n), (nf - 1.0) / nf, "{k} n={n}");
+            }
+            for k in [Kind::Broadcast, Kind::Reduce, Kind::SendRecv] {
+                assert_eq!(factor(k, n), 1.0, "{k} n={n}");
+            }
+        }
+        assert_eq!(factor(Kind::AllReduce, 1), 0.0);
+        assert_eq!(factor(Kind::AllReduce, 8), 1.75);
+    }
+
+    #[test]
+    fn layouts_match_nccl_tests() {
+        // 1 MiB of float: 262144 elements.
+        let elems = 262_144usize;
+        for n in NS {
+            for rank in [0, n - 1] {
+                let l = Kind::AllReduce.spec().layout(elems, n, rank, Convention::Mpi);
+                assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (elems, elems, elems, elems));
+                assert_eq!((l.in_place_input, l.in_place_output), (0, 0));
+
+                let base = elems / n;
+                let l = Kind::AllGather.spec().layout(elems, n, rank, Convention::Mpi);
+                assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base, base * n, base * n), "n={n}");
+                assert_eq!((l.in_place_input, l.in_place_output), (rank * base, 0));
+
+                for conv in [Convention::Mpi, Convention::Nccl] {
+                    let l = Kind::ReduceScatter.spec().layout(elems, n, rank, conv);
+                    assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base * n, base, base * n));
+                    let out = if conv == Convention::Mpi { 0 } else { rank * base };
+                    assert_eq!((l.in_place_input, l.in_place_output), (0, out));
+                }
+
+                let l = Kind::AllToAll.spec().layout(elems, n, rank, Convention::Mpi);
+                assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base * n, base * n, base * n));
+
+                let l = Kind::Gather.spec().layout(elems, n, rank, Convention::Mpi);
+                assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base, base * n, base * n));
+                assert_eq!(l.in_place_input, rank * base);
+
+                let l = Kind::Scatter.spec().layout(elems, n, rank, Convention::Mpi);
+                assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base * n, base, base * n));
+                assert_eq!(l.in_place_output, rank * base);
+
+                for k in [Kind::Broadcast, Kind::Reduce, Kind::SendRecv] {
+                    let l = k.spec().layout(elems, n, rank, Convention::Mpi);
+                    assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (elems, elems, elems, elems));
+                }
+                let l = Kind::Barrier.spec().layout(elems, n, rank, Convention::Mpi);
+                assert_eq!(l, Layout::default());
+            }
+        }
+    }
+
+    #[test]
+    fn per_rank_count_rounds_down_for_alignment() {
+        // 100 elements over 7 ranks: 14 each, 98 in the whole buffer, as nccl-tests does.
+        let l = Kind::AllGather.spec().layout(100, 7, 3, Convention::Mpi);
+        assert_eq!((l.count, l.recv_count, l.alg_count), (14, 98, 98));
+        assert_eq!(l.size_bytes(4), 392);
+        // Fewer elements than ranks: nothing to move.
+        let l = Kind::ReduceScatter.spec().layout(2, 3, 0, Convention::Mpi);
+        assert_eq!(l.count, 0);
+    }
+
+    #[test]
+    fn names_parse_in_every_spelling() {
+        for k in Kind::ALL {
+            assert_eq!(Kind::parse(k.name()), Some(k));
+            assert_eq!(Kind::parse(&k.name().replace('-', "_")), Some(k));
+        }
+        assert_eq!(Kind::parse("allreduce"), Some(Kind::AllReduce));
+        assert_eq!(Kind::parse("all_to_all"), Some(Kind::AllToAll));
+        assert_eq!(Kind::parse("allreduce2"), None);
+    }
+
+    #[test]
+    fn in_place_extent_covers_input_and_output() {
+        let l = Kind::ReduceScatter.spec().layout(64, 4, 3, Convention::Nccl);
+        assert_eq!(l.in_place_extent(), 64);
+        let l = Kind::AllGather.spec().layout(64, 4, 3, Convention::Mpi);
+        assert_eq!(l.in_place_extent(), 64);
+    }
+}

@@ -1,0 +1,46 @@
+//! Scatter: rank r ends with block r of the root's buffer. The size is the root's whole send
+//! buffer; each rank receives size/n rounded down.
+use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
+
+pub struct Scatter;
+
+impl Collective for Scatter {
+    fn kind(&self) -> Kind {
+        Kind::Scatter
+    }
+    fn name(&self) -> &'static str {
+        "scatter"
+    }
+    fn rooted(&self) -> bool {
+        true
+    }
+    fn layout(&self, elems: usize, n: usize, rank: usize, _c: Convention) -> Layout {
+        let base = elems / n;
+        Layout {
+            count: base,
+            send_count: base * n,
+            recv_count: base,
+            alg_count: base * n,
+            in_place_input: 0,
+            in_place_output: rank * base,
+        }
+    }
+    fn bus_factor(&self, n: usize) -> f64 {
+        super::one_pass(n)
+    }
+    fn input_len(&self, c: &Ctx) -> usize {
+        if c.rank == c.root {
+            c.layout.send_count
+        } else {
+            0
+        }
+    }
+    fn input(&self, c: &Ctx, i: usize) -> Cell {
+        // The root's block for destination d is d's data.
+        let base = c.layout.count;
+        Cell::Data { src: (i / base) as u64, k: (i % base) as u64 }
+    }
+    fn expected(&self, c: &Ctx, j: usize) -> Cell {
+        Cell::Data { src: c.rank as u64, k: j as u64 }
+    }
+}

@@ -1,0 +1,338 @@
+//! Data types and reduction operators, with the one dispatch point (`with_element!`) that turns a
+//! run-time [`DType`] into a Rust element type.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Element types a sweep can run. Names follow nccl-tests (`float` is float32).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+pub enum DType {
+    Int8,
+    Uint8,
+    Int32,
+    Uint32,
+    Int64,
+    Uint64,
+    Float16,
+    Bfloat16,
+    Float32,
+    Float64,
+}
+
+impl DType {
+    pub const ALL: [DType; 10] = [
+        DType::Int8,
+        DType::Uint8,
+        DType::Int32,
+        DType::Uint32,
+        DType::Int64,
+        DType::Uint64,
+        DType::Float16,
+        DType::Float32,
+        DType::Float64,
+        DType::Bfloat16,
+    ];
+
+    /// The name shown in tables and CSV (nccl-tests' spelling).
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Int8 => "int8",
+            DType::Uint8 => "uint8",
+            DType::Int32 => "int32",
+            DType::Uint32 => "uint32",
+            DType::Int64 => "int64",
+            DType::Uint64 => "uint64",
+            DType::Float16 => "half",
+            DType::Bfloat16 => "bfloat16",
+            DType::Float32 => "float",
+            DType::Float64 => "double",
+        }
+    }
+
+    /// Parse a type name; accepts nccl-tests' names and the usual aliases.
+    pub fn parse(s: &str) -> Option<DType> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "int8" | "i8" | "char" => DType::Int8,
+            "uint8" | "u8" => DType::Uint8,
+            "int32" | "i32" | "int" => DType::Int32,
+            "uint32" | "u32" => DType::Uint32,
+            "int64" | "i64" => DType::Int64,
+            "uint64" | "u64" => DType::Uint64,
+            "float16" | "f16" | "half" => DType::Float16,
+            "bfloat16" | "bf16" => DType::Bfloat16,
+            "float32" | "f32" | "float" => DType::Float32,
+            "float64" | "f64" | "double" => DType::Float64,
+            _ => return None,
+        })
+    }
+
+    pub const ACCEPTED: &'static str =
+        "int8, uint8, int32, uint32, int64, uint64, float16 (half), bfloat16, float32 (float), float64 (double) or all";
+
+    pub fn size(self) -> usize {
+        match self {
+            DType::Int8 | DType::Uint8 => 1,
+            DType::Float16 | DType::Bfloat16 => 2,
+            DType::Int32 | DType::Uint32 | DType::Float32 => 4,
+            DType::Int64 | DType::Uint64 | DType::Float64 => 8,
+        }
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(
+            self,
+            DType::Float16 | DType::Bfloat16 | DType::Float32 | DType::Float64
+        )
+    }
+
+    /// Largest value of the exact test patterns for this type (values stay below it), chosen so
+    /// every value, every sum of a few of them, and every product of the prod pattern is exactly
+    /// representable: integers below 2^24 for float32, below 2^11 for float16, 2^8 for bfloat16.
+    pub fn pattern_modulus(self) -> u64 {
+        match self {
+            DType::Int8 | DType::Uint8 => 101,
+            DType::Bfloat16 => 251,
+            DType::Float16 => 2039,
+            _ => 16_777_213,
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Reduction operators. `Avg` is the sum divided by the number of ranks, as NCCL defines it
+/// (integer types truncate toward zero).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+pub enum Op {
+    Sum,
+    Prod,
+    Min,
+    Max,
+    Avg,
+}
+
+impl Op {
+    pub const ALL: [Op; 5] = [Op::Sum, Op::Prod, Op::Max, Op::Min, Op::Avg];
+    pub const ACCEPTED: &'static str = "sum, prod, min, max, avg or all";
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Op::Sum => "sum",
+            Op::Prod => "prod",
+            Op::Min => "min",
+            Op::Max => "max",
+            Op::Avg => "avg",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Op> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "sum" => Op::Sum,
+            "prod" | "product" => Op::Prod,
+            "min" => Op::Min,
+            "max" => Op::Max,
+            "avg" | "mean" => Op::Avg,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the check needs from an element type: exact construction from small integers,
+/// the reduction arithmetic of the wire (wrapping for integers), and bitwise comparison.
+pub trait Element: Copy + Send + Sync + 'static {
+    const DTYPE: DType;
+    /// Whether negative values exist (the patterns use them where they do).
+    const SIGNED: bool;
+    fn from_i64(v: i64) -> Self;
+    /// `a op b` for the associative ops (Avg accumulates as Sum).
+    fn combine(op: Op, a: Self, b: Self) -> Self;
+    /// `self / n`, the final step of Avg.
+    fn div_ranks(self, n: usize) -> Self;
+    /// Bit-for-bit equality (floats compare by representation).
+    fn same(self, other: Self) -> bool;
+}
+
+macro_rules! int_element {
+    ($t:ty, $d:expr, $signed:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $d;
+            const SIGNED: bool = $signed;
+            #[inline]
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+            #[inline]
+            fn combine(op: Op, a: Self, b: Self) -> Self {
+                match op {
+                    Op::Sum | Op::Avg => a.wrapping_add(b),
+                    Op::Prod => a.wrapping_mul(b),
+                    Op::Min => a.min(b),
+                    Op::Max => a.max(b),
+                }
+            }
+            #[inline]
+            fn div_ranks(self, n: usize) -> Self {
+                // Wrapping division keeps the arithmetic total (i8::MIN / -1 cannot occur: n > 0).
+                self.wrapping_div(n as $t)
+            }
+            #[inline]
+            fn same(self, other: Self) -> bool {
+                self == other
+            }
+        }
+    };
+}
+
+macro_rules! float_element {
+    ($t:ty, $d:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = $d;
+            const SIGNED: bool = true;
+            #[inline]
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+            #[inline]
+            fn combine(op: Op, a: Self, b: Self) -> Self {
+                match op {
+                    Op::Sum | Op::Avg => a + b,
+                    Op::Prod => a * b,
+                    Op::Min => a.min(b),
+                    Op::Max => a.max(b),
+                }
+            }
+            #[inline]
+            fn div_ranks(self, n: usize) -> Self {
+                self / (n as $t)
+            }
+            #[inline]
+            fn same(self, other: Self) -> bool {
+                self.to_bits() == other.to_bits()
+            }
+        }
+    };
+}
+
+int_element!(i8, DType::Int8, true);
+int_element!(u8, DType::Uint8, false);
+int_element!(i32, DType::Int32, true);
+int_element!(u32, DType::Uint32, false);
+int_element!(i64, DType::Int64, true);
+int_element!(u64, DType::Uint64, false);
+float_element!(f32, DType::Float32);
+float_element!(f64, DType::Float64);
+
+/// Run `$body` with `$t` bound to the Rust type of `$dtype`; `$unsupported` for the types with no
+/// host arithmetic here (float16, bfloat16).
+#[macro_export]
+macro_rules! with_element {
+    ($dtype:expr, $t:ident => $body:expr, else $unsupported:expr) => {
+        match $dtype {
+            $crate::dtype::DType::Int8 => {
+                type $t = i8;
+                $body
+            }
+            $crate::dtype::DType::Uint8 => {
+                type $t = u8;
+                $body
+            }
+            $crate::dtype::DType::Int32 => {
+                type $t = i32;
+                $body
+            }
+            $crate::dtype::DType::Uint32 => {
+                type $t = u32;
+                $body
+            }
+            $crate::dtype::DType::Int64 => {
+                type $t = i64;
+                $body
+            }
+            $crate::dtype::DType::Uint64 => {
+                type $t = u64;
+                $body
+            }
+            $crate::dtype::DType::Float32 => {
+                type $t = f32;
+                $body
+            }
+            $crate::dtype::DType::Float64 => {
+                type $t = f64;
+                $body
+            }
+            $crate::dtype::DType::Float16 | $crate::dtype::DType::Bfloat16 => $unsupported,
+        }
+    };
+}
+
+/// View a byte buffer as elements. The buffers come from [`crate::backend::HostBuffer`], which is
+/// 64-byte aligned, so the cast is always aligned.
+pub fn cast_slice<T: Element>(bytes: &[u8]) -> &[T] {
+    let n = bytes.len() / std::mem::size_of::<T>();
+    assert_eq!(bytes.as_ptr() as usize % std::mem::align_of::<T>(), 0);
+    // SAFETY: aligned (asserted), in bounds, and every bit pattern is a valid T for these types.
+    unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const T, n) }
+}
+
+pub fn cast_slice_mut<T: Element>(bytes: &mut [u8]) -> &mut [T] {
+    let n = bytes.len() / std::mem::size_of::<T>();
+    assert_eq!(bytes.as_ptr() as usize % std::mem::align_of::<T>(), 0);
+    // SAFETY: as in `cast_slice`, and the borrow is unique.
+    unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr() as *mut T, n) }
+}
+
+/// Divide every element of `bytes` (of type `dtype`) by `n`: the last step of Avg on backends
+/// whose library has no average (MPI).
+pub fn divide_by_ranks(dtype: DType, bytes: &mut [u8], n: usize) {
+    with_element!(dtype, T => {
+        for x in cast_slice_mut::<T>(bytes) {
+            *x = x.div_ranks(n);
+        }
+    }, else unreachable!("{dtype} has no host arithmetic"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(DType::parse(d.name()), Some(d));
+        }
+        for o in Op::ALL {
+            assert_eq!(Op::parse(o.name()), Some(o));
+        }
+        assert_eq!(DType::parse("float32"), Some(DType::Float32));
+        assert_eq!(DType::parse("f64"), Some(DType::Float64));
+        assert_eq!(DType::parse("quad"), None);
+        assert_eq!(Op::parse("xor"), None);
+    }
+
+    #[test]
+    fn integer_arithmetic_wraps_like_the_wire() {
+        assert_eq!(i8::combine(Op::Sum, 100, 100), -56);
+        assert_eq!(u8::combine(Op::Prod, 16, 32), 0);
+        assert_eq!((-7i32).div_ranks(2), -3);
+        assert_eq!(f32::combine(Op::Min, 1.0, -2.0), -2.0);
+        assert_eq!(7.0f64.div_ranks(2), 3.5);
+    }
+
+    #[test]
+    fn divide_by_ranks_divides_every_element() {
+        let mut v = [6.0f32, 9.0, -3.0];
+        let bytes = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, 12) };
+        divide_by_ranks(DType::Float32, bytes, 3);
+        assert_eq!(v, [2.0, 3.0, -1.0]);
+    }
+}

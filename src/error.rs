@@ -1,0 +1,31 @@
+//! The one error type. Every error is a complete, one-line message for the user; all of them
+//! exit with code 2 (usage or setup), as opposed to 1 (the answer is "no": wrong data).
+
+/// A usage or setup error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// A flag or argument was wrong; the message names it and the accepted form.
+    #[error("{0}")]
+    Usage(String),
+    /// The machine, the launcher, MPI or a file would not let the run go ahead.
+    #[error("{0}")]
+    Setup(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn usage(msg: impl Into<String>) -> Self {
+        Error::Usage(msg.into())
+    }
+    pub fn setup(msg: impl Into<String>) -> Self {
+        Error::Setup(msg.into())
+    }
+}
+
+/// Exit codes: 0 ok, 1 wrong data or a failed verdict, 2 usage or setup error.
+pub mod exit {
+    pub const OK: i32 = 0;
+    pub const WRONG: i32 = 1;
+    pub const ERROR: i32 = 2;
+}

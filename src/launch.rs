@@ -1,0 +1,192 @@
+//! Who am I: the launcher's view of this process (from its environment), to cross-check against
+//! MPI's. The classic failure is a binary linked against another MPI than the `mpirun` that
+//! started it: every process then sees a world of one and the job silently becomes N one-rank
+//! runs printing N tables.
+
+use std::collections::HashMap;
+use std::fmt;
+
+/// Rank, world size and node-local placement of one process.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct View {
+    /// Where the numbers came from ("MPI", "Open MPI environment", …).
+    pub source: String,
+    pub rank: usize,
+    pub size: Option<usize>,
+    pub local_rank: Option<usize>,
+    pub local_size: Option<usize>,
+    /// The variables read, for the error message.
+    pub vars: Vec<(String, String)>,
+}
+
+impl fmt::Display for View {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "rank {}", self.rank)?;
+        if let Some(s) = self.size {
+            write!(f, " of {s}")?;
+        }
+        if let Some(l) = self.local_rank {
+            write!(f, ", local rank {l}")?;
+            if let Some(ls) = self.local_size {
+                write!(f, " of {ls}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The launchers we know, in the order they are tried; the first whose rank variable is set wins,
+/// so an `mpirun` inside a Slurm allocation is judged by Open MPI's variables, not Slurm's.
+const LAUNCHERS: &[(&str, [&str; 4])] = &[
+    (
+        "Open MPI",
+        ["OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"],
+    ),
+    ("PMIx", ["PMIX_RANK", "", "", ""]),
+    ("MPICH Hydra", ["PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"]),
+    ("Slurm", ["SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", ""]),
+    ("torchrun", ["RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"]),
+];
+
+/// The launcher's view from an environment map, if any launcher left its variables.
+/// A variable that is set but not a number is an error.
+pub fn from_env(env: &HashMap<String, String>) -> Result<Option<View>, String> {
+    for (name, [rank, size, local_rank, local_size]) in LAUNCHERS {
+        let Some(rank_val) = env.get(*rank) else { continue };
+        let mut vars = vec![];
+        let mut num = |key: &str| -> Result<Option<usize>, String> {
+            if key.is_empty() {
+                return Ok(None);
+            }
+            match env.get(key) {
+                None => Ok(None),
+                Some(v) => {
+                    vars.push((key.to_string(), v.clone()));
+                    v.trim()
+                        .parse::<usize>()
+                        .map(Some)
+                        .map_err(|_| format!("the {name} launcher variable {key}={v:?} is not a number"))
+                }
+            }
+        };
+        let _ = rank_val;
+        let view = View {
+            source: format!("{name} environment"),
+            rank: num(rank)?.expect("present"),
+            size: num(size)?,
+            local_rank: num(local_rank)?,
+            local_size: num(local_size)?,
+            vars,
+        };
+        return Ok(Some(view));
+    }
+    Ok(None)
+}
+
+/// Compare MPI's view with the launcher's; the error names both.
+pub fn cross_check(mpi: &View, launcher: &View) -> Result<(), String> {
+    let differs = |a: Option<usize>, b: Option<usize>| matches!((a, b), (Some(x), Some(y)) if x != y);
+    if mpi.rank != launcher.rank
+        || differs(mpi.size, launcher.size)
+        || differs(mpi.local_rank, launcher.local_rank)
+        || differs(mpi.local_size, launcher.local_size)
+    {
+        let vars: Vec<String> = launcher.vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let hint = if mpi.size == Some(1) && launcher.size.is_some_and(|s| s > 1) {
+            " — MPI sees a world of one while the launcher started more: coll-bench is probably linked \
+             against a different MPI than the launcher (compare `ldd $(which coll-bench) | grep libmpi` \
+             with `which mpirun`)"
+        } else {
+            ""
+        };
+        return Err(format!(
+            "launcher and MPI disagree: the {} ({}) says {}, but {} says {}{hint}",
+            launcher.source,
+            vars.join(" "),
+            launcher,
+            mpi.source,
+            mpi
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    fn mpi(rank: usize, size: usize, lr: usize, ls: usize) -> View {
+        View {
+            source: "MPI".into(),
+            rank,
+            size: Some(size),
+            local_rank: Some(lr),
+            local_size: Some(ls),
+            vars: vec![],
+        }
+    }
+
+    #[test]
+    fn no_launcher_means_no_view() {
+        assert_eq!(from_env(&env(&[("HOME", "/root")])), Ok(None));
+    }
+
+    #[test]
+    fn open_mpi_variables() {
+        let v = from_env(&env(&[
+            ("OMPI_COMM_WORLD_RANK", "3"),
+            ("OMPI_COMM_WORLD_SIZE", "8"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "1"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
+            ("SLURM_PROCID", "0"),
+            ("SLURM_NTASKS", "1"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(v.source, "Open MPI environment");
+        assert_eq!((v.rank, v.size, v.local_rank, v.local_size), (3, Some(8), Some(1), Some(2)));
+        assert!(cross_check(&mpi(3, 8, 1, 2), &v).is_ok());
+    }
+
+    #[test]
+    fn each_launcher_is_read() {
+        let cases: &[(&[(&str, &str)], &str, usize, Option<usize>, Option<usize>)] = &[
+            (&[("PMIX_RANK", "2")], "PMIx environment", 2, None, None),
+            (&[("PMI_RANK", "1"), ("PMI_SIZE", "4"), ("MPI_LOCALRANKID", "1")], "MPICH Hydra environment", 1, Some(4), Some(1)),
+            (&[("SLURM_PROCID", "5"), ("SLURM_NTASKS", "16"), ("SLURM_LOCALID", "1")], "Slurm environment", 5, Some(16), Some(1)),
+            (&[("RANK", "0"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "0")], "torchrun environment", 0, Some(2), Some(0)),
+        ];
+        for (vars, source, rank, size, local) in cases {
+            let v = from_env(&env(vars)).unwrap().unwrap();
+            assert_eq!(&v.source, source);
+            assert_eq!((v.rank, v.size, v.local_rank), (*rank, *size, *local));
+        }
+    }
+
+    #[test]
+    fn garbage_is_an_error() {
+        let e = from_env(&env(&[("PMI_RANK", "x1")])).unwrap_err();
+        assert!(e.contains("PMI_RANK") && e.contains("not a number"), "{e}");
+    }
+
+    #[test]
+    fn world_of_one_under_a_launcher_of_eight_names_both_views() {
+        let launcher = from_env(&env(&[("OMPI_COMM_WORLD_RANK", "5"), ("OMPI_COMM_WORLD_SIZE", "8")])).unwrap().unwrap();
+        let e = cross_check(&mpi(0, 1, 0, 1), &launcher).unwrap_err();
+        assert!(e.contains("OMPI_COMM_WORLD_SIZE=8"), "{e}");
+        assert!(e.contains("says rank 5 of 8"), "{e}");
+        assert!(e.contains("MPI says rank 0 of 1"), "{e}");
+        assert!(e.contains("different MPI"), "{e}");
+    }
+
+    #[test]
+    fn local_rank_disagreement_is_caught() {
+        let launcher = from_env(&env(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2"), ("SLURM_LOCALID", "0")])).unwrap().unwrap();
+        assert!(cross_check(&mpi(1, 2, 1, 2), &launcher).is_err());
+        assert!(cross_check(&mpi(1, 2, 0, 1), &launcher).is_ok());
+    }
+}

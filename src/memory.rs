@@ -1,0 +1,58 @@
+//! Refuse, up front, buffers that cannot fit: being killed by the OOM killer halfway through a
+//! sweep is the worst way to learn it.
+
+use crate::error::{Error, Result};
+use crate::size::human;
+
+/// Memory a rank needs beyond its two buffers: the program, MPI's own buffers and the samples.
+pub const OVERHEAD_BYTES: u64 = 32 << 20;
+
+/// Bytes this machine can still give: `MemAvailable`, capped by a cgroup v2 limit if one is set.
+pub fn available_bytes() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let avail_kib: u64 = meminfo
+        .lines()
+        .find(|l| l.starts_with("MemAvailable:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    let mut avail = avail_kib * 1024;
+    let cg = |f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).ok().and_then(|s| s.trim().parse::<u64>().ok());
+    if let (Some(max), Some(cur)) = (cg("memory.max"), cg("memory.current")) {
+        avail = avail.min(max.saturating_sub(cur));
+    }
+    Some(avail)
+}
+
+/// Check that `local_ranks` ranks, each needing `per_rank` bytes, fit in `available`.
+pub fn check_fit(per_rank: u64, local_ranks: usize, available: u64, host: &str) -> Result<()> {
+    let need = per_rank.saturating_mul(local_ranks as u64);
+    if need > available {
+        return Err(Error::usage(format!(
+            "-e/--maxbytes: the buffers need {} per rank × {local_ranks} rank(s) on {host} = {}, but only {} is available; expected a smaller -e/--maxbytes (or fewer ranks per host)",
+            human(per_rank),
+            human(need),
+            human(available)
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_what_does_not_fit() {
+        assert!(check_fit(1 << 30, 2, 4 << 30, "h").is_ok());
+        let e = check_fit(3 << 30, 2, 4 << 30, "node7").unwrap_err().to_string();
+        assert!(e.contains("-e/--maxbytes") && e.contains("node7") && e.contains("6 GiB"), "{e}");
+        assert!(check_fit(u64::MAX, 8, 1 << 40, "h").is_err());
+    }
+
+    #[test]
+    fn this_machine_reports_memory() {
+        assert!(available_bytes().unwrap() > 0);
+    }
+}

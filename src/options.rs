@@ -1,0 +1,194 @@
+//! The typed, validated plan every rank runs. Built from the command line by `crate::cli`,
+//! broadcast from rank 0 and compared on every rank before anything is measured.
+
+use crate::collective::Kind;
+use crate::dtype::{DType, Op};
+use crate::error::{Error, Result};
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// How each rank's time is combined into the one reported (`-a`, nccl-tests' numbering).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Aggregation {
+    Rank0,
+    Mean,
+    Min,
+    Max,
+}
+
+impl Aggregation {
+    pub fn from_flag(v: u8) -> Option<Aggregation> {
+        Some(match v {
+            0 => Aggregation::Rank0,
+            1 => Aggregation::Mean,
+            2 => Aggregation::Min,
+            3 => Aggregation::Max,
+            _ => return None,
+        })
+    }
+    pub fn flag(self) -> u8 {
+        match self {
+            Aggregation::Rank0 => 0,
+            Aggregation::Mean => 1,
+            Aggregation::Min => 2,
+            Aggregation::Max => 3,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Aggregation::Rank0 => "rank0",
+            Aggregation::Mean => "mean",
+            Aggregation::Min => "min",
+            Aggregation::Max => "max",
+        }
+    }
+}
+
+/// How sizes grow from `min_bytes` to `max_bytes`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Step {
+    Factor(f64),
+    Bytes(u64),
+}
+
+/// Where the CSV goes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CsvTarget {
+    /// `results/coll-bench-<UTC time>.csv` under the working directory.
+    Default,
+    Path(PathBuf),
+    Off,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum BackendKind {
+    Mpi,
+    Nccl,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Mpi => "mpi",
+            BackendKind::Nccl => "nccl",
+        }
+    }
+}
+
+/// Everything a sweep needs. Equal on every rank (checked).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Options {
+    pub collectives: Vec<Kind>,
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+    pub step: Step,
+    /// Fixed timed iterations per point (`-n`); `None`: chosen from `budget_s`.
+    pub iters: Option<u64>,
+    /// Fixed warm-up iterations (`-w`); `None`: about a tenth of the budget.
+    pub warmup: Option<u64>,
+    /// Time budget for the timed iterations of one point, seconds.
+    pub budget_s: f64,
+    pub check: bool,
+    pub dtypes: Vec<DType>,
+    pub ops: Vec<Op>,
+    pub aggregation: Aggregation,
+    pub root: usize,
+    pub blocking: bool,
+    pub backend: BackendKind,
+    /// Which implementation of the collectives inside the backend (`native`: the library's own).
+    pub implementation: String,
+    pub csv: CsvTarget,
+}
+
+/// Fewest timed iterations when the budget decides, so a slow size still gets a median.
+pub const MIN_AUTO_ITERS: u64 = 5;
+/// Most timed iterations when the budget decides.
+pub const MAX_AUTO_ITERS: u64 = 100_000;
+/// Most iterations `-n` accepts (per-iteration samples are kept in memory).
+pub const MAX_ITERS: u64 = 10_000_000;
+
+impl Options {
+    /// The message sizes of the sweep, in bytes.
+    pub fn sizes(&self) -> Vec<u64> {
+        let mut out = vec![];
+        let mut s = self.min_bytes;
+        while s <= self.max_bytes {
+            out.push(s);
+            let next = match self.step {
+                Step::Factor(f) => ((s as f64) * f) as u64,
+                Step::Bytes(b) => s.saturating_add(b),
+            };
+            s = if next > s { next } else { s + 1 };
+        }
+        out
+    }
+
+    /// Checks that need the world size.
+    pub fn validate_for_world(&self, nranks: usize) -> Result<()> {
+        let rooted = self.collectives.iter().any(|k| k.spec().rooted());
+        if rooted && self.root >= nranks {
+            return Err(Error::usage(format!(
+                "-r/--root: {} is not a rank of this job; expected 0..={} ({} ranks)",
+                self.root,
+                nranks - 1,
+                nranks
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(min: u64, max: u64, step: Step) -> Options {
+        Options {
+            collectives: Kind::CORE.to_vec(),
+            min_bytes: min,
+            max_bytes: max,
+            step,
+            iters: None,
+            warmup: None,
+            budget_s: 0.05,
+            check: true,
+            dtypes: vec![DType::Float32],
+            ops: vec![Op::Sum],
+            aggregation: Aggregation::Mean,
+            root: 0,
+            blocking: false,
+            backend: BackendKind::Mpi,
+            implementation: "native".into(),
+            csv: CsvTarget::Off,
+        }
+    }
+
+    #[test]
+    fn factor_and_linear_sweeps() {
+        let s = opts(8, 64 << 20, Step::Factor(2.0)).sizes();
+        assert_eq!(s.len(), 24);
+        assert_eq!((s[0], s[23]), (8, 64 << 20));
+        assert_eq!(opts(1024, 4096, Step::Bytes(1024)).sizes(), vec![1024, 2048, 3072, 4096]);
+        assert_eq!(opts(10, 100, Step::Factor(3.0)).sizes(), vec![10, 30, 90]);
+        assert_eq!(opts(1, 3, Step::Factor(1.1)).sizes(), vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn root_must_be_a_rank() {
+        let mut o = opts(8, 8, Step::Factor(2.0));
+        o.root = 2;
+        assert!(o.validate_for_world(2).is_ok(), "no rooted collective selected");
+        o.collectives.push(Kind::Broadcast);
+        let e = o.validate_for_world(2).unwrap_err().to_string();
+        assert!(e.contains("-r/--root") && e.contains("0..=1"), "{e}");
+        assert!(o.validate_for_world(3).is_ok());
+    }
+
+    #[test]
+    fn aggregation_flags() {
+        for v in 0..4 {
+            assert_eq!(Aggregation::from_flag(v).unwrap().flag(), v);
+        }
+        assert_eq!(Aggregation::from_flag(4), None);
+    }
+}

@@ -1,0 +1,104 @@
+//! What a sweep produces and every report consumes: plain data, no MPI, no formatting.
+
+use crate::collective::Kind;
+use crate::dtype::{DType, Op};
+use crate::options::Options;
+use crate::stats::Summary;
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    OutOfPlace,
+    InPlace,
+}
+
+impl Placement {
+    pub fn name(self) -> &'static str {
+        match self {
+            Placement::OutOfPlace => "out_of_place",
+            Placement::InPlace => "in_place",
+        }
+    }
+}
+
+/// One placement of one point.
+#[derive(Clone, Debug, Serialize)]
+pub struct Measurement {
+    pub placement: Placement,
+    pub warmup_iters: u64,
+    pub iters: u64,
+    /// Per-iteration time: each rank's mean, combined across ranks by the aggregation policy
+    /// (what nccl-tests reports).
+    pub time_us: f64,
+    pub algbw_gbps: f64,
+    pub busbw_gbps: f64,
+    /// Per-iteration samples combined across ranks by the same policy, summarised (rank 0).
+    pub summary: Summary,
+    /// Each rank's mean per-iteration time, by rank.
+    pub per_rank_us: Vec<f64>,
+    /// Wrong elements summed over ranks; `None` when the check is off.
+    pub wrong: Option<u64>,
+    /// Bytes written past the expected output, summed over ranks; `None` when the check is off.
+    pub out_of_bounds: Option<u64>,
+}
+
+/// One size of one collective × type × op: both placements.
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    pub collective: Kind,
+    pub dtype: DType,
+    /// `None` for collectives that do not reduce.
+    pub op: Option<Op>,
+    /// `None` for collectives without a root.
+    pub root: Option<usize>,
+    pub size_bytes: u64,
+    pub count: u64,
+    pub bus_factor: f64,
+    pub out_of_place: Measurement,
+    pub in_place: Measurement,
+}
+
+impl Point {
+    pub fn measurements(&self) -> [&Measurement; 2] {
+        [&self.out_of_place, &self.in_place]
+    }
+}
+
+/// The run's context, for headers and for every CSV row.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunInfo {
+    pub version: String,
+    /// UTC, RFC 3339.
+    pub timestamp: String,
+    pub backend: String,
+    /// Library lines from the backend (name and version).
+    pub backend_details: Vec<String>,
+    pub ranks: usize,
+    /// Hosts in order of their first rank, each with its ranks.
+    pub hosts: Vec<(String, Vec<usize>)>,
+    pub options: Options,
+    /// Process id of every rank, by rank (for the header).
+    pub pids: Vec<u32>,
+}
+
+/// Totals over the whole run, for the footer and the exit code.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Totals {
+    pub points: u64,
+    pub wrong: u64,
+    pub out_of_bounds: u64,
+}
+
+impl Totals {
+    pub fn add(&mut self, p: &Point) {
+        self.points += 1;
+        for m in p.measurements() {
+            self.wrong += m.wrong.unwrap_or(0);
+            self.out_of_bounds += m.out_of_bounds.unwrap_or(0);
+        }
+    }
+    pub fn failed(&self) -> bool {
+        self.wrong > 0 || self.out_of_bounds > 0
+    }
+}

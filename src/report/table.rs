@@ -1,0 +1,195 @@
+//! The table on stdout, in nccl-tests' layout: a header (run context), per collective a block
+//! of rows (size, count, type, redop, root, then time, algbw, busbw, #wrong out of place and in
+//! place), and a footer (out-of-bounds and wrong counts, bus bandwidth where it has levelled off).
+
+use super::Report;
+use crate::error::Result;
+use crate::options::Step;
+use crate::record::{Measurement, Point, RunInfo, Totals};
+use std::io::Write;
+
+/// Share of the largest size from which a point counts as "levelled off" for the footer's
+/// average bus bandwidth (nccl-tests averages every size, latency-bound ones included).
+const PLATEAU_FRACTION: u64 = 8;
+
+pub struct TableReport<W: Write> {
+    out: W,
+    /// Points of the current block, for its footer line.
+    current: Vec<(String, u64, f64)>,
+    footers: Vec<String>,
+}
+
+impl<W: Write> TableReport<W> {
+    pub fn new(out: W) -> Self {
+        TableReport { out, current: vec![], footers: vec![] }
+    }
+
+    pub fn into_inner(self) -> W {
+        self.out
+    }
+
+    // A closed stdout (`| head`) must not stop the measurement: write errors are ignored.
+    fn line(&mut self, s: &str) {
+        let _ = writeln!(self.out, "{s}");
+    }
+
+    fn close_block(&mut self) {
+        let Some((label, _, _)) = self.current.first().cloned() else { return };
+        let max = self.current.iter().map(|(_, s, _)| *s).max().unwrap_or(0);
+        let floor = max / PLATEAU_FRACTION;
+        let plateau: Vec<&(String, u64, f64)> = self.current.iter().filter(|(_, s, _)| *s >= floor).collect();
+        let avg = plateau.iter().map(|(_, _, b)| b).sum::<f64>() / plateau.len() as f64;
+        let lo = plateau.iter().map(|(_, s, _)| *s).min().unwrap_or(0);
+        self.footers.push(format!(
+            "# Avg bus bandwidth    : {avg:.3} GB/s  ({label}, out-of-place, sizes {}..{})",
+            crate::size::human(lo),
+            crate::size::human(max)
+        ));
+        self.current.clear();
+    }
+}
+
+fn time_col(us: f64) -> String {
+    if us >= 10000.0 {
+        format!("{us:7.0}")
+    } else if us >= 100.0 {
+        format!("{us:7.1}")
+    } else {
+        format!("{us:7.2}")
+    }
+}
+
+fn placement_cols(m: &Measurement) -> String {
+    let wrong = m.wrong.map(|w| w.to_string()).unwrap_or_else(|| "N/A".into());
+    format!("  {}  {:6.2}  {:6.2}  {:>6}", time_col(m.time_us), m.algbw_gbps, m.busbw_gbps, wrong)
+}
+
+impl<W: Write> Report for TableReport<W> {
+    fn begin(&mut self, info: &RunInfo) -> Result<()> {
+        let o = &info.options;
+        self.line(&format!("# coll-bench {}  backend: {}  started {}", info.version, info.backend, info.timestamp));
+        for d in &info.backend_details {
+            self.line(&format!("# {d}"));
+        }
+        let names: Vec<&str> = o.collectives.iter().map(|k| k.name()).collect();
+        self.line(&format!("# collectives: {}", names.join(" ")));
+        self.line(&format!("# ranks: {} on {} host(s)", info.ranks, info.hosts.len()));
+        for (host, ranks) in &info.hosts {
+            self.line(&format!("#   {host}: {} rank(s): {}", ranks.len(), rank_list(ranks)));
+        }
+        let step = match o.step {
+            Step::Factor(f) => format!("{f}(factor)"),
+            Step::Bytes(b) => format!("{b}(bytes)"),
+        };
+        let warm = o.warmup.map(|w| w.to_string()).unwrap_or_else(|| "auto".into());
+        let iters = o.iters.map(|n| n.to_string()).unwrap_or_else(|| format!("auto (budget {} ms)", o.budget_s * 1e3));
+        let dtypes: Vec<&str> = o.dtypes.iter().map(|d| d.name()).collect();
+        let ops: Vec<&str> = o.ops.iter().map(|d| d.name()).collect();
+        self.line(&format!(
+            "# minBytes {} maxBytes {} step: {step} warmup iters: {warm} iters: {iters} validation: {} average: {} ({}) root: {} blocking: {} datatype: {} op: {}",
+            o.min_bytes,
+            o.max_bytes,
+            o.check as u8,
+            o.aggregation.flag(),
+            o.aggregation.name(),
+            o.root,
+            o.blocking as u8,
+            dtypes.join(","),
+            ops.join(",")
+        ));
+        self.line("#");
+        for (rank, host) in info.hosts.iter().flat_map(|(h, rs)| rs.iter().map(move |r| (*r, h))) {
+            let pid = info.pids.get(rank).copied().unwrap_or(0);
+            self.line(&format!("#  Rank {rank:>3} Pid {pid:>7} on {host}"));
+        }
+        Ok(())
+    }
+
+    fn point(&mut self, _info: &RunInfo, p: &Point) -> Result<()> {
+        let label = format!(
+            "{} {}{}",
+            p.collective.name(),
+            p.dtype.name(),
+            p.op.map(|o| format!(" {o}")).unwrap_or_default()
+        );
+        let new_block = self.current.first().is_none_or(|(l, _, _)| *l != label);
+        if new_block {
+            self.close_block();
+            self.line("#");
+            self.line(&format!("# Collective: {}", p.collective.name()));
+            self.line("#                                                              out-of-place                       in-place");
+            self.line("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong");
+            self.line("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)");
+        }
+        let sized = p.collective.spec().sized();
+        let dtype = if sized { p.dtype.name() } else { "none" };
+        let op = p.op.map(|o| o.name()).unwrap_or("none");
+        let root = p.root.map(|r| r as i64).unwrap_or(-1);
+        self.line(&format!(
+            "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}",
+            p.size_bytes,
+            p.count,
+            dtype,
+            op,
+            root,
+            placement_cols(&p.out_of_place),
+            placement_cols(&p.in_place)
+        ));
+        let _ = self.out.flush();
+        self.current.push((label, p.size_bytes, p.out_of_place.busbw_gbps));
+        Ok(())
+    }
+
+    fn end(&mut self, info: &RunInfo, totals: &Totals) -> Result<()> {
+        self.close_block();
+        self.line("#");
+        if info.options.check {
+            let ok = |n: u64| if n == 0 { "OK" } else { "FAILED" };
+            self.line(&format!("# Out of bounds values : {} {}", totals.out_of_bounds, ok(totals.out_of_bounds)));
+            self.line(&format!("# Wrong elements       : {} {}", totals.wrong, ok(totals.wrong)));
+        } else {
+            self.line("# Out of bounds values : N/A (check off)");
+        }
+        for f in std::mem::take(&mut self.footers) {
+            self.line(&f);
+        }
+        self.line("#");
+        let _ = self.out.flush();
+        Ok(())
+    }
+}
+
+/// `0-3,8,10-11`
+fn rank_list(ranks: &[usize]) -> String {
+    let mut parts = vec![];
+    let mut i = 0;
+    while i < ranks.len() {
+        let start = ranks[i];
+        let mut end = start;
+        while i + 1 < ranks.len() && ranks[i + 1] == end + 1 {
+            i += 1;
+            end = ranks[i];
+        }
+        parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+        i += 1;
+    }
+    parts.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rank_lists_compress() {
+        assert_eq!(rank_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(rank_list(&[5]), "5");
+    }
+
+    #[test]
+    fn time_column_precision_follows_nccl_tests() {
+        assert_eq!(time_col(1.234), "   1.23");
+        assert_eq!(time_col(123.45), "  123.5");
+        assert_eq!(time_col(12345.6), "  12346");
+    }
+}

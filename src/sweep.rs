@@ -1,0 +1,275 @@
+//! The generic driver: for every collective × type × op × size and both placements, warm up,
+//! time a batch of back-to-back calls, combine the ranks' times, then check the result in a
+//! separate pass. Produces [`Point`]s; prints nothing.
+
+use crate::backend::{Backend, Buf, Call};
+use crate::check::{fill_input, verify, Verdict, GUARD_BYTES, SENTINEL};
+use crate::collective::{Collective, Convention, Ctx, Kind, Layout};
+use crate::dtype::{DType, Op};
+use crate::error::Result;
+use crate::options::{Options, MAX_AUTO_ITERS, MIN_AUTO_ITERS};
+use crate::record::{Measurement, Placement, Point, Totals};
+use crate::stats::Summary;
+use crate::world::{aggregate, World};
+
+/// The collective × type × op combinations of a run, in the order they run.
+pub fn plan(opts: &Options) -> Vec<(Kind, DType, Option<Op>)> {
+    let mut out = vec![];
+    for &kind in &opts.collectives {
+        let spec = kind.spec();
+        let dtypes: &[DType] = if spec.sized() { &opts.dtypes } else { &opts.dtypes[..1] };
+        for &dtype in dtypes {
+            if spec.reduces() {
+                for &op in &opts.ops {
+                    out.push((kind, dtype, Some(op)));
+                }
+            } else {
+                out.push((kind, dtype, None));
+            }
+        }
+    }
+    out
+}
+
+/// Sizes a collective runs at (barrier: one, of zero bytes).
+pub fn sizes_for(spec: &dyn Collective, opts: &Options) -> Vec<u64> {
+    if spec.sized() {
+        opts.sizes()
+    } else {
+        vec![0]
+    }
+}
+
+/// Bytes of the send and receive buffers one rank needs for the whole run (the receive buffer
+/// includes the guard zone of the out-of-bounds check).
+pub fn buffer_bytes(opts: &Options, nranks: usize, rank: usize, conv: Convention) -> (usize, usize) {
+    let (mut send, mut recv) = (0usize, 0usize);
+    for (kind, dtype, _) in plan(opts) {
+        let spec = kind.spec();
+        let elem = dtype.size();
+        // Layouts grow with size, so the largest size decides.
+        if let Some(&size) = sizes_for(spec, opts).last() {
+            let l = spec.layout((size / elem as u64) as usize, nranks, rank, conv);
+            send = send.max(l.send_count * elem);
+            recv = recv.max(l.recv_count.max(l.in_place_extent()) * elem);
+        }
+    }
+    (send, recv + GUARD_BYTES)
+}
+
+pub struct Sweep<'a> {
+    pub world: &'a World,
+    pub backend: &'a mut dyn Backend,
+    pub opts: &'a Options,
+    samples: Vec<f64>,
+}
+
+impl<'a> Sweep<'a> {
+    pub fn new(world: &'a World, backend: &'a mut dyn Backend, opts: &'a Options) -> Self {
+        Sweep { world, backend, opts, samples: vec![] }
+    }
+
+    /// Run the whole sweep, handing each point to `sink` (called on every rank; only rank 0's
+    /// points carry sample summaries). A sink error on any rank stops every rank.
+    pub fn run(&mut self, sink: &mut dyn FnMut(&Point) -> Result<()>) -> Result<Totals> {
+        let mut totals = Totals::default();
+        let conv = self.backend.convention();
+        let (n, rank) = (self.world.size, self.world.rank);
+        for (kind, dtype, op) in plan(self.opts) {
+            let spec = kind.spec();
+            for size in sizes_for(spec, self.opts) {
+                let elems = (size / dtype.size() as u64) as usize;
+                let layout = spec.layout(elems, n, rank, conv);
+                let call = |in_place| Call {
+                    kind,
+                    dtype,
+                    op: op.unwrap_or(Op::Sum),
+                    root: self.opts.root,
+                    layout,
+                    in_place,
+                };
+                let out_of_place = self.measure(&call(false), Placement::OutOfPlace)?;
+                let in_place = self.measure(&call(true), Placement::InPlace)?;
+                let point = Point {
+                    collective: kind,
+                    dtype,
+                    op,
+                    root: spec.rooted().then_some(self.opts.root),
+                    size_bytes: layout_size(spec, elems, n, conv, dtype),
+                    count: layout.count as u64,
+                    bus_factor: spec.bus_factor(n),
+                    out_of_place,
+                    in_place,
+                };
+                totals.add(&point);
+                self.world.agree(sink(&point))?;
+            }
+        }
+        Ok(totals)
+    }
+
+    /// Warm up, choose the iteration count, time, combine across ranks, check.
+    fn measure(&mut self, call: &Call, placement: Placement) -> Result<Measurement> {
+        let opts = self.opts;
+        let world = self.world;
+        let mut warmup_iters = 0u64;
+        // Estimates are maxima over ranks, so every rank derives the same counts.
+        let mut estimate = None;
+        match opts.warmup {
+            Some(w) => {
+                if w > 0 {
+                    self.backend.run(call, w as usize, &mut self.samples)?;
+                    warmup_iters = w;
+                    estimate = Some(world.max_f64(mean(&self.samples)));
+                }
+            }
+            None => {
+                self.backend.run(call, 1, &mut self.samples)?;
+                let first = world.max_f64(self.samples[0]);
+                let more = ((0.1 * opts.budget_s / first.max(1e-9)) as u64).clamp(1, 1000);
+                self.backend.run(call, more as usize, &mut self.samples)?;
+                warmup_iters = 1 + more;
+                estimate = Some(world.max_f64(mean(&self.samples)));
+            }
+        }
+        let iters = match opts.iters {
+            Some(n) => n,
+            None => {
+                let est = match estimate {
+                    Some(e) => e,
+                    None => {
+                        self.backend.run(call, 1, &mut self.samples)?;
+                        world.max_f64(self.samples[0])
+                    }
+                };
+                ((opts.budget_s / est.max(1e-9)).ceil() as u64).clamp(MIN_AUTO_ITERS, MAX_AUTO_ITERS)
+            }
+        };
+        self.backend.run(call, iters as usize, &mut self.samples)?;
+        let per_rank_s = world.all_gather(mean(&self.samples));
+        let time_s = aggregate(opts.aggregation, &per_rank_s);
+        let combined = world.combine_samples(opts.aggregation, &self.samples);
+        let summary = if world.rank == 0 { Summary::of_seconds(&combined) } else { Summary::default() };
+
+        let spec = call.kind.spec();
+        let bytes = (call.layout.alg_count * call.dtype.size()) as f64;
+        let algbw_gbps = if time_s > 0.0 { bytes / time_s / 1e9 } else { 0.0 };
+        let busbw_gbps = algbw_gbps * spec.bus_factor(world.size);
+
+        let (wrong, out_of_bounds) = if opts.check {
+            let v = self.check(call)?;
+            (Some(world.sum_u64(v.wrong)), Some(world.sum_u64(v.out_of_bounds)))
+        } else {
+            (None, None)
+        };
+        Ok(Measurement {
+            placement,
+            warmup_iters,
+            iters,
+            time_us: time_s * 1e6,
+            algbw_gbps,
+            busbw_gbps,
+            summary,
+            per_rank_us: per_rank_s.iter().map(|s| s * 1e6).collect(),
+            wrong,
+            out_of_bounds,
+        })
+    }
+
+    /// The check pass: known input, sentinel-filled output, one call, compare.
+    fn check(&mut self, call: &Call) -> Result<Verdict> {
+        let spec = call.kind.spec();
+        let l = call.layout;
+        let elem = call.dtype.size();
+        let c = Ctx {
+            rank: self.world.rank,
+            nranks: self.world.size,
+            root: call.root,
+            in_place: call.in_place,
+            convention: self.backend.convention(),
+            layout: l,
+        };
+        let (dtype, op) = (call.dtype, call.op);
+        let (out_at, guard_from) = if call.in_place {
+            (l.in_place_output, l.in_place_extent() * elem)
+        } else {
+            (0, l.recv_count * elem)
+        };
+        let recv_len = guard_from + GUARD_BYTES;
+        self.backend.write(Buf::Recv, recv_len, &mut |b| {
+            b.fill(SENTINEL);
+            if call.in_place {
+                fill_input(spec, &c, dtype, op, b, l.in_place_input);
+            }
+        })?;
+        if !call.in_place {
+            self.backend.write(Buf::Send, l.send_count * elem, &mut |b| {
+                fill_input(spec, &c, dtype, op, b, 0);
+            })?;
+        }
+        self.backend.run(call, 1, &mut self.samples)?;
+        let mut verdict = Verdict::default();
+        self.backend.read(Buf::Recv, recv_len, &mut |b| {
+            verdict = verify(spec, &c, dtype, op, b, out_at, guard_from);
+        })?;
+        Ok(verdict)
+    }
+}
+
+fn layout_size(spec: &dyn Collective, elems: usize, n: usize, conv: Convention, dtype: DType) -> u64 {
+    // The size column is the same on every rank: take rank 0's layout.
+    let l: Layout = spec.layout(elems, n, 0, conv);
+    l.size_bytes(dtype.size()) as u64
+}
+
+fn mean(samples: &[f64]) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    samples.iter().sum::<f64>() / samples.len() as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::options::{Aggregation, BackendKind, CsvTarget, Step};
+
+    fn opts(colls: &[Kind], dtypes: &[DType], ops: &[Op]) -> Options {
+        Options {
+            collectives: colls.to_vec(),
+            min_bytes: 8,
+            max_bytes: 1 << 20,
+            step: Step::Factor(2.0),
+            iters: None,
+            warmup: None,
+            budget_s: 0.05,
+            check: true,
+            dtypes: dtypes.to_vec(),
+            ops: ops.to_vec(),
+            aggregation: Aggregation::Mean,
+            root: 0,
+            blocking: false,
+            backend: BackendKind::Mpi,
+            implementation: "native".into(),
+            csv: CsvTarget::Off,
+        }
+    }
+
+    #[test]
+    fn plan_expands_ops_only_for_reductions_and_barrier_once() {
+        let o = opts(&[Kind::AllReduce, Kind::AllGather, Kind::Barrier], &[DType::Int32, DType::Float32], &[Op::Sum, Op::Max]);
+        let p = plan(&o);
+        assert_eq!(p.len(), 4 + 2 + 1);
+        assert_eq!(p[6], (Kind::Barrier, DType::Int32, None));
+        assert_eq!(sizes_for(Kind::Barrier.spec(), &o), vec![0]);
+    }
+
+    #[test]
+    fn buffers_hold_the_largest_layout_and_the_guard() {
+        let o = opts(&[Kind::AllReduce], &[DType::Float32], &[Op::Sum]);
+        assert_eq!(buffer_bytes(&o, 2, 0, Convention::Mpi), (1 << 20, (1 << 20) + GUARD_BYTES));
+        // all-gather alone: each rank sends a quarter of the buffer on 4 ranks.
+        let o = opts(&[Kind::AllGather], &[DType::Float32], &[Op::Sum]);
+        assert_eq!(buffer_bytes(&o, 4, 3, Convention::Mpi), (1 << 18, (1 << 20) + GUARD_BYTES));
+    }
+}
