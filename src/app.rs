@@ -31,6 +31,8 @@ pub fn main() -> i32 {
         }
         return exit::OK;
     }
+    // The launcher's view, read before MPI_Init (a singleton Open MPI sets its own variables).
+    let env: HashMap<String, String> = std::env::vars().collect();
     let world = match World::init() {
         Ok(w) => w,
         Err(e) => {
@@ -38,7 +40,7 @@ pub fn main() -> i32 {
             return exit::ERROR;
         }
     };
-    let code = match run(&world, parsed) {
+    let code = match run(&world, &env, parsed) {
         Ok(code) => code,
         Err(e) => {
             if world.rank == 0 {
@@ -133,9 +135,8 @@ fn csv_path(opts: &Options, timestamp: &chrono::DateTime<chrono::Utc>) -> Option
     }
 }
 
-fn run(world: &World, parsed: Result<Parsed>) -> Result<i32> {
-    let env: HashMap<String, String> = std::env::vars().collect();
-    let launcher = launch::from_env(&env).and_then(|v| match v {
+fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> Result<i32> {
+    let launcher = launch::from_env(env).and_then(|v| match v {
         Some(v) => launch::cross_check(&world.view(), &v),
         None => Ok(()),
     });

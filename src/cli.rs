@@ -75,6 +75,10 @@ pub struct Args {
     /// Write no CSV
     #[arg(long = "no-csv")]
     pub no_csv: bool,
+    /// Testing only: corrupt one output element on this rank after each check call, to prove
+    /// that wrong data is caught and gives exit code 1.
+    #[arg(long = "debug-corrupt-rank", value_name = "RANK", hide = true)]
+    pub debug_corrupt_rank: Option<usize>,
 }
 
 /// What parsing the command line led to.
@@ -259,6 +263,7 @@ impl Args {
             backend,
             implementation,
             csv,
+            debug_corrupt_rank: self.debug_corrupt_rank,
         })
     }
 }

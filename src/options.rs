@@ -98,6 +98,8 @@ pub struct Options {
     /// Which implementation of the collectives inside the backend (`native`: the library's own).
     pub implementation: String,
     pub csv: CsvTarget,
+    /// Testing only (hidden flag): corrupt one output element on this rank in each check.
+    pub debug_corrupt_rank: Option<usize>,
 }
 
 /// Fewest timed iterations when the budget decides, so a slow size still gets a median.
@@ -160,6 +162,7 @@ mod tests {
             backend: BackendKind::Mpi,
             implementation: "native".into(),
             csv: CsvTarget::Off,
+            debug_corrupt_rank: None,
         }
     }
 

@@ -208,6 +208,9 @@ impl<'a> Sweep<'a> {
             })?;
         }
         self.backend.run(call, 1, &mut self.samples)?;
+        if self.opts.debug_corrupt_rank == Some(c.rank) && spec.output_len(&c) > 0 {
+            self.backend.write(Buf::Recv, recv_len, &mut |b| b[out_at * elem] ^= 0x40)?;
+        }
         let mut verdict = Verdict::default();
         self.backend.read(Buf::Recv, recv_len, &mut |b| {
             verdict = verify(spec, &c, dtype, op, b, out_at, guard_from);
@@ -252,6 +255,7 @@ mod tests {
             backend: BackendKind::Mpi,
             implementation: "native".into(),
             csv: CsvTarget::Off,
+            debug_corrupt_rank: None,
         }
     }
 

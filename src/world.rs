@@ -58,7 +58,7 @@ impl World {
             })
             .collect();
         let library_version = mpi::environment::library_version()
-            .map(|v| v.lines().next().unwrap_or("").trim().trim_end_matches(',').to_string())
+            .map(|v| v.trim_matches(|c: char| c == '\0' || c.is_whitespace()).lines().next().unwrap_or("").trim().to_string())
             .unwrap_or_else(|_| "unknown MPI".into());
         Ok(World { node, world, universe, rank, size, local_rank, local_size, hosts, library_version })
     }

@@ -1,0 +1,106 @@
+//! Every bad input: one line on stderr naming the flag, printed once (not per rank), exit 2,
+//! no panic, no CSV left behind, no hang.
+mod common;
+use common::*;
+
+fn refused(n: usize, args: &[&str], needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut full: Vec<&str> = args.to_vec();
+    full.extend(["--csv", "run.csv"]);
+    let o = mpirun_in(dir.path(), n, &full, 120);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{args:?}: expected one line, got:\n{err}");
+    assert!(lines[0].starts_with("coll-bench: error: "), "{args:?}: {err}");
+    assert!(lines[0].contains(needle), "{args:?}: {needle:?} not in {err}");
+    assert!(!err.contains("panicked") && !err.contains("backtrace"), "{err}");
+    assert!(stdout(&o).is_empty(), "{args:?}: table printed: {}", stdout(&o));
+    assert!(files(dir.path()).is_empty(), "{args:?}: left {:?}", files(dir.path()));
+}
+
+#[test]
+fn sizes() {
+    refused(2, &["-b", "0"], "-b/--minbytes");
+    refused(2, &["-b", "-64"], "-b/--minbytes");
+    refused(2, &["-e", "12Q"], "-e/--maxbytes");
+    refused(2, &["-e", "1.5M"], "-e/--maxbytes");
+    refused(2, &["-b", "1M", "-e", "1K"], "larger than -e/--maxbytes");
+    refused(2, &["-i", "0"], "-i/--stepbytes");
+}
+
+#[test]
+fn steps_and_counts() {
+    refused(2, &["-f", "1"], "-f/--stepfactor");
+    refused(2, &["-f", "0.5"], "-f/--stepfactor");
+    refused(2, &["-n", "0"], "-n/--iters");
+    refused(2, &["-w", "many"], "-w/--warmup_iters");
+    refused(2, &["-c", "yes"], "-c/--check");
+    refused(2, &["-a", "7"], "-a/--average");
+}
+
+#[test]
+fn names() {
+    refused(2, &["all-reduce", "allscatter"], "COLLECTIVE: unknown collective 'allscatter'");
+    refused(2, &["-d", "float128"], "-d/--datatype: unknown value 'float128'");
+    refused(2, &["-d", "bfloat16"], "-d/--datatype: bfloat16 is not supported by the mpi backend");
+    refused(2, &["-o", "xor"], "-o/--op: unknown value 'xor'");
+    refused(2, &["--backend", "gloo"], "--backend");
+    refused(2, &["--impl", "ring2"], "--impl");
+    refused(2, &["--frobnicate"], "--frobnicate");
+}
+
+#[test]
+fn root_beyond_the_world() {
+    refused(2, &["broadcast", "-r", "2"], "-r/--root: 2 is not a rank of this job");
+    refused(3, &["gather", "-r", "7"], "-r/--root: 7");
+}
+
+#[test]
+fn buffers_that_cannot_fit() {
+    refused(2, &["-b", "1T", "-e", "4T"], "-e/--maxbytes: the buffers need");
+}
+
+#[test]
+fn unwritable_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = mpirun_in(dir.path(), 2, &["-e", "1K", "--csv", "/proc/no/such/dir/run.csv"], 120);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--csv: cannot write '/proc/no/such/dir/run.csv'"), "{err}");
+    assert!(stdout(&o).is_empty());
+}
+
+#[test]
+fn launcher_disagreement_names_both_views() {
+    // A binary that MPI starts as one rank while the launcher's environment says 8: the classic
+    // "linked against another MPI" failure. Simulated by a torchrun-style variable that Open
+    // MPI does not set.
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new("timeout")
+        .args(["60", BIN, "-e", "1K", "--no-csv"])
+        .current_dir(dir.path())
+        .env("RANK", "5")
+        .env("WORLD_SIZE", "8")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("launcher and MPI disagree"), "{err}");
+    assert!(err.contains("RANK=5") && err.contains("WORLD_SIZE=8"), "{err}");
+    assert!(err.contains("MPI says rank 0 of 1"), "{err}");
+}
+
+#[test]
+fn help_and_version_print_once_and_exit_0() {
+    let (o, _d) = mpirun(2, &["--version"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o).matches("coll-bench").count(), 1, "{}", stdout(&o));
+    let (o, _d) = mpirun(2, &["--help"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert_eq!(stdout(&o).matches("Usage:").count(), 1);
+}

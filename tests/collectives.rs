@@ -1,0 +1,80 @@
+//! Every collective × int32, float32, float64 × every op, in and out of place, with the check on,
+//! under mpirun with 1, 2, 3 and 4 ranks: zero wrong, exit 0.
+mod common;
+use common::*;
+
+fn all_correct(n: usize) {
+    let (o, _dir) = mpirun(
+        n,
+        &["all", "-d", "int32,float32,float64", "-o", "all", "-b", "8", "-e", "96K", "-f", "7", "-n", "3", "-w", "1", "-r", &(n - 1).to_string(), "--no-csv"],
+    );
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "n={n}\n{out}\n{}", stderr(&o));
+    let rows = rows(&o);
+    // 10 collectives: 3 reducing × 3 types × 5 ops, 6 moving × 3 types, barrier once; sizes
+    // 8, 56, 392, 2744, 19208.
+    assert_eq!(rows.len(), (3 * 3 * 5 + 6 * 3) * 5 + 1, "n={n}\n{out}");
+    for r in &rows {
+        assert_eq!(r.len(), 13, "{r:?}");
+        assert_eq!((r[8].as_str(), r[12].as_str()), ("0", "0"), "wrong elements in {r:?}");
+    }
+    assert!(out.contains("# Out of bounds values : 0 OK"), "{out}");
+    assert!(out.contains("# Wrong elements       : 0 OK"), "{out}");
+    assert!(out.contains(&format!("# ranks: {n} on 1 host(s)")), "{out}");
+    for coll in ["all-reduce", "all-gather", "reduce-scatter", "broadcast", "reduce", "gather", "scatter", "all-to-all", "sendrecv", "barrier"] {
+        assert!(out.contains(&format!("# Collective: {coll}\n")), "{coll} missing");
+    }
+    // The root column shows the root for rooted collectives only.
+    let roots: Vec<&str> = rows.iter().map(|r| r[4].as_str()).collect();
+    assert!(roots.contains(&"-1") && roots.contains(&(n - 1).to_string().as_str()));
+}
+
+#[test]
+fn one_rank() {
+    all_correct(1);
+}
+
+#[test]
+fn two_ranks() {
+    all_correct(2);
+}
+
+#[test]
+fn three_ranks() {
+    all_correct(3);
+}
+
+#[test]
+fn four_ranks() {
+    all_correct(4);
+}
+
+#[test]
+fn every_type_the_mpi_backend_has() {
+    let (o, _d) = mpirun(2, &["all-reduce", "all-gather", "reduce", "-d", "int8,uint8,int32,uint32,int64,uint64,float32,float64", "-o", "all", "-e", "4K", "-f", "8", "-n", "2", "-w", "0", "--no-csv"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(rows(&o).iter().all(|r| r[8] == "0" && r[12] == "0"));
+}
+
+#[test]
+fn wrong_data_is_counted_and_exits_1() {
+    let (o, _d) = mpirun(3, &["all-reduce", "all-gather", "-b", "64", "-e", "1K", "-f", "4", "-n", "2", "--no-csv", "--debug-corrupt-rank", "1"]);
+    assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
+    for r in rows(&o) {
+        assert_eq!((r[8].as_str(), r[12].as_str()), ("1", "1"), "{r:?}");
+    }
+    assert!(stdout(&o).contains("# Wrong elements       : 12 FAILED"), "{}", stdout(&o));
+}
+
+#[test]
+fn table_numbers_are_consistent() {
+    // busbw = algbw × 2(n-1)/n for all-reduce, algbw = bytes / time.
+    let (o, _d) = mpirun(4, &["all-reduce", "-b", "1M", "-e", "1M", "-n", "5", "--no-csv"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let r = &rows(&o)[0];
+    let (size, time_us, algbw, busbw): (f64, f64, f64, f64) =
+        (r[0].parse().unwrap(), r[5].parse().unwrap(), r[6].parse().unwrap(), r[7].parse().unwrap());
+    assert_eq!(r[1], "262144");
+    assert!((algbw - size / time_us / 1e3).abs() <= 0.011 + algbw * 0.01, "{r:?}");
+    assert!((busbw - algbw * 1.5).abs() <= 0.011 + busbw * 0.01, "{r:?}");
+}
