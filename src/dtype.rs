@@ -279,6 +279,9 @@ macro_rules! with_element {
 /// 64-byte aligned, so the cast is always aligned.
 pub fn cast_slice<T: Element>(bytes: &[u8]) -> &[T] {
     let n = bytes.len() / std::mem::size_of::<T>();
+    if n == 0 {
+        return &[];
+    }
     assert_eq!(bytes.as_ptr() as usize % std::mem::align_of::<T>(), 0);
     // SAFETY: aligned (asserted), in bounds, and every bit pattern is a valid T for these types.
     unsafe { std::slice::from_raw_parts(bytes.as_ptr() as *const T, n) }
@@ -286,6 +289,9 @@ pub fn cast_slice<T: Element>(bytes: &[u8]) -> &[T] {
 
 pub fn cast_slice_mut<T: Element>(bytes: &mut [u8]) -> &mut [T] {
     let n = bytes.len() / std::mem::size_of::<T>();
+    if n == 0 {
+        return &mut [];
+    }
     assert_eq!(bytes.as_ptr() as usize % std::mem::align_of::<T>(), 0);
     // SAFETY: as in `cast_slice`, and the borrow is unique.
     unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr() as *mut T, n) }
