@@ -189,7 +189,8 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
     world.agree(begun)?;
 
     let mut sweep = Sweep::new(world, backend.as_mut(), &opts);
-    let totals = sweep.run(&mut |p| reports.iter_mut().try_for_each(|r| r.point(&info, p)))?;
+    let mut totals = sweep.run(&mut |p| reports.iter_mut().try_for_each(|r| r.point(&info, p)))?;
+    totals.peak_rss_bytes = world.max_u64(memory::peak_rss_bytes());
     let ended: Result<()> = reports.iter_mut().try_for_each(|r| r.end(&info, &totals));
     world.agree(ended)?;
     Ok(if totals.failed() { exit::WRONG } else { exit::OK })

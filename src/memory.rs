@@ -25,6 +25,16 @@ pub fn available_bytes() -> Option<u64> {
     Some(avail)
 }
 
+/// Peak resident memory of this process so far, bytes.
+pub fn peak_rss_bytes() -> u64 {
+    // SAFETY: getrusage fills the struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
+        return 0;
+    }
+    ru.ru_maxrss as u64 * 1024 // kilobytes on Linux
+}
+
 /// Check that `local_ranks` ranks, each needing `per_rank` bytes, fit in `available`.
 pub fn check_fit(per_rank: u64, local_ranks: usize, available: u64, host: &str) -> Result<()> {
     let need = per_rank.saturating_mul(local_ranks as u64);
@@ -54,5 +64,6 @@ mod tests {
     #[test]
     fn this_machine_reports_memory() {
         assert!(available_bytes().unwrap() > 0);
+        assert!(peak_rss_bytes() > 0);
     }
 }

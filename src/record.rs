@@ -28,6 +28,8 @@ pub struct Measurement {
     pub placement: Placement,
     pub warmup_iters: u64,
     pub iters: u64,
+    /// Calls per timed sample (more than one for calls shorter than a few microseconds).
+    pub batch: u64,
     /// Per-iteration time: each rank's mean, combined across ranks by the aggregation policy
     /// (what nccl-tests reports).
     pub time_us: f64,
@@ -88,6 +90,8 @@ pub struct Totals {
     pub points: u64,
     pub wrong: u64,
     pub out_of_bounds: u64,
+    /// Largest peak resident memory of any rank, bytes (filled in after the sweep).
+    pub peak_rss_bytes: u64,
 }
 
 impl Totals {

@@ -118,34 +118,29 @@ impl<'a> Sweep<'a> {
         match opts.warmup {
             Some(w) => {
                 if w > 0 {
-                    self.backend.run(call, w as usize, &mut self.samples)?;
+                    self.backend.run(call, w as usize, 1, &mut self.samples)?;
                     warmup_iters = w;
                     estimate = Some(world.max_f64(mean(&self.samples)));
                 }
             }
             None => {
-                self.backend.run(call, 1, &mut self.samples)?;
+                self.backend.run(call, 1, 1, &mut self.samples)?;
                 let first = world.max_f64(self.samples[0]);
                 let more = ((0.1 * opts.budget_s / first.max(1e-9)) as u64).clamp(1, 1000);
-                self.backend.run(call, more as usize, &mut self.samples)?;
+                self.backend.run(call, more as usize, 1, &mut self.samples)?;
                 warmup_iters = 1 + more;
                 estimate = Some(world.max_f64(mean(&self.samples)));
             }
         }
-        let iters = match opts.iters {
-            Some(n) => n,
+        let est = match estimate {
+            Some(e) => e,
             None => {
-                let est = match estimate {
-                    Some(e) => e,
-                    None => {
-                        self.backend.run(call, 1, &mut self.samples)?;
-                        world.max_f64(self.samples[0])
-                    }
-                };
-                ((opts.budget_s / est.max(1e-9)).ceil() as u64).clamp(MIN_AUTO_ITERS, MAX_AUTO_ITERS)
+                self.backend.run(call, 1, 1, &mut self.samples)?;
+                world.max_f64(self.samples[0])
             }
         };
-        self.backend.run(call, iters as usize, &mut self.samples)?;
+        let (iters, batch) = iterations(opts.iters, opts.budget_s, est);
+        self.backend.run(call, iters as usize, batch as usize, &mut self.samples)?;
         let per_rank_s = world.all_gather(mean(&self.samples));
         let time_s = aggregate(opts.aggregation, &per_rank_s);
         let combined = world.combine_samples(opts.aggregation, &self.samples);
@@ -166,6 +161,7 @@ impl<'a> Sweep<'a> {
             placement,
             warmup_iters,
             iters,
+            batch,
             time_us: time_s * 1e6,
             algbw_gbps,
             busbw_gbps,
@@ -207,7 +203,7 @@ impl<'a> Sweep<'a> {
                 fill_input(spec, &c, dtype, op, b, 0);
             })?;
         }
-        self.backend.run(call, 1, &mut self.samples)?;
+        self.backend.run(call, 1, 1, &mut self.samples)?;
         if self.opts.debug_corrupt_rank == Some(c.rank) && spec.output_len(&c) > 0 {
             self.backend.write(Buf::Recv, recv_len, &mut |b| b[out_at * elem] ^= 0x40)?;
         }
@@ -223,6 +219,29 @@ fn layout_size(spec: &dyn Collective, elems: usize, n: usize, conv: Convention, 
     // The size column is the same on every rank: take rank 0's layout.
     let l: Layout = spec.layout(elems, n, 0, conv);
     l.size_bytes(dtype.size()) as u64
+}
+
+/// Shortest time one sample should span, so the clock's cost stays below 1% of it.
+pub const MIN_SAMPLE_S: f64 = 5e-6;
+
+/// Timed iterations and calls per sample, from a fixed count (`-n`) or the time budget, and the
+/// estimated time per call (the same on every rank, so every rank runs the same calls).
+pub fn iterations(fixed: Option<u64>, budget_s: f64, est_s: f64) -> (u64, u64) {
+    let est = est_s.max(1e-9);
+    let want_batch = (ceil_ratio(MIN_SAMPLE_S, est) as u64).clamp(1, 1000);
+    match fixed {
+        // A fixed count stays exact: the largest batch not above the wanted one that divides it.
+        Some(n) => (n, (1..=want_batch.min(n)).rev().find(|b| n % b == 0).unwrap_or(1)),
+        None => {
+            let iters = (ceil_ratio(budget_s, est) as u64).clamp(MIN_AUTO_ITERS, MAX_AUTO_ITERS);
+            (iters.div_ceil(want_batch) * want_batch, want_batch)
+        }
+    }
+}
+
+/// ⌈a / b⌉, forgiving the last bits of rounding (5e-6 / 0.5e-6 is 10, not 11).
+fn ceil_ratio(a: f64, b: f64) -> f64 {
+    (a / b * (1.0 - 1e-12)).ceil()
 }
 
 fn mean(samples: &[f64]) -> f64 {
@@ -266,6 +285,21 @@ mod tests {
         assert_eq!(p.len(), 4 + 2 + 1);
         assert_eq!(p[6], (Kind::Barrier, DType::Int32, None));
         assert_eq!(sizes_for(Kind::Barrier.spec(), &o), vec![0]);
+    }
+
+    #[test]
+    fn iterations_follow_the_budget_and_batch_short_calls() {
+        // 0.5 us calls, 50 ms: 100000 calls in samples of 10 calls (5 us each).
+        assert_eq!(iterations(None, 0.05, 0.5e-6), (100_000, 10));
+        // 10 ms calls: the floor of 5 iterations, one call per sample.
+        assert_eq!(iterations(None, 0.05, 10e-3), (5, 1));
+        // 1 ms calls: 50 iterations.
+        assert_eq!(iterations(None, 0.05, 1e-3), (50, 1));
+        // Fixed counts are kept exactly.
+        assert_eq!(iterations(Some(20), 0.05, 0.5e-6), (20, 10));
+        assert_eq!(iterations(Some(7), 0.05, 0.5e-6), (7, 7));
+        assert_eq!(iterations(Some(13), 0.05, 0.4e-6), (13, 13));
+        assert_eq!(iterations(Some(3), 0.05, 1.0), (3, 1));
     }
 
     #[test]

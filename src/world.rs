@@ -138,6 +138,12 @@ impl World {
         y
     }
 
+    pub fn max_u64(&self, x: u64) -> u64 {
+        let mut y = 0u64;
+        self.world.all_reduce_into(&x, &mut y, SystemOperation::max());
+        y
+    }
+
     pub fn sum_u64(&self, x: u64) -> u64 {
         let mut y = 0u64;
         self.world.all_reduce_into(&x, &mut y, SystemOperation::sum());

@@ -6,7 +6,7 @@ const COLUMNS: &[&str] = &[
     "timestamp", "coll_bench_version", "backend", "collective", "dtype", "op", "root", "placement", "size_bytes",
     "count_elements", "elem_bytes", "warmup_iters", "iters", "time_us", "algbw_gbps", "busbw_gbps", "bus_factor",
     "median_us", "p99_us", "min_us", "max_us", "stddev_us", "wrong", "out_of_bounds_bytes", "ranks", "hosts",
-    "host_names", "aggregation",
+    "host_names", "aggregation", "batch_iters",
 ];
 
 #[test]

@@ -47,7 +47,9 @@ pub trait Backend {
     fn write(&mut self, buf: Buf, len: usize, f: &mut dyn FnMut(&mut [u8])) -> Result<()>;
     /// Let `f` read the first `len` bytes of a buffer through a host view.
     fn read(&mut self, buf: Buf, len: usize, f: &mut dyn FnMut(&[u8])) -> Result<()>;
-    /// Run `iters` calls back to back, appending each one's time in seconds to `samples`
-    /// (cleared first). For ping-pong the time is one way.
-    fn run(&mut self, call: &Call, iters: usize, samples: &mut Vec<f64>) -> Result<()>;
+    /// Run `iters` calls back to back in batches of `batch` (which divides `iters`); `samples`
+    /// (cleared first) gets one entry per batch: its time per call, in seconds. Batching keeps
+    /// the clock's own cost (tens of ns) out of sub-microsecond calls. For ping-pong the time is
+    /// one way.
+    fn run(&mut self, call: &Call, iters: usize, batch: usize, samples: &mut Vec<f64>) -> Result<()>;
 }

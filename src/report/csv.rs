@@ -39,6 +39,7 @@ pub const COLUMNS: &[&str] = &[
     "hosts",
     "host_names",
     "aggregation",
+    "batch_iters",
 ];
 
 #[derive(Serialize)]
@@ -71,6 +72,7 @@ struct Row<'a> {
     hosts: usize,
     host_names: String,
     aggregation: &'a str,
+    batch_iters: u64,
 }
 
 pub struct CsvReport {
@@ -130,6 +132,7 @@ impl CsvReport {
             hosts: info.hosts.len(),
             host_names: hosts.join(";"),
             aggregation: info.options.aggregation.name(),
+            batch_iters: m.batch,
         };
         self.writer.serialize(row).map_err(|e| self.io_error(e))?;
         self.writer.flush().map_err(|e| self.io_error(e))

@@ -153,6 +153,11 @@ impl<W: Write> Report for TableReport<W> {
         for f in std::mem::take(&mut self.footers) {
             self.line(&f);
         }
+        self.line(&format!(
+            "# Peak memory per rank: {} (largest of any rank; buffers sized for {} messages)",
+            crate::size::human(totals.peak_rss_bytes),
+            crate::size::human(info.options.max_bytes)
+        ));
         self.line("#");
         let _ = self.out.flush();
         Ok(())
