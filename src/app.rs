@@ -23,6 +23,12 @@ use std::sync::atomic::Ordering;
 pub fn main() -> i32 {
     install_panic_hook();
     let argv: Vec<String> = std::env::args().collect();
+    // Subcommands that read files and need no MPI.
+    match argv.get(1).map(String::as_str) {
+        Some("plot") => return crate::plot::main(&argv[1..]),
+        Some("compare") => return crate::compare::main(&argv[1..]),
+        _ => {}
+    }
     let parsed = cli::parse(&argv);
     if let Ok(Parsed::Info(text)) = &parsed {
         // --help / --version: print once, without starting MPI.
