@@ -104,3 +104,21 @@ fn help_and_version_print_once_and_exit_0() {
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(stdout(&o).matches("Usage:").count(), 1);
 }
+
+#[test]
+fn ranks_given_different_options_stop_together() {
+    // MPMD launch: rank 1 gets another -e than rank 0.
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new("timeout")
+        .args(["120", "mpirun", "-q", "--oversubscribe", "--bind-to", "none", "-n", "1", BIN, "-e", "1K", "--csv", "x.csv", ":", "-n", "1", BIN, "-e", "2K", "--csv", "x.csv"])
+        .current_dir(dir.path())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("rank 1") && err.contains("different options than rank 0"), "{err}");
+    assert!(files(dir.path()).is_empty());
+}
