@@ -11,6 +11,8 @@ use crate::memory;
 use crate::options::{BackendKind, CsvTarget, Options};
 use crate::record::RunInfo;
 use crate::report::csv::CsvReport;
+use crate::report::json::JsonReport;
+use crate::report::markdown::MarkdownReport;
 use crate::report::table::TableReport;
 use crate::report::Report;
 use crate::sweep::{buffer_bytes, Sweep};
@@ -126,10 +128,14 @@ fn agree_options(world: &World, parsed: Result<Parsed>) -> Result<Options> {
 
 fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     match opts.backend {
-        BackendKind::Mpi => Ok(Box::new(MpiBackend::new(world, &opts.implementation, opts.blocking)?)),
-        BackendKind::Nccl => Err(Error::usage(
-            "--backend: nccl is not built into this coll-bench yet; expected mpi",
-        )),
+        BackendKind::Mpi => {
+            let delay = opts
+                .debug_slow_rank
+                .filter(|(rank, _)| *rank == world.rank)
+                .map(|(_, us)| std::time::Duration::from_micros(us));
+            Ok(Box::new(MpiBackend::new(world, &opts.implementation, opts.blocking, delay)?))
+        }
+        BackendKind::Nccl => Err(Error::usage("--backend: nccl is not built into this coll-bench yet; expected mpi")),
     }
 }
 
@@ -137,7 +143,9 @@ fn csv_path(opts: &Options, timestamp: &chrono::DateTime<chrono::Utc>) -> Option
     match &opts.csv {
         CsvTarget::Off => None,
         CsvTarget::Path(p) => Some(p.clone()),
-        CsvTarget::Default => Some(PathBuf::from(format!("results/coll-bench-{}.csv", timestamp.format("%Y%m%dT%H%M%SZ")))),
+        CsvTarget::Default => {
+            Some(PathBuf::from(format!("results/coll-bench-{}.csv", timestamp.format("%Y%m%dT%H%M%SZ"))))
+        }
     }
 }
 
@@ -187,6 +195,15 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
             Ok(None) => Ok(reports),
             Err(e) => Err(e),
         }
+        .and_then(|mut reports| {
+            if let Some(p) = &opts.json {
+                reports.push(Box::new(JsonReport::create(p)?));
+            }
+            if let Some(p) = &opts.markdown {
+                reports.push(Box::new(MarkdownReport::create(p)?));
+            }
+            Ok(reports)
+        })
     } else {
         Ok(vec![])
     };

@@ -37,10 +37,7 @@ fn contribution(op: Op, signed: bool, r: u64, idx: u64) -> i64 {
 }
 
 fn data_value(src: u64, k: u64, modulus: u64) -> i64 {
-    (src.wrapping_mul(2_654_435_761)
-        .wrapping_add(k.wrapping_mul(40_503))
-        .wrapping_add(11)
-        % modulus) as i64
+    (src.wrapping_mul(2_654_435_761).wrapping_add(k.wrapping_mul(40_503)).wrapping_add(11) % modulus) as i64
 }
 
 /// Typed values of cells for one rank, dtype and op.
@@ -109,7 +106,15 @@ pub struct Verdict {
 
 /// Compare the output in `buf` (starting at element `at`) with the expected values, and check that
 /// the guard zone from byte `guard_from` on still holds [`SENTINEL`].
-pub fn verify(coll: &dyn Collective, c: &Ctx, dtype: DType, op: Op, buf: &[u8], at: usize, guard_from: usize) -> Verdict {
+pub fn verify(
+    coll: &dyn Collective,
+    c: &Ctx,
+    dtype: DType,
+    op: Op,
+    buf: &[u8],
+    at: usize,
+    guard_from: usize,
+) -> Verdict {
     let wrong = with_element!(dtype, T => {
         let v = Values::<T>::new(op, c.rank, c.nranks);
         let len = coll.output_len(c);

@@ -75,6 +75,19 @@ pub struct Args {
     /// Write no CSV
     #[arg(long = "no-csv")]
     pub no_csv: bool,
+    /// Add one CSV/JSON row per rank (each rank's own mean time)
+    #[arg(long = "per-rank")]
+    pub per_rank: bool,
+    /// Also write the results as JSON (results, options, hosts, versions)
+    #[arg(long = "json", value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Also write the table as Markdown
+    #[arg(long = "markdown", value_name = "PATH")]
+    pub markdown: Option<PathBuf>,
+    /// Testing only: RANK:MICROSECONDS — that rank sleeps before each timed batch, outside its
+    /// own timing, so the others wait for it.
+    #[arg(long = "debug-slow-rank", value_name = "RANK:US", hide = true)]
+    pub debug_slow_rank: Option<String>,
     /// Testing only: corrupt one output element on this rank after each check call, to prove
     /// that wrong data is caught and gives exit code 1.
     #[arg(long = "debug-corrupt-rank", value_name = "RANK", hide = true)]
@@ -121,12 +134,13 @@ fn bool_flag(flag: &str, v: &str) -> Result<bool> {
 }
 
 fn count_flag(flag: &str, v: &str, min: u64) -> Result<u64> {
-    let n: u64 = v
-        .trim()
-        .parse()
-        .map_err(|_| Error::usage(format!("{flag}: '{v}' is not a count; expected a whole number from {min} to {MAX_ITERS}")))?;
+    let n: u64 = v.trim().parse().map_err(|_| {
+        Error::usage(format!("{flag}: '{v}' is not a count; expected a whole number from {min} to {MAX_ITERS}"))
+    })?;
     if n < min || n > MAX_ITERS {
-        return Err(Error::usage(format!("{flag}: {n} is out of range; expected a whole number from {min} to {MAX_ITERS}")));
+        return Err(Error::usage(format!(
+            "{flag}: {n} is out of range; expected a whole number from {min} to {MAX_ITERS}"
+        )));
     }
     Ok(n)
 }
@@ -196,7 +210,9 @@ impl Args {
             (f, None) => {
                 let text = f.as_deref().unwrap_or("2");
                 let factor: f64 = text.trim().parse().map_err(|_| {
-                    Error::usage(format!("-f/--stepfactor: '{text}' is not a number; expected a factor greater than 1, e.g. 2"))
+                    Error::usage(format!(
+                        "-f/--stepfactor: '{text}' is not a number; expected a factor greater than 1, e.g. 2"
+                    ))
                 })?;
                 if !factor.is_finite() || factor <= 1.0 {
                     return Err(Error::usage(format!(
@@ -213,18 +229,15 @@ impl Args {
         let blocking = bool_flag("-z/--blocking", &self.blocking)?;
         let dtypes = dedup(list("-d/--datatype", &self.datatype, &DType::ALL, DType::parse, DType::ACCEPTED)?);
         let ops = dedup(list("-o/--op", &self.op, &Op::ALL, Op::parse, Op::ACCEPTED)?);
-        let aggregation = self
-            .average
-            .trim()
-            .parse::<u8>()
-            .ok()
-            .and_then(Aggregation::from_flag)
-            .ok_or_else(|| Error::usage(format!("-a/--average: '{}' is not allowed; expected 0 (rank 0), 1 (mean), 2 (min) or 3 (max)", self.average)))?;
-        let root: usize = self
-            .root
-            .trim()
-            .parse()
-            .map_err(|_| Error::usage(format!("-r/--root: '{}' is not a rank; expected a whole number from 0 to ranks-1", self.root)))?;
+        let aggregation = self.average.trim().parse::<u8>().ok().and_then(Aggregation::from_flag).ok_or_else(|| {
+            Error::usage(format!(
+                "-a/--average: '{}' is not allowed; expected 0 (rank 0), 1 (mean), 2 (min) or 3 (max)",
+                self.average
+            ))
+        })?;
+        let root: usize = self.root.trim().parse().map_err(|_| {
+            Error::usage(format!("-r/--root: '{}' is not a rank; expected a whole number from 0 to ranks-1", self.root))
+        })?;
         let backend = match self.backend.to_ascii_lowercase().as_str() {
             "mpi" => BackendKind::Mpi,
             "nccl" => BackendKind::Nccl,
@@ -246,6 +259,18 @@ impl Args {
             (Some(p), false) => CsvTarget::Path(p),
             (None, false) => CsvTarget::Default,
         };
+        let debug_slow_rank = match self.debug_slow_rank.as_deref() {
+            None => None,
+            Some(v) => {
+                let parsed = v.split_once(':').and_then(|(r, us)| Some((r.parse().ok()?, us.parse().ok()?)));
+                Some(parsed.ok_or_else(|| Error::usage(format!("--debug-slow-rank: '{v}' is not RANK:MICROSECONDS")))?)
+            }
+        };
+        for (flag, p) in [("--json", &self.json), ("--markdown", &self.markdown)] {
+            if p.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+                return Err(Error::usage(format!("{flag}: empty path; expected a file path")));
+            }
+        }
         Ok(Options {
             collectives: dedup(collectives),
             min_bytes,
@@ -263,6 +288,10 @@ impl Args {
             backend,
             implementation,
             csv,
+            per_rank: self.per_rank,
+            json: self.json,
+            markdown: self.markdown,
+            debug_slow_rank,
             debug_corrupt_rank: self.debug_corrupt_rank,
         })
     }
@@ -311,8 +340,30 @@ mod tests {
     #[test]
     fn nccl_tests_flags() {
         let o = run(&[
-            "-b", "1K", "-e", "1M", "-f", "4", "-n", "10", "-w", "0", "-c", "0", "-d", "all", "-o", "all", "-a", "3", "-r", "1",
-            "-z", "1", "all-gather", "broadcast",
+            "-b",
+            "1K",
+            "-e",
+            "1M",
+            "-f",
+            "4",
+            "-n",
+            "10",
+            "-w",
+            "0",
+            "-c",
+            "0",
+            "-d",
+            "all",
+            "-o",
+            "all",
+            "-a",
+            "3",
+            "-r",
+            "1",
+            "-z",
+            "1",
+            "all-gather",
+            "broadcast",
         ])
         .unwrap();
         assert_eq!(o.collectives, vec![Kind::AllGather, Kind::Broadcast]);

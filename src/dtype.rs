@@ -79,10 +79,7 @@ impl DType {
     }
 
     pub fn is_float(self) -> bool {
-        matches!(
-            self,
-            DType::Float16 | DType::Bfloat16 | DType::Float32 | DType::Float64
-        )
+        matches!(self, DType::Float16 | DType::Bfloat16 | DType::Float32 | DType::Float64)
     }
 
     /// Largest value of the exact test patterns for this type (values stay below it), chosen so

@@ -120,14 +120,7 @@ mod tests {
     }
 
     fn mpi(rank: usize, size: usize, lr: usize, ls: usize) -> View {
-        View {
-            source: "MPI".into(),
-            rank,
-            size: Some(size),
-            local_rank: Some(lr),
-            local_size: Some(ls),
-            vars: vec![],
-        }
+        View { source: "MPI".into(), rank, size: Some(size), local_rank: Some(lr), local_size: Some(ls), vars: vec![] }
     }
 
     #[test]
@@ -156,8 +149,20 @@ mod tests {
     fn each_launcher_is_read() {
         let cases: &[(&[(&str, &str)], &str, usize, Option<usize>, Option<usize>)] = &[
             (&[("PMIX_RANK", "2")], "PMIx environment", 2, None, None),
-            (&[("PMI_RANK", "1"), ("PMI_SIZE", "4"), ("MPI_LOCALRANKID", "1")], "MPICH Hydra environment", 1, Some(4), Some(1)),
-            (&[("SLURM_PROCID", "5"), ("SLURM_NTASKS", "16"), ("SLURM_LOCALID", "1")], "Slurm environment", 5, Some(16), Some(1)),
+            (
+                &[("PMI_RANK", "1"), ("PMI_SIZE", "4"), ("MPI_LOCALRANKID", "1")],
+                "MPICH Hydra environment",
+                1,
+                Some(4),
+                Some(1),
+            ),
+            (
+                &[("SLURM_PROCID", "5"), ("SLURM_NTASKS", "16"), ("SLURM_LOCALID", "1")],
+                "Slurm environment",
+                5,
+                Some(16),
+                Some(1),
+            ),
             (&[("RANK", "0"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "0")], "torchrun environment", 0, Some(2), Some(0)),
         ];
         for (vars, source, rank, size, local) in cases {
@@ -175,7 +180,8 @@ mod tests {
 
     #[test]
     fn world_of_one_under_a_launcher_of_eight_names_both_views() {
-        let launcher = from_env(&env(&[("OMPI_COMM_WORLD_RANK", "5"), ("OMPI_COMM_WORLD_SIZE", "8")])).unwrap().unwrap();
+        let launcher =
+            from_env(&env(&[("OMPI_COMM_WORLD_RANK", "5"), ("OMPI_COMM_WORLD_SIZE", "8")])).unwrap().unwrap();
         let e = cross_check(&mpi(0, 1, 0, 1), &launcher).unwrap_err();
         assert!(e.contains("OMPI_COMM_WORLD_SIZE=8"), "{e}");
         assert!(e.contains("says rank 5 of 8"), "{e}");
@@ -185,7 +191,8 @@ mod tests {
 
     #[test]
     fn local_rank_disagreement_is_caught() {
-        let launcher = from_env(&env(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2"), ("SLURM_LOCALID", "0")])).unwrap().unwrap();
+        let launcher =
+            from_env(&env(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2"), ("SLURM_LOCALID", "0")])).unwrap().unwrap();
         assert!(cross_check(&mpi(1, 2, 1, 2), &launcher).is_err());
         assert!(cross_check(&mpi(1, 2, 0, 1), &launcher).is_ok());
     }

@@ -10,15 +10,12 @@ pub const OVERHEAD_BYTES: u64 = 32 << 20;
 /// Bytes this machine can still give: `MemAvailable`, capped by a cgroup v2 limit if one is set.
 pub fn available_bytes() -> Option<u64> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let avail_kib: u64 = meminfo
-        .lines()
-        .find(|l| l.starts_with("MemAvailable:"))?
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()?;
+    let avail_kib: u64 =
+        meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?.split_whitespace().nth(1)?.parse().ok()?;
     let mut avail = avail_kib * 1024;
-    let cg = |f: &str| std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).ok().and_then(|s| s.trim().parse::<u64>().ok());
+    let cg = |f: &str| {
+        std::fs::read_to_string(format!("/sys/fs/cgroup/{f}")).ok().and_then(|s| s.trim().parse::<u64>().ok())
+    };
     if let (Some(max), Some(cur)) = (cg("memory.max"), cg("memory.current")) {
         avail = avail.min(max.saturating_sub(cur));
     }

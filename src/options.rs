@@ -98,6 +98,15 @@ pub struct Options {
     /// Which implementation of the collectives inside the backend (`native`: the library's own).
     pub implementation: String,
     pub csv: CsvTarget,
+    /// Add one row per rank to the CSV and JSON (`--per-rank`).
+    pub per_rank: bool,
+    /// `--json PATH`: results, options, hosts and versions as JSON.
+    pub json: Option<PathBuf>,
+    /// `--markdown PATH`: the table as Markdown.
+    pub markdown: Option<PathBuf>,
+    /// Testing only (hidden flag): sleep this many µs before each timed batch on `.0`, outside
+    /// that rank's own timing, so the others wait for it (a rank that arrives late).
+    pub debug_slow_rank: Option<(usize, u64)>,
     /// Testing only (hidden flag): corrupt one output element on this rank in each check.
     pub debug_corrupt_rank: Option<usize>,
 }
@@ -162,6 +171,10 @@ mod tests {
             backend: BackendKind::Mpi,
             implementation: "native".into(),
             csv: CsvTarget::Off,
+            per_rank: false,
+            json: None,
+            markdown: None,
+            debug_slow_rank: None,
             debug_corrupt_rank: None,
         }
     }

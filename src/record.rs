@@ -3,7 +3,7 @@
 use crate::collective::Kind;
 use crate::dtype::{DType, Op};
 use crate::options::Options;
-use crate::stats::Summary;
+use crate::stats::{RankOutlier, Summary, Warning};
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -43,6 +43,12 @@ pub struct Measurement {
     pub wrong: Option<u64>,
     /// Bytes written past the expected output, summed over ranks; `None` when the check is off.
     pub out_of_bounds: Option<u64>,
+    /// The first warm-up call, slowest rank (µs); `None` when warm-up was fixed by `-w`.
+    pub first_call_us: Option<f64>,
+    /// Ranks whose time stands out from the others (three ranks or more).
+    pub slow_ranks: Vec<RankOutlier>,
+    /// Typed warnings with advice (rank 0).
+    pub warnings: Vec<Warning>,
 }
 
 /// One size of one collective × type × op: both placements.

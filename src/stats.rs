@@ -1,44 +1,192 @@
-//! Summaries of per-iteration samples (statrs). Samples are seconds; summaries microseconds.
+//! Summaries of per-sample times (statrs), typed warnings with advice (as hyperfine gives them),
+//! and the outlier test behind slow-rank detection. Samples are seconds; summaries microseconds.
 
 use serde::Serialize;
 use statrs::statistics::{Data, Distribution, Max, Median, Min, OrderStatistics};
+use std::fmt;
 
-/// Summary of one measurement's per-iteration times, in microseconds.
+/// Summary of one measurement's per-sample times, in microseconds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
 pub struct Summary {
     pub samples: usize,
     pub mean_us: f64,
     pub median_us: f64,
+    pub p95_us: f64,
     pub p99_us: f64,
     pub min_us: f64,
     pub max_us: f64,
     /// Sample standard deviation; NaN with fewer than two samples.
     pub stddev_us: f64,
+    /// 95% confidence interval of the median (distribution-free, from order statistics);
+    /// NaN with fewer than 6 samples.
+    pub ci95_lo_us: f64,
+    pub ci95_hi_us: f64,
+    /// Samples whose modified z-score (|x − median| / (1.4826·MAD)) exceeds [`OUTLIER_Z`].
+    pub outliers: usize,
 }
+
+/// Modified z-score beyond which a sample is an outlier (hyperfine's threshold).
+pub const OUTLIER_Z: f64 = 14.826;
 
 impl Summary {
     /// Summarise samples given in seconds. An empty slice gives all-NaN (statrs' convention).
     pub fn of_seconds(samples: &[f64]) -> Summary {
+        let nan = f64::NAN;
         if samples.is_empty() {
             return Summary {
                 samples: 0,
-                mean_us: f64::NAN,
-                median_us: f64::NAN,
-                p99_us: f64::NAN,
-                min_us: f64::NAN,
-                max_us: f64::NAN,
-                stddev_us: f64::NAN,
+                mean_us: nan,
+                median_us: nan,
+                p95_us: nan,
+                p99_us: nan,
+                min_us: nan,
+                max_us: nan,
+                stddev_us: nan,
+                ci95_lo_us: nan,
+                ci95_hi_us: nan,
+                outliers: 0,
             };
         }
-        let mut data = Data::new(samples.iter().map(|s| s * 1e6).collect::<Vec<f64>>());
+        let mut us: Vec<f64> = samples.iter().map(|s| s * 1e6).collect();
+        us.sort_by(f64::total_cmp);
+        let (ci95_lo_us, ci95_hi_us) = median_ci95(&us);
+        let mut data = Data::new(us.clone());
+        let median = data.median();
         Summary {
-            samples: samples.len(),
-            mean_us: data.mean().unwrap_or(f64::NAN),
-            median_us: data.median(),
+            samples: us.len(),
+            mean_us: data.mean().unwrap_or(nan),
+            median_us: median,
+            p95_us: data.percentile(95),
             p99_us: data.percentile(99),
             min_us: data.min(),
             max_us: data.max(),
-            stddev_us: if samples.len() > 1 { data.std_dev().unwrap_or(f64::NAN) } else { f64::NAN },
+            stddev_us: if us.len() > 1 { data.std_dev().unwrap_or(nan) } else { nan },
+            ci95_lo_us,
+            ci95_hi_us,
+            outliers: modified_z(&us).iter().filter(|z| z.abs() > OUTLIER_Z).count(),
+        }
+    }
+}
+
+/// Distribution-free 95% interval of the median of sorted data: the order statistics at
+/// n/2 ∓ 1.96·√n/2 (normal approximation of the binomial).
+fn median_ci95(sorted: &[f64]) -> (f64, f64) {
+    let n = sorted.len();
+    if n < 6 {
+        return (f64::NAN, f64::NAN);
+    }
+    let half = 1.96 * (n as f64).sqrt() / 2.0;
+    let lo = ((n as f64 / 2.0 - half).floor().max(1.0) as usize) - 1;
+    let hi = ((n as f64 / 2.0 + half).ceil() as usize).min(n) - 1;
+    (sorted[lo], sorted[hi])
+}
+
+fn median_of(v: &[f64]) -> f64 {
+    Data::new(v.to_vec()).median()
+}
+
+/// Modified z-scores (x − median) / (1.4826·MAD). With MAD 0 (most values equal), values that
+/// differ from the median get ±∞ and equal ones 0.
+pub fn modified_z(values: &[f64]) -> Vec<f64> {
+    if values.is_empty() {
+        return vec![];
+    }
+    let m = median_of(values);
+    let deviations: Vec<f64> = values.iter().map(|x| (x - m).abs()).collect();
+    let mad = median_of(&deviations) * 1.4826;
+    values
+        .iter()
+        .map(|x| {
+            let d = x - m;
+            if mad > 0.0 {
+                d / mad
+            } else if d.abs() <= 1e-12 * m.abs().max(1e-300) {
+                0.0
+            } else {
+                d.signum() * f64::INFINITY
+            }
+        })
+        .collect()
+}
+
+/// A rank whose time stands out from the others at one point.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct RankOutlier {
+    pub rank: usize,
+    pub time_us: f64,
+    pub median_us: f64,
+}
+
+/// Ranks whose mean time per call is an outlier among the ranks (modified z-score beyond 3.5,
+/// the usual cut, and at least 10% from the median so timer noise on a quiet machine does
+/// not count). Needs three ranks or more: with two there is no majority to compare with.
+/// In a blocking collective the rank the others wait for (it arrives late) shows the
+/// *shortest* time; a rank that waits on a slow peer shows the longest.
+pub fn rank_outliers(per_rank_us: &[f64]) -> Vec<RankOutlier> {
+    if per_rank_us.len() < 3 {
+        return vec![];
+    }
+    let m = median_of(per_rank_us);
+    modified_z(per_rank_us)
+        .iter()
+        .enumerate()
+        .filter(|(r, z)| z.abs() > 3.5 && (per_rank_us[*r] - m).abs() > 0.1 * m)
+        .map(|(r, _)| RankOutlier { rank: r, time_us: per_rank_us[r], median_us: m })
+        .collect()
+}
+
+/// Things worth telling the user about a measurement, each with what to do about it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Warning {
+    /// The median's 95% interval is wide relative to the median.
+    Noisy { relative_ci: f64 },
+    /// Some samples are statistical outliers.
+    Outliers { count: usize, samples: usize },
+    /// The first call took much longer than the median (connection set-up, page faults).
+    SlowFirstCall { first_us: f64, median_us: f64 },
+}
+
+/// Relative width of the median's interval beyond which a point is called noisy.
+pub const NOISY_RELATIVE_CI: f64 = 0.10;
+
+impl Warning {
+    pub fn check(s: &Summary, first_call_us: Option<f64>) -> Vec<Warning> {
+        let mut out = vec![];
+        if s.median_us > 0.0 && s.ci95_hi_us.is_finite() {
+            let rel = (s.ci95_hi_us - s.ci95_lo_us) / s.median_us;
+            if rel > NOISY_RELATIVE_CI {
+                out.push(Warning::Noisy { relative_ci: rel });
+            }
+        }
+        if s.outliers > 0 {
+            out.push(Warning::Outliers { count: s.outliers, samples: s.samples });
+        }
+        if let Some(first) = first_call_us {
+            if s.median_us > 0.0 && first > 10.0 * s.median_us && first - s.median_us > 100.0 {
+                out.push(Warning::SlowFirstCall { first_us: first, median_us: s.median_us });
+            }
+        }
+        out
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Warning::Noisy { relative_ci } => write!(
+                f,
+                "noisy: the median's 95% interval spans {:.0}% of it; give it more time (--budget) or run on a quieter machine",
+                relative_ci * 100.0
+            ),
+            Warning::Outliers { count, samples } => write!(
+                f,
+                "{count} of {samples} samples are statistical outliers (other programs, interrupts or a straggling rank); compare median_us with time_us and consider a quieter machine"
+            ),
+            Warning::SlowFirstCall { first_us, median_us } => write!(
+                f,
+                "the first call took {first_us:.1} us against a median of {median_us:.2} us (connection set-up or first touch of memory); the warm-up keeps it out of the numbers, but a -w 0 run would include it"
+            ),
         }
     }
 }
@@ -57,14 +205,52 @@ mod tests {
         assert!((sum.median_us - 50.5).abs() < 1e-9);
         assert!((sum.min_us - 1.0).abs() < 1e-9 && (sum.max_us - 100.0).abs() < 1e-9);
         assert!(sum.p99_us > 98.9 && sum.p99_us <= 100.0, "{}", sum.p99_us);
+        assert!(sum.p95_us > 94.0 && sum.p95_us < 96.5, "{}", sum.p95_us);
         assert!((sum.stddev_us - 29.011491975882016).abs() < 1e-6);
+        // n = 100: order statistics 40 and 60.
+        assert!((sum.ci95_lo_us - 40.0).abs() < 1e-9 && (sum.ci95_hi_us - 60.0).abs() < 1e-9);
+        assert_eq!(sum.outliers, 0);
     }
 
     #[test]
     fn one_sample_has_no_stddev_and_none_is_nan() {
         let one = Summary::of_seconds(&[2e-6]);
         assert!((one.median_us - 2.0).abs() < 1e-12);
-        assert!(one.stddev_us.is_nan());
+        assert!(one.stddev_us.is_nan() && one.ci95_lo_us.is_nan());
         assert!(Summary::of_seconds(&[]).median_us.is_nan());
+    }
+
+    #[test]
+    fn outliers_and_warnings() {
+        let mut s: Vec<f64> = (0..200).map(|i| (10.0 + (i % 5) as f64 * 0.1) * 1e-6).collect();
+        s.push(500e-6);
+        let sum = Summary::of_seconds(&s);
+        assert_eq!(sum.outliers, 1);
+        let w = Warning::check(&sum, Some(5000.0));
+        assert!(w.iter().any(|w| matches!(w, Warning::Outliers { count: 1, .. })), "{w:?}");
+        assert!(w.iter().any(|w| matches!(w, Warning::SlowFirstCall { .. })), "{w:?}");
+        assert!(!w.iter().any(|w| matches!(w, Warning::Noisy { .. })), "{w:?}");
+        // Uniform 1..100: the interval is 40% of the median.
+        let wide: Vec<f64> = (1..=100).map(|i| i as f64 * 1e-6).collect();
+        let w = Warning::check(&Summary::of_seconds(&wide), None);
+        assert!(matches!(w[0], Warning::Noisy { .. }), "{w:?}");
+        assert!(w[0].to_string().contains("--budget"));
+    }
+
+    #[test]
+    fn slow_rank_is_the_outlier() {
+        // Rank 2 arrives late: the others wait for it and show longer times.
+        let t = [100.0, 101.0, 20.0, 99.0, 100.5, 100.2, 99.8, 100.1];
+        let o = rank_outliers(&t);
+        assert_eq!(o.len(), 1);
+        assert_eq!(o[0].rank, 2);
+        // All equal: nothing.
+        assert!(rank_outliers(&[5.0, 5.0, 5.0, 5.0]).is_empty());
+        // Small relative differences are not outliers even with a tiny MAD.
+        assert!(rank_outliers(&[100.0, 100.0, 100.0, 104.0]).is_empty());
+        // Two ranks: no majority.
+        assert!(rank_outliers(&[1.0, 100.0]).is_empty());
+        // One slow rank among equals (MAD 0).
+        assert_eq!(rank_outliers(&[100.0, 100.0, 100.0, 300.0])[0].rank, 3);
     }
 }

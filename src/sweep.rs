@@ -9,7 +9,7 @@ use crate::dtype::{DType, Op};
 use crate::error::Result;
 use crate::options::{Options, MAX_AUTO_ITERS, MIN_AUTO_ITERS};
 use crate::record::{Measurement, Placement, Point, Totals};
-use crate::stats::Summary;
+use crate::stats::{rank_outliers, Summary, Warning};
 use crate::world::{aggregate, World};
 
 /// The collective × type × op combinations of a run, in the order they run.
@@ -80,14 +80,8 @@ impl<'a> Sweep<'a> {
             for size in sizes_for(spec, self.opts) {
                 let elems = (size / dtype.size() as u64) as usize;
                 let layout = spec.layout(elems, n, rank, conv);
-                let call = |in_place| Call {
-                    kind,
-                    dtype,
-                    op: op.unwrap_or(Op::Sum),
-                    root: self.opts.root,
-                    layout,
-                    in_place,
-                };
+                let call =
+                    |in_place| Call { kind, dtype, op: op.unwrap_or(Op::Sum), root: self.opts.root, layout, in_place };
                 let out_of_place = self.measure(&call(false), Placement::OutOfPlace)?;
                 let in_place = self.measure(&call(true), Placement::InPlace)?;
                 let point = Point {
@@ -113,6 +107,7 @@ impl<'a> Sweep<'a> {
         let opts = self.opts;
         let world = self.world;
         let mut warmup_iters = 0u64;
+        let mut first_call_us = None;
         // Estimates are maxima over ranks, so every rank derives the same counts.
         let mut estimate = None;
         match opts.warmup {
@@ -126,6 +121,7 @@ impl<'a> Sweep<'a> {
             None => {
                 self.backend.run(call, 1, 1, &mut self.samples)?;
                 let first = world.max_f64(self.samples[0]);
+                first_call_us = Some(first * 1e6);
                 let more = ((0.1 * opts.budget_s / first.max(1e-9)) as u64).clamp(1, 1000);
                 self.backend.run(call, more as usize, 1, &mut self.samples)?;
                 warmup_iters = 1 + more;
@@ -157,6 +153,8 @@ impl<'a> Sweep<'a> {
         } else {
             (None, None)
         };
+        let per_rank_us: Vec<f64> = per_rank_s.iter().map(|s| s * 1e6).collect();
+        let warnings = if world.rank == 0 { Warning::check(&summary, first_call_us) } else { vec![] };
         Ok(Measurement {
             placement,
             warmup_iters,
@@ -166,9 +164,12 @@ impl<'a> Sweep<'a> {
             algbw_gbps,
             busbw_gbps,
             summary,
-            per_rank_us: per_rank_s.iter().map(|s| s * 1e6).collect(),
+            slow_ranks: rank_outliers(&per_rank_us),
+            per_rank_us,
             wrong,
             out_of_bounds,
+            first_call_us,
+            warnings,
         })
     }
 
@@ -186,11 +187,8 @@ impl<'a> Sweep<'a> {
             layout: l,
         };
         let (dtype, op) = (call.dtype, call.op);
-        let (out_at, guard_from) = if call.in_place {
-            (l.in_place_output, l.in_place_extent() * elem)
-        } else {
-            (0, l.recv_count * elem)
-        };
+        let (out_at, guard_from) =
+            if call.in_place { (l.in_place_output, l.in_place_extent() * elem) } else { (0, l.recv_count * elem) };
         let recv_len = guard_from + GUARD_BYTES;
         self.backend.write(Buf::Recv, recv_len, &mut |b| {
             b.fill(SENTINEL);
@@ -274,13 +272,21 @@ mod tests {
             backend: BackendKind::Mpi,
             implementation: "native".into(),
             csv: CsvTarget::Off,
+            per_rank: false,
+            json: None,
+            markdown: None,
+            debug_slow_rank: None,
             debug_corrupt_rank: None,
         }
     }
 
     #[test]
     fn plan_expands_ops_only_for_reductions_and_barrier_once() {
-        let o = opts(&[Kind::AllReduce, Kind::AllGather, Kind::Barrier], &[DType::Int32, DType::Float32], &[Op::Sum, Op::Max]);
+        let o = opts(
+            &[Kind::AllReduce, Kind::AllGather, Kind::Barrier],
+            &[DType::Int32, DType::Float32],
+            &[Op::Sum, Op::Max],
+        );
         let p = plan(&o);
         assert_eq!(p.len(), 4 + 2 + 1);
         assert_eq!(p[6], (Kind::Barrier, DType::Int32, None));

@@ -34,8 +34,8 @@ pub struct World {
 impl World {
     /// Initialise MPI and learn the world: ranks, node split, hosts.
     pub fn init() -> Result<World> {
-        let universe =
-            mpi::initialize().ok_or_else(|| Error::setup("MPI could not be initialised (was it initialised already?)"))?;
+        let universe = mpi::initialize()
+            .ok_or_else(|| Error::setup("MPI could not be initialised (was it initialised already?)"))?;
         MPI_UP.store(true, Ordering::SeqCst);
         let world = universe.world();
         let rank = world.rank() as usize;
@@ -58,7 +58,9 @@ impl World {
             })
             .collect();
         let library_version = mpi::environment::library_version()
-            .map(|v| v.trim_matches(|c: char| c == '\0' || c.is_whitespace()).lines().next().unwrap_or("").trim().to_string())
+            .map(|v| {
+                v.trim_matches(|c: char| c == '\0' || c.is_whitespace()).lines().next().unwrap_or("").trim().to_string()
+            })
             .unwrap_or_else(|_| "unknown MPI".into());
         Ok(World { node, world, universe, rank, size, local_rank, local_size, hosts, library_version })
     }

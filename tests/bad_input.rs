@@ -110,7 +110,29 @@ fn ranks_given_different_options_stop_together() {
     // MPMD launch: rank 1 gets another -e than rank 0.
     let dir = tempfile::tempdir().unwrap();
     let o = std::process::Command::new("timeout")
-        .args(["120", "mpirun", "-q", "--oversubscribe", "--bind-to", "none", "-n", "1", BIN, "-e", "1K", "--csv", "x.csv", ":", "-n", "1", BIN, "-e", "2K", "--csv", "x.csv"])
+        .args([
+            "120",
+            "mpirun",
+            "-q",
+            "--oversubscribe",
+            "--bind-to",
+            "none",
+            "-n",
+            "1",
+            BIN,
+            "-e",
+            "1K",
+            "--csv",
+            "x.csv",
+            ":",
+            "-n",
+            "1",
+            BIN,
+            "-e",
+            "2K",
+            "--csv",
+            "x.csv",
+        ])
         .current_dir(dir.path())
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")

@@ -6,7 +6,26 @@ use common::*;
 fn all_correct(n: usize) {
     let (o, _dir) = mpirun(
         n,
-        &["all", "-d", "int32,float32,float64", "-o", "all", "-b", "8", "-e", "96K", "-f", "7", "-n", "3", "-w", "1", "-r", &(n - 1).to_string(), "--no-csv"],
+        &[
+            "all",
+            "-d",
+            "int32,float32,float64",
+            "-o",
+            "all",
+            "-b",
+            "8",
+            "-e",
+            "96K",
+            "-f",
+            "7",
+            "-n",
+            "3",
+            "-w",
+            "1",
+            "-r",
+            &(n - 1).to_string(),
+            "--no-csv",
+        ],
     );
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "n={n}\n{out}\n{}", stderr(&o));
@@ -21,7 +40,18 @@ fn all_correct(n: usize) {
     assert!(out.contains("# Out of bounds values : 0 OK"), "{out}");
     assert!(out.contains("# Wrong elements       : 0 OK"), "{out}");
     assert!(out.contains(&format!("# ranks: {n} on 1 host(s)")), "{out}");
-    for coll in ["all-reduce", "all-gather", "reduce-scatter", "broadcast", "reduce", "gather", "scatter", "all-to-all", "sendrecv", "barrier"] {
+    for coll in [
+        "all-reduce",
+        "all-gather",
+        "reduce-scatter",
+        "broadcast",
+        "reduce",
+        "gather",
+        "scatter",
+        "all-to-all",
+        "sendrecv",
+        "barrier",
+    ] {
         assert!(out.contains(&format!("# Collective: {coll}\n")), "{coll} missing");
     }
     // The root column shows the root for rooted collectives only.
@@ -51,14 +81,51 @@ fn four_ranks() {
 
 #[test]
 fn every_type_the_mpi_backend_has() {
-    let (o, _d) = mpirun(2, &["all-reduce", "all-gather", "reduce", "-d", "int8,uint8,int32,uint32,int64,uint64,float32,float64", "-o", "all", "-e", "4K", "-f", "8", "-n", "2", "-w", "0", "--no-csv"]);
+    let (o, _d) = mpirun(
+        2,
+        &[
+            "all-reduce",
+            "all-gather",
+            "reduce",
+            "-d",
+            "int8,uint8,int32,uint32,int64,uint64,float32,float64",
+            "-o",
+            "all",
+            "-e",
+            "4K",
+            "-f",
+            "8",
+            "-n",
+            "2",
+            "-w",
+            "0",
+            "--no-csv",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     assert!(rows(&o).iter().all(|r| r[8] == "0" && r[12] == "0"));
 }
 
 #[test]
 fn wrong_data_is_counted_and_exits_1() {
-    let (o, _d) = mpirun(3, &["all-reduce", "all-gather", "-b", "64", "-e", "1K", "-f", "4", "-n", "2", "--no-csv", "--debug-corrupt-rank", "1"]);
+    let (o, _d) = mpirun(
+        3,
+        &[
+            "all-reduce",
+            "all-gather",
+            "-b",
+            "64",
+            "-e",
+            "1K",
+            "-f",
+            "4",
+            "-n",
+            "2",
+            "--no-csv",
+            "--debug-corrupt-rank",
+            "1",
+        ],
+    );
     assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
     for r in rows(&o) {
         assert_eq!((r[8].as_str(), r[12].as_str()), ("1", "1"), "{r:?}");

@@ -3,15 +3,60 @@ mod common;
 use common::*;
 
 const COLUMNS: &[&str] = &[
-    "timestamp", "coll_bench_version", "backend", "collective", "dtype", "op", "root", "placement", "size_bytes",
-    "count_elements", "elem_bytes", "warmup_iters", "iters", "time_us", "algbw_gbps", "busbw_gbps", "bus_factor",
-    "median_us", "p99_us", "min_us", "max_us", "stddev_us", "wrong", "out_of_bounds_bytes", "ranks", "hosts",
-    "host_names", "aggregation", "batch_iters",
+    "timestamp",
+    "coll_bench_version",
+    "backend",
+    "collective",
+    "dtype",
+    "op",
+    "root",
+    "placement",
+    "size_bytes",
+    "count_elements",
+    "elem_bytes",
+    "warmup_iters",
+    "iters",
+    "time_us",
+    "algbw_gbps",
+    "busbw_gbps",
+    "bus_factor",
+    "median_us",
+    "p99_us",
+    "min_us",
+    "max_us",
+    "stddev_us",
+    "wrong",
+    "out_of_bounds_bytes",
+    "ranks",
+    "hosts",
+    "host_names",
+    "aggregation",
+    "batch_iters",
 ];
 
 #[test]
 fn csv_reads_back_with_stable_columns() {
-    let (o, dir) = mpirun(2, &["all-reduce", "broadcast", "-d", "int32,float", "-o", "sum,max", "-b", "1K", "-e", "64K", "-f", "4", "-a", "3", "--csv", "out/run.csv"]);
+    let (o, dir) = mpirun(
+        2,
+        &[
+            "all-reduce",
+            "broadcast",
+            "-d",
+            "int32,float",
+            "-o",
+            "sum,max",
+            "-b",
+            "1K",
+            "-e",
+            "64K",
+            "-f",
+            "4",
+            "-a",
+            "3",
+            "--csv",
+            "out/run.csv",
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let path = dir.path().join("out/run.csv");
     let mut rd = csv::Reader::from_path(&path).unwrap();

@@ -24,7 +24,8 @@ impl HostBuffer {
         if len == 0 {
             return Ok(HostBuffer::empty());
         }
-        let layout = Layout::from_size_align(len, ALIGN).map_err(|_| Error::setup(format!("cannot allocate {len} bytes")))?;
+        let layout =
+            Layout::from_size_align(len, ALIGN).map_err(|_| Error::setup(format!("cannot allocate {len} bytes")))?;
         // SAFETY: layout has non-zero size.
         let ptr = unsafe { alloc(layout) };
         if ptr.is_null() {

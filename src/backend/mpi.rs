@@ -42,6 +42,8 @@ pub struct MpiBackend {
     blocking: bool,
     implementation: Implementation,
     version: String,
+    /// Testing only: sleep before each timed batch, outside this rank's timing.
+    arrival_delay: Option<std::time::Duration>,
     send: HostBuffer,
     recv: HostBuffer,
 }
@@ -91,9 +93,16 @@ fn reduce_op(op: Op) -> ffi::MPI_Op {
 }
 
 impl MpiBackend {
-    pub fn new(world: &World, implementation: &str, blocking: bool) -> Result<MpiBackend> {
-        let implementation = Implementation::parse(implementation)
-            .ok_or_else(|| Error::usage(format!("--impl: '{implementation}' is not offered by the mpi backend; expected native")))?;
+    /// `arrival_delay`: testing only — make this rank arrive late at every timed batch.
+    pub fn new(
+        world: &World,
+        implementation: &str,
+        blocking: bool,
+        arrival_delay: Option<std::time::Duration>,
+    ) -> Result<MpiBackend> {
+        let implementation = Implementation::parse(implementation).ok_or_else(|| {
+            Error::usage(format!("--impl: '{implementation}' is not offered by the mpi backend; expected native"))
+        })?;
         Ok(MpiBackend {
             comm: world.comm().as_raw(),
             rank: world.rank,
@@ -101,13 +110,16 @@ impl MpiBackend {
             blocking,
             implementation,
             version: world.library_version.clone(),
+            arrival_delay,
             send: HostBuffer::empty(),
             recv: HostBuffer::empty(),
         })
     }
 
     fn prepare(&mut self, call: &Call) -> Result<Prepared> {
-        let dtype = datatype(call.dtype).ok_or_else(|| Error::usage(format!("-d/--datatype: {} is not supported by the mpi backend", call.dtype)))?;
+        let dtype = datatype(call.dtype).ok_or_else(|| {
+            Error::usage(format!("-d/--datatype: {} is not supported by the mpi backend", call.dtype))
+        })?;
         let l = call.layout;
         let elem = call.dtype.size();
         let in_place_ptr = unsafe { collbench_mpi_in_place() };
@@ -134,7 +146,9 @@ impl MpiBackend {
         // the others: nccl-tests' count is MPI's count in both cases.
         let count = l.count;
         let count = c_int::try_from(count).map_err(|_| {
-            Error::usage(format!("-e/--maxbytes: {count} elements per call exceed MPI's 32-bit count; lower -e/--maxbytes"))
+            Error::usage(format!(
+                "-e/--maxbytes: {count} elements per call exceed MPI's 32-bit count; lower -e/--maxbytes"
+            ))
         })?;
         let avg = if call.op == Op::Avg && call.kind.spec().reduces() {
             let out = if call.in_place { at(recv_base, l.in_place_output) } else { recv_base };
@@ -279,6 +293,10 @@ impl Backend for MpiBackend {
             ffi::MPI_Barrier(self.comm);
             let mut t0 = ffi::RSMPI_Wtime();
             for _ in 0..iters / batch {
+                if let Some(d) = self.arrival_delay {
+                    std::thread::sleep(d);
+                    t0 = ffi::RSMPI_Wtime();
+                }
                 for _ in 0..batch {
                     self.call_once(&p);
                     if self.blocking {

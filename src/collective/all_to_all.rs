@@ -12,13 +12,7 @@ impl Collective for AllToAll {
     }
     fn layout(&self, elems: usize, n: usize, _rank: usize, _c: Convention) -> Layout {
         let base = elems / n;
-        Layout {
-            count: base,
-            send_count: base * n,
-            recv_count: base * n,
-            alg_count: base * n,
-            ..Layout::default()
-        }
+        Layout { count: base, send_count: base * n, recv_count: base * n, alg_count: base * n, ..Layout::default() }
     }
     fn bus_factor(&self, n: usize) -> f64 {
         super::one_pass(n)

@@ -57,11 +57,7 @@ impl Kind {
 
     /// Accepts `all-reduce`, `all_reduce`, `allreduce` and the like.
     pub fn parse(s: &str) -> Option<Kind> {
-        let key: String = s
-            .chars()
-            .filter(|c| *c != '-' && *c != '_')
-            .collect::<String>()
-            .to_ascii_lowercase();
+        let key: String = s.chars().filter(|c| *c != '-' && *c != '_').collect::<String>().to_ascii_lowercase();
         Some(match key.as_str() {
             "allreduce" => Kind::AllReduce,
             "allgather" => Kind::AllGather,
@@ -215,13 +211,7 @@ mod tests {
         for n in NS {
             let nf = n as f64;
             assert_eq!(factor(Kind::AllReduce, n), 2.0 * (nf - 1.0) / nf, "n={n}");
-            for k in [
-                Kind::AllGather,
-                Kind::ReduceScatter,
-                Kind::AllToAll,
-                Kind::Gather,
-                Kind::Scatter,
-            ] {
+            for k in [Kind::AllGather, Kind::ReduceScatter, Kind::AllToAll, Kind::Gather, Kind::Scatter] {
                 assert_eq!(factor(k, n), (nf - 1.0) / nf, "{k} n={n}");
             }
             for k in [Kind::Broadcast, Kind::Reduce, Kind::SendRecv] {
@@ -244,7 +234,11 @@ mod tests {
 
                 let base = elems / n;
                 let l = Kind::AllGather.spec().layout(elems, n, rank, Convention::Mpi);
-                assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base, base * n, base * n), "n={n}");
+                assert_eq!(
+                    (l.count, l.send_count, l.recv_count, l.alg_count),
+                    (base, base, base * n, base * n),
+                    "n={n}"
+                );
                 assert_eq!((l.in_place_input, l.in_place_output), (rank * base, 0));
 
                 for conv in [Convention::Mpi, Convention::Nccl] {

@@ -40,6 +40,14 @@ pub const COLUMNS: &[&str] = &[
     "host_names",
     "aggregation",
     "batch_iters",
+    "p95_us",
+    "ci95_lo_us",
+    "ci95_hi_us",
+    "outlier_samples",
+    "first_call_us",
+    "slow_ranks",
+    "warnings",
+    "rank",
 ];
 
 #[derive(Serialize)]
@@ -61,10 +69,10 @@ struct Row<'a> {
     algbw_gbps: f64,
     busbw_gbps: f64,
     bus_factor: f64,
-    median_us: f64,
-    p99_us: f64,
-    min_us: f64,
-    max_us: f64,
+    median_us: String,
+    p99_us: String,
+    min_us: String,
+    max_us: String,
     stddev_us: String,
     wrong: String,
     out_of_bounds_bytes: String,
@@ -73,6 +81,15 @@ struct Row<'a> {
     host_names: String,
     aggregation: &'a str,
     batch_iters: u64,
+    p95_us: String,
+    ci95_lo_us: String,
+    ci95_hi_us: String,
+    outlier_samples: usize,
+    first_call_us: String,
+    slow_ranks: String,
+    warnings: String,
+    /// Empty on the combined row; the rank on `--per-rank` rows.
+    rank: String,
 }
 
 pub struct CsvReport {
@@ -84,24 +101,30 @@ fn opt(v: Option<u64>) -> String {
     v.map(|x| x.to_string()).unwrap_or_default()
 }
 
+/// NaN (not computable) is written as an empty field.
+fn num(v: f64) -> String {
+    if v.is_nan() {
+        String::new()
+    } else {
+        v.to_string()
+    }
+}
+
 impl CsvReport {
     /// Create the file (and its directory) now, so an unwritable path fails before the run.
     pub fn create(path: &Path) -> Result<CsvReport> {
-        let fail = |e: std::io::Error| {
-            Error::usage(format!("--csv: cannot write '{}': {e}; expected a writable file path", path.display()))
-        };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(fail)?;
-        }
-        let file = File::create(path).map_err(fail)?;
-        Ok(CsvReport { path: path.to_path_buf(), writer: csv::WriterBuilder::new().has_headers(false).from_writer(file) })
+        let file = super::create_file("--csv", path)?;
+        Ok(CsvReport {
+            path: path.to_path_buf(),
+            writer: csv::WriterBuilder::new().has_headers(false).from_writer(file),
+        })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    fn row(&mut self, info: &RunInfo, p: &Point, m: &Measurement) -> Result<()> {
+    fn row(&mut self, info: &RunInfo, p: &Point, m: &Measurement, rank: Option<usize>) -> Result<()> {
         let hosts: Vec<&str> = info.hosts.iter().map(|(h, _)| h.as_str()).collect();
         let row = Row {
             timestamp: &info.timestamp,
@@ -121,11 +144,11 @@ impl CsvReport {
             algbw_gbps: m.algbw_gbps,
             busbw_gbps: m.busbw_gbps,
             bus_factor: p.bus_factor,
-            median_us: m.summary.median_us,
-            p99_us: m.summary.p99_us,
-            min_us: m.summary.min_us,
-            max_us: m.summary.max_us,
-            stddev_us: if m.summary.stddev_us.is_nan() { String::new() } else { m.summary.stddev_us.to_string() },
+            median_us: num(m.summary.median_us),
+            p99_us: num(m.summary.p99_us),
+            min_us: num(m.summary.min_us),
+            max_us: num(m.summary.max_us),
+            stddev_us: num(m.summary.stddev_us),
             wrong: opt(m.wrong),
             out_of_bounds_bytes: opt(m.out_of_bounds),
             ranks: info.ranks,
@@ -133,13 +156,51 @@ impl CsvReport {
             host_names: hosts.join(";"),
             aggregation: info.options.aggregation.name(),
             batch_iters: m.batch,
+            p95_us: num(m.summary.p95_us),
+            ci95_lo_us: num(m.summary.ci95_lo_us),
+            ci95_hi_us: num(m.summary.ci95_hi_us),
+            outlier_samples: m.summary.outliers,
+            first_call_us: m.first_call_us.map(|v| v.to_string()).unwrap_or_default(),
+            slow_ranks: m.slow_ranks.iter().map(|o| o.rank.to_string()).collect::<Vec<_>>().join(";"),
+            warnings: m.warnings.iter().map(warning_kind).collect::<Vec<_>>().join(";"),
+            rank: rank.map(|r| r.to_string()).unwrap_or_default(),
         };
+        let mut row = row;
+        if let Some(r) = rank {
+            // A per-rank row: that rank's own mean time and the bandwidth it implies; the
+            // sample statistics describe the combined samples and are left empty.
+            let t = m.per_rank_us[r];
+            row.time_us = t;
+            row.algbw_gbps = if t > 0.0 { m.algbw_gbps * m.time_us / t } else { 0.0 };
+            row.busbw_gbps = row.algbw_gbps * p.bus_factor;
+            for f in [
+                &mut row.median_us,
+                &mut row.p95_us,
+                &mut row.p99_us,
+                &mut row.min_us,
+                &mut row.max_us,
+                &mut row.stddev_us,
+                &mut row.ci95_lo_us,
+                &mut row.ci95_hi_us,
+            ] {
+                f.clear();
+            }
+        }
         self.writer.serialize(row).map_err(|e| self.io_error(e))?;
         self.writer.flush().map_err(|e| self.io_error(e))
     }
 
     fn io_error(&self, e: impl std::fmt::Display) -> Error {
         Error::setup(format!("--csv: writing '{}' failed: {e}", self.path.display()))
+    }
+}
+
+fn warning_kind(w: &crate::stats::Warning) -> &'static str {
+    use crate::stats::Warning;
+    match w {
+        Warning::Noisy { .. } => "noisy",
+        Warning::Outliers { .. } => "outliers",
+        Warning::SlowFirstCall { .. } => "slow_first_call",
     }
 }
 
@@ -151,7 +212,12 @@ impl Report for CsvReport {
 
     fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()> {
         for m in p.measurements() {
-            self.row(info, p, m)?;
+            self.row(info, p, m, None)?;
+            if info.options.per_rank {
+                for r in 0..m.per_rank_us.len() {
+                    self.row(info, p, m, Some(r))?;
+                }
+            }
         }
         Ok(())
     }

@@ -17,11 +17,16 @@ pub struct TableReport<W: Write> {
     /// Points of the current block, for its footer line.
     current: Vec<(String, u64, f64)>,
     footers: Vec<String>,
+    /// Measurements seen, and per warning kind: how many had it and the first example.
+    measured: usize,
+    warnings: Vec<(String, usize, String)>,
+    /// Per rank: points where it stood out, and the first example.
+    slow: std::collections::BTreeMap<usize, (usize, String)>,
 }
 
 impl<W: Write> TableReport<W> {
     pub fn new(out: W) -> Self {
-        TableReport { out, current: vec![], footers: vec![] }
+        TableReport { out, current: vec![], footers: vec![], measured: 0, warnings: vec![], slow: Default::default() }
     }
 
     pub fn into_inner(self) -> W {
@@ -106,12 +111,8 @@ impl<W: Write> Report for TableReport<W> {
     }
 
     fn point(&mut self, _info: &RunInfo, p: &Point) -> Result<()> {
-        let label = format!(
-            "{} {}{}",
-            p.collective.name(),
-            p.dtype.name(),
-            p.op.map(|o| format!(" {o}")).unwrap_or_default()
-        );
+        let label =
+            format!("{} {}{}", p.collective.name(), p.dtype.name(), p.op.map(|o| format!(" {o}")).unwrap_or_default());
         let new_block = self.current.first().is_none_or(|(l, _, _)| *l != label);
         if new_block {
             self.close_block();
@@ -136,6 +137,23 @@ impl<W: Write> Report for TableReport<W> {
             placement_cols(&p.in_place)
         ));
         let _ = self.out.flush();
+        for m in p.measurements() {
+            self.measured += 1;
+            let at = format!("{label} {} B {}", p.size_bytes, m.placement.name());
+            for w in &m.warnings {
+                let kind = format!("{:?}", std::mem::discriminant(w));
+                match self.warnings.iter_mut().find(|(k, _, _)| *k == kind) {
+                    Some((_, n, _)) => *n += 1,
+                    None => self.warnings.push((kind, 1, format!("{at}: {w}"))),
+                }
+            }
+            for o in &m.slow_ranks {
+                let e = self.slow.entry(o.rank).or_insert_with(|| {
+                    (0, format!("{:.2} us against a median of {:.2} us at {at}", o.time_us, o.median_us))
+                });
+                e.0 += 1;
+            }
+        }
         self.current.push((label, p.size_bytes, p.out_of_place.busbw_gbps));
         Ok(())
     }
@@ -152,6 +170,20 @@ impl<W: Write> Report for TableReport<W> {
         }
         for f in std::mem::take(&mut self.footers) {
             self.line(&f);
+        }
+        for (_, n, example) in std::mem::take(&mut self.warnings) {
+            self.line(&format!("# Warning: {n} of {} measurements, e.g. {example}", self.measured));
+        }
+        if !self.slow.is_empty() {
+            let host_of =
+                |r: usize| info.hosts.iter().find(|(_, rs)| rs.contains(&r)).map(|(h, _)| h.as_str()).unwrap_or("?");
+            for (rank, (n, example)) in std::mem::take(&mut self.slow) {
+                self.line(&format!(
+                    "# Slow rank: rank {rank} on {} stands out at {n} of {} measurements, e.g. {example} (a rank the others wait for shows the shortest time; one waiting on a slow peer the longest)",
+                    host_of(rank),
+                    self.measured
+                ));
+            }
         }
         self.line(&format!(
             "# Peak memory per rank: {} (largest of any rank; buffers sized for {} messages)",

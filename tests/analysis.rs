@@ -1,0 +1,90 @@
+//! Slow-rank detection, JSON, Markdown and per-rank rows, from real runs under mpirun.
+mod common;
+use common::*;
+
+#[test]
+fn a_rank_slowed_on_purpose_is_named() {
+    // Rank 2 arrives 300 us late at every timed batch; the others wait for it.
+    let (o, _d) =
+        mpirun(4, &["all-reduce", "-b", "64K", "-e", "256K", "-n", "20", "--no-csv", "--debug-slow-rank", "2:300"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    let slow: Vec<&str> = out.lines().filter(|l| l.starts_with("# Slow rank:")).collect();
+    assert_eq!(slow.len(), 1, "{out}");
+    assert!(slow[0].starts_with("# Slow rank: rank 2 on "), "{out}");
+    assert!(slow[0].contains("at 6 of 6 measurements"), "{out}");
+}
+
+#[test]
+fn no_rank_is_named_without_a_reason() {
+    let (o, _d) = mpirun(3, &["all-reduce", "-b", "64K", "-e", "256K", "-n", "20", "--no-csv"]);
+    assert_eq!(o.status.code(), Some(0));
+    // On a 2-core machine with 3 ranks a rank may still stand out by chance at a point;
+    // it must not stand out everywhere.
+    assert!(!stdout(&o).contains("at 6 of 6 measurements"), "{}", stdout(&o));
+}
+
+#[test]
+fn json_markdown_and_per_rank_rows() {
+    let (o, dir) = mpirun(
+        3,
+        &[
+            "all-reduce",
+            "all-gather",
+            "-b",
+            "1K",
+            "-e",
+            "4K",
+            "--per-rank",
+            "--csv",
+            "r.csv",
+            "--json",
+            "out/r.json",
+            "--markdown",
+            "r.md",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/r.json")).unwrap()).unwrap();
+    assert_eq!(doc["tool"], "coll-bench");
+    assert_eq!(doc["complete"], true);
+    assert_eq!(doc["run"]["ranks"], 3);
+    assert_eq!(doc["run"]["options"]["collectives"].as_array().unwrap().len(), 2);
+    assert!(doc["run"]["backend_details"][0].as_str().unwrap().contains("MPI library"));
+    let points = doc["points"].as_array().unwrap();
+    assert_eq!(points.len(), 2 * 3);
+    let m = &points[0]["out_of_place"];
+    assert_eq!(m["per_rank_us"].as_array().unwrap().len(), 3);
+    assert!(m["summary"]["median_us"].as_f64().unwrap() > 0.0);
+    assert_eq!(m["wrong"], 0);
+    assert_eq!(doc["totals"]["wrong"], 0);
+    // Never a dump of the environment.
+    let text = doc.to_string();
+    assert!(!text.contains("OMPI_") && !text.contains("PATH"), "environment leaked");
+
+    let md = std::fs::read_to_string(dir.path().join("r.md")).unwrap();
+    assert!(md.contains("## all-reduce (float sum)") && md.contains("## all-gather (float)"));
+    // all-gather on 3 ranks: 1 KiB rounds down to 3 × 85 floats = 1020 B.
+    assert_eq!(md.lines().filter(|l| l.starts_with("| 1024 |")).count(), 1);
+    assert_eq!(md.lines().filter(|l| l.starts_with("| 1020 | 85 |")).count(), 1);
+
+    let mut rd = csv::Reader::from_path(dir.path().join("r.csv")).unwrap();
+    let rank_col = rd.headers().unwrap().iter().position(|h| h == "rank").unwrap();
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    // 2 collectives × 3 sizes × 2 placements × (combined + 3 ranks)
+    assert_eq!(rows.len(), 2 * 3 * 2 * 4);
+    let ranks: Vec<&str> = rows.iter().take(4).map(|r| r.get(rank_col).unwrap()).collect();
+    assert_eq!(ranks, ["", "0", "1", "2"]);
+}
+
+#[test]
+fn bad_report_paths_are_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = mpirun_in(dir.path(), 2, &["-e", "1K", "--no-csv", "--json", "/proc/nope/r.json"], 120);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--json: cannot write '/proc/nope/r.json'"), "{err}");
+    assert!(stdout(&o).is_empty());
+}
