@@ -14,7 +14,7 @@ const AFTER_HELP: &str = "\
 Launch with MPI: mpirun -n 8 -H node1,node2 coll-bench [OPTIONS] [COLLECTIVE]...
 Columns: size (B), count (elements), type, redop, root, then for out-of-place and in-place:
 time (us, per iteration, combined across ranks by -a), algbw and busbw (GB/s, 1 GB = 1e9 B), #wrong.
-Exit codes: 0 ok, 1 wrong data, 2 usage or setup error.";
+Exit codes: 0 ok, 1 wrong data, 2 usage or setup error, or a call that outlived -T.";
 
 /// Measure collective communication: all-reduce, all-gather, reduce-scatter and more, over MPI.
 #[derive(Parser, Debug)]
@@ -84,6 +84,10 @@ pub struct Args {
     /// Also write the table as Markdown
     #[arg(long = "markdown", value_name = "PATH")]
     pub markdown: Option<PathBuf>,
+    /// Stop the whole job (exit 2) when a call has not finished SECONDS after it was expected to,
+    /// e.g. a host or link gone (5, 2.5, 30s) [default: no limit]
+    #[arg(short = 'T', long = "timeout", value_name = "SECONDS")]
+    pub timeout: Option<String>,
     /// Testing only: RANK:MICROSECONDS — that rank sleeps before each timed batch, outside its
     /// own timing, so the others wait for it.
     #[arg(long = "debug-slow-rank", value_name = "RANK:US", hide = true)]
@@ -266,6 +270,7 @@ impl Args {
                 Some(parsed.ok_or_else(|| Error::usage(format!("--debug-slow-rank: '{v}' is not RANK:MICROSECONDS")))?)
             }
         };
+        let timeout_s = self.timeout.as_deref().map(parse_timeout).transpose()?;
         for (flag, p) in [("--json", &self.json), ("--markdown", &self.markdown)] {
             if p.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 return Err(Error::usage(format!("{flag}: empty path; expected a file path")));
@@ -291,6 +296,7 @@ impl Args {
             per_rank: self.per_rank,
             json: self.json,
             markdown: self.markdown,
+            timeout_s,
             debug_slow_rank,
             debug_corrupt_rank: self.debug_corrupt_rank,
         })
@@ -304,6 +310,23 @@ fn parse_budget(v: &str) -> Result<f64> {
         Err(_) => humantime::parse_duration(v.trim()).map_err(|_| bad())?.as_secs_f64(),
     };
     if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
+        return Err(bad());
+    }
+    Ok(secs)
+}
+
+/// `-T/--timeout`: seconds (`5`, `2.5`) or a duration (`30s`, `1m`), above 0, at most a day.
+fn parse_timeout(v: &str) -> Result<f64> {
+    let bad = || {
+        Error::usage(format!(
+            "-T/--timeout: '{v}' is not a positive duration; expected seconds up to a day, e.g. 5, 2.5 or 30s"
+        ))
+    };
+    let secs = match v.trim().parse::<f64>() {
+        Ok(s) => s,
+        Err(_) => humantime::parse_duration(v.trim()).map_err(|_| bad())?.as_secs_f64(),
+    };
+    if !(secs.is_finite() && secs > 0.0 && secs <= 86400.0) {
         return Err(bad());
     }
     Ok(secs)
@@ -407,6 +430,20 @@ mod tests {
             let e = err(args);
             assert!(e.contains(needle), "{args:?}: {e}");
             assert!(!e.contains('\n'), "{args:?}: more than one line: {e}");
+        }
+    }
+
+    #[test]
+    fn timeout_flag() {
+        assert_eq!(run(&[]).unwrap().timeout_s, None, "no watchdog by default");
+        assert_eq!(run(&["-T", "5"]).unwrap().timeout_s, Some(5.0));
+        assert_eq!(run(&["--timeout", "2.5"]).unwrap().timeout_s, Some(2.5));
+        assert_eq!(run(&["--timeout=30s"]).unwrap().timeout_s, Some(30.0));
+        assert_eq!(run(&["-T", "500ms"]).unwrap().timeout_s, Some(0.5));
+        for bad in ["0", "-1", "x", "1e9", "inf", ""] {
+            let e = err(&["-T", bad]);
+            assert!(e.starts_with("-T/--timeout: ") && e.contains("expected seconds"), "{bad:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
         }
     }
 

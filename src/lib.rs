@@ -25,4 +25,5 @@ pub mod report;
 pub mod size;
 pub mod stats;
 pub mod sweep;
+pub mod watchdog;
 pub mod world;

@@ -104,6 +104,9 @@ pub struct Options {
     pub json: Option<PathBuf>,
     /// `--markdown PATH`: the table as Markdown.
     pub markdown: Option<PathBuf>,
+    /// `-T/--timeout`: end the job (exit 2) when a batch of calls has not finished this many
+    /// seconds past its expected time (`crate::watchdog`); `None`: wait forever.
+    pub timeout_s: Option<f64>,
     /// Testing only (hidden flag): sleep this many µs before each timed batch on `.0`, outside
     /// that rank's own timing, so the others wait for it (a rank that arrives late).
     pub debug_slow_rank: Option<(usize, u64)>,
@@ -174,6 +177,7 @@ mod tests {
             per_rank: false,
             json: None,
             markdown: None,
+            timeout_s: None,
             debug_slow_rank: None,
             debug_corrupt_rank: None,
         }

@@ -10,6 +10,7 @@ use crate::error::Result;
 use crate::options::{Options, MAX_AUTO_ITERS, MIN_AUTO_ITERS};
 use crate::record::{Measurement, Placement, Point, Totals};
 use crate::stats::{rank_outliers, Summary, Warning};
+use crate::watchdog::{Phase, Task, Watchdog};
 use crate::world::{aggregate, World};
 
 /// The collective × type × op combinations of a run, in the order they run.
@@ -62,11 +63,28 @@ pub struct Sweep<'a> {
     pub backend: &'a mut dyn Backend,
     pub opts: &'a Options,
     samples: Vec<f64>,
+    /// `-T`: armed around every batch of calls and exchange of results, disarmed between points.
+    watchdog: Option<Watchdog>,
 }
 
 impl<'a> Sweep<'a> {
     pub fn new(world: &'a World, backend: &'a mut dyn Backend, opts: &'a Options) -> Self {
-        Sweep { world, backend, opts, samples: vec![] }
+        let watchdog = opts.timeout_s.map(|t| Watchdog::start(t, world.rank, world.hosts.clone()));
+        Sweep { world, backend, opts, samples: vec![], watchdog }
+    }
+
+    /// One batch of `iters` calls through the backend, under the watchdog (`-T`) when there is
+    /// one: it may take the limit plus twice `iters` × `est_s`. The exchange of results that
+    /// follows a batch is watched too, until the next batch or the end of the point.
+    fn batch(&mut self, call: &Call, phase: Phase, iters: u64, batch: u64, est_s: f64) -> Result<()> {
+        if let Some(w) = &self.watchdog {
+            w.arm(Task { call: *call, phase, calls: iters }, iters as f64 * est_s);
+        }
+        self.backend.run(call, iters as usize, batch as usize, &mut self.samples)?;
+        if let Some(w) = &self.watchdog {
+            w.arm(Task { call: *call, phase: Phase::Results, calls: 1 }, 0.0);
+        }
+        Ok(())
     }
 
     /// Run the whole sweep, handing each point to `sink` (called on every rank; only rank 0's
@@ -97,6 +115,9 @@ impl<'a> Sweep<'a> {
                 };
                 totals.add(&point);
                 self.world.agree(sink(&point))?;
+                if let Some(w) = &self.watchdog {
+                    w.disarm();
+                }
             }
         }
         Ok(totals)
@@ -113,17 +134,17 @@ impl<'a> Sweep<'a> {
         match opts.warmup {
             Some(w) => {
                 if w > 0 {
-                    self.backend.run(call, w as usize, 1, &mut self.samples)?;
+                    self.batch(call, Phase::WarmUp, w, 1, 0.0)?;
                     warmup_iters = w;
                     estimate = Some(world.max_f64(mean(&self.samples)));
                 }
             }
             None => {
-                self.backend.run(call, 1, 1, &mut self.samples)?;
+                self.batch(call, Phase::WarmUp, 1, 1, 0.0)?;
                 let first = world.max_f64(self.samples[0]);
                 first_call_us = Some(first * 1e6);
                 let more = ((0.1 * opts.budget_s / first.max(1e-9)) as u64).clamp(1, 1000);
-                self.backend.run(call, more as usize, 1, &mut self.samples)?;
+                self.batch(call, Phase::WarmUp, more, 1, first)?;
                 warmup_iters = 1 + more;
                 estimate = Some(world.max_f64(mean(&self.samples)));
             }
@@ -131,12 +152,12 @@ impl<'a> Sweep<'a> {
         let est = match estimate {
             Some(e) => e,
             None => {
-                self.backend.run(call, 1, 1, &mut self.samples)?;
+                self.batch(call, Phase::WarmUp, 1, 1, 0.0)?;
                 world.max_f64(self.samples[0])
             }
         };
         let (iters, batch) = iterations(opts.iters, opts.budget_s, est);
-        self.backend.run(call, iters as usize, batch as usize, &mut self.samples)?;
+        self.batch(call, Phase::Timed, iters, batch, est)?;
         let per_rank_s = world.all_gather(mean(&self.samples));
         let time_s = aggregate(opts.aggregation, &per_rank_s);
         let combined = world.combine_samples(opts.aggregation, &self.samples);
@@ -201,7 +222,7 @@ impl<'a> Sweep<'a> {
                 fill_input(spec, &c, dtype, op, b, 0);
             })?;
         }
-        self.backend.run(call, 1, 1, &mut self.samples)?;
+        self.batch(call, Phase::Check, 1, 1, 0.0)?;
         if self.opts.debug_corrupt_rank == Some(c.rank) && spec.output_len(&c) > 0 {
             self.backend.write(Buf::Recv, recv_len, &mut |b| b[out_at * elem] ^= 0x40)?;
         }
@@ -275,6 +296,7 @@ mod tests {
             per_rank: false,
             json: None,
             markdown: None,
+            timeout_s: None,
             debug_slow_rank: None,
             debug_corrupt_rank: None,
         }
