@@ -22,11 +22,21 @@ pub struct TableReport<W: Write> {
     warnings: Vec<(String, usize, String)>,
     /// Per rank: points where it stood out, and the first example.
     slow: std::collections::BTreeMap<usize, (usize, String)>,
+    /// sendrecv at its largest size: bytes and each rank's one-way time (per-host footer line).
+    pingpong: Option<(u64, Vec<f64>)>,
 }
 
 impl<W: Write> TableReport<W> {
     pub fn new(out: W) -> Self {
-        TableReport { out, current: vec![], footers: vec![], measured: 0, warnings: vec![], slow: Default::default() }
+        TableReport {
+            out,
+            current: vec![],
+            footers: vec![],
+            measured: 0,
+            warnings: vec![],
+            slow: Default::default(),
+            pingpong: None,
+        }
     }
 
     pub fn into_inner(self) -> W {
@@ -154,6 +164,11 @@ impl<W: Write> Report for TableReport<W> {
                 e.0 += 1;
             }
         }
+        if p.collective == crate::collective::Kind::SendRecv
+            && self.pingpong.as_ref().is_none_or(|(s, _)| p.size_bytes >= *s)
+        {
+            self.pingpong = Some((p.size_bytes, p.out_of_place.per_rank_us.clone()));
+        }
         self.current.push((label, p.size_bytes, p.out_of_place.busbw_gbps));
         Ok(())
     }
@@ -170,6 +185,9 @@ impl<W: Write> Report for TableReport<W> {
         }
         for f in std::mem::take(&mut self.footers) {
             self.line(&f);
+        }
+        if let Some(l) = self.pingpong.take().and_then(|(size, t)| pingpong_per_host(&info.hosts, size, &t)) {
+            self.line(&l);
         }
         for (_, n, example) in std::mem::take(&mut self.warnings) {
             self.line(&format!("# Warning: {n} of {} measurements, e.g. {example}", self.measured));
@@ -196,6 +214,38 @@ impl<W: Write> Report for TableReport<W> {
     }
 }
 
+/// With sendrecv on several hosts: each host's fastest rank, one way, and the host that stands
+/// out. A host is as fast as its best link: a rank paired with a slow host is slow wherever it
+/// runs, but every rank of a slow host is slow. (With two hosts every pair crosses both links,
+/// so no host can stand out; with three or more and `--map-by node`, one can.)
+fn pingpong_per_host(hosts: &[(String, Vec<usize>)], size: u64, per_rank_us: &[f64]) -> Option<String> {
+    let best: Vec<(&str, f64)> = hosts
+        .iter()
+        .map(|(h, rs)| {
+            (h.as_str(), rs.iter().filter_map(|&r| per_rank_us.get(r)).fold(f64::INFINITY, |a, &b| a.min(b)))
+        })
+        .filter(|(_, t)| t.is_finite())
+        .collect();
+    if best.len() < 2 {
+        return None;
+    }
+    let mut sorted: Vec<f64> = best.iter().map(|(_, t)| *t).collect();
+    sorted.sort_by(f64::total_cmp);
+    let median = sorted[(sorted.len() - 1) / 2];
+    let (slowest, t) = best.iter().copied().max_by(|a, b| a.1.total_cmp(&b.1))?;
+    let verdict = if median > 0.0 && t > 2.0 * median {
+        format!("slowest: {slowest}, {:.0}x the median host", t / median)
+    } else {
+        "no host stands out".to_string()
+    };
+    let list: Vec<String> = best.iter().map(|(h, t)| format!("{h} {} us", time_col(*t).trim())).collect();
+    Some(format!(
+        "# Ping-pong per host   : {} (sendrecv {}, one way, fastest rank of each host); {verdict}",
+        list.join(", "),
+        crate::size::human(size)
+    ))
+}
+
 /// `0-3,8,10-11`
 fn rank_list(ranks: &[usize]) -> String {
     let mut parts = vec![];
@@ -216,6 +266,24 @@ fn rank_list(ranks: &[usize]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pingpong_names_the_host_whose_every_rank_is_slow() {
+        let hosts: Vec<(String, Vec<usize>)> = [("a", vec![0, 3]), ("b", vec![1, 4]), ("c", vec![2, 5])]
+            .iter()
+            .map(|(h, r)| (h.to_string(), r.clone()))
+            .collect();
+        // b slow: pairs 0-1 (a-b) and 4-5 (b-c) slow, 2-3 (c-a) fast.
+        let l = pingpong_per_host(&hosts, 65536, &[900.0, 900.0, 30.0, 31.0, 905.0, 905.0]).unwrap();
+        assert!(
+            l.contains(": a 31.00 us, b 900.0 us, c 30.00 us (sendrecv 64 KiB,")
+                && l.ends_with("slowest: b, 29x the median host"),
+            "{l}"
+        );
+        let l = pingpong_per_host(&hosts[..2], 8, &[50.0, 51.0, 0.0, 52.0, 50.0]).unwrap();
+        assert!(l.ends_with("no host stands out"), "{l}");
+        assert_eq!(pingpong_per_host(&hosts[..1], 8, &[1.0, 2.0]), None);
+    }
 
     #[test]
     fn rank_lists_compress() {
