@@ -87,10 +87,20 @@ fn install_panic_hook() {
     }));
 }
 
+/// What the command line asks every rank to do.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+enum Plan {
+    Sweep(Box<Options>),
+    Pairs(Box<crate::pairs::PairsOptions>),
+    Check(Box<crate::acceptance::CheckOptions>),
+}
+
 /// Every rank must run rank 0's plan: rank 0 broadcasts its parse, every rank compares.
-fn agree_options(world: &World, parsed: Result<Parsed>) -> Result<Options> {
-    let mine: Result<Options> = match parsed {
-        Ok(Parsed::Run(o)) => Ok(*o),
+fn agree_plan(world: &World, parsed: Result<Parsed>) -> Result<Plan> {
+    let mine: Result<Plan> = match parsed {
+        Ok(Parsed::Run(o)) => Ok(Plan::Sweep(o)),
+        Ok(Parsed::Pairs(o)) => Ok(Plan::Pairs(o)),
+        Ok(Parsed::Check(o)) => Ok(Plan::Check(o)),
         Ok(Parsed::Info(_)) => Err(Error::usage("--help/--version given on some ranks only")),
         Err(e) => Err(e),
     };
@@ -126,7 +136,7 @@ fn agree_options(world: &World, parsed: Result<Parsed>) -> Result<Options> {
     world.agree(local)
 }
 
-fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
+pub(crate) fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     match opts.backend {
         BackendKind::Mpi => {
             let delay = opts
@@ -156,7 +166,11 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
     });
     world.agree(launcher.map_err(Error::setup))?;
 
-    let opts = agree_options(world, parsed)?;
+    let opts = match agree_plan(world, parsed)? {
+        Plan::Sweep(o) => *o,
+        Plan::Pairs(o) => return crate::pairs::run(world, &o),
+        Plan::Check(o) => return crate::acceptance::run(world, &o),
+    };
     world.agree(opts.validate_for_world(world.size))?;
 
     let backend = world.agree(make_backend(world, &opts))?;
@@ -201,6 +215,13 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
             }
             if let Some(p) = &opts.markdown {
                 reports.push(Box::new(MarkdownReport::create(p)?));
+            }
+            let total: usize = crate::sweep::plan(&opts)
+                .iter()
+                .map(|(kind, _, _)| crate::sweep::sizes_for(kind.spec(), &opts).len())
+                .sum();
+            if let Some(bar) = crate::report::progress::ProgressReport::new(total as u64, opts.progress) {
+                reports.push(Box::new(bar));
             }
             Ok(reports)
         })

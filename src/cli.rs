@@ -75,6 +75,10 @@ pub struct Args {
     /// Write no CSV
     #[arg(long = "no-csv")]
     pub no_csv: bool,
+    /// Show a progress bar on stderr (automatic when rank 0's stderr is a terminal; under mpirun
+    /// it is a pipe, so ask for it)
+    #[arg(long = "progress")]
+    pub progress: bool,
     /// Add one CSV/JSON row per rank (each rank's own mean time)
     #[arg(long = "per-rank")]
     pub per_rank: bool,
@@ -102,27 +106,57 @@ pub struct Args {
 #[derive(Debug)]
 pub enum Parsed {
     Run(Box<Options>),
+    /// `coll-bench pairs …`
+    Pairs(Box<crate::pairs::PairsOptions>),
+    /// `coll-bench check SPEC.toml …`
+    Check(Box<crate::acceptance::CheckOptions>),
     /// `--help` or `--version`: the text to print (once) and exit 0.
     Info(String),
 }
 
-/// Parse and validate `argv` (including the program name).
-pub fn parse(argv: &[String]) -> Result<Parsed> {
-    let args = match Args::try_parse_from(argv) {
-        Ok(a) => a,
+/// Help and version text, or one line naming what was wrong.
+pub enum Clap<T> {
+    Args(T),
+    Info(String),
+}
+
+/// Run clap on `argv`: a usage error becomes one line (clap's first line, without its usage
+/// block), help and version become [`Clap::Info`].
+pub fn clap_parse<T: Parser>(argv: &[String]) -> Result<Clap<T>> {
+    match T::try_parse_from(argv) {
+        Ok(a) => Ok(Clap::Args(a)),
         Err(e) => {
             use clap::error::ErrorKind;
-            return match e.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => Ok(Parsed::Info(e.render().to_string())),
+            match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => Ok(Clap::Info(e.render().to_string())),
                 _ => {
                     let text = e.render().to_string();
                     let first = text.lines().next().unwrap_or("bad command line").trim_start_matches("error: ");
                     Err(Error::usage(format!("{first} (see coll-bench --help)")))
                 }
-            };
+            }
         }
-    };
-    args.into_options().map(|o| Parsed::Run(Box::new(o)))
+    }
+}
+
+/// Parse and validate `argv` (including the program name).
+pub fn parse(argv: &[String]) -> Result<Parsed> {
+    if argv.get(1).map(String::as_str) == Some("pairs") {
+        return Ok(match crate::pairs::parse(&argv[1..])? {
+            Clap::Args(o) => Parsed::Pairs(Box::new(o)),
+            Clap::Info(t) => Parsed::Info(t),
+        });
+    }
+    if argv.get(1).map(String::as_str) == Some("check") {
+        return Ok(match crate::acceptance::parse(&argv[1..])? {
+            Clap::Args(o) => Parsed::Check(Box::new(o)),
+            Clap::Info(t) => Parsed::Info(t),
+        });
+    }
+    match clap_parse::<Args>(argv)? {
+        Clap::Args(args) => args.into_options().map(|o| Parsed::Run(Box::new(o))),
+        Clap::Info(t) => Ok(Parsed::Info(t)),
+    }
 }
 
 fn size_flag(flag: &str, v: &str) -> Result<u64> {
@@ -263,13 +297,7 @@ impl Args {
             (Some(p), false) => CsvTarget::Path(p),
             (None, false) => CsvTarget::Default,
         };
-        let debug_slow_rank = match self.debug_slow_rank.as_deref() {
-            None => None,
-            Some(v) => {
-                let parsed = v.split_once(':').and_then(|(r, us)| Some((r.parse().ok()?, us.parse().ok()?)));
-                Some(parsed.ok_or_else(|| Error::usage(format!("--debug-slow-rank: '{v}' is not RANK:MICROSECONDS")))?)
-            }
-        };
+        let debug_slow_rank = self.debug_slow_rank.as_deref().map(parse_slow_rank).transpose()?;
         let timeout_s = self.timeout.as_deref().map(parse_timeout).transpose()?;
         for (flag, p) in [("--json", &self.json), ("--markdown", &self.markdown)] {
             if p.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
@@ -293,6 +321,7 @@ impl Args {
             backend,
             implementation,
             csv,
+            progress: self.progress,
             per_rank: self.per_rank,
             json: self.json,
             markdown: self.markdown,
@@ -303,7 +332,14 @@ impl Args {
     }
 }
 
-fn parse_budget(v: &str) -> Result<f64> {
+/// `RANK:MICROSECONDS` of the hidden `--debug-slow-rank` flag.
+pub fn parse_slow_rank(v: &str) -> Result<(usize, u64)> {
+    v.split_once(':')
+        .and_then(|(r, us)| Some((r.parse().ok()?, us.parse().ok()?)))
+        .ok_or_else(|| Error::usage(format!("--debug-slow-rank: '{v}' is not RANK:MICROSECONDS")))
+}
+
+pub fn parse_budget(v: &str) -> Result<f64> {
     let bad = || Error::usage(format!("--budget: '{v}' is not a positive duration; expected e.g. 50ms, 2s or 0.5"));
     let secs = match v.trim().parse::<f64>() {
         Ok(s) => s,
@@ -341,7 +377,7 @@ mod tests {
         argv.extend(args.iter().map(|s| s.to_string()));
         match parse(&argv)? {
             Parsed::Run(o) => Ok(*o),
-            Parsed::Info(_) => panic!("info"),
+            _ => panic!("not a sweep"),
         }
     }
 
@@ -452,7 +488,7 @@ mod tests {
         let argv: Vec<String> = ["coll-bench", "--help"].iter().map(|s| s.to_string()).collect();
         match parse(&argv).unwrap() {
             Parsed::Info(t) => assert!(t.contains("--minbytes") && t.contains("Exit codes")),
-            Parsed::Run(_) => panic!(),
+            _ => panic!(),
         }
     }
 }

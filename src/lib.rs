@@ -8,6 +8,7 @@
 //! [`launch`] cross-checks MPI's view of the job with the launcher's environment; [`check`]
 //! makes exact input patterns and verifies outputs; [`stats`] summarises samples.
 
+pub mod acceptance;
 pub mod app;
 pub mod backend;
 pub mod check;
@@ -19,6 +20,7 @@ pub mod error;
 pub mod launch;
 pub mod memory;
 pub mod options;
+pub mod pairs;
 pub mod plot;
 pub mod record;
 pub mod report;

@@ -98,6 +98,8 @@ pub struct Options {
     /// Which implementation of the collectives inside the backend (`native`: the library's own).
     pub implementation: String,
     pub csv: CsvTarget,
+    /// Draw the progress bar on stderr even when it is not a terminal (`--progress`).
+    pub progress: bool,
     /// Add one row per rank to the CSV and JSON (`--per-rank`).
     pub per_rank: bool,
     /// `--json PATH`: results, options, hosts and versions as JSON.
@@ -120,6 +122,16 @@ pub const MIN_AUTO_ITERS: u64 = 5;
 pub const MAX_AUTO_ITERS: u64 = 100_000;
 /// Most iterations `-n` accepts (per-iteration samples are kept in memory).
 pub const MAX_ITERS: u64 = 10_000_000;
+
+/// The defaults of the command line (`coll-bench` with no arguments).
+impl Default for Options {
+    fn default() -> Self {
+        match crate::cli::parse(&["coll-bench".to_string()]) {
+            Ok(crate::cli::Parsed::Run(o)) => *o,
+            other => unreachable!("the default command line parses: {other:?}"),
+        }
+    }
+}
 
 impl Options {
     /// The message sizes of the sweep, in bytes.
@@ -174,6 +186,7 @@ mod tests {
             backend: BackendKind::Mpi,
             implementation: "native".into(),
             csv: CsvTarget::Off,
+            progress: false,
             per_rank: false,
             json: None,
             markdown: None,

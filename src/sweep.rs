@@ -293,6 +293,7 @@ mod tests {
             backend: BackendKind::Mpi,
             implementation: "native".into(),
             csv: CsvTarget::Off,
+            progress: false,
             per_rank: false,
             json: None,
             markdown: None,

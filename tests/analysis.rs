@@ -88,3 +88,16 @@ fn bad_report_paths_are_refused_up_front() {
     assert!(err.contains("--json: cannot write '/proc/nope/r.json'"), "{err}");
     assert!(stdout(&o).is_empty());
 }
+
+#[test]
+fn progress_goes_to_stderr_only_when_asked() {
+    // Under mpirun a rank's stderr is a pipe: no bar unless asked for.
+    let (o, _d) = mpirun(2, &["all-reduce", "-e", "64K", "--no-csv"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stderr(&o).is_empty(), "{}", stderr(&o));
+    let (o, _d) = mpirun(2, &["all-reduce", "-e", "64K", "--no-csv", "--progress"]);
+    assert_eq!(o.status.code(), Some(0));
+    assert!(stderr(&o).contains("14/14 points"), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("points"), "the bar leaked into the table");
+    assert_eq!(rows(&o).len(), 14);
+}

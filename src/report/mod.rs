@@ -4,6 +4,7 @@
 pub mod csv;
 pub mod json;
 pub mod markdown;
+pub mod progress;
 pub mod table;
 
 use crate::error::Result;

@@ -1,0 +1,436 @@
+//! `coll-bench check SPEC.toml`: run each rule's sweep a few times and judge it — bandwidth only
+//! over the sizes where it has levelled off, on the median over repeats, so one noisy run does
+//! not fail a healthy cluster. Prints a verdict table; exit 0 all pass, 1 any fail, 2 error;
+//! `--junit FILE` writes JUnit XML, one testcase per check.
+
+pub mod junit;
+pub mod spec;
+
+use crate::error::{exit, Error, Result};
+use crate::options::{Aggregation, CsvTarget, Options, Step};
+use crate::record::Point;
+use crate::stats::RankOutlier;
+use crate::sweep::{buffer_bytes, Sweep};
+use crate::world::World;
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+use spec::{Rule, Spec};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Judge the cluster against an acceptance spec.
+#[derive(Parser, Debug)]
+#[command(name = "coll-bench check", version)]
+pub struct CheckArgs {
+    /// The acceptance spec (TOML; see ci/acceptance/ and the README)
+    #[arg(value_name = "SPEC.toml")]
+    pub spec: PathBuf,
+    /// Also write the verdicts as JUnit XML
+    #[arg(long = "junit", value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Testing only: RANK:MICROSECONDS — that rank arrives late at every timed batch
+    #[arg(long = "debug-slow-rank", value_name = "RANK:US", hide = true)]
+    pub debug_slow_rank: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CheckOptions {
+    pub spec: PathBuf,
+    pub junit: Option<PathBuf>,
+    pub debug_slow_rank: Option<(usize, u64)>,
+}
+
+pub fn parse(argv: &[String]) -> Result<crate::cli::Clap<CheckOptions>> {
+    Ok(match crate::cli::clap_parse::<CheckArgs>(argv)? {
+        crate::cli::Clap::Args(a) => crate::cli::Clap::Args(CheckOptions {
+            spec: a.spec,
+            junit: a.junit,
+            debug_slow_rank: a.debug_slow_rank.as_deref().map(crate::cli::parse_slow_rank).transpose()?,
+        }),
+        crate::cli::Clap::Info(t) => crate::cli::Clap::Info(t),
+    })
+}
+
+/// PASS, FAIL or SKIP of one check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Outcome {
+    Pass,
+    Fail,
+    Skip,
+}
+
+/// One line of the verdict table (one JUnit testcase).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verdict {
+    pub rule: String,
+    pub line: usize,
+    pub collective: String,
+    pub check: &'static str,
+    pub measured: String,
+    pub required: String,
+    pub outcome: Outcome,
+    /// Ranks that stood out during this rule's sweeps: (rank, host, measurements, of).
+    pub slow_ranks: Vec<(usize, String, usize, usize)>,
+    pub seconds: f64,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Judge one rule on the points of its repeats (all repeats' points together).
+pub fn judge(rule: &Rule, points: &[Point], hosts: &[String], seconds: f64) -> Vec<Verdict> {
+    fn placed(in_place: bool, p: &Point) -> &crate::record::Measurement {
+        if in_place {
+            &p.in_place
+        } else {
+            &p.out_of_place
+        }
+    }
+    let mut sizes: Vec<u64> = points.iter().map(|p| p.size_bytes).collect();
+    sizes.sort();
+    sizes.dedup();
+    let per_size = |size: u64, f: &dyn Fn(&Point) -> f64| -> f64 {
+        median(points.iter().filter(|p| p.size_bytes == size).map(f).collect())
+    };
+
+    // Slow ranks: counted over every measurement of the rule.
+    let mut counts: Vec<(usize, usize)> = vec![];
+    let mut measurements = 0;
+    for p in points {
+        for m in p.measurements() {
+            measurements += 1;
+            for RankOutlier { rank, .. } in &m.slow_ranks {
+                match counts.iter_mut().find(|(r, _)| r == rank) {
+                    Some((_, n)) => *n += 1,
+                    None => counts.push((*rank, 1)),
+                }
+            }
+        }
+    }
+    let slow_ranks: Vec<(usize, String, usize, usize)> = counts
+        .iter()
+        .filter(|(_, n)| 2 * n >= measurements)
+        .map(|(r, n)| (*r, hosts.get(*r).cloned().unwrap_or_default(), *n, measurements))
+        .collect();
+
+    // The rule's time goes to its first check, so JUnit's totals add up.
+    let first = std::cell::Cell::new(true);
+    let base = |check: &'static str, measured: String, required: String, pass: bool| Verdict {
+        rule: rule.name.clone(),
+        line: rule.line,
+        collective: rule.collective.name().to_string(),
+        check,
+        measured,
+        required,
+        outcome: if pass { Outcome::Pass } else { Outcome::Fail },
+        slow_ranks: slow_ranks.clone(),
+        seconds: if first.replace(false) { seconds } else { 0.0 },
+    };
+    let mut out = vec![];
+    let wrong: u64 =
+        points.iter().flat_map(|p| p.measurements()).map(|m| m.wrong.unwrap_or(0) + m.out_of_bounds.unwrap_or(0)).sum();
+    out.push(base("wrong", format!("{wrong} wrong elements"), "0".into(), wrong == 0));
+    if let Some(min) = rule.min_busbw_gbps {
+        // The weakest plateau size, each size judged on its median over repeats.
+        let plateau: Vec<(u64, f64)> = sizes
+            .iter()
+            .filter(|s| **s >= rule.plateau.0 && **s <= rule.plateau.1)
+            .map(|s| (*s, per_size(*s, &|p| placed(rule.in_place, p).busbw_gbps)))
+            .collect();
+        match plateau.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
+            Some(&(size, bw)) => out.push(base(
+                "busbw",
+                format!("{bw:.3} GB/s at {}", crate::size::human(size)),
+                format!(">= {min} GB/s"),
+                bw >= min,
+            )),
+            None => out.push(Verdict {
+                outcome: Outcome::Skip,
+                ..base("busbw", "no size in the plateau".into(), format!(">= {min} GB/s"), false)
+            }),
+        }
+    }
+    if let Some(max) = rule.max_time_us {
+        let worst = sizes
+            .iter()
+            .map(|s| (*s, per_size(*s, &|p| placed(rule.in_place, p).time_us)))
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some((size, t)) = worst {
+            out.push(base(
+                "time",
+                format!("{t:.2} us at {}", crate::size::human(size)),
+                format!("<= {max} us"),
+                t <= max,
+            ));
+        }
+    }
+    if rule.fail_on_slow_rank {
+        let names: Vec<String> = slow_ranks.iter().map(|(r, h, _, _)| format!("rank {r} ({h})")).collect();
+        out.push(base(
+            "slow-rank",
+            if names.is_empty() { "none".into() } else { names.join(", ") },
+            "none".into(),
+            slow_ranks.is_empty(),
+        ));
+    }
+    out
+}
+
+fn sweep_options(rule: &Rule, spec: &Spec) -> Options {
+    Options {
+        collectives: vec![rule.collective],
+        min_bytes: rule.min_bytes,
+        max_bytes: rule.max_bytes,
+        step: Step::Factor(2.0),
+        budget_s: spec.budget_s,
+        check: true,
+        dtypes: vec![rule.dtype],
+        ops: vec![rule.op.unwrap_or(crate::dtype::Op::Sum)],
+        aggregation: Aggregation::Mean,
+        backend: rule.backend,
+        csv: CsvTarget::Off,
+        ..Options::default()
+    }
+}
+
+/// The whole subcommand on every rank, once the options are agreed.
+pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
+    // Rank 0 reads the spec (other hosts need not see the file) and broadcasts it.
+    let loaded: Result<Spec> = if world.rank == 0 {
+        let path = opts.spec.display().to_string();
+        std::fs::read_to_string(&opts.spec)
+            .map_err(|e| Error::usage(format!("check: cannot read '{path}': {e}; expected a TOML acceptance spec")))
+            .and_then(|text| spec::parse(&path, &text).map_err(|e| Error::usage(format!("check: {e}"))))
+    } else {
+        Ok(Spec { repeats: 0, budget_s: 0.0, rules: vec![] })
+    };
+    let loaded = world.agree(loaded)?;
+    let bytes = world.broadcast_bytes(0, serde_json::to_vec(&loaded).expect("spec serialises"));
+    let spec: Spec = serde_json::from_slice(&bytes).expect("spec deserialises");
+    for rule in &spec.rules {
+        if rule.backend != crate::options::BackendKind::Mpi {
+            return world.agree(Err(Error::usage(format!(
+                "check: rule '{}' (line {}) needs the {} backend, which this coll-bench does not have yet",
+                rule.name,
+                rule.line,
+                rule.backend.name()
+            ))));
+        }
+    }
+    let junit = match (&opts.junit, world.rank) {
+        (Some(p), 0) => crate::report::create_file("--junit", p).map(|_| ()),
+        _ => Ok(()),
+    };
+    world.agree(junit)?;
+
+    let by_host = world.ranks_by_host();
+    if world.rank == 0 {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(
+            out,
+            "# coll-bench {} check {}: {} rule(s), median of {} repeat(s), {} ranks on {} host(s)",
+            env!("CARGO_PKG_VERSION"),
+            opts.spec.display(),
+            spec.rules.len(),
+            spec.repeats,
+            world.size,
+            by_host.len()
+        );
+    }
+    let mut verdicts = vec![];
+    for rule in &spec.rules {
+        if let Some(want) = rule.ranks_per_node {
+            if by_host.iter().any(|(_, r)| r.len() != want) {
+                let have: Vec<String> = by_host.iter().map(|(h, r)| format!("{h}: {}", r.len())).collect();
+                verdicts.push(Verdict {
+                    rule: rule.name.clone(),
+                    line: rule.line,
+                    collective: rule.collective.name().into(),
+                    check: "ranks-per-node",
+                    measured: have.join(", "),
+                    required: format!("{want} per host"),
+                    outcome: Outcome::Skip,
+                    slow_ranks: vec![],
+                    seconds: 0.0,
+                });
+                continue;
+            }
+        }
+        let sweep_opts = Options { debug_slow_rank: opts.debug_slow_rank, ..sweep_options(rule, &spec) };
+        world.agree(sweep_opts.validate_for_world(world.size))?;
+        let mut backend = world.agree(crate::app::make_backend(world, &sweep_opts))?;
+        world.agree(backend.supports(rule.dtype))?;
+        let (send, recv) = buffer_bytes(&sweep_opts, world.size, world.rank, backend.convention());
+        let per_rank = (send + recv) as u64 + crate::memory::OVERHEAD_BYTES;
+        let fit = match crate::memory::available_bytes() {
+            Some(avail) => crate::memory::check_fit(per_rank, world.local_size, avail, world.host()),
+            None => Ok(()),
+        };
+        world.agree(fit)?;
+        world.agree(backend.allocate(send, recv))?;
+        let t0 = mpi::time();
+        let mut points = vec![];
+        for _ in 0..spec.repeats {
+            let mut sweep = Sweep::new(world, backend.as_mut(), &sweep_opts);
+            sweep.run(&mut |p| {
+                points.push(p.clone());
+                Ok(())
+            })?;
+        }
+        verdicts.extend(judge(rule, &points, &world.hosts, mpi::time() - t0));
+    }
+    if world.rank != 0 {
+        return world.agree(Ok(exit::OK));
+    }
+    print_verdicts(&verdicts);
+    let written = match &opts.junit {
+        Some(p) => junit::write(p, &opts.spec.display().to_string(), &verdicts),
+        None => Ok(()),
+    };
+    let failed = verdicts.iter().any(|v| v.outcome == Outcome::Fail);
+    world.agree(written.map(|_| if failed { exit::WRONG } else { exit::OK }))
+}
+
+fn print_verdicts(verdicts: &[Verdict]) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "#");
+    let _ = writeln!(
+        out,
+        "# {:<34} {:<14} {:<10} {:<28} {:<16} verdict",
+        "rule", "collective", "check", "measured", "required"
+    );
+    for v in verdicts {
+        let outcome = match v.outcome {
+            Outcome::Pass => "PASS",
+            Outcome::Fail => "FAIL",
+            Outcome::Skip => "SKIP",
+        };
+        let _ = writeln!(
+            out,
+            "  {:<34} {:<14} {:<10} {:<28} {:<16} {outcome}",
+            format!("{} (line {})", v.rule, v.line),
+            v.collective,
+            v.check,
+            v.measured,
+            v.required
+        );
+    }
+    let mut named = vec![];
+    for v in verdicts {
+        for (rank, host, n, of) in &v.slow_ranks {
+            let line = format!(
+                "# Slow rank: rank {rank} on {host} stood out at {n} of {of} measurements of rule '{}'",
+                v.rule
+            );
+            if !named.contains(&line) {
+                named.push(line);
+            }
+        }
+    }
+    for l in named {
+        let _ = writeln!(out, "{l}");
+    }
+    let (pass, fail, skip) = verdicts.iter().fold((0, 0, 0), |(p, f, s), v| match v.outcome {
+        Outcome::Pass => (p + 1, f, s),
+        Outcome::Fail => (p, f + 1, s),
+        Outcome::Skip => (p, f, s + 1),
+    });
+    let _ =
+        writeln!(out, "# {pass} passed, {fail} failed, {skip} skipped: {}", if fail == 0 { "PASS" } else { "FAIL" });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::Kind;
+    use crate::dtype::{DType, Op};
+    use crate::record::{Measurement, Placement};
+    use crate::stats::Summary;
+
+    fn m(placement: Placement, time_us: f64, busbw: f64, wrong: u64, slow: &[usize]) -> Measurement {
+        Measurement {
+            placement,
+            warmup_iters: 1,
+            iters: 10,
+            batch: 1,
+            time_us,
+            algbw_gbps: busbw,
+            busbw_gbps: busbw,
+            summary: Summary::default(),
+            per_rank_us: vec![],
+            wrong: Some(wrong),
+            out_of_bounds: Some(0),
+            first_call_us: None,
+            slow_ranks: slow.iter().map(|r| RankOutlier { rank: *r, time_us: 1.0, median_us: 2.0 }).collect(),
+            warnings: vec![],
+        }
+    }
+
+    fn point(size: u64, busbw: f64, wrong: u64, slow: &[usize]) -> Point {
+        Point {
+            collective: Kind::AllReduce,
+            dtype: DType::Float32,
+            op: Some(Op::Sum),
+            root: None,
+            size_bytes: size,
+            count: size / 4,
+            bus_factor: 1.0,
+            out_of_place: m(Placement::OutOfPlace, 10.0, busbw, wrong, slow),
+            in_place: m(Placement::InPlace, 10.0, busbw, 0, slow),
+        }
+    }
+
+    fn rule() -> Rule {
+        spec::parse(
+            "s",
+            "[[rule]]\nname = \"ar\"\ncollective = \"all-reduce\"\nsizes = \"1K..8K\"\nplateau = \"4K..8K\"\nmin_busbw_gbps = 2.0\nmax_time_us = 20.0\n",
+        )
+        .unwrap()
+        .rules[0]
+            .clone()
+    }
+
+    #[test]
+    fn bandwidth_is_judged_on_the_plateau_median_over_repeats() {
+        let hosts = vec!["h".to_string(); 4];
+        // Small sizes are slow (latency bound) but outside the plateau; one repeat at 8K is a
+        // noisy outlier, the median of three still passes.
+        let pts = vec![
+            point(1024, 0.1, 0, &[]),
+            point(4096, 2.5, 0, &[]),
+            point(8192, 3.0, 0, &[]),
+            point(1024, 0.1, 0, &[]),
+            point(4096, 2.4, 0, &[]),
+            point(8192, 0.5, 0, &[]),
+            point(1024, 0.1, 0, &[]),
+            point(4096, 2.6, 0, &[]),
+            point(8192, 3.1, 0, &[]),
+        ];
+        let v = judge(&rule(), &pts, &hosts, 1.0);
+        assert_eq!(
+            v.iter().map(|v| (v.check, v.outcome)).collect::<Vec<_>>(),
+            [("wrong", Outcome::Pass), ("busbw", Outcome::Pass), ("time", Outcome::Pass)]
+        );
+        assert!(v[1].measured.starts_with("2.500 GB/s at 4 KiB"), "{}", v[1].measured);
+    }
+
+    #[test]
+    fn failures_and_slow_ranks() {
+        let hosts: Vec<String> = ["a", "a", "b", "b"].iter().map(|s| s.to_string()).collect();
+        let pts = vec![point(4096, 1.0, 0, &[2]), point(8192, 1.5, 3, &[2])];
+        let v = judge(&rule(), &pts, &hosts, 1.0);
+        assert_eq!(v[0].outcome, Outcome::Fail, "3 wrong elements");
+        assert_eq!(v[1].outcome, Outcome::Fail, "busbw below 2.0");
+        assert_eq!(v[0].slow_ranks, vec![(2, "b".to_string(), 4, 4)]);
+    }
+}

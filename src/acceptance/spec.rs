@@ -1,0 +1,286 @@
+//! The acceptance spec (TOML): settings, then rules per collective, backend and size range.
+//! Every problem is reported as one line with the spec's line number and the reason.
+
+use crate::collective::Kind;
+use crate::dtype::{DType, Op};
+use crate::options::BackendKind;
+use crate::size::parse_size;
+use serde::{Deserialize, Serialize};
+use std::ops::Range;
+use toml::Spanned;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSpec {
+    #[serde(default)]
+    settings: Option<Spanned<RawSettings>>,
+    #[serde(default, rename = "rule")]
+    rules: Vec<Spanned<RawRule>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSettings {
+    repeats: Option<Spanned<i64>>,
+    budget: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    name: String,
+    collective: Spanned<String>,
+    backend: Option<Spanned<String>>,
+    dtype: Option<Spanned<String>>,
+    op: Option<Spanned<String>>,
+    placement: Option<Spanned<String>>,
+    sizes: Spanned<String>,
+    plateau: Option<Spanned<String>>,
+    min_busbw_gbps: Option<Spanned<f64>>,
+    max_time_us: Option<Spanned<f64>>,
+    ranks_per_node: Option<Spanned<i64>>,
+    fail_on_slow_rank: Option<bool>,
+}
+
+/// A validated spec.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    /// Each rule's sweep runs this many times; values are judged on the median over repeats.
+    pub repeats: usize,
+    /// Time budget per size and placement, seconds.
+    pub budget_s: f64,
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rule {
+    pub name: String,
+    /// The spec's line where the rule starts.
+    pub line: usize,
+    pub collective: Kind,
+    pub backend: BackendKind,
+    pub dtype: DType,
+    pub op: Option<Op>,
+    pub in_place: bool,
+    pub min_bytes: u64,
+    pub max_bytes: u64,
+    /// Bandwidth is judged over sizes in this range only (where it has levelled off).
+    pub plateau: (u64, u64),
+    pub min_busbw_gbps: Option<f64>,
+    pub max_time_us: Option<f64>,
+    /// Judge the rule only when every host runs this many ranks.
+    pub ranks_per_node: Option<usize>,
+    pub fail_on_slow_rank: bool,
+}
+
+fn line_of(text: &str, span: Range<usize>) -> usize {
+    text[..span.start.min(text.len())].matches('\n').count() + 1
+}
+
+/// Parse and validate; the error is one line: `SPEC line N: reason`.
+pub fn parse(path: &str, text: &str) -> Result<Spec, String> {
+    let at = |span: Range<usize>, why: String| format!("{path} line {}: {why}", line_of(text, span));
+    let raw: RawSpec = toml::from_str(text).map_err(|e| {
+        let msg = e.message().trim().replace('\n', " ");
+        match e.span() {
+            Some(span) => at(span, msg),
+            None => format!("{path}: {msg}"),
+        }
+    })?;
+    let (mut repeats, mut budget_s) = (3usize, 0.05f64);
+    if let Some(s) = &raw.settings {
+        let s = s.get_ref();
+        if let Some(r) = &s.repeats {
+            if !(1..=100).contains(r.get_ref()) {
+                return Err(at(r.span(), format!("repeats = {} is impossible; expected 1 to 100", r.get_ref())));
+            }
+            repeats = *r.get_ref() as usize;
+        }
+        if let Some(b) = &s.budget {
+            budget_s = crate::cli::parse_budget(b.get_ref()).map_err(|e| at(b.span(), e.to_string()))?;
+        }
+    }
+    if raw.rules.is_empty() {
+        return Err(format!("{path}: no [[rule]]; expected at least one rule"));
+    }
+    let mut rules = vec![];
+    for r in &raw.rules {
+        let line = line_of(text, r.span());
+        let r = r.get_ref();
+        let collective = Kind::parse(r.collective.get_ref()).ok_or_else(|| {
+            at(
+                r.collective.span(),
+                format!("unknown collective '{}'; expected {}", r.collective.get_ref(), Kind::ACCEPTED),
+            )
+        })?;
+        let spec = collective.spec();
+        let backend = match r.backend.as_ref().map(|b| (b.get_ref().as_str(), b.span())) {
+            None | Some(("mpi", _)) => BackendKind::Mpi,
+            Some(("nccl", _)) => BackendKind::Nccl,
+            Some((other, span)) => return Err(at(span, format!("unknown backend '{other}'; expected mpi or nccl"))),
+        };
+        let dtype = match &r.dtype {
+            None => DType::Float32,
+            Some(d) => DType::parse(d.get_ref()).ok_or_else(|| {
+                at(d.span(), format!("unknown dtype '{}'; expected {}", d.get_ref(), DType::ACCEPTED))
+            })?,
+        };
+        let op = match (&r.op, spec.reduces()) {
+            (None, true) => Some(Op::Sum),
+            (None, false) => None,
+            (Some(o), true) => Some(
+                Op::parse(o.get_ref())
+                    .ok_or_else(|| at(o.span(), format!("unknown op '{}'; expected {}", o.get_ref(), Op::ACCEPTED)))?,
+            ),
+            (Some(o), false) => return Err(at(o.span(), format!("{} does not reduce; remove op", spec.name()))),
+        };
+        let in_place = match r.placement.as_ref().map(|p| (p.get_ref().as_str(), p.span())) {
+            None | Some(("out-of-place", _)) => false,
+            Some(("in-place", _)) => true,
+            Some((other, span)) => {
+                return Err(at(span, format!("unknown placement '{other}'; expected out-of-place or in-place")))
+            }
+        };
+        let range = |s: &Spanned<String>| -> Result<(u64, u64), String> {
+            let text = s.get_ref();
+            let (lo, hi) = text.split_once("..").ok_or_else(|| {
+                at(
+                    s.span(),
+                    format!("'{text}' is not a size range; expected LOW..HIGH with K/M/G suffixes, e.g. 1M..64M"),
+                )
+            })?;
+            let lo = parse_size(lo).map_err(|e| at(s.span(), format!("{e} in '{text}'; expected e.g. 1M..64M")))?;
+            let hi = parse_size(hi).map_err(|e| at(s.span(), format!("{e} in '{text}'; expected e.g. 1M..64M")))?;
+            if lo > hi {
+                return Err(at(s.span(), format!("'{text}' is an impossible range: {lo} > {hi}")));
+            }
+            Ok((lo, hi))
+        };
+        let (min_bytes, max_bytes) = range(&r.sizes)?;
+        let plateau = match &r.plateau {
+            None => (max_bytes, max_bytes),
+            Some(p) => {
+                let (lo, hi) = range(p)?;
+                if lo < min_bytes || hi > max_bytes {
+                    return Err(at(
+                        p.span(),
+                        format!(
+                            "plateau '{}' is outside sizes '{}'; expected a range inside it",
+                            p.get_ref(),
+                            r.sizes.get_ref()
+                        ),
+                    ));
+                }
+                (lo, hi)
+            }
+        };
+        let positive = |v: &Option<Spanned<f64>>, key: &str| -> Result<Option<f64>, String> {
+            match v {
+                Some(x) if !(x.get_ref().is_finite() && *x.get_ref() > 0.0) => {
+                    Err(at(x.span(), format!("{key} = {} is impossible; expected a positive number", x.get_ref())))
+                }
+                Some(x) => Ok(Some(*x.get_ref())),
+                None => Ok(None),
+            }
+        };
+        let min_busbw_gbps = positive(&r.min_busbw_gbps, "min_busbw_gbps")?;
+        if min_busbw_gbps.is_some() && !spec.sized() {
+            return Err(at(r.collective.span(), "barrier moves no data; use max_time_us, not min_busbw_gbps".into()));
+        }
+        let max_time_us = positive(&r.max_time_us, "max_time_us")?;
+        let ranks_per_node = match &r.ranks_per_node {
+            Some(n) if *n.get_ref() < 1 => {
+                return Err(at(n.span(), format!("ranks_per_node = {} is impossible; expected 1 or more", n.get_ref())))
+            }
+            Some(n) => Some(*n.get_ref() as usize),
+            None => None,
+        };
+        rules.push(Rule {
+            name: r.name.clone(),
+            line,
+            collective,
+            backend,
+            dtype,
+            op,
+            in_place,
+            min_bytes,
+            max_bytes,
+            plateau,
+            min_busbw_gbps,
+            max_time_us,
+            ranks_per_node,
+            fail_on_slow_rank: r.fail_on_slow_rank.unwrap_or(false),
+        });
+    }
+    Ok(Spec { repeats, budget_s, rules })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+[settings]
+repeats = 3
+budget = "20ms"
+
+[[rule]]
+name = "all-reduce bandwidth"
+collective = "all-reduce"
+sizes = "1M..64M"
+plateau = "16M..64M"
+min_busbw_gbps = 1.5
+
+[[rule]]
+name = "barrier latency"
+collective = "barrier"
+sizes = "8..8"
+max_time_us = 100.0
+ranks_per_node = 2
+"#;
+
+    #[test]
+    fn a_good_spec() {
+        let s = parse("s.toml", GOOD).unwrap();
+        assert_eq!((s.repeats, s.budget_s), (3, 0.02));
+        assert_eq!(s.rules.len(), 2);
+        let r = &s.rules[0];
+        assert_eq!((r.collective, r.dtype, r.op, r.in_place), (Kind::AllReduce, DType::Float32, Some(Op::Sum), false));
+        assert_eq!((r.min_bytes, r.max_bytes, r.plateau), (1 << 20, 64 << 20, (16 << 20, 64 << 20)));
+        assert_eq!(r.min_busbw_gbps, Some(1.5));
+        assert_eq!(r.line, 6);
+        assert_eq!(s.rules[1].ranks_per_node, Some(2));
+        assert_eq!(s.rules[1].op, None);
+    }
+
+    fn err(text: &str) -> String {
+        parse("s.toml", text).unwrap_err()
+    }
+
+    #[test]
+    fn bad_specs_name_the_line_and_the_reason() {
+        let rule = "[[rule]]\nname = \"x\"\ncollective = \"all-reduce\"\nsizes = \"1M..2M\"\n";
+        let cases: &[(String, &str)] = &[
+            (format!("{rule}colour = \"red\"\n"), "line 5: unknown field `colour`"),
+            (format!("{rule}min_busbw_gbps = \"10 GB/s\"\n"), "line 5: invalid type"),
+            (rule.replace("1M..2M", "2M..1M"), "line 4: '2M..1M' is an impossible range"),
+            (rule.replace("1M..2M", "1Mbit..2M"), "line 4: '1Mbit' is not a size"),
+            (rule.replace("1M..2M", "1M"), "line 4: '1M' is not a size range"),
+            (format!("{rule}plateau = \"4M..8M\"\n"), "line 5: plateau '4M..8M' is outside sizes"),
+            (format!("{rule}min_busbw_gbps = -1.0\n"), "line 5: min_busbw_gbps = -1 is impossible"),
+            (rule.replace("all-reduce", "all-smush"), "line 3: unknown collective 'all-smush'"),
+            (format!("{rule}op = \"xor\"\n"), "line 5: unknown op 'xor'"),
+            (rule.replace("all-reduce", "all-gather") + "op = \"sum\"\n", "line 5: all-gather does not reduce"),
+            (format!("[settings]\nrepeats = 0\n{rule}"), "line 2: repeats = 0 is impossible"),
+            (format!("[settings]\nbudget = \"soon\"\n{rule}"), "line 2: --budget"),
+            ("[settings]\nrepeats = 2\n".to_string(), "no [[rule]]"),
+            (format!("{rule}ranks_per_node = 0\n"), "line 5: ranks_per_node = 0 is impossible"),
+        ];
+        for (text, needle) in cases {
+            let e = err(text);
+            assert!(e.contains(needle), "{needle:?} not in {e:?}");
+            assert!(e.starts_with("s.toml"), "{e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! `coll-bench pairs`: point-to-point latency and bandwidth between every pair of ranks, in
+//! tournament rounds of disjoint pairs (n−1 rounds, not n²/2 runs one by one); names the slowest
+//! pairs and the hosts that appear in most of them, and writes the full matrix to CSV.
+
+pub mod schedule;
+
+use crate::error::{Error, Result};
+use crate::size::{human, parse_size, SIZE_FORM};
+use crate::world::World;
+use clap::Parser;
+use mpi::traits::*;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Measure point-to-point latency and bandwidth between every pair of ranks.
+#[derive(Parser, Debug)]
+#[command(name = "coll-bench pairs", version, allow_negative_numbers = true)]
+pub struct PairsArgs {
+    /// Message size for latency
+    #[arg(short = 'b', long = "latency-bytes", value_name = "SIZE", default_value = "8")]
+    pub latency_bytes: String,
+    /// Message size for bandwidth
+    #[arg(short = 'e', long = "bandwidth-bytes", value_name = "SIZE", default_value = "4M")]
+    pub bandwidth_bytes: String,
+    /// Time budget per pair and size (e.g. 20ms)
+    #[arg(long = "budget", value_name = "TIME", default_value = "20ms")]
+    pub budget: String,
+    /// How many of the slowest pairs to list
+    #[arg(long = "top", value_name = "K", default_value = "5")]
+    pub top: usize,
+    /// Run the pairs one at a time instead of in tournament rounds (for comparison)
+    #[arg(long = "sequential")]
+    pub sequential: bool,
+    /// Write the matrix as CSV to PATH [default: results/pairs-<UTC time>.csv]
+    #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
+    pub csv: Option<PathBuf>,
+    /// Write no CSV
+    #[arg(long = "no-csv")]
+    pub no_csv: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PairsOptions {
+    pub latency_bytes: u64,
+    pub bandwidth_bytes: u64,
+    pub budget_s: f64,
+    pub top: usize,
+    pub sequential: bool,
+    pub csv: Option<Option<PathBuf>>,
+}
+
+/// Parse `pairs …` (`argv[0]` is "pairs").
+pub fn parse(argv: &[String]) -> Result<crate::cli::Clap<PairsOptions>> {
+    let a: PairsArgs = match crate::cli::clap_parse(argv)? {
+        crate::cli::Clap::Args(a) => a,
+        crate::cli::Clap::Info(t) => return Ok(crate::cli::Clap::Info(t)),
+    };
+    let size = |flag: &str, v: &str| {
+        parse_size(v).map_err(|why| Error::usage(format!("pairs {flag}: {why}; expected {SIZE_FORM}")))
+    };
+    let budget_s = crate::cli::parse_budget(&a.budget)?;
+    if a.top == 0 {
+        return Err(Error::usage("pairs --top: 0; expected a positive number of pairs"));
+    }
+    Ok(crate::cli::Clap::Args(PairsOptions {
+        latency_bytes: size("-b/--latency-bytes", &a.latency_bytes)?,
+        bandwidth_bytes: size("-e/--bandwidth-bytes", &a.bandwidth_bytes)?,
+        budget_s,
+        top: a.top,
+        sequential: a.sequential,
+        // None: no CSV; Some(None): the default path; Some(Some(p)): this path.
+        csv: if a.no_csv { None } else { Some(a.csv) },
+    }))
+}
+
+/// One measured pair.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct PairResult {
+    pub a: usize,
+    pub b: usize,
+    pub round: usize,
+    pub latency_us: f64,
+    pub bandwidth_gbps: f64,
+}
+
+/// Ping-pong `iters` round trips of `buf` with `peer`; the initiator returns the one-way time
+/// per message in seconds. The count travels first, so both sides run the same loop.
+fn ping_pong(world: &World, peer: usize, initiator: bool, buf: &mut [u8], iters: u64) -> f64 {
+    let p = world.comm().process_at_rank(peer as i32);
+    if initiator {
+        p.send(&iters);
+        let t0 = mpi::time();
+        for _ in 0..iters {
+            p.send(&buf[..]);
+            p.receive_into(&mut buf[..]);
+        }
+        (mpi::time() - t0) / iters as f64 / 2.0
+    } else {
+        let (n, _) = p.receive::<u64>();
+        for _ in 0..n {
+            p.receive_into(&mut buf[..]);
+            p.send(&buf[..]);
+        }
+        0.0
+    }
+}
+
+/// Warm up, pick a count from the budget, measure: one-way seconds per message (initiator).
+fn measure(world: &World, peer: usize, initiator: bool, buf: &mut [u8], budget_s: f64) -> f64 {
+    let warm = ping_pong(world, peer, initiator, buf, 3);
+    let iters = if initiator { ((budget_s / (2.0 * warm.max(1e-9))) as u64).clamp(5, 100_000) } else { 0 };
+    ping_pong(world, peer, initiator, buf, iters)
+}
+
+/// Run every round; rank 0 returns all pairs, others an empty list. Collective.
+pub fn measure_all(world: &World, opts: &PairsOptions, rounds: &[Vec<(usize, usize)>]) -> Vec<PairResult> {
+    let mut lat = vec![0u8; opts.latency_bytes as usize];
+    let mut bw = vec![0u8; opts.bandwidth_bytes as usize];
+    // One slot per round: (a, b, latency s, one-way bandwidth s), NaN where this rank is not
+    // the initiator.
+    let mut mine = vec![f64::NAN; rounds.len() * 4];
+    for (r, round) in rounds.iter().enumerate() {
+        world.barrier();
+        if let Some(&(a, b)) = round.iter().find(|(a, b)| *a == world.rank || *b == world.rank) {
+            let initiator = world.rank == a;
+            let peer = if initiator { b } else { a };
+            let l = measure(world, peer, initiator, &mut lat, opts.budget_s);
+            let t = measure(world, peer, initiator, &mut bw, opts.budget_s);
+            if initiator {
+                mine[r * 4..r * 4 + 4].copy_from_slice(&[a as f64, b as f64, l, t]);
+            }
+        }
+    }
+    world.barrier();
+    let root = world.comm().process_at_rank(0);
+    if world.rank != 0 {
+        root.gather_into(&mine[..]);
+        return vec![];
+    }
+    let mut all = vec![0.0f64; mine.len() * world.size];
+    root.gather_into_root(&mine[..], &mut all[..]);
+    let mut out = vec![];
+    for chunk in all.chunks(4) {
+        if chunk[0].is_nan() {
+            continue;
+        }
+        out.push(PairResult {
+            a: chunk[0] as usize,
+            b: chunk[1] as usize,
+            round: 0,
+            latency_us: chunk[2] * 1e6,
+            bandwidth_gbps: opts.bandwidth_bytes as f64 / chunk[3] / 1e9,
+        });
+    }
+    // Rounds, from the schedule.
+    for p in out.iter_mut() {
+        p.round = rounds.iter().position(|r| r.contains(&(p.a, p.b))).unwrap_or(0);
+    }
+    out.sort_by_key(|p| (p.a, p.b));
+    out
+}
+
+/// The hosts that appear in most of the given pairs, with their counts (most first).
+pub fn suspect_hosts(pairs: &[PairResult], hosts: &[String]) -> Vec<(String, usize)> {
+    let mut counts: Vec<(String, usize)> = vec![];
+    for p in pairs {
+        let (ha, hb) = (&hosts[p.a], &hosts[p.b]);
+        for h in if ha == hb { vec![ha] } else { vec![ha, hb] } {
+            match counts.iter_mut().find(|(x, _)| x == h) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((h.clone(), 1)),
+            }
+        }
+    }
+    counts.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+    counts
+}
+
+/// The pairs to blame: those below half the median bandwidth, or else the `top` slowest.
+pub fn slowest(pairs: &[PairResult], top: usize) -> (Vec<PairResult>, bool) {
+    let mut sorted = pairs.to_vec();
+    sorted.sort_by(|x, y| x.bandwidth_gbps.total_cmp(&y.bandwidth_gbps));
+    if sorted.is_empty() {
+        return (sorted, false);
+    }
+    let median = sorted[sorted.len() / 2].bandwidth_gbps;
+    let slow: Vec<PairResult> = sorted.iter().copied().filter(|p| p.bandwidth_gbps < 0.5 * median).collect();
+    if !slow.is_empty() {
+        (slow, true)
+    } else {
+        sorted.truncate(top);
+        (sorted, false)
+    }
+}
+
+fn write_csv(path: &Path, pairs: &[PairResult], hosts: &[String], opts: &PairsOptions) -> Result<()> {
+    let file = crate::report::create_file("--csv", path)?;
+    let mut w = csv::Writer::from_writer(file);
+    let io = |e: csv::Error| Error::setup(format!("--csv: writing '{}' failed: {e}", path.display()));
+    w.write_record([
+        "rank_a",
+        "rank_b",
+        "host_a",
+        "host_b",
+        "round",
+        "latency_us",
+        "bandwidth_gbps",
+        "latency_bytes",
+        "bandwidth_bytes",
+    ])
+    .map_err(io)?;
+    for p in pairs {
+        w.write_record([
+            p.a.to_string(),
+            p.b.to_string(),
+            hosts[p.a].clone(),
+            hosts[p.b].clone(),
+            p.round.to_string(),
+            p.latency_us.to_string(),
+            p.bandwidth_gbps.to_string(),
+            opts.latency_bytes.to_string(),
+            opts.bandwidth_bytes.to_string(),
+        ])
+        .map_err(io)?;
+    }
+    w.flush().map_err(|e| Error::setup(format!("--csv: writing '{}' failed: {e}", path.display())))
+}
+
+/// The whole subcommand, on every rank, after the options are agreed.
+pub fn run(world: &World, opts: &PairsOptions) -> Result<i32> {
+    let per_rank = opts.latency_bytes + opts.bandwidth_bytes + crate::memory::OVERHEAD_BYTES;
+    let fit = match crate::memory::available_bytes() {
+        Some(avail) => crate::memory::check_fit(per_rank, world.local_size, avail, world.host()),
+        None => Ok(()),
+    };
+    world.agree(fit)?;
+    let now = chrono::Utc::now();
+    let csv_path = opts.csv.as_ref().map(|p| {
+        p.clone().unwrap_or_else(|| PathBuf::from(format!("results/pairs-{}.csv", now.format("%Y%m%dT%H%M%SZ"))))
+    });
+    // Create the CSV before measuring, so an unwritable path fails up front.
+    let created = match (&csv_path, world.rank) {
+        (Some(p), 0) => crate::report::create_file("--csv", p).map(|_| ()),
+        _ => Ok(()),
+    };
+    world.agree(created)?;
+
+    let rounds = if opts.sequential { schedule::sequential(world.size) } else { schedule::tournament(world.size) };
+    let t0 = mpi::time();
+    let pairs = measure_all(world, opts, &rounds);
+    let elapsed = mpi::time() - t0;
+    if world.rank != 0 {
+        return world.agree(Ok(crate::error::exit::OK));
+    }
+    let written = csv_path.as_ref().map(|p| write_csv(p, &pairs, &world.hosts, opts)).transpose();
+    print_report(world, opts, &pairs, rounds.len(), elapsed);
+    world.agree(written.map(|_| crate::error::exit::OK))
+}
+
+fn print_report(world: &World, opts: &PairsOptions, pairs: &[PairResult], rounds: usize, elapsed: f64) {
+    let hosts = &world.hosts;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(
+        out,
+        "# coll-bench {} pairs: {} ranks on {} host(s), {} pairs in {} {}; latency at {}, bandwidth at {} (one way, ping-pong)",
+        env!("CARGO_PKG_VERSION"),
+        world.size,
+        world.ranks_by_host().len(),
+        pairs.len(),
+        rounds,
+        if opts.sequential { "sequential runs" } else { "tournament rounds" },
+        human(opts.latency_bytes),
+        human(opts.bandwidth_bytes)
+    );
+    let _ = writeln!(out, "#  rank  rank  host -> host                      latency (us)  bandwidth (GB/s)");
+    for p in pairs {
+        let _ = writeln!(
+            out,
+            "{:>7} {:>5}  {:<32}  {:>12.2}  {:>16.3}",
+            p.a,
+            p.b,
+            format!("{} -> {}", hosts[p.a], hosts[p.b]),
+            p.latency_us,
+            p.bandwidth_gbps
+        );
+    }
+    let (slow, below_half) = slowest(pairs, opts.top);
+    if !slow.is_empty() {
+        let what = if below_half { "Slow pairs (below half the median bandwidth)" } else { "Slowest pairs" };
+        let _ = writeln!(out, "# {what}:");
+        for p in &slow {
+            let _ = writeln!(
+                out,
+                "#   {} ({}) <-> {} ({}): {:.3} GB/s, {:.2} us",
+                p.a, hosts[p.a], p.b, hosts[p.b], p.bandwidth_gbps, p.latency_us
+            );
+        }
+        let suspects = suspect_hosts(&slow, hosts);
+        let list: Vec<String> = suspects.iter().map(|(h, n)| format!("{h} ({n} of {})", slow.len())).collect();
+        let _ = writeln!(out, "# Hosts in the slowest pairs: {}", list.join(", "));
+    }
+    let _ = writeln!(out, "# Took {elapsed:.2} s");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pr(a: usize, b: usize, bw: f64) -> PairResult {
+        PairResult { a, b, round: 0, latency_us: 1.0, bandwidth_gbps: bw }
+    }
+
+    #[test]
+    fn a_slow_host_is_the_one_in_most_slow_pairs() {
+        let hosts: Vec<String> = ["n1", "n1", "n2", "n2", "n3", "n3"].iter().map(|s| s.to_string()).collect();
+        let mut pairs = vec![];
+        for a in 0..6 {
+            for b in a + 1..6 {
+                let slow = hosts[a] == "n2" || hosts[b] == "n2";
+                let cross = hosts[a] != hosts[b];
+                pairs.push(pr(a, b, if slow && cross { 0.1 } else { 5.0 }));
+            }
+        }
+        let (slow, below_half) = slowest(&pairs, 5);
+        assert!(below_half);
+        assert_eq!(slow.len(), 8);
+        assert_eq!(suspect_hosts(&slow, &hosts)[0], ("n2".to_string(), 8));
+    }
+
+    #[test]
+    fn without_outliers_the_top_k_are_listed() {
+        let pairs = vec![pr(0, 1, 5.0), pr(0, 2, 4.0), pr(1, 2, 4.5)];
+        let (slow, below_half) = slowest(&pairs, 2);
+        assert!(!below_half);
+        assert_eq!(slow.iter().map(|p| (p.a, p.b)).collect::<Vec<_>>(), vec![(0, 2), (1, 2)]);
+    }
+}
