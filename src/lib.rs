@@ -15,6 +15,7 @@ pub mod check;
 pub mod cli;
 pub mod collective;
 pub mod compare;
+pub mod csvread;
 pub mod dtype;
 pub mod error;
 pub mod launch;

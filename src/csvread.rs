@@ -1,0 +1,296 @@
+//! Reading our CSV back (the columns of [`crate::report::csv::COLUMNS`]), for the subcommands
+//! that work on files without MPI: `plot` and `compare`. Columns are found by name, so files
+//! with columns appended later still read; `batch_iters` (added after the first release) is
+//! optional. `--per-rank` rows (a non-empty `rank` column) are one rank's view of a point
+//! already in the file, and are skipped. Also the one-line rendering of their command-line errors.
+
+use crate::error::{Error, Result};
+use std::fmt;
+use std::path::Path;
+
+/// Columns a file must have to be read as ours.
+pub const REQUIRED: &[&str] = &[
+    "backend",
+    "collective",
+    "dtype",
+    "op",
+    "placement",
+    "size_bytes",
+    "iters",
+    "time_us",
+    "busbw_gbps",
+    "median_us",
+    "min_us",
+    "max_us",
+    "stddev_us",
+];
+
+/// What identifies a point across runs: two rows with the same key measured the same thing.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Key {
+    pub collective: String,
+    pub backend: String,
+    pub dtype: String,
+    pub op: String,
+    pub placement: String,
+    pub size_bytes: u64,
+}
+
+impl Key {
+    /// The key without the size: one series of a sweep.
+    pub fn series(&self) -> (String, String, String, String, String) {
+        (self.collective.clone(), self.backend.clone(), self.dtype.clone(), self.op.clone(), self.placement.clone())
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} {} {} {} {} {}",
+            self.collective,
+            self.backend,
+            self.dtype,
+            self.op,
+            self.placement,
+            human_bytes(self.size_bytes)
+        )
+    }
+}
+
+/// One row of a coll-bench CSV: what plot and compare use of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub key: Key,
+    /// Timed calls.
+    pub iters: u64,
+    /// Calls per timed sample (1 in files that predate the column).
+    pub batch_iters: u64,
+    /// Mean time per call.
+    pub time_us: f64,
+    pub median_us: f64,
+    pub min_us: f64,
+    pub max_us: f64,
+    /// Standard deviation of the per-sample times; None where the file has none (one sample).
+    pub stddev_us: Option<f64>,
+    /// Distribution-free 95% interval of the median (`ci95_lo_us`, `ci95_hi_us`), where the file
+    /// has it (a later column; empty with fewer than 6 samples).
+    pub median_ci95_us: Option<(f64, f64)>,
+    pub busbw_gbps: f64,
+    /// Ranks and hosts of the run, where the file has them.
+    pub ranks: Option<u64>,
+    pub hosts: Option<u64>,
+    /// Line of the file the row is on (the header is line 1).
+    pub line: u64,
+}
+
+impl Row {
+    /// Timed samples behind the summary statistics: iters / batch_iters.
+    pub fn samples(&self) -> u64 {
+        self.iters / self.batch_iters.max(1)
+    }
+}
+
+/// Read a whole coll-bench CSV. Errors name the file and what is wrong with it, in one line.
+pub fn read(path: &Path) -> Result<Vec<Row>> {
+    let shown = path.display();
+    let file =
+        std::fs::File::open(path).map_err(|e| Error::usage(format!("cannot read '{shown}': {}", io_reason(&e))))?;
+    let mut rd = csv::ReaderBuilder::new().has_headers(true).from_reader(std::io::BufReader::new(file));
+    let not_ours = |why: String| Error::usage(format!("'{shown}' is not a coll-bench CSV ({why})"));
+    let header = rd.headers().map_err(|e| not_ours(csv_reason(&e)))?.clone();
+    let col = |name: &str| header.iter().position(|h| h.trim() == name);
+    let mut idx = Vec::with_capacity(REQUIRED.len());
+    for name in REQUIRED {
+        idx.push(col(name).ok_or_else(|| not_ours(format!("no column '{name}'")))?);
+    }
+    let batch_col = col("batch_iters");
+    let ranks_col = col("ranks");
+    let hosts_col = col("hosts");
+    let rank_col = col("rank");
+    let ci_cols = col("ci95_lo_us").zip(col("ci95_hi_us"));
+    let [backend, collective, dtype, op, placement, size_bytes, iters, time_us, busbw_gbps, median_us, min_us, max_us, stddev_us] =
+        idx[..]
+    else {
+        unreachable!("one index per required column")
+    };
+
+    let mut rows = vec![];
+    for rec in rd.records() {
+        let rec = rec.map_err(|e| Error::usage(format!("'{shown}': {}", csv_reason(&e))))?;
+        let line = rec.position().map(|p| p.line()).unwrap_or(0);
+        let bad = |name: &str, v: &str, want: &str| {
+            Error::usage(format!("'{shown}' line {line}: column {name} is '{v}', expected {want}"))
+        };
+        let text = |i: usize| rec.get(i).unwrap_or("").trim();
+        if rank_col.is_some_and(|i| !text(i).is_empty()) {
+            continue;
+        }
+        let int = |i: usize, name: &str| text(i).parse::<u64>().map_err(|_| bad(name, text(i), "a whole number"));
+        let num = |i: usize, name: &str| match text(i).parse::<f64>() {
+            Ok(v) if !v.is_nan() => Ok(v),
+            _ => Err(bad(name, text(i), "a number")),
+        };
+        let opt_int = |i: Option<usize>| i.and_then(|i| text(i).parse::<u64>().ok());
+        let opt_num = |i: usize| text(i).parse::<f64>().ok().filter(|v| v.is_finite());
+        let name = |i: usize, n: &str| match text(i) {
+            "" => Err(bad(n, "", "a name")),
+            s => Ok(s.to_string()),
+        };
+        rows.push(Row {
+            key: Key {
+                collective: name(collective, "collective")?,
+                backend: name(backend, "backend")?,
+                dtype: name(dtype, "dtype")?,
+                op: name(op, "op")?,
+                placement: name(placement, "placement")?,
+                size_bytes: int(size_bytes, "size_bytes")?,
+            },
+            iters: int(iters, "iters")?,
+            batch_iters: match batch_col {
+                Some(i) if !text(i).is_empty() => int(i, "batch_iters")?.max(1),
+                _ => 1,
+            },
+            time_us: num(time_us, "time_us")?,
+            median_us: num(median_us, "median_us")?,
+            min_us: num(min_us, "min_us")?,
+            max_us: num(max_us, "max_us")?,
+            stddev_us: match text(stddev_us) {
+                "" => None,
+                _ => Some(num(stddev_us, "stddev_us")?),
+            },
+            busbw_gbps: num(busbw_gbps, "busbw_gbps")?,
+            median_ci95_us: ci_cols.and_then(|(lo, hi)| opt_num(lo).zip(opt_num(hi))),
+            ranks: opt_int(ranks_col),
+            hosts: opt_int(hosts_col),
+            line,
+        });
+    }
+    if rows.is_empty() {
+        return Err(Error::usage(format!("'{shown}' has a header but no measurements")));
+    }
+    Ok(rows)
+}
+
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "no such file".into(),
+        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+fn csv_reason(e: &csv::Error) -> String {
+    match e.kind() {
+        csv::ErrorKind::Utf8 { .. } => "not UTF-8 text".into(),
+        csv::ErrorKind::Io(io) => io_reason(io),
+        _ => e.to_string(),
+    }
+}
+
+/// Sizes as the sweep's flags take them: binary suffixes, exact (`4K`, `1M`, `1536`).
+pub fn human_bytes(b: u64) -> String {
+    const UNITS: &[(u64, &str)] = &[(1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
+    for (unit, suffix) in UNITS {
+        if b >= *unit && b % unit == 0 {
+            return format!("{}{suffix}", b / unit);
+        }
+    }
+    b.to_string()
+}
+
+/// A subcommand's clap error as one line (`coll-bench: error: SUB: …; expected FORM`), or its
+/// `--help` text. Returns (text, exit code, to stdout?).
+pub fn clap_outcome(sub: &str, form: &str, e: &clap::Error) -> (String, i32, bool) {
+    use crate::error::exit;
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => (e.render().to_string(), exit::OK, true),
+        _ => {
+            let text = e.render().to_string();
+            // clap's message is the first paragraph; usage and tips follow a blank line.
+            let msg: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.trim().is_empty() && !l.starts_with("Usage:"))
+                .map(|l| l.trim().trim_start_matches("error: "))
+                .collect();
+            let msg = msg.join(" ").trim_end_matches(':').to_string();
+            (format!("coll-bench: error: {sub}: {msg}; expected {form}\n"), exit::ERROR, false)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    fn write(text: &str) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        f
+    }
+
+    const HEAD: &str = "timestamp,backend,collective,dtype,op,placement,size_bytes,iters,time_us,busbw_gbps,median_us,min_us,max_us,stddev_us,ranks,extra_new_column,rank";
+
+    #[test]
+    fn reads_by_column_name_and_tolerates_appended_columns() {
+        let f = write(&format!(
+            "{HEAD}\nt,mpi,all-reduce,float,sum,out_of_place,1024,100,5.5,0.2,5.0,4.0,9.0,0.5,2,x,\n\
+             t,mpi,all-reduce,float,sum,out_of_place,1024,100,5.7,0.2,,,,,2,x,1\n\
+             t,mpi,barrier,none,none,out_of_place,0,1,3,0,3,3,3,,2,y,\n"
+        ));
+        let rows = read(f.path()).unwrap();
+        assert_eq!(rows.len(), 2, "the per-rank row is skipped");
+        assert_eq!(rows[0].key.collective, "all-reduce");
+        assert_eq!(rows[0].key.size_bytes, 1024);
+        assert_eq!(rows[0].batch_iters, 1, "no batch_iters column: one call per sample");
+        assert_eq!(rows[0].samples(), 100);
+        assert_eq!(rows[0].stddev_us, Some(0.5));
+        assert_eq!(rows[0].ranks, Some(2));
+        assert_eq!(rows[0].median_ci95_us, None, "no CI columns");
+        assert_eq!(rows[0].line, 2);
+        assert_eq!(rows[1].stddev_us, None);
+        assert_eq!(rows[1].line, 4);
+        assert_eq!(rows[0].key.to_string(), "all-reduce mpi float sum out_of_place 1K");
+    }
+
+    #[test]
+    fn reads_the_median_interval_where_there_is_one() {
+        let f = write(
+            "backend,collective,dtype,op,placement,size_bytes,iters,time_us,busbw_gbps,median_us,min_us,max_us,stddev_us,ci95_lo_us,ci95_hi_us\n\
+             mpi,all-reduce,float,sum,out_of_place,8,100,5.5,0.2,5.0,4.0,9.0,0.5,4.9,5.1\n\
+             mpi,all-reduce,float,sum,out_of_place,16,5,5.5,0.2,5.0,4.0,9.0,0.5,,\n",
+        );
+        let rows = read(f.path()).unwrap();
+        assert_eq!(rows[0].median_ci95_us, Some((4.9, 5.1)));
+        assert_eq!(rows[1].median_ci95_us, None);
+    }
+
+    #[test]
+    fn refuses_what_is_not_ours() {
+        let e = read(Path::new("/nonexistent/run.csv")).unwrap_err().to_string();
+        assert!(e.contains("cannot read '/nonexistent/run.csv': no such file"), "{e}");
+        let f = write("a,b,c\n1,2,3\n");
+        let e = read(f.path()).unwrap_err().to_string();
+        assert!(e.contains("is not a coll-bench CSV (no column 'backend')"), "{e}");
+        let f = write(&format!("{HEAD}\n"));
+        assert!(read(f.path()).unwrap_err().to_string().contains("no measurements"));
+        let f =
+            write(&format!("{HEAD}\nt,mpi,all-reduce,float,sum,out_of_place,1K,100,5.5,0.2,5.0,4.0,9.0,0.5,2,x,\n"));
+        let e = read(f.path()).unwrap_err().to_string();
+        assert!(e.contains("line 2: column size_bytes is '1K', expected a whole number"), "{e}");
+        let f = write("\u{0}\u{1}\u{ff}binary");
+        assert!(read(f.path()).is_err());
+    }
+
+    #[test]
+    fn sizes_print_with_binary_suffixes() {
+        assert_eq!(human_bytes(0), "0");
+        assert_eq!(human_bytes(8), "8");
+        assert_eq!(human_bytes(1536), "1536");
+        assert_eq!(human_bytes(4096), "4K");
+        assert_eq!(human_bytes(64 << 20), "64M");
+        assert_eq!(human_bytes(8 << 30), "8G");
+    }
+}
