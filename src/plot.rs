@@ -1,7 +1,742 @@
-//! `coll-bench plot`: placeholder until the subcommand lands.
+//! `coll-bench plot RUN.csv [MORE.csv…] -o FILE.svg|FILE.png`: bus bandwidth and time against
+//! message size, one series per file × collective × backend (× type, op and placement where
+//! those vary), drawn with plotters.
+//!
+//! Two panels, one above the other, sharing the legend on the right: bus bandwidth (GB/s,
+//! linear) and mean time per call (µs, log10), both against size on a log2 axis. Both axes are
+//! plotted as logarithms and labelled with the values, so the ticks fall on powers of two (sizes)
+//! and on 1-2-5 steps (times). Text uses DejaVu Sans, embedded, so PNGs need no system fonts.
+//! The image is drawn in memory and written at the end: an error leaves no file behind.
+
+use crate::csvread::{self, human_bytes, Row};
+use crate::error::{exit, Error, Result};
+use clap::{Parser, ValueEnum};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::CoordTranslate;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+const FORM: &str = "coll-bench plot RUN.csv [MORE.csv…] -o FILE.svg|FILE.png";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "coll-bench plot",
+    bin_name = "coll-bench plot",
+    about = "Plot bus bandwidth and time against message size from coll-bench CSVs, to SVG or PNG"
+)]
+struct Args {
+    /// CSV files written by coll-bench (--csv); each file's series are marked with its own shape.
+    #[arg(value_name = "RUN.csv", required = true)]
+    files: Vec<PathBuf>,
+    /// The image to write; its extension chooses the format.
+    #[arg(short = 'o', long = "output", value_name = "FILE.svg|FILE.png", required = true)]
+    output: PathBuf,
+    /// Which placements to draw.
+    #[arg(long, value_enum, default_value = "out")]
+    placement: PlacementChoice,
+    /// Which time per call to draw, and to derive the bus bandwidth from: the mean (as the
+    /// table and the CSV's busbw_gbps) or the median (steadier on a noisy machine).
+    #[arg(long, value_enum, default_value = "mean")]
+    stat: Stat,
+    /// Image width in pixels.
+    #[arg(long, default_value_t = 1200, value_parser = clap::value_parser!(u32).range(MIN_SIDE as i64..=MAX_SIDE as i64))]
+    width: u32,
+    /// Image height in pixels.
+    #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u32).range(MIN_SIDE as i64..=MAX_SIDE as i64))]
+    height: u32,
+    /// Title (default: the files, ranks and hosts).
+    #[arg(long)]
+    title: Option<String>,
+}
+
+const MIN_SIDE: u32 = 300;
+const MAX_SIDE: u32 = 8192;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum PlacementChoice {
+    /// in-place only
+    In,
+    /// out-of-place only
+    Out,
+    /// both
+    Both,
+}
+
+impl PlacementChoice {
+    fn keeps(self, placement: &str) -> bool {
+        match self {
+            PlacementChoice::In => placement == "in_place",
+            PlacementChoice::Out => placement == "out_of_place",
+            PlacementChoice::Both => true,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Stat {
+    /// time_us and busbw_gbps as measured
+    Mean,
+    /// median_us, and busbw scaled to it
+    Median,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    Svg,
+    Png,
+}
 
 /// Entry point; `args[0]` is "plot".
-pub fn main(_args: &[String]) -> i32 {
-    eprintln!("coll-bench: error: plot: not available in this build");
-    crate::error::exit::ERROR
+pub fn main(args: &[String]) -> i32 {
+    let parsed = match Args::try_parse_from(args) {
+        Ok(a) => a,
+        Err(e) => {
+            let (text, code, to_stdout) = csvread::clap_outcome("plot", FORM, &e);
+            if to_stdout {
+                print!("{text}");
+            } else {
+                eprint!("{text}");
+            }
+            return code;
+        }
+    };
+    match run(&parsed) {
+        Ok(()) => exit::OK,
+        Err(e) => {
+            eprintln!("coll-bench: error: plot: {e}");
+            exit::ERROR
+        }
+    }
+}
+
+fn format_of(path: &Path) -> Result<Format> {
+    let ext = path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase());
+    match ext.as_deref() {
+        Some("svg") => Ok(Format::Svg),
+        Some("png") => Ok(Format::Png),
+        Some(other) => Err(Error::usage(format!(
+            "-o/--output: unknown image type '.{other}' in '{}'; expected {FORM}",
+            path.display()
+        ))),
+        None => Err(Error::usage(format!("-o/--output: '{}' has no extension; expected {FORM}", path.display()))),
+    }
+}
+
+fn run(args: &Args) -> Result<()> {
+    let format = format_of(&args.output)?;
+    let mut runs = vec![];
+    for f in &args.files {
+        runs.push(csvread::read(f).map_err(|e| Error::usage(format!("{e}; expected {FORM}")))?);
+    }
+    let names = file_labels(&args.files);
+    let plot = Plot::build(&names, &runs, args.placement, args.stat)?;
+    let title = args.title.clone().unwrap_or_else(|| default_title(&names, &runs));
+    let size = (args.width, args.height);
+    let bytes = match format {
+        Format::Svg => {
+            let mut text = String::new();
+            {
+                let root = SVGBackend::with_string(&mut text, size).into_drawing_area();
+                draw(&root, &plot, &title).map_err(draw_error)?;
+                root.present().map_err(draw_error)?;
+            }
+            text.into_bytes()
+        }
+        Format::Png => {
+            let mut pixels = vec![0u8; args.width as usize * args.height as usize * 3];
+            {
+                let root = BitMapBackend::with_buffer(&mut pixels, size).into_drawing_area();
+                draw(&root, &plot, &title).map_err(draw_error)?;
+                root.present().map_err(draw_error)?;
+            }
+            encode_png(&pixels, size)?
+        }
+    };
+    if let Err(e) = std::fs::write(&args.output, bytes) {
+        let _ = std::fs::remove_file(&args.output);
+        return Err(Error::setup(format!(
+            "-o/--output: cannot write '{}': {e}; expected a writable FILE.svg or FILE.png",
+            args.output.display()
+        )));
+    }
+    Ok(())
+}
+
+fn draw_error(e: impl std::fmt::Display) -> Error {
+    Error::setup(format!("drawing failed: {e}"))
+}
+
+fn encode_png(rgb: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>> {
+    let mut out = vec![];
+    {
+        let mut enc = png::Encoder::new(&mut out, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        let mut writer = enc.write_header().map_err(draw_error)?;
+        writer.write_image_data(rgb).map_err(draw_error)?;
+        writer.finish().map_err(draw_error)?;
+    }
+    Ok(out)
+}
+
+/// How each file is named in legends: its file name, or the path as given where two files share
+/// a name.
+fn file_labels(files: &[PathBuf]) -> Vec<String> {
+    let short: Vec<String> = files
+        .iter()
+        .map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| p.display().to_string()))
+        .collect();
+    short
+        .iter()
+        .zip(files)
+        .map(|(s, p)| if short.iter().filter(|o| *o == s).count() > 1 { p.display().to_string() } else { s.clone() })
+        .collect()
+}
+
+fn default_title(names: &[String], runs: &[Vec<Row>]) -> String {
+    let mut ctx = vec![];
+    for rows in runs {
+        let r = &rows[0];
+        if let (Some(n), Some(h)) = (r.ranks, r.hosts) {
+            ctx.push(format!("{n} rank{} on {h} host{}", plural(n), plural(h)));
+        }
+    }
+    ctx.dedup();
+    let files = if names.len() <= 3 { names.join(", ") } else { format!("{} files", names.len()) };
+    match ctx.len() {
+        1 => format!("coll-bench: {files} ({})", ctx[0]),
+        _ => format!("coll-bench: {files}"),
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// (size in bytes, bus bandwidth in GB/s, mean time in µs).
+type PlotPoint = (u64, f64, f64);
+
+/// One line on each panel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Series {
+    pub label: String,
+    /// Which file it came from (its marker shape).
+    pub file: usize,
+    /// By size.
+    pub points: Vec<PlotPoint>,
+}
+
+/// What gets drawn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plot {
+    pub series: Vec<Series>,
+    pub stat: Stat,
+}
+
+impl Plot {
+    /// Group rows into series. Sizes of 0 (barrier) have no place on a log axis and are left out.
+    fn build(names: &[String], runs: &[Vec<Row>], placement: PlacementChoice, stat: Stat) -> Result<Plot> {
+        let kept: Vec<(usize, &Row)> = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(i, rows)| rows.iter().map(move |r| (i, r)))
+            .filter(|(_, r)| placement.keeps(&r.key.placement) && r.key.size_bytes > 0)
+            .collect();
+        if kept.is_empty() {
+            let which = match placement {
+                PlacementChoice::In => "in-place ",
+                PlacementChoice::Out => "out-of-place ",
+                PlacementChoice::Both => "",
+            };
+            return Err(Error::usage(format!(
+                "nothing to plot: no {which}measurement with a size above 0 in {} (barrier has no size; --placement both draws every placement)",
+                names.join(", ")
+            )));
+        }
+        let mut series: Vec<(usize, SeriesId, Vec<PlotPoint>)> = vec![];
+        for (file, r) in kept {
+            let id = r.key.series();
+            let pos = match series.iter().position(|(f, s, _)| *f == file && *s == id) {
+                Some(p) => p,
+                None => {
+                    series.push((file, id, vec![]));
+                    series.len() - 1
+                }
+            };
+            let point = match stat {
+                Stat::Mean => (r.key.size_bytes, r.busbw_gbps, r.time_us),
+                // busbw = bytes × factor / time: the same factor over the median.
+                Stat::Median if r.median_us > 0.0 => {
+                    (r.key.size_bytes, r.busbw_gbps * r.time_us / r.median_us, r.median_us)
+                }
+                Stat::Median => (r.key.size_bytes, f64::NAN, r.median_us),
+            };
+            series[pos].2.push(point);
+        }
+        let ids: Vec<(usize, SeriesId)> = series.iter().map(|(f, id, _)| (*f, id.clone())).collect();
+        let labels = labels(&ids, names, placement == PlacementChoice::Both);
+        let out = series
+            .into_iter()
+            .zip(labels)
+            .map(|((file, _, mut points), label)| {
+                points.sort_by_key(|p| p.0);
+                Series { label, file, points }
+            })
+            .collect();
+        Ok(Plot { series: out, stat })
+    }
+}
+
+/// collective, backend, dtype, op, placement.
+type SeriesId = (String, String, String, String, String);
+
+/// Legend labels: the file (if there are several), collective and backend; then the type, op
+/// and placement, each only where it tells apart series that the parts before it do not (so an
+/// all-reduce swept over two ops names them, and an all-gather beside it does not say "none").
+/// With `--placement both` every label names its placement.
+fn labels(ids: &[(usize, SeriesId)], names: &[String], every_placement: bool) -> Vec<String> {
+    let mut parts: Vec<Vec<String>> = ids
+        .iter()
+        .map(|(f, id)| {
+            let mut p = vec![];
+            if names.len() > 1 {
+                p.push(names[*f].clone());
+            }
+            p.extend([id.0.clone(), id.1.clone()]);
+            p
+        })
+        .collect();
+    type Dim = fn(&SeriesId) -> String;
+    let dims: [Dim; 3] = [|id| id.2.clone(), |id| id.3.clone(), |id| id.4.replace('_', "-")];
+    for (d, dim) in dims.into_iter().enumerate() {
+        let mut groups: HashMap<(usize, Vec<String>), Vec<String>> = HashMap::new();
+        for ((f, id), p) in ids.iter().zip(&parts) {
+            let values = groups.entry((*f, p.clone())).or_default();
+            if !values.contains(&dim(id)) {
+                values.push(dim(id));
+            }
+        }
+        let split: Vec<bool> = ids.iter().zip(&parts).map(|((f, _), p)| groups[&(*f, p.clone())].len() > 1).collect();
+        for (((_, id), p), split) in ids.iter().zip(parts.iter_mut()).zip(split) {
+            if split || (d == 2 && every_placement) {
+                p.push(dim(id));
+            }
+        }
+    }
+    parts.into_iter().map(|p| p.join(" · ")).collect()
+}
+
+/// Colours that stay apart on white (Tableau 10).
+const COLORS: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+fn register_fonts() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let ok = plotters::style::register_font("sans-serif", FontStyle::Normal, dejavu::sans::regular()).is_ok()
+            && plotters::style::register_font("sans-serif", FontStyle::Bold, dejavu::sans::bold()).is_ok();
+        assert!(ok, "the embedded DejaVu Sans font loads");
+    });
+}
+
+/// A linear axis over logarithms (log2 of sizes, log10 of times) whose ticks we choose: bold on
+/// the labelled values, light on the ones between.
+#[derive(Clone, Debug)]
+struct LogAxis {
+    lo: f64,
+    hi: f64,
+    bold: Vec<f64>,
+    light: Vec<f64>,
+}
+
+impl Ranged for LogAxis {
+    type FormatOption = DefaultFormatting;
+    type ValueType = f64;
+
+    fn map(&self, v: &f64, (a, b): (i32, i32)) -> i32 {
+        if self.hi <= self.lo {
+            return (a + b) / 2;
+        }
+        let f = ((v - self.lo) / (self.hi - self.lo)).clamp(-1.0, 2.0);
+        a + ((b - a) as f64 * f).round() as i32
+    }
+
+    fn key_points<H: KeyPointHint>(&self, hint: H) -> Vec<f64> {
+        if hint.weight().allow_light_points() {
+            self.light.clone()
+        } else {
+            self.bold.clone()
+        }
+    }
+
+    fn range(&self) -> std::ops::Range<f64> {
+        self.lo..self.hi
+    }
+}
+
+/// Integer exponents from `lo` to `hi`, every `step`-th, for `max` labels at most.
+fn ticks(lo: f64, hi: f64, max: usize) -> Vec<f64> {
+    let (a, b) = (lo.ceil() as i64, hi.floor() as i64);
+    let span = (b - a).max(0) as usize;
+    let step = [1usize, 2, 3, 4, 5, 10, 20].into_iter().find(|s| span / s < max.max(1)).unwrap_or(50) as i64;
+    (a..=b).filter(|e| e.rem_euclid(step) == 0).map(|e| e as f64).collect()
+}
+
+/// log10 tick positions: decades, plus 2 and 5 within each when the range is narrow.
+fn log10_ticks(lo: f64, hi: f64, max: usize) -> Vec<f64> {
+    let decades = ticks(lo, hi, max);
+    if decades.len() * 3 > max {
+        return decades;
+    }
+    let mut out = vec![];
+    for d in (lo.floor() as i64)..=(hi.ceil() as i64) {
+        for m in [1.0f64, 2.0, 5.0] {
+            let v = d as f64 + m.log10();
+            if v >= lo && v <= hi {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+fn size_label(log2: &f64) -> String {
+    let b = 2f64.powf(*log2).round() as u64;
+    human_bytes(b)
+}
+
+fn number_label(v: f64) -> String {
+    // Ticks are round numbers: print them with at most 4 decimals and no trailing zeros.
+    let s = format!("{v:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" || s.is_empty() {
+        "0".into()
+    } else {
+        s.into()
+    }
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, plot: &Plot, title: &str) -> std::result::Result<(), String>
+where
+    DB::ErrorType: 'static,
+{
+    register_fonts();
+    let e = |x: DrawingAreaErrorKind<DB::ErrorType>| x.to_string();
+    let (w, h) = root.dim_in_pixel();
+    let font = (w.min(h) as f64 / 55.0).clamp(11.0, 22.0);
+    root.fill(&WHITE).map_err(e)?;
+    let body = root.titled(title, ("sans-serif", font * 1.35).into_font().style(FontStyle::Bold)).map_err(e)?;
+
+    // Legend on the right, as wide as its longest label (at most 40% of the image).
+    let longest = plot.series.iter().map(|s| s.label.chars().count()).max().unwrap_or(0);
+    let legend_w = ((longest as f64 * font * 0.62) + font * 4.0).min(w as f64 * 0.4) as u32;
+    let (charts, legend) = body.split_horizontally(w - legend_w);
+    let panels = charts.split_evenly((2, 1));
+
+    let all = || plot.series.iter().flat_map(|s| s.points.iter());
+    let (smin, smax) = all().fold((u64::MAX, 0u64), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    let (x0, x1) = ((smin as f64).log2() - 0.3, (smax as f64).log2() + 0.3);
+    let xmax_labels = ((w - legend_w) as f64 / (font * 4.5)) as usize;
+    let x_axis = LogAxis { lo: x0, hi: x1, bold: ticks(x0, x1, xmax_labels.max(2)), light: ticks(x0, x1, 1000) };
+
+    let label_font = ("sans-serif", font).into_font();
+    let desc_font = ("sans-serif", font * 1.1).into_font();
+    let mesh_light = RGBColor(235, 235, 235);
+    let mesh_bold = RGBColor(200, 200, 200);
+    let x_desc = "message size (bytes, log2 scale)";
+
+    // Panel 1: bus bandwidth, linear from 0.
+    let bw_max = all().map(|p| p.1).filter(|v| v.is_finite()).fold(0.0f64, f64::max);
+    let bw_top = if bw_max > 0.0 { bw_max * 1.08 } else { 1.0 };
+    {
+        let mut chart = ChartBuilder::on(&panels[0])
+            .margin(font * 0.8)
+            .x_label_area_size(font * 3.2)
+            .y_label_area_size(font * 4.8)
+            .build_cartesian_2d(x_axis.clone(), 0f64..bw_top)
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_label_formatter(&size_label)
+            .y_label_formatter(&|v| number_label(*v))
+            .y_labels(8)
+            .x_desc(x_desc)
+            .y_desc(match plot.stat {
+                Stat::Mean => "bus bandwidth (GB/s)",
+                Stat::Median => "bus bandwidth at the median time (GB/s)",
+            })
+            .label_style(label_font.clone())
+            .axis_desc_style(desc_font.clone())
+            .light_line_style(mesh_light)
+            .bold_line_style(mesh_bold)
+            .max_light_lines(1)
+            .draw()
+            .map_err(e)?;
+        for (i, s) in plot.series.iter().enumerate() {
+            let pts: Vec<(f64, f64)> =
+                s.points.iter().filter(|p| p.1.is_finite()).map(|p| ((p.0 as f64).log2(), p.1)).collect();
+            line_with_markers(&mut chart, &pts, i, s.file, font).map_err(e)?;
+        }
+    }
+
+    // Panel 2: time per call, log10.
+    let times: Vec<f64> = all().map(|p| p.2).filter(|v| v.is_finite() && *v > 0.0).collect();
+    let tmin = times.iter().copied().fold(f64::INFINITY, f64::min);
+    let tmax = times.iter().copied().fold(0.0f64, f64::max);
+    let (y0, y1) = if times.is_empty() { (0.0, 1.0) } else { (tmin.log10() - 0.15, tmax.log10() + 0.15) };
+    let ymax_labels = (panels[1].dim_in_pixel().1 as f64 / (font * 2.5)) as usize;
+    {
+        let mut chart = ChartBuilder::on(&panels[1])
+            .margin(font * 0.8)
+            .x_label_area_size(font * 3.2)
+            .y_label_area_size(font * 4.8)
+            .build_cartesian_2d(
+                x_axis.clone(),
+                LogAxis { lo: y0, hi: y1, bold: log10_ticks(y0, y1, ymax_labels.max(2)), light: vec![] },
+            )
+            .map_err(e)?;
+        chart
+            .configure_mesh()
+            .x_label_formatter(&size_label)
+            .y_label_formatter(&|v| number_label(10f64.powf(*v)))
+            .x_desc(x_desc)
+            .y_desc(match plot.stat {
+                Stat::Mean => "time per call, mean (µs, log scale)",
+                Stat::Median => "time per call, median (µs, log scale)",
+            })
+            .label_style(label_font.clone())
+            .axis_desc_style(desc_font.clone())
+            .light_line_style(mesh_light)
+            .bold_line_style(mesh_bold)
+            .draw()
+            .map_err(e)?;
+        for (i, s) in plot.series.iter().enumerate() {
+            let pts: Vec<(f64, f64)> = s
+                .points
+                .iter()
+                .filter(|p| p.2.is_finite() && p.2 > 0.0)
+                .map(|p| ((p.0 as f64).log2(), p.2.log10()))
+                .collect();
+            line_with_markers(&mut chart, &pts, i, s.file, font).map_err(e)?;
+        }
+    }
+
+    // The legend: a line with the series' marker, then its label.
+    let row_h = (font * 1.6) as i32;
+    let top = (font * 1.5) as i32;
+    let x = (font * 0.5) as i32;
+    let sample_w = (font * 2.2) as i32;
+    legend
+        .draw(&Text::new("series", (x, top - row_h), ("sans-serif", font).into_font().style(FontStyle::Bold)))
+        .map_err(e)?;
+    for (i, s) in plot.series.iter().enumerate() {
+        let y = top + i as i32 * row_h;
+        let color = COLORS[i % COLORS.len()];
+        let style = ShapeStyle::from(&color).stroke_width(2);
+        legend.draw(&PathElement::new(vec![(x, y), (x + sample_w, y)], style)).map_err(e)?;
+        draw_marker(&legend, (x + sample_w / 2, y), s.file, color, font).map_err(e)?;
+        legend
+            .draw(&Text::new(
+                s.label.clone(),
+                (x + sample_w + (font * 0.5) as i32, y),
+                TextStyle::from(("sans-serif", font).into_font()).pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(e)?;
+    }
+    Ok(())
+}
+
+type Chart<'a, DB, Y> = ChartContext<'a, DB, Cartesian2d<LogAxis, Y>>;
+
+fn line_with_markers<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
+    chart: &mut Chart<'_, DB, Y>,
+    pts: &[(f64, f64)],
+    index: usize,
+    file: usize,
+    font: f64,
+) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
+    let color = COLORS[index % COLORS.len()];
+    chart.draw_series(LineSeries::new(pts.iter().copied(), ShapeStyle::from(&color).stroke_width(2)))?;
+    for p in pts {
+        draw_marker(chart.plotting_area(), *p, file, color, font)?;
+    }
+    Ok(())
+}
+
+/// Markers tell files apart: circle, triangle, square, cross, diamond.
+fn draw_marker<DB: DrawingBackend, CT: CoordTranslate>(
+    area: &DrawingArea<DB, CT>,
+    at: CT::From,
+    file: usize,
+    color: RGBColor,
+    font: f64,
+) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    CT::From: Clone,
+{
+    let r = (font * 0.28).max(3.0) as i32;
+    let fill = ShapeStyle::from(&color).filled();
+    let line = ShapeStyle::from(&color).stroke_width(2);
+    let at = EmptyElement::at(at);
+    match file % 5 {
+        0 => area.draw(&(at + Circle::new((0, 0), r, fill))),
+        1 => area.draw(&(at + Polygon::new(vec![(0, -r - 1), (-r - 1, r), (r + 1, r)], fill))),
+        2 => area.draw(&(at + Rectangle::new([(-r, -r), (r, r)], fill))),
+        3 => area.draw(
+            &(at + PathElement::new(vec![(-r, -r), (r, r)], line) + PathElement::new(vec![(-r, r), (r, -r)], line)),
+        ),
+        _ => area.draw(&(at + Polygon::new(vec![(0, -r - 1), (r + 1, 0), (0, r + 1), (-r - 1, 0)], fill))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::csvread::Key;
+
+    fn row(coll: &str, dtype: &str, placement: &str, size: u64) -> Row {
+        Row {
+            key: Key {
+                collective: coll.into(),
+                backend: "mpi".into(),
+                dtype: dtype.into(),
+                op: "sum".into(),
+                placement: placement.into(),
+                size_bytes: size,
+            },
+            iters: 10,
+            batch_iters: 1,
+            time_us: size as f64 / 100.0 + 1.0,
+            median_us: 1.0,
+            min_us: 1.0,
+            max_us: 1.0,
+            stddev_us: None,
+            median_ci95_us: None,
+            busbw_gbps: size as f64 / 1e3,
+            ranks: Some(2),
+            hosts: Some(1),
+            line: 2,
+        }
+    }
+
+    #[test]
+    fn series_per_file_collective_backend_and_what_varies() {
+        let a = vec![
+            row("all-reduce", "float", "out_of_place", 16),
+            row("all-reduce", "float", "in_place", 16),
+            row("all-reduce", "float", "out_of_place", 8),
+            row("barrier", "float", "out_of_place", 0),
+            row("all-gather", "float", "out_of_place", 8),
+        ];
+        let b = vec![row("all-reduce", "double", "out_of_place", 8)];
+        let names = vec!["a.csv".to_string(), "b.csv".to_string()];
+        let p = Plot::build(&names, &[a.clone(), b], PlacementChoice::Out, Stat::Mean).unwrap();
+        let labels: Vec<&str> = p.series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            vec!["a.csv · all-reduce · mpi", "a.csv · all-gather · mpi", "b.csv · all-reduce · mpi"],
+            "the files tell the types apart"
+        );
+        assert_eq!(p.series[0].points.iter().map(|p| p.0).collect::<Vec<_>>(), vec![8, 16], "sorted by size");
+        assert_eq!(p.series[2].file, 1);
+        assert_eq!(p.series[0].points[0], (8, 0.008, 1.08), "mean time and the CSV's busbw");
+        // One file, both placements: the placement is named, the file and type are not.
+        let p = Plot::build(&names[..1], &[a], PlacementChoice::Both, Stat::Mean).unwrap();
+        let labels: Vec<&str> = p.series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            vec!["all-reduce · mpi · out-of-place", "all-reduce · mpi · in-place", "all-gather · mpi · out-of-place"]
+        );
+    }
+
+    #[test]
+    fn types_and_ops_are_named_only_where_they_differ() {
+        let mut max = row("all-reduce", "float", "out_of_place", 8);
+        max.key.op = "max".into();
+        let mut gather = row("all-gather", "float", "out_of_place", 8);
+        gather.key.op = "none".into();
+        let rows = vec![
+            row("all-reduce", "float", "out_of_place", 8),
+            max,
+            row("all-reduce", "double", "out_of_place", 8),
+            gather,
+        ];
+        let p = Plot::build(&["a.csv".into()], &[rows], PlacementChoice::Out, Stat::Mean).unwrap();
+        let labels: Vec<&str> = p.series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            vec![
+                "all-reduce · mpi · float · sum",
+                "all-reduce · mpi · float · max",
+                "all-reduce · mpi · double",
+                "all-gather · mpi"
+            ]
+        );
+    }
+
+    #[test]
+    fn median_time_scales_the_bus_bandwidth() {
+        let mut r = row("all-reduce", "float", "out_of_place", 1000);
+        (r.time_us, r.median_us, r.busbw_gbps) = (20.0, 10.0, 3.0);
+        let p = Plot::build(&["a.csv".into()], &[vec![r]], PlacementChoice::Out, Stat::Median).unwrap();
+        assert_eq!(p.series[0].points, vec![(1000, 6.0, 10.0)]);
+    }
+
+    #[test]
+    fn nothing_to_plot_is_an_error() {
+        let a = vec![row("barrier", "float", "out_of_place", 0), row("all-reduce", "float", "in_place", 8)];
+        let e = Plot::build(&["a.csv".into()], &[a], PlacementChoice::Out, Stat::Mean).unwrap_err().to_string();
+        assert!(e.contains("nothing to plot: no out-of-place measurement"), "{e}");
+    }
+
+    #[test]
+    fn output_format_from_the_extension() {
+        assert_eq!(format_of(Path::new("x.svg")).unwrap(), Format::Svg);
+        assert_eq!(format_of(Path::new("dir/x.PNG")).unwrap(), Format::Png);
+        assert!(format_of(Path::new("x.jpg")).unwrap_err().to_string().contains("unknown image type '.jpg'"));
+        assert!(format_of(Path::new("x")).unwrap_err().to_string().contains("has no extension"));
+    }
+
+    #[test]
+    fn ticks_fall_on_whole_exponents() {
+        assert_eq!(ticks(2.7, 6.3, 10), vec![3.0, 4.0, 5.0, 6.0]);
+        // 8 B .. 64 MiB with room for 8 labels: every third power of two.
+        assert_eq!(ticks(2.7, 26.3, 8), vec![3.0, 6.0, 9.0, 12.0, 15.0, 18.0, 21.0, 24.0]);
+        assert_eq!(size_label(&10.0), "1K");
+        assert_eq!(size_label(&20.0), "1M");
+        assert_eq!(size_label(&3.0), "8");
+        let t = log10_ticks(-0.2, 1.2, 10);
+        let shown: Vec<String> = t.iter().map(|v| number_label(10f64.powf(*v))).collect();
+        assert_eq!(shown, vec!["1", "2", "5", "10"]);
+        assert_eq!(number_label(0.5), "0.5");
+        assert_eq!(number_label(0.02), "0.02");
+        assert_eq!(number_label(1000.0), "1000");
+        assert_eq!(number_label(0.0), "0");
+        assert_eq!(number_label(0.25), "0.25");
+        assert_eq!(number_label(2.5), "2.5");
+        assert_eq!(number_label(10f64.powf(2f64.log10())), "2");
+    }
+
+    #[test]
+    fn files_are_named_by_file_name_unless_two_share_it() {
+        let l = file_labels(&[PathBuf::from("x/run.csv"), PathBuf::from("y/run.csv"), PathBuf::from("z/other.csv")]);
+        assert_eq!(l, vec!["x/run.csv", "y/run.csv", "other.csv"]);
+    }
 }
