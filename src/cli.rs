@@ -45,6 +45,10 @@ pub struct Args {
     /// Time budget for the timed iterations of each size and placement (e.g. 50ms, 1s)
     #[arg(long = "budget", value_name = "TIME", default_value = "50ms")]
     pub budget: String,
+    /// Stop a size's timed iterations early once the 95% interval of the median is narrower than
+    /// this many percent of it on every rank (0: always spend the whole budget)
+    #[arg(long = "ci-target", value_name = "PCT", default_value = "1")]
+    pub ci_target: String,
     /// Check results (0 or 1)
     #[arg(short = 'c', long = "check", value_name = "0|1", default_value = "1")]
     pub check: String,
@@ -263,6 +267,15 @@ impl Args {
         let iters = self.iters.as_deref().map(|v| count_flag("-n/--iters", v, 1)).transpose()?;
         let warmup = self.warmup.as_deref().map(|v| count_flag("-w/--warmup_iters", v, 0)).transpose()?;
         let budget_s = parse_budget(&self.budget)?;
+        let ci_target = match self.ci_target.trim().parse::<f64>() {
+            Ok(p) if (0.0..=100.0).contains(&p) => p / 100.0,
+            _ => {
+                return Err(Error::usage(format!(
+                    "--ci-target: '{}' is not a percentage; expected a number from 0 to 100, e.g. 1",
+                    self.ci_target
+                )))
+            }
+        };
         let check = bool_flag("-c/--check", &self.check)?;
         let blocking = bool_flag("-z/--blocking", &self.blocking)?;
         let dtypes = dedup(list("-d/--datatype", &self.datatype, &DType::ALL, DType::parse, DType::ACCEPTED)?);
@@ -312,6 +325,7 @@ impl Args {
             iters,
             warmup,
             budget_s,
+            ci_target,
             check,
             dtypes,
             ops,
@@ -459,6 +473,8 @@ mod tests {
             (&["all-reduce", "allscatter"], "COLLECTIVE: unknown collective 'allscatter'"),
             (&["--backend", "gloo"], "--backend"),
             (&["--budget", "0s"], "--budget"),
+            (&["--ci-target", "-1"], "--ci-target"),
+            (&["--ci-target", "lots"], "--ci-target"),
             (&["--csv", ""], "--csv"),
             (&["--frobnicate"], "--frobnicate"),
         ];

@@ -88,6 +88,9 @@ pub struct Options {
     pub warmup: Option<u64>,
     /// Time budget for the timed iterations of one point, seconds.
     pub budget_s: f64,
+    /// Stop a point's timed iterations early once the 95% interval of every rank's median is
+    /// narrower than this fraction of it (`--ci-target`, percent on the command line); 0: never.
+    pub ci_target: f64,
     pub check: bool,
     pub dtypes: Vec<DType>,
     pub ops: Vec<Op>,
@@ -177,6 +180,7 @@ mod tests {
             iters: None,
             warmup: None,
             budget_s: 0.05,
+            ci_target: 0.01,
             check: true,
             dtypes: vec![DType::Float32],
             ops: vec![Op::Sum],

@@ -156,8 +156,24 @@ impl<'a> Sweep<'a> {
                 world.max_f64(self.samples[0])
             }
         };
-        let (iters, batch) = iterations(opts.iters, opts.budget_s, est);
-        self.batch(call, Phase::Timed, iters, batch, est)?;
+        let (planned, batch) = iterations(opts.iters, opts.budget_s, est);
+        // Adaptive: with the count from the budget, time it in quarters and stop once every
+        // rank's median is known tightly enough (the decision is agreed, so all ranks stop
+        // together).
+        let chunks = if opts.iters.is_none() && opts.ci_target > 0.0 && planned / batch >= 24 { 4 } else { 1 };
+        let per_chunk = (planned / batch).div_ceil(chunks) * batch;
+        let mut timed: Vec<f64> = Vec::with_capacity((planned / batch) as usize);
+        let mut iters = 0u64;
+        while iters < planned {
+            let n = per_chunk.min(planned - iters);
+            self.batch(call, Phase::Timed, n, batch, est)?;
+            timed.extend_from_slice(&self.samples);
+            iters += n;
+            if chunks > 1 && iters < planned && world.max_f64(relative_ci95(&timed)) <= opts.ci_target {
+                break;
+            }
+        }
+        self.samples = timed;
         let per_rank_s = world.all_gather(mean(&self.samples));
         let time_s = aggregate(opts.aggregation, &per_rank_s);
         let combined = world.combine_samples(opts.aggregation, &self.samples);
@@ -258,6 +274,17 @@ pub fn iterations(fixed: Option<u64>, budget_s: f64, est_s: f64) -> (u64, u64) {
     }
 }
 
+/// Width of the 95% interval of the median relative to the median (∞ when unknown).
+fn relative_ci95(samples: &[f64]) -> f64 {
+    let s = Summary::of_seconds(samples);
+    let rel = (s.ci95_hi_us - s.ci95_lo_us) / s.median_us;
+    if rel.is_finite() {
+        rel
+    } else {
+        f64::INFINITY
+    }
+}
+
 /// ⌈a / b⌉, forgiving the last bits of rounding (5e-6 / 0.5e-6 is 10, not 11).
 fn ceil_ratio(a: f64, b: f64) -> f64 {
     (a / b * (1.0 - 1e-12)).ceil()
@@ -284,6 +311,7 @@ mod tests {
             iters: None,
             warmup: None,
             budget_s: 0.05,
+            ci_target: 0.01,
             check: true,
             dtypes: dtypes.to_vec(),
             ops: ops.to_vec(),

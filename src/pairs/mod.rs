@@ -313,10 +313,11 @@ mod tests {
 
     #[test]
     fn a_slow_host_is_the_one_in_most_slow_pairs() {
-        let hosts: Vec<String> = ["n1", "n1", "n2", "n2", "n3", "n3"].iter().map(|s| s.to_string()).collect();
+        let hosts: Vec<String> =
+            ["n1", "n1", "n2", "n2", "n3", "n3", "n4", "n4"].iter().map(|s| s.to_string()).collect();
         let mut pairs = vec![];
-        for a in 0..6 {
-            for b in a + 1..6 {
+        for a in 0..8 {
+            for b in a + 1..8 {
                 let slow = hosts[a] == "n2" || hosts[b] == "n2";
                 let cross = hosts[a] != hosts[b];
                 pairs.push(pr(a, b, if slow && cross { 0.1 } else { 5.0 }));
@@ -324,8 +325,9 @@ mod tests {
         }
         let (slow, below_half) = slowest(&pairs, 5);
         assert!(below_half);
-        assert_eq!(slow.len(), 8);
-        assert_eq!(suspect_hosts(&slow, &hosts)[0], ("n2".to_string(), 8));
+        // n2's two ranks with the 6 ranks elsewhere: 12 of 28 pairs.
+        assert_eq!(slow.len(), 12);
+        assert_eq!(suspect_hosts(&slow, &hosts)[0], ("n2".to_string(), 12));
     }
 
     #[test]
