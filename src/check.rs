@@ -184,8 +184,8 @@ mod tests {
                     };
                     let ins: Vec<Vec<T>> = inputs.iter().map(view).collect();
                     let mut out: Vec<T> = ins[0].clone();
-                    for r in 1..n {
-                        for (o, x) in out.iter_mut().zip(&ins[r]) {
+                    for input in ins.iter().skip(1) {
+                        for (o, x) in out.iter_mut().zip(input) {
                             *o = T::combine(op, *o, *x);
                         }
                     }

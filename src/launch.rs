@@ -147,7 +147,8 @@ mod tests {
 
     #[test]
     fn each_launcher_is_read() {
-        let cases: &[(&[(&str, &str)], &str, usize, Option<usize>, Option<usize>)] = &[
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a str, usize, Option<usize>, Option<usize>);
+        let cases: &[Case] = &[
             (&[("PMIX_RANK", "2")], "PMIx environment", 2, None, None),
             (
                 &[("PMI_RANK", "1"), ("PMI_SIZE", "4"), ("MPI_LOCALRANKID", "1")],
