@@ -198,10 +198,11 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
         pids: world.all_gather(std::process::id()),
     };
 
+    let csv_file = csv_path(&opts, &now);
     // Outputs last, so no file is left behind by a run that never started.
     let reports: Result<Vec<Box<dyn Report>>> = if world.rank == 0 {
         let mut reports: Vec<Box<dyn Report>> = vec![Box::new(TableReport::new(std::io::stdout()))];
-        match csv_path(&opts, &now).map(|p| CsvReport::create(&p)).transpose() {
+        match csv_file.as_ref().map(|p| CsvReport::create(p)).transpose() {
             Ok(Some(csv)) => {
                 reports.push(Box::new(csv));
                 Ok(reports)
@@ -215,6 +216,11 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
             }
             if let Some(p) = &opts.markdown {
                 reports.push(Box::new(MarkdownReport::create(p)?));
+            }
+            if let Some(p) = &opts.plot {
+                // Make sure it can be written (directory included); it is drawn at the end.
+                crate::report::create_file("--plot", p)?;
+                let _ = std::fs::remove_file(p);
             }
             let total: usize = crate::sweep::plan(&opts)
                 .iter()
@@ -235,7 +241,11 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
     let mut sweep = Sweep::new(world, backend.as_mut(), &opts);
     let mut totals = sweep.run(&mut |p| reports.iter_mut().try_for_each(|r| r.point(&info, p)))?;
     totals.peak_rss_bytes = world.max_u64(memory::peak_rss_bytes());
-    let ended: Result<()> = reports.iter_mut().try_for_each(|r| r.end(&info, &totals));
+    let mut ended: Result<()> = reports.iter_mut().try_for_each(|r| r.end(&info, &totals));
+    drop(reports); // closes the CSV
+    if let (Some(plot), Some(csv), 0, Ok(())) = (&opts.plot, &csv_file, world.rank, &ended) {
+        ended = crate::plot::plot_run(csv, plot);
+    }
     world.agree(ended)?;
     Ok(if totals.failed() { exit::WRONG } else { exit::OK })
 }

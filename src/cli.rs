@@ -92,6 +92,9 @@ pub struct Args {
     /// Also write the table as Markdown
     #[arg(long = "markdown", value_name = "PATH")]
     pub markdown: Option<PathBuf>,
+    /// At the end, plot the run's CSV (bus bandwidth and time against size) to FILE.svg or FILE.png
+    #[arg(long = "plot", value_name = "FILE")]
+    pub plot: Option<PathBuf>,
     /// Stop the whole job (exit 2) when a call has not finished SECONDS after it was expected to,
     /// e.g. a host or link gone (5, 2.5, 30s) [default: no limit]
     #[arg(short = 'T', long = "timeout", value_name = "SECONDS")]
@@ -312,7 +315,13 @@ impl Args {
         };
         let debug_slow_rank = self.debug_slow_rank.as_deref().map(parse_slow_rank).transpose()?;
         let timeout_s = self.timeout.as_deref().map(parse_timeout).transpose()?;
-        for (flag, p) in [("--json", &self.json), ("--markdown", &self.markdown)] {
+        if let Some(p) = &self.plot {
+            crate::plot::check_output(p)?;
+            if self.no_csv {
+                return Err(Error::usage("--plot draws the run's CSV; expected --plot without --no-csv"));
+            }
+        }
+        for (flag, p) in [("--json", &self.json), ("--markdown", &self.markdown), ("--plot", &self.plot)] {
             if p.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 return Err(Error::usage(format!("{flag}: empty path; expected a file path")));
             }
@@ -339,6 +348,7 @@ impl Args {
             per_rank: self.per_rank,
             json: self.json,
             markdown: self.markdown,
+            plot: self.plot,
             timeout_s,
             debug_slow_rank,
             debug_corrupt_rank: self.debug_corrupt_rank,

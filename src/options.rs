@@ -109,6 +109,8 @@ pub struct Options {
     pub json: Option<PathBuf>,
     /// `--markdown PATH`: the table as Markdown.
     pub markdown: Option<PathBuf>,
+    /// `--plot FILE.svg|FILE.png`: plot the run's CSV at the end.
+    pub plot: Option<PathBuf>,
     /// `-T/--timeout`: end the job (exit 2) when a batch of calls has not finished this many
     /// seconds past its expected time (`crate::watchdog`); `None`: wait forever.
     pub timeout_s: Option<f64>,
@@ -194,6 +196,7 @@ mod tests {
             per_rank: false,
             json: None,
             markdown: None,
+            plot: None,
             timeout_s: None,
             debug_slow_rank: None,
             debug_corrupt_rank: None,

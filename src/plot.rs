@@ -17,6 +17,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::collections::HashMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 const FORM: &str = "coll-bench plot RUN.csv [MORE.csv…] -o FILE.svg|FILE.png";
@@ -110,6 +111,19 @@ pub fn main(args: &[String]) -> i32 {
             exit::ERROR
         }
     }
+}
+
+/// Plot one finished run's CSV to `output` with the default settings: the sweep's `--plot FILE`.
+pub fn plot_run(csv: &Path, output: &Path) -> Result<()> {
+    let argv =
+        [OsString::from("plot"), csv.as_os_str().to_owned(), OsString::from("-o"), output.as_os_str().to_owned()];
+    let args = Args::try_parse_from(argv).map_err(|e| Error::usage(format!("--plot: {e}")))?;
+    run(&args)
+}
+
+/// Check, before a sweep starts, that `path` names an SVG or PNG file (`--plot FILE`).
+pub fn check_output(path: &Path) -> Result<()> {
+    format_of(path).map(|_| ()).map_err(|e| Error::usage(e.to_string().replace("-o/--output", "--plot")))
 }
 
 fn format_of(path: &Path) -> Result<Format> {

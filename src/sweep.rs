@@ -325,6 +325,7 @@ mod tests {
             per_rank: false,
             json: None,
             markdown: None,
+            plot: None,
             timeout_s: None,
             debug_slow_rank: None,
             debug_corrupt_rank: None,

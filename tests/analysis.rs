@@ -101,3 +101,23 @@ fn progress_goes_to_stderr_only_when_asked() {
     assert!(!stdout(&o).contains("points"), "the bar leaked into the table");
     assert_eq!(rows(&o).len(), 14);
 }
+
+#[test]
+fn plot_at_the_end_of_a_sweep() {
+    let (o, dir) = mpirun(2, &["all-reduce", "-e", "64K", "--csv", "r.csv", "--plot", "out/r.svg"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let svg = std::fs::read_to_string(dir.path().join("out/r.svg")).unwrap();
+    assert!(svg.contains("<svg") && svg.contains("all-reduce"), "{}", &svg[..svg.len().min(300)]);
+    for (args, needle) in [
+        (&["-e", "1K", "--csv", "r.csv", "--plot", "r.gif"][..], "--plot: unknown image type '.gif'"),
+        (&["-e", "1K", "--no-csv", "--plot", "r.svg"][..], "--plot draws the run's CSV"),
+    ] {
+        let d = tempfile::tempdir().unwrap();
+        let o = mpirun_in(d.path(), 2, args, 60);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = stderr(&o);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{needle}: {err}");
+        assert!(files(d.path()).is_empty());
+    }
+}
