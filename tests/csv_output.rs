@@ -32,6 +32,14 @@ const COLUMNS: &[&str] = &[
     "host_names",
     "aggregation",
     "batch_iters",
+    "p95_us",
+    "ci95_lo_us",
+    "ci95_hi_us",
+    "outlier_samples",
+    "first_call_us",
+    "slow_ranks",
+    "warnings",
+    "rank",
 ];
 
 #[test]
