@@ -10,6 +10,8 @@ command -v mpicc >/dev/null 2>&1 || need+=(libopenmpi-dev)
 ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/*/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
 command -v cc >/dev/null 2>&1 || need+=(build-essential)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+# ip and tc, for the multi-host test bed (ci/netns-bed.sh, tests/multihost.rs).
+{ command -v tc || [ -x /usr/sbin/tc ] || [ -x /sbin/tc ]; } >/dev/null 2>&1 || need+=(iproute2)
 
 if [ ${#need[@]} -gt 0 ]; then
   sudo=""
