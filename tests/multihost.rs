@@ -167,19 +167,14 @@ fn a_slow_host_is_named_in_the_table() {
 
 /// Host 2's link goes down 3 s into a sweep that would take about 10 s. Every rank, on both
 /// hosts, must end through its watchdog with exit 2 about -T after the cut. Ranks on the cut-off
-/// host cannot reach mpirun any more, so each rank runs under a small wrapper that records its
-/// stderr, exit code and end time in the shared directory. mpirun itself returns 2 once TCP gives
-/// up on the cut-off daemon (the bed sets tcp_retries2=4: about 6 s more).
+/// host cannot reach mpirun any more, so each rank runs under ci/netns/record-rank.sh, which
+/// leaves its stderr, exit code and end time in the shared directory. mpirun itself returns 2
+/// once TCP gives up on the cut-off daemon (the bed sets tcp_retries2=4: about 6 s more).
 #[test]
 fn a_link_down_ends_every_rank_through_the_watchdog() {
     let Some(bed) = Bed::up("a_link_down_ends_every_rank_through_the_watchdog", 2) else { return };
-    let wrapper = bed.dir().join("rank.sh");
-    std::fs::write(
-        &wrapper,
-        "#!/bin/bash\nr=$OMPI_COMM_WORLD_RANK; d=$(dirname \"$0\")\n\"$@\" 2> >(tee \"$d/rank$r.err\" >&2)\nrc=$?\ndate +%s.%N > \"$d/rank$r.end\"; echo $rc > \"$d/rank$r.rc\"; exit $rc\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let wrapper = concat!(env!("CARGO_MANIFEST_DIR"), "/ci/netns/record-rank.sh");
+    let dir = bed.dir().to_str().unwrap();
     let limit_s = 5.0;
     let cut_at = std::thread::scope(|s| {
         let cutter = s.spawn(|| {
@@ -191,7 +186,7 @@ fn a_link_down_ends_every_rank_through_the_watchdog() {
         let started = Instant::now();
         let args =
             ["all-reduce", "-b", "8", "-e", "64K", "-f", "2", "--budget", "300ms", "-T", "5", "--csv", "run.csv"];
-        let o = bed.mpirun(4, "node", &[wrapper.to_str().unwrap(), BIN], &args, 90);
+        let o = bed.mpirun(4, "node", &[wrapper, dir, BIN], &args, 90);
         let took = started.elapsed().as_secs_f64();
         let cut_at = cutter.join().unwrap();
         assert_eq!(o.status.code(), Some(2), "mpirun after {took:.1} s\n{}\n{}", stdout(&o), stderr(&o));
