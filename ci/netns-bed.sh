@@ -21,10 +21,10 @@
 # mounts over /etc/hosts. Nothing is addressed outside the bed: the bridge and the root
 # namespace have no address on it. Example (README "Multi-node"):
 #
-#   ci/netns-bed.sh up 2
-#   ci/netns-bed.sh mpirun -q -n 4 -hostfile hostfiles/netns.hostfile --map-by node \
-#       target/release/coll-bench all-reduce sendrecv
-#   ci/netns-bed.sh down
+#     ci/netns-bed.sh up 2
+#     ci/netns-bed.sh mpirun -q -n 4 -hostfile hostfiles/netns.hostfile --map-by node \
+#         target/release/coll-bench all-reduce sendrecv
+#     ci/netns-bed.sh down
 set -Eeuo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/netns/common.sh"

@@ -12,7 +12,13 @@
 //!
 //! A batch may take `-T` plus twice its expected time (calls × the warm-up's estimate per call),
 //! so long timed batches of large messages do not trip it while a hang is still caught about
-//! `-T` after it began.
+//! `-T` after it began. The first warm-up call, a fixed `-w` warm-up and the check call have no
+//! estimate to go by: `-T` alone.
+//!
+//! Why `_exit` and not `MPI_Abort`: MPI runs single-threaded here (`MPI_THREAD_SINGLE`), so a
+//! second thread calling into it is outside the standard. With Open MPI 4.1 both end the job
+//! the same way (tried on the namespace test bed with a link cut, and with a stopped rank);
+//! `_exit` needs nothing from MPI.
 
 use crate::backend::Call;
 use crate::collective::{partner, Kind};
