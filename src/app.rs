@@ -145,7 +145,8 @@ pub(crate) fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Back
                 .map(|(_, us)| std::time::Duration::from_micros(us));
             Ok(Box::new(MpiBackend::new(world, &opts.implementation, opts.blocking, delay)?))
         }
-        BackendKind::Nccl => Err(Error::usage("--backend: nccl is not built into this coll-bench yet; expected mpi")),
+        // Collective inside: agrees across ranks at each step of its bootstrap.
+        BackendKind::Nccl => crate::backend::nccl::create(world, opts),
     }
 }
 

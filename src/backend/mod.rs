@@ -4,6 +4,13 @@
 
 mod host;
 pub mod mpi;
+/// GPU collectives through NCCL (`--backend nccl`); a stand-in that refuses it in a build
+/// without the `nccl` feature.
+#[cfg(feature = "nccl")]
+pub mod nccl;
+#[cfg(not(feature = "nccl"))]
+#[path = "nccl/disabled.rs"]
+pub mod nccl;
 
 pub use host::HostBuffer;
 

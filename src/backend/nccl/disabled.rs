@@ -1,0 +1,13 @@
+//! The NCCL backend's stand-in in a build without the `nccl` cargo feature (the default build has
+//! it, and loads CUDA and NCCL at run time): `--backend nccl` is a one-line error.
+
+use super::Backend;
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::world::World;
+
+pub fn create(_world: &World, _opts: &Options) -> Result<Box<dyn Backend>> {
+    Err(Error::usage(
+        "--backend: nccl is not built into this coll-bench (built without the cargo feature `nccl`; rebuild with default features); expected mpi",
+    ))
+}

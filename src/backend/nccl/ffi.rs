@@ -1,0 +1,292 @@
+//! The NCCL functions the backend calls, bound at run time from the library found by
+//! [`super::search`], with the C signatures of `nccl.h`. C enums are passed as `int`; the unique
+//! id is 128 `char`s, which are signed on x86_64 and unsigned on aarch64, so it is held as bytes
+//! (same size and alignment, same by-value passing).
+
+use super::search::{self, Candidate};
+use crate::dtype::{DType, Op};
+use libloading::Library;
+use std::ffi::{CStr, OsString};
+use std::os::raw::{c_char, c_int, c_void};
+
+pub type NcclResult = c_int;
+pub type NcclComm = *mut c_void;
+pub type CudaStream = *mut c_void;
+
+pub const NCCL_SUCCESS: NcclResult = 0;
+/// `ncclInProgress`: a non-blocking operation still running (not an error).
+pub const NCCL_IN_PROGRESS: NcclResult = 7;
+pub const UNIQUE_ID_BYTES: usize = 128;
+
+/// The oldest NCCL we accept: 2.10 brought `ncclAvg` and `ncclBfloat16`.
+pub const MIN_VERSION: (u32, u32) = (2, 10);
+
+/// `ncclUniqueId`.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct UniqueId {
+    pub internal: [u8; UNIQUE_ID_BYTES],
+}
+
+api! {
+    /// libnccl's entry points, as loaded.
+    pub struct NcclApi {
+        get_version: "ncclGetVersion" => fn(*mut c_int) -> NcclResult,
+        get_unique_id: "ncclGetUniqueId" => fn(*mut UniqueId) -> NcclResult,
+        comm_init_rank: "ncclCommInitRank" => fn(*mut NcclComm, c_int, UniqueId, c_int) -> NcclResult,
+        comm_destroy: "ncclCommDestroy" => fn(NcclComm) -> NcclResult,
+        comm_abort: "ncclCommAbort" => fn(NcclComm) -> NcclResult,
+        comm_get_async_error: "ncclCommGetAsyncError" => fn(NcclComm, *mut NcclResult) -> NcclResult,
+        get_error_string: "ncclGetErrorString" => fn(NcclResult) -> *const c_char,
+        all_reduce: "ncclAllReduce" => fn(*const c_void, *mut c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
+        all_gather: "ncclAllGather" => fn(*const c_void, *mut c_void, usize, c_int, NcclComm, CudaStream) -> NcclResult,
+        reduce_scatter: "ncclReduceScatter" => fn(*const c_void, *mut c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
+        broadcast: "ncclBroadcast" => fn(*const c_void, *mut c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
+        reduce: "ncclReduce" => fn(*const c_void, *mut c_void, usize, c_int, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
+        send: "ncclSend" => fn(*const c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
+        recv: "ncclRecv" => fn(*mut c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
+        group_start: "ncclGroupStart" => fn() -> NcclResult,
+        group_end: "ncclGroupEnd" => fn() -> NcclResult,
+    }
+}
+
+/// The loaded library. Leaked on purpose (`&'static`): never unloaded under NCCL's own threads.
+pub struct Nccl {
+    pub api: NcclApi,
+    /// `ncclGetLastError` (NCCL 2.13 and newer): the detail behind the last error of a comm.
+    last_error: Option<unsafe extern "C" fn(NcclComm) -> *const c_char>,
+    pub version: (u32, u32, u32),
+    /// The file that was loaded, for the header.
+    pub location: String,
+}
+
+/// `ncclGetVersion`'s code as (major, minor, patch): `X*10000 + Y*100 + Z` since 2.9,
+/// `X*1000 + Y*100 + Z` before.
+pub fn decode_version(code: i32) -> (u32, u32, u32) {
+    let c = code.max(0) as u32;
+    if c >= 10_000 {
+        (c / 10_000, (c % 10_000) / 100, c % 100)
+    } else {
+        (c / 1000, (c % 1000) / 100, c % 100)
+    }
+}
+
+/// NCCL's `ncclDataType_t`.
+pub fn datatype(d: DType) -> c_int {
+    match d {
+        DType::Int8 => 0,
+        DType::Uint8 => 1,
+        DType::Int32 => 2,
+        DType::Uint32 => 3,
+        DType::Int64 => 4,
+        DType::Uint64 => 5,
+        DType::Float16 => 6,
+        DType::Float32 => 7,
+        DType::Float64 => 8,
+        DType::Bfloat16 => 9,
+    }
+}
+
+/// NCCL's `ncclRedOp_t` (avg is native: `ncclAvg`).
+pub fn reduce_op(op: Op) -> c_int {
+    match op {
+        Op::Sum => 0,
+        Op::Prod => 1,
+        Op::Max => 2,
+        Op::Min => 3,
+        Op::Avg => 4,
+    }
+}
+
+/// The file a loaded symbol lives in (`dladdr`), to show which library the linker picked.
+pub fn library_path(symbol: usize) -> Option<String> {
+    // SAFETY: dladdr only looks the address up; the returned name is owned by the loader.
+    unsafe {
+        let mut info: libc::Dl_info = std::mem::zeroed();
+        if libc::dladdr(symbol as *const c_void, &mut info) == 0 || info.dli_fname.is_null() {
+            return None;
+        }
+        Some(CStr::from_ptr(info.dli_fname).to_string_lossy().into_owned())
+    }
+}
+
+/// Find, open and check NCCL: the library from the search order of [`super::search`], its
+/// version (at least [`MIN_VERSION`]), then every function we call.
+pub fn load(env: &dyn Fn(&str) -> Option<OsString>) -> Result<&'static Nccl, String> {
+    let open = |c: &Candidate| unsafe { Library::new(c.target()) }.map_err(|e| e.to_string());
+    let value = env(search::NCCL_VAR);
+    let first = search::candidates(search::NCCL_VAR, value.as_deref(), search::NCCL_NAMES, &[]);
+    let (lib, which) = match search::open_first(&first, open) {
+        Ok(x) => x,
+        Err(tried) => {
+            if let Candidate::Override { var, path } = &tried[0].0 {
+                return Err(format!("no NCCL: {}", search::override_failed(var, path, &tried[0].1, "libnccl.so.2")));
+            }
+            // Only now look through Python's package directories (this runs python3).
+            let dirs = search::all_site_dirs(env);
+            let files = search::wheel_files(&dirs, search::NCCL_IN_WHEEL);
+            let wheels: Vec<Candidate> = files.into_iter().map(Candidate::File).collect();
+            match search::open_first(&wheels, open) {
+                Ok(x) => x,
+                Err(more) => {
+                    let all: Vec<_> = tried.into_iter().chain(more).collect();
+                    return Err(search::nccl_not_found(&all, dirs.len()));
+                }
+            }
+        }
+    };
+    from_library(lib, &which.target().to_string_lossy())
+}
+
+/// Check and bind an opened library (`shown`: how it was named, for messages).
+pub fn from_library(lib: Library, shown: &str) -> Result<&'static Nccl, String> {
+    let lib: &'static Library = Box::leak(Box::new(lib));
+    // SAFETY: ncclGetVersion(int*) in every NCCL.
+    let get_version = unsafe { lib.get::<unsafe extern "C" fn(*mut c_int) -> NcclResult>(b"ncclGetVersion\0") }
+        .map(|s| *s)
+        .map_err(|_| {
+            format!(
+                "{shown} is not an NCCL library (it has no ncclGetVersion); point {} at libnccl.so.2",
+                search::NCCL_VAR
+            )
+        })?;
+    let location = library_path(get_version as usize).unwrap_or_else(|| shown.to_string());
+    let mut code: c_int = 0;
+    // SAFETY: out-pointer to a local.
+    let r = unsafe { get_version(&mut code) };
+    if r != NCCL_SUCCESS {
+        return Err(format!("NCCL at {location}: ncclGetVersion failed with code {r}"));
+    }
+    let version = decode_version(code);
+    if (version.0, version.1) < MIN_VERSION {
+        return Err(format!(
+            "NCCL {}.{}.{} at {location} is too old: coll-bench needs NCCL {}.{} or newer (ncclAvg, bfloat16); install a newer one (pip install nvidia-nccl-cu12) or point {} at it",
+            version.0,
+            version.1,
+            version.2,
+            MIN_VERSION.0,
+            MIN_VERSION.1,
+            search::NCCL_VAR
+        ));
+    }
+    // SAFETY: the signatures above are those of nccl.h.
+    let api = unsafe { NcclApi::load(lib) }
+        .map_err(|missing| format!("NCCL at {location} is incomplete: missing {missing}"))?;
+    // SAFETY: const char* ncclGetLastError(ncclComm_t), where present.
+    let last_error =
+        unsafe { lib.get::<unsafe extern "C" fn(NcclComm) -> *const c_char>(b"ncclGetLastError\0") }.ok().map(|s| *s);
+    Ok(Box::leak(Box::new(Nccl { api, last_error, version, location })))
+}
+
+impl Nccl {
+    /// "unhandled system error (code 2)", with NCCL's own detail where it has one.
+    pub(crate) fn error_text(&self, r: NcclResult, comm: NcclComm) -> String {
+        // SAFETY: NCCL returns static strings (or null for codes it does not know).
+        let text = unsafe {
+            let p = (self.api.get_error_string)(r);
+            if p.is_null() {
+                "unknown error".to_string()
+            } else {
+                CStr::from_ptr(p).to_string_lossy().into_owned()
+            }
+        };
+        let detail = match self.last_error {
+            // SAFETY: a null comm is accepted (the last error of the thread).
+            Some(f) => unsafe {
+                let p = f(comm);
+                if p.is_null() {
+                    String::new()
+                } else {
+                    search::one_line(&CStr::from_ptr(p).to_string_lossy())
+                }
+            },
+            None => String::new(),
+        };
+        if detail.is_empty() {
+            format!("{} (code {r})", search::one_line(&text))
+        } else {
+            format!("{} (code {r}): {detail}", search::one_line(&text))
+        }
+    }
+
+    /// `Err("NCCL error in WHAT: text")` unless `r` is success.
+    pub(crate) fn check(&self, r: NcclResult, what: &str, comm: NcclComm) -> Result<(), String> {
+        if r == NCCL_SUCCESS {
+            Ok(())
+        } else {
+            Err(format!("NCCL error in {what}: {}", self.error_text(r, comm)))
+        }
+    }
+
+    pub fn version_string(&self) -> String {
+        format!("{}.{}.{}", self.version.0, self.version.1, self.version.2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<OsString> {
+        let m: HashMap<String, OsString> = vars.iter().map(|(k, v)| (k.to_string(), OsString::from(v))).collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn versions_decode_in_both_schemes() {
+        assert_eq!(decode_version(21805), (2, 18, 5));
+        assert_eq!(decode_version(22703), (2, 27, 3));
+        assert_eq!(decode_version(21000), (2, 10, 0));
+        assert_eq!(decode_version(2708), (2, 7, 8));
+        assert_eq!(decode_version(2406), (2, 4, 6));
+    }
+
+    #[test]
+    fn types_and_ops_follow_nccl_h() {
+        let codes: Vec<c_int> = DType::ALL.iter().map(|d| datatype(*d)).collect();
+        // int8 uint8 int32 uint32 int64 uint64 half float double bfloat16, in DType::ALL's order.
+        assert_eq!(codes, vec![0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+        assert_eq!([Op::Sum, Op::Prod, Op::Max, Op::Min, Op::Avg].map(reduce_op), [0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn the_unique_id_is_128_bytes_like_nccl_unique_id() {
+        assert_eq!(std::mem::size_of::<UniqueId>(), 128);
+        assert_eq!(std::mem::align_of::<UniqueId>(), std::mem::align_of::<c_char>());
+    }
+
+    #[test]
+    fn an_override_that_does_not_exist_is_named() {
+        let e = load(&env(&[(search::NCCL_VAR, "/nonexistent")])).err().unwrap();
+        assert!(e.starts_with("no NCCL: COLL_BENCH_NCCL_LIBRARY=/nonexistent did not load: /nonexistent: cannot open shared object file"), "{e}");
+        assert!(e.ends_with("point it at libnccl.so.2, or unset it to search the usual places"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn an_override_that_is_not_nccl_is_named() {
+        // libm is on every glibc system and has no ncclGetVersion.
+        let e = load(&env(&[(search::NCCL_VAR, "libm.so.6")])).err().unwrap();
+        assert_eq!(
+            e,
+            "libm.so.6 is not an NCCL library (it has no ncclGetVersion); point COLL_BENCH_NCCL_LIBRARY at libnccl.so.2"
+        );
+    }
+
+    #[test]
+    fn a_cuda_override_that_does_not_exist_is_named() {
+        let e = super::super::cuda::load(&env(&[(search::CUDA_VAR, "/nonexistent/libcuda.so.1")])).err().unwrap();
+        assert!(
+            e.starts_with("no CUDA driver: COLL_BENCH_CUDA_LIBRARY=/nonexistent/libcuda.so.1 did not load:"),
+            "{e}"
+        );
+        assert!(e.contains("point it at libcuda.so.1"), "{e}");
+    }
+
+    #[test]
+    fn a_library_that_is_not_the_driver_is_named() {
+        let e = super::super::cuda::load(&env(&[(search::CUDA_VAR, "libm.so.6")])).err().unwrap();
+        assert!(e.starts_with("the CUDA driver at libm.so.6 is too old or not a CUDA driver (missing cuInit:"), "{e}");
+    }
+}

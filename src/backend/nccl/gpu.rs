@@ -1,0 +1,161 @@
+//! Which GPU a rank drives: the one at its node-local rank among the GPUs the CUDA driver shows,
+//! which are those `CUDA_VISIBLE_DEVICES` lets through. The driver applies the variable itself
+//! (device ordinal 0 is its first entry); we parse it only to name the GPU in the header and to
+//! explain a shortage. Pure functions, so the rules are unit-tested without a GPU.
+
+/// What `CUDA_VISIBLE_DEVICES` makes visible.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Visible {
+    /// Unset: every GPU, in the driver's order.
+    All,
+    /// Set: these entries (indices like `2`, or UUIDs like `GPU-8f1c…`, `MIG-…`), in order.
+    Listed(Vec<String>),
+}
+
+/// The variable as the CUDA driver reads it: comma-separated entries, each a non-negative index
+/// or a `GPU-`/`MIG-` UUID; the first invalid entry hides itself and everything after it, and an
+/// empty value hides every GPU.
+pub fn parse_visible(value: Option<&str>) -> Visible {
+    let Some(value) = value else { return Visible::All };
+    let mut out = vec![];
+    for entry in value.split(',').map(str::trim) {
+        let index = !entry.is_empty() && entry.bytes().all(|b| b.is_ascii_digit());
+        let uuid = ["GPU-", "MIG-"]
+            .iter()
+            .any(|p| entry.len() > p.len() && entry.get(..p.len()).is_some_and(|h| h.eq_ignore_ascii_case(p)));
+        if !(index || uuid) {
+            break;
+        }
+        out.push(entry.to_string());
+    }
+    Visible::Listed(out)
+}
+
+/// The GPU chosen for a rank.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    /// The CUDA device ordinal (among visible GPUs).
+    pub ordinal: usize,
+    /// Its `CUDA_VISIBLE_DEVICES` entry, when the variable is set.
+    pub entry: Option<String>,
+}
+
+impl Selection {
+    /// "GPU 1" or "GPU 1 (CUDA_VISIBLE_DEVICES entry 3)".
+    pub fn label(&self) -> String {
+        match &self.entry {
+            Some(e) if *e != self.ordinal.to_string() => {
+                format!("GPU {} (CUDA_VISIBLE_DEVICES entry {e})", self.ordinal)
+            }
+            _ => format!("GPU {}", self.ordinal),
+        }
+    }
+}
+
+/// One GPU per rank: local rank `local_rank` of `local_size` on `host` takes device ordinal
+/// `local_rank` of the `device_count` the driver reports. A node with more ranks than visible
+/// GPUs is an error on every rank of the node (the message names the count and the variable).
+pub fn select(
+    local_rank: usize,
+    local_size: usize,
+    visible: &Visible,
+    device_count: usize,
+    host: &str,
+) -> Result<Selection, String> {
+    let cvd = match visible {
+        Visible::All => String::new(),
+        Visible::Listed(v) => format!(" (CUDA_VISIBLE_DEVICES={})", v.join(",")),
+    };
+    if device_count == 0 {
+        return Err(match visible {
+            Visible::Listed(v) if v.is_empty() => format!(
+                "no GPU visible on {host}: CUDA_VISIBLE_DEVICES is set but lists no valid device; unset it or list the GPUs to use"
+            ),
+            _ => format!("no GPU on {host}: the CUDA driver reports 0 devices{cvd}"),
+        });
+    }
+    if local_size > device_count {
+        return Err(format!(
+            "{local_size} ranks on {host} but only {device_count} GPU(s) visible there{cvd}; the nccl backend drives one GPU per rank: run at most {device_count} ranks per node, or make more GPUs visible"
+        ));
+    }
+    // local_rank < local_size <= device_count.
+    let ordinal = local_rank;
+    let entry = match visible {
+        Visible::All => None,
+        Visible::Listed(v) => v.get(ordinal).cloned(),
+    };
+    Ok(Selection { ordinal, entry })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(v: &[&str]) -> Visible {
+        Visible::Listed(v.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn unset_means_every_gpu_and_empty_means_none() {
+        assert_eq!(parse_visible(None), Visible::All);
+        assert_eq!(parse_visible(Some("")), listed(&[]));
+    }
+
+    #[test]
+    fn indices_and_uuids_are_entries() {
+        assert_eq!(parse_visible(Some("0,1")), listed(&["0", "1"]));
+        assert_eq!(parse_visible(Some(" 2 , 3 ")), listed(&["2", "3"]));
+        assert_eq!(
+            parse_visible(Some("GPU-8f1c2d3e-aaaa-bbbb-cccc-0123456789ab,1")),
+            listed(&["GPU-8f1c2d3e-aaaa-bbbb-cccc-0123456789ab", "1"])
+        );
+        assert_eq!(parse_visible(Some("MIG-GPU-1234/1/0")), listed(&["MIG-GPU-1234/1/0"]));
+        assert_eq!(parse_visible(Some("gpu-abc")), listed(&["gpu-abc"]));
+    }
+
+    #[test]
+    fn the_first_invalid_entry_hides_the_rest() {
+        assert_eq!(parse_visible(Some("1,foo,2")), listed(&["1"]));
+        assert_eq!(parse_visible(Some("-1")), listed(&[]));
+        assert_eq!(parse_visible(Some("3,,4")), listed(&["3"]));
+        assert_eq!(parse_visible(Some("GPU-")), listed(&[]));
+    }
+
+    #[test]
+    fn each_local_rank_takes_its_own_ordinal() {
+        for r in 0..4 {
+            let s = select(r, 4, &Visible::All, 8, "n1").unwrap();
+            assert_eq!(s, Selection { ordinal: r, entry: None });
+            assert_eq!(s.label(), format!("GPU {r}"));
+        }
+        let s = select(1, 2, &listed(&["6", "GPU-abc"]), 2, "n1").unwrap();
+        assert_eq!(s, Selection { ordinal: 1, entry: Some("GPU-abc".into()) });
+        assert_eq!(s.label(), "GPU 1 (CUDA_VISIBLE_DEVICES entry GPU-abc)");
+        let s = select(0, 2, &listed(&["6", "7"]), 2, "n1").unwrap();
+        assert_eq!(s.label(), "GPU 0 (CUDA_VISIBLE_DEVICES entry 6)");
+        let s = select(0, 1, &listed(&["0"]), 1, "n1").unwrap();
+        assert_eq!(s.label(), "GPU 0");
+    }
+
+    #[test]
+    fn more_local_ranks_than_gpus_is_an_error_on_every_rank_of_the_node() {
+        for r in 0..3 {
+            let e = select(r, 3, &listed(&["0", "1"]), 2, "n7").unwrap_err();
+            assert_eq!(
+                e,
+                "3 ranks on n7 but only 2 GPU(s) visible there (CUDA_VISIBLE_DEVICES=0,1); the nccl backend drives one GPU per rank: run at most 2 ranks per node, or make more GPUs visible"
+            );
+        }
+        let e = select(0, 2, &Visible::All, 1, "n7").unwrap_err();
+        assert!(e.starts_with("2 ranks on n7 but only 1 GPU(s) visible there;"), "{e}");
+    }
+
+    #[test]
+    fn no_gpu_names_the_variable_when_it_hides_them() {
+        let e = select(0, 1, &listed(&[]), 0, "n1").unwrap_err();
+        assert!(e.contains("CUDA_VISIBLE_DEVICES is set but lists no valid device"), "{e}");
+        let e = select(0, 1, &Visible::All, 0, "n1").unwrap_err();
+        assert_eq!(e, "no GPU on n1: the CUDA driver reports 0 devices");
+    }
+}

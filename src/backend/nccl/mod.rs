@@ -1,0 +1,602 @@
+//! The NCCL backend: collectives on GPU buffers, one GPU per rank. Built in by default; libcuda
+//! and libnccl are loaded at run time (`libloading`), so the same binary builds and runs on
+//! machines without CUDA, where `--backend nccl` is a one-line error. All FFI detail stays in
+//! this module: `search` (where the libraries are), `cuda` (driver calls), `ffi` (NCCL calls),
+//! `gpu` (which GPU a rank takes).
+//!
+//! Bootstrap, each step agreed across ranks so a failure anywhere is one message from rank 0:
+//! 1. every rank: load libcuda, `cuInit`, pick the GPU at its node-local rank (honouring
+//!    `CUDA_VISIBLE_DEVICES`), load NCCL and check its version, make the GPU's primary context
+//!    current, create a stream and timing events;
+//! 2. rank 0: `ncclGetUniqueId`; its 128 bytes are broadcast over MPI;
+//! 3. every rank: `ncclCommInitRank` (collective);
+//! 4. every rank's GPU (host, index, name, PCI bus id) is gathered for the header.
+//!
+//! Timing: a timing event is recorded on the stream before and after each batch of calls; the
+//! host waits for the second one, polling it and `ncclCommGetAsyncError`, and the sample is the
+//! elapsed GPU time per call. An error once the sweep has begun (a failed call, an asynchronous
+//! NCCL error) cannot be agreed on — the other ranks may be inside a collective — so the rank
+//! aborts its communicator, prints one line and ends with exit code 2, and the launcher ends the
+//! rest, as the `-T` watchdog does.
+//!
+//! In-place conventions are NCCL's (`Convention::Nccl`). Gather, scatter and all-to-all are
+//! grouped `ncclSend`/`ncclRecv`, as in nccl-tests; in-place all-to-all first copies the buffer
+//! to the (otherwise unused) send buffer on the device, since sends and receives of one group
+//! would otherwise overwrite blocks not yet sent (the copy is part of the timed call). Barrier is
+//! an all-reduce of one int32 on a scratch buffer. sendrecv is a ping-pong of separate, ordered
+//! `ncclSend` and `ncclRecv` calls (one way = half the round trip); a rank without a partner sends
+//! to itself in one group.
+//!
+//! float16 and bfloat16 run only with `-c 0`: the exact check has no 16-bit float arithmetic on
+//! the host yet.
+
+/// A struct of C function pointers bound from a library by name: `load` fails with the first
+/// missing symbol.
+macro_rules! api {
+    ($(#[$m:meta])* pub struct $name:ident {
+        $($field:ident : $sym:literal => fn($($arg:ty),* $(,)?) -> $ret:ty,)*
+    }) => {
+        $(#[$m])*
+        pub struct $name {
+            $(pub $field: unsafe extern "C" fn($($arg),*) -> $ret,)*
+        }
+        impl $name {
+            /// Bind every entry point, or name the first one missing.
+            ///
+            /// # Safety
+            /// The library must export these symbols with these C signatures.
+            pub unsafe fn load(lib: &'static libloading::Library) -> Result<Self, String> {
+                Ok($name {
+                    $($field: *lib
+                        .get::<unsafe extern "C" fn($($arg),*) -> $ret>(concat!($sym, "\0").as_bytes())
+                        .map_err(|e| format!("{}: {}", $sym, crate::backend::nccl::search::one_line(&e.to_string())))?,)*
+                })
+            }
+        }
+    };
+}
+
+pub mod cuda;
+pub mod ffi;
+pub mod gpu;
+pub mod search;
+
+use super::{Backend, Buf, Call, HostBuffer};
+use crate::check::SENTINEL;
+use crate::collective::{partner, Convention, Kind};
+use crate::dtype::DType;
+use crate::error::{exit, Error, Result};
+use crate::options::Options;
+use crate::world::World;
+use cuda::{Context, CuDevicePtr, DeviceBuffer, Driver, Event, Stream};
+use ffi::{Nccl, NcclComm, UniqueId, NCCL_IN_PROGRESS, NCCL_SUCCESS, UNIQUE_ID_BYTES};
+use mpi::raw::AsRaw;
+use mpi::traits::*;
+use std::ffi::OsString;
+use std::io::Write;
+use std::os::raw::{c_int, c_void};
+use std::time::Duration;
+
+/// The smallest device allocation, so no NCCL call ever sees a null pointer (count-0 calls at the
+/// smallest sizes still pass their buffers).
+const MIN_ALLOC: usize = 256;
+/// Bytes of one rank's header record.
+const RECORD: usize = 512;
+
+/// The backend, ready to run: see the module doc for the bootstrap.
+pub fn create(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
+    Ok(Box::new(NcclBackend::new(world, opts, &|k| std::env::var_os(k))?))
+}
+
+/// What each rank sets up on its own (bootstrap step 1).
+struct Local {
+    drv: &'static Driver,
+    nccl: &'static Nccl,
+    selection: gpu::Selection,
+    name: String,
+    bus_id: String,
+    driver_version: (u32, u32),
+    // Drop order: events and stream before the context.
+    start: Event,
+    end: Event,
+    sync: Event,
+    stream: Stream,
+    ctx: Context,
+}
+
+/// Step 1 on this rank: libcuda → a GPU → NCCL → context, stream, events. The first failure is
+/// the message, in that order (no libcuda, no GPU, no NCCL or too old, a CUDA error).
+fn open_local(world: &World, env: &dyn Fn(&str) -> Option<OsString>) -> std::result::Result<Local, String> {
+    let host = world.host();
+    let drv = cuda::load(env)?;
+    drv.init(host)?;
+    let count = drv.device_count()?;
+    let cvd = env("CUDA_VISIBLE_DEVICES");
+    let visible = gpu::parse_visible(cvd.as_deref().map(|v| v.to_str().unwrap_or("")));
+    let selection = gpu::select(world.local_rank, world.local_size, &visible, count, host)?;
+    let dev = drv.device(selection.ordinal)?;
+    let name = drv.device_name(dev)?;
+    let bus_id = drv.pci_bus_id(dev)?;
+    let driver_version = drv.version()?;
+    let nccl = ffi::load(env)?;
+    let ctx = Context::retain(drv, dev)?;
+    let stream = Stream::new(drv)?;
+    let (start, end, sync) = (Event::new(drv)?, Event::new(drv)?, Event::new(drv)?);
+    Ok(Local { drv, nccl, selection, name, bus_id, driver_version, start, end, sync, stream, ctx })
+}
+
+/// An NCCL communicator: destroyed on drop, or aborted where the run failed.
+struct Comm {
+    nccl: &'static Nccl,
+    raw: NcclComm,
+}
+
+impl Comm {
+    fn init(nccl: &'static Nccl, nranks: usize, id: UniqueId, rank: usize) -> std::result::Result<Comm, String> {
+        let mut raw: NcclComm = std::ptr::null_mut();
+        // SAFETY: out-pointer to a local; the id is the one rank 0 made, passed by value.
+        let r = unsafe { (nccl.api.comm_init_rank)(&mut raw, nranks as c_int, id, rank as c_int) };
+        nccl.check(r, "ncclCommInitRank", std::ptr::null_mut())?;
+        Ok(Comm { nccl, raw })
+    }
+
+    /// The error NCCL met in the background, if any.
+    fn async_error(&self) -> std::result::Result<(), String> {
+        let mut state: c_int = NCCL_SUCCESS;
+        // SAFETY: our comm, an out-pointer to a local.
+        let r = unsafe { (self.nccl.api.comm_get_async_error)(self.raw, &mut state) };
+        self.nccl.check(r, "ncclCommGetAsyncError", self.raw)?;
+        if state != NCCL_SUCCESS && state != NCCL_IN_PROGRESS {
+            return Err(format!("NCCL reported an asynchronous error: {}", self.nccl.error_text(state, self.raw)));
+        }
+        Ok(())
+    }
+
+    fn abort(mut self) {
+        // SAFETY: our comm; not used again (drop sees null).
+        unsafe { (self.nccl.api.comm_abort)(self.raw) };
+        self.raw = std::ptr::null_mut();
+    }
+}
+
+impl Drop for Comm {
+    fn drop(&mut self) {
+        if !self.raw.is_null() {
+            // SAFETY: our comm; the backend waits for its stream before dropping it.
+            unsafe { (self.nccl.api.comm_destroy)(self.raw) };
+        }
+    }
+}
+
+pub struct NcclBackend {
+    // Field order is drop order: the communicator first, then device memory, then the events,
+    // the stream and the context. The MPI world outlives all of it (it is dropped after the
+    // backend, in `app::main`).
+    comm: Comm,
+    send: DeviceBuffer,
+    recv: DeviceBuffer,
+    /// One int32 for barrier.
+    scratch: DeviceBuffer,
+    start: Event,
+    end: Event,
+    sync: Event,
+    stream: Stream,
+    _ctx: Context,
+    /// Host view for `write` and `read`.
+    staging: HostBuffer,
+    drv: &'static Driver,
+    nccl: &'static Nccl,
+    mpi_comm: mpi::ffi::MPI_Comm,
+    rank: usize,
+    nranks: usize,
+    host: String,
+    ordinal: usize,
+    blocking: bool,
+    check: bool,
+    details: Vec<String>,
+}
+
+/// Everything one call needs, resolved before the timed loop. Device addresses.
+struct Prepared {
+    kind: Kind,
+    send: CuDevicePtr,
+    recv: CuDevicePtr,
+    count: usize,
+    /// Bytes of one rank's block (grouped send/recv).
+    block: u64,
+    dtype: c_int,
+    op: c_int,
+    root: c_int,
+    partner: usize,
+    /// In-place all-to-all: copy `.2` bytes from `.1` to `.0` before the exchange.
+    stage: Option<(CuDevicePtr, CuDevicePtr, usize)>,
+}
+
+impl NcclBackend {
+    /// Steps 1-4 of the bootstrap; collective.
+    pub fn new(world: &World, opts: &Options, env: &dyn Fn(&str) -> Option<OsString>) -> Result<NcclBackend> {
+        if opts.implementation != "native" {
+            return Err(Error::usage(format!(
+                "--impl: '{}' is not offered by the nccl backend; expected native",
+                opts.implementation
+            )));
+        }
+        let local = world.agree(open_local(world, env).map_err(Error::setup))?;
+
+        let id = if world.rank == 0 { unique_id(local.nccl) } else { Ok([0u8; UNIQUE_ID_BYTES]) };
+        let id = world.agree(id.map_err(Error::setup))?;
+        let bytes = world.broadcast_bytes(0, id.to_vec());
+        let mut id = UniqueId { internal: [0u8; UNIQUE_ID_BYTES] };
+        id.internal.copy_from_slice(&bytes[..UNIQUE_ID_BYTES]);
+
+        let host = world.host().to_string();
+        let comm = Comm::init(local.nccl, world.size, id, world.rank)
+            .map_err(|e| format!("{e} (rank {} on {host}, {})", world.rank, local.selection.label()));
+        let status = world.agree(comm.as_ref().map(|_| ()).map_err(|e| Error::setup(e.clone())));
+        let comm = match (status, comm) {
+            (Ok(()), Ok(c)) => c,
+            (Err(e), c) => {
+                // Another rank failed: leave without waiting for it.
+                if let Ok(c) = c {
+                    c.abort();
+                }
+                return Err(e);
+            }
+            (Ok(()), Err(_)) => unreachable!("agree returns this rank's error"),
+        };
+
+        let details = describe_all(world, &local);
+        let drv = local.drv;
+        Ok(NcclBackend {
+            comm,
+            send: DeviceBuffer::empty(drv),
+            recv: DeviceBuffer::empty(drv),
+            scratch: DeviceBuffer::empty(drv),
+            start: local.start,
+            end: local.end,
+            sync: local.sync,
+            stream: local.stream,
+            _ctx: local.ctx,
+            staging: HostBuffer::empty(),
+            drv,
+            nccl: local.nccl,
+            mpi_comm: world.comm().as_raw(),
+            rank: world.rank,
+            nranks: world.size,
+            host,
+            ordinal: local.selection.ordinal,
+            blocking: opts.blocking,
+            check: opts.check,
+            details,
+        })
+    }
+
+    /// An error once the sweep has begun: abort the communicator (so peers stop waiting on
+    /// it), print one line, end the process (the launcher ends the others).
+    fn fatal(&self, msg: String) -> ! {
+        // SAFETY: our comm; the process ends right after.
+        unsafe { (self.nccl.api.comm_abort)(self.comm.raw) };
+        let line = format!(
+            "coll-bench: error: {msg} (rank {} on {}, GPU {}); aborting the job\n",
+            self.rank, self.host, self.ordinal
+        );
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(line.as_bytes());
+        let _ = err.flush();
+        // SAFETY: ends the process without unwinding through MPI or NCCL state.
+        unsafe { libc::_exit(exit::ERROR) }
+    }
+
+    /// Wait for `ev` (recorded on our stream), watching NCCL's asynchronous error.
+    fn wait(&self, ev: &Event) -> std::result::Result<(), String> {
+        let mut spins = 0u64;
+        loop {
+            if ev.done()? {
+                return Ok(());
+            }
+            spins += 1;
+            if spins % 16 == 0 {
+                self.comm.async_error()?;
+            }
+            if spins < 100_000 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+    }
+
+    /// Wait for everything queued on the stream so far.
+    fn wait_stream(&self) -> std::result::Result<(), String> {
+        self.sync.record(&self.stream)?;
+        self.wait(&self.sync)
+    }
+
+    fn device(&self, buf: Buf) -> CuDevicePtr {
+        match buf {
+            Buf::Send => self.send.ptr,
+            Buf::Recv => self.recv.ptr,
+        }
+    }
+
+    fn prepare(&self, call: &Call) -> Result<Prepared> {
+        self.supports(call.dtype)?;
+        let l = call.layout;
+        let elem = call.dtype.size() as u64;
+        let at = |base: CuDevicePtr, elems: usize| base + elems as u64 * elem;
+        let (send, recv) = match (call.kind, call.in_place) {
+            (Kind::Barrier, _) => (self.scratch.ptr, self.scratch.ptr),
+            (_, false) => (self.send.ptr, self.recv.ptr),
+            (_, true) => (at(self.recv.ptr, l.in_place_input), at(self.recv.ptr, l.in_place_output)),
+        };
+        let (send, stage) = if call.kind == Kind::AllToAll && call.in_place {
+            (self.send.ptr, Some((self.send.ptr, self.recv.ptr, l.send_count * elem as usize)))
+        } else {
+            (send, None)
+        };
+        Ok(Prepared {
+            kind: call.kind,
+            send,
+            recv,
+            count: if call.kind == Kind::Barrier { 1 } else { l.count },
+            block: l.count as u64 * elem,
+            dtype: if call.kind == Kind::Barrier { ffi::datatype(DType::Int32) } else { ffi::datatype(call.dtype) },
+            op: ffi::reduce_op(call.op),
+            root: call.root as c_int,
+            partner: partner(self.rank, self.nranks),
+            stage,
+        })
+    }
+
+    /// Enqueue one call on the stream.
+    fn call_once(&self, p: &Prepared) -> std::result::Result<(), String> {
+        let a = &self.nccl.api;
+        let (c, s) = (self.comm.raw, self.stream.raw);
+        let ptr = |d: CuDevicePtr| d as usize as *mut c_void;
+        let me = self.rank as c_int;
+        let check = |r, what| self.nccl.check(r, what, c);
+        // SAFETY: the addresses lie in our device buffers, which `allocate` sized for the largest
+        // layout; the comm and stream are ours.
+        unsafe {
+            match p.kind {
+                Kind::AllReduce | Kind::Barrier => {
+                    check((a.all_reduce)(ptr(p.send), ptr(p.recv), p.count, p.dtype, p.op, c, s), "ncclAllReduce")
+                }
+                Kind::AllGather => {
+                    check((a.all_gather)(ptr(p.send), ptr(p.recv), p.count, p.dtype, c, s), "ncclAllGather")
+                }
+                Kind::ReduceScatter => check(
+                    (a.reduce_scatter)(ptr(p.send), ptr(p.recv), p.count, p.dtype, p.op, c, s),
+                    "ncclReduceScatter",
+                ),
+                Kind::Broadcast => {
+                    check((a.broadcast)(ptr(p.send), ptr(p.recv), p.count, p.dtype, p.root, c, s), "ncclBroadcast")
+                }
+                Kind::Reduce => {
+                    check((a.reduce)(ptr(p.send), ptr(p.recv), p.count, p.dtype, p.op, p.root, c, s), "ncclReduce")
+                }
+                Kind::Gather => {
+                    check((a.group_start)(), "ncclGroupStart")?;
+                    check((a.send)(ptr(p.send), p.count, p.dtype, p.root, c, s), "ncclSend")?;
+                    if me == p.root {
+                        for r in 0..self.nranks {
+                            let dst = ptr(p.recv + r as u64 * p.block);
+                            check((a.recv)(dst, p.count, p.dtype, r as c_int, c, s), "ncclRecv")?;
+                        }
+                    }
+                    check((a.group_end)(), "ncclGroupEnd")
+                }
+                Kind::Scatter => {
+                    check((a.group_start)(), "ncclGroupStart")?;
+                    if me == p.root {
+                        for r in 0..self.nranks {
+                            let src = ptr(p.send + r as u64 * p.block);
+                            check((a.send)(src, p.count, p.dtype, r as c_int, c, s), "ncclSend")?;
+                        }
+                    }
+                    check((a.recv)(ptr(p.recv), p.count, p.dtype, p.root, c, s), "ncclRecv")?;
+                    check((a.group_end)(), "ncclGroupEnd")
+                }
+                Kind::AllToAll => {
+                    if let Some((dst, src, len)) = p.stage {
+                        self.stream.copy_on_device(dst, src, len)?;
+                    }
+                    check((a.group_start)(), "ncclGroupStart")?;
+                    for r in 0..self.nranks {
+                        let off = r as u64 * p.block;
+                        check((a.send)(ptr(p.send + off), p.count, p.dtype, r as c_int, c, s), "ncclSend")?;
+                        check((a.recv)(ptr(p.recv + off), p.count, p.dtype, r as c_int, c, s), "ncclRecv")?;
+                    }
+                    check((a.group_end)(), "ncclGroupEnd")
+                }
+                Kind::SendRecv => {
+                    let peer = p.partner as c_int;
+                    if p.partner == self.rank {
+                        check((a.group_start)(), "ncclGroupStart")?;
+                        check((a.send)(ptr(p.send), p.count, p.dtype, peer, c, s), "ncclSend")?;
+                        check((a.recv)(ptr(p.recv), p.count, p.dtype, peer, c, s), "ncclRecv")?;
+                        check((a.group_end)(), "ncclGroupEnd")
+                    } else if self.rank % 2 == 0 {
+                        check((a.send)(ptr(p.send), p.count, p.dtype, peer, c, s), "ncclSend")?;
+                        check((a.recv)(ptr(p.recv), p.count, p.dtype, peer, c, s), "ncclRecv")
+                    } else {
+                        check((a.recv)(ptr(p.recv), p.count, p.dtype, peer, c, s), "ncclRecv")?;
+                        check((a.send)(ptr(p.send), p.count, p.dtype, peer, c, s), "ncclSend")
+                    }
+                }
+            }
+        }
+    }
+
+    /// Host staging of at least `len` bytes.
+    fn staging(&mut self, len: usize) -> Result<()> {
+        if self.staging.len() < len {
+            self.staging = HostBuffer::empty();
+            self.staging = HostBuffer::new(len, 0)?;
+        }
+        Ok(())
+    }
+
+    /// Copy the first `len` bytes of a device buffer into the staging buffer.
+    fn fetch(&mut self, buf: Buf, len: usize) -> std::result::Result<(), String> {
+        let dev = self.device(buf);
+        self.stream.copy_to_host(&mut self.staging.bytes_mut()[..len], dev)?;
+        self.wait_stream()
+    }
+}
+
+/// Rank 0's part of step 2.
+fn unique_id(nccl: &Nccl) -> std::result::Result<[u8; UNIQUE_ID_BYTES], String> {
+    let mut id = UniqueId { internal: [0u8; UNIQUE_ID_BYTES] };
+    // SAFETY: out-pointer to a local of the right size.
+    let r = unsafe { (nccl.api.get_unique_id)(&mut id) };
+    nccl.check(r, "ncclGetUniqueId", std::ptr::null_mut())?;
+    Ok(id.internal)
+}
+
+/// Step 4: the header lines, the same on every rank. Collective.
+fn describe_all(world: &World, local: &Local) -> Vec<String> {
+    let mine = format!(
+        "rank {} on {}: {} {} (PCI {})",
+        world.rank,
+        world.host(),
+        local.selection.label(),
+        local.name,
+        local.bus_id
+    );
+    let mut rec = [0u8; RECORD];
+    let n = mine.len().min(RECORD - 1);
+    rec[..n].copy_from_slice(&mine.as_bytes()[..n]);
+    let mut all = vec![0u8; RECORD * world.size];
+    world.comm().all_gather_into(&rec[..], &mut all[..]);
+    let mut lines = vec![format!(
+        "NCCL {} ({}), CUDA driver {}.{} ({})",
+        local.nccl.version_string(),
+        local.nccl.location,
+        local.driver_version.0,
+        local.driver_version.1,
+        local.drv.location
+    )];
+    lines.extend(all.chunks(RECORD).map(|c| {
+        let end = c.iter().position(|b| *b == 0).unwrap_or(c.len());
+        String::from_utf8_lossy(&c[..end]).into_owned()
+    }));
+    lines
+}
+
+impl Drop for NcclBackend {
+    fn drop(&mut self) {
+        // Let queued work finish before the communicator and the buffers go.
+        let _ = self.stream.synchronize();
+    }
+}
+
+impl Backend for NcclBackend {
+    fn name(&self) -> &'static str {
+        "nccl"
+    }
+
+    fn convention(&self) -> Convention {
+        Convention::Nccl
+    }
+
+    fn describe(&self) -> Vec<String> {
+        self.details.clone()
+    }
+
+    fn supports(&self, dtype: DType) -> Result<()> {
+        match dtype {
+            DType::Float16 | DType::Bfloat16 if self.check => Err(Error::usage(format!(
+                "-d/--datatype: {dtype} runs on the nccl backend only with -c 0 (the exact check has no 16-bit float arithmetic yet); expected int8, uint8, int32, uint32, int64, uint64, float32 or float64, or add -c 0"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    fn allocate(&mut self, send_bytes: usize, recv_bytes: usize) -> Result<()> {
+        // Free first so the peak never holds old and new buffers together.
+        self.send = DeviceBuffer::empty(self.drv);
+        self.recv = DeviceBuffer::empty(self.drv);
+        self.scratch = DeviceBuffer::empty(self.drv);
+        let (send_len, recv_len) = (send_bytes.max(MIN_ALLOC), recv_bytes.max(MIN_ALLOC));
+        let place = format!("GPU {} of rank {} on {}", self.ordinal, self.rank, self.host);
+        let drv = self.drv;
+        let (free, total) = drv.mem_info().map_err(|e| Error::setup(format!("{e} on {place}")))?;
+        let need = send_len + recv_len + MIN_ALLOC;
+        if need > free {
+            return Err(Error::setup(format!(
+                "buffers of {} do not fit on {}: {} free of {}; lower -e/--maxbytes",
+                crate::size::human(need as u64),
+                place,
+                crate::size::human(free as u64),
+                crate::size::human(total as u64)
+            )));
+        }
+        let alloc = |len| DeviceBuffer::new(drv, len).map_err(|e| Error::setup(format!("{e} on {place}")));
+        self.send = alloc(send_len)?;
+        self.recv = alloc(recv_len)?;
+        self.scratch = alloc(MIN_ALLOC)?;
+        let filled = self
+            .stream
+            .memset(self.send.ptr, 0, send_len)
+            .and_then(|_| self.stream.memset(self.recv.ptr, SENTINEL, recv_len))
+            .and_then(|_| self.stream.memset(self.scratch.ptr, 0, MIN_ALLOC))
+            .and_then(|_| self.wait_stream());
+        filled.map_err(|e| Error::setup(format!("{e} on {place}")))
+    }
+
+    fn write(&mut self, buf: Buf, len: usize, f: &mut dyn FnMut(&mut [u8])) -> Result<()> {
+        self.staging(len)?;
+        if let Err(e) = self.fetch(buf, len) {
+            self.fatal(e);
+        }
+        f(&mut self.staging.bytes_mut()[..len]);
+        let dev = self.device(buf);
+        if let Err(e) = self.stream.copy_to_device(dev, &self.staging.bytes()[..len]).and_then(|_| self.wait_stream()) {
+            self.fatal(e);
+        }
+        Ok(())
+    }
+
+    fn read(&mut self, buf: Buf, len: usize, f: &mut dyn FnMut(&[u8])) -> Result<()> {
+        self.staging(len)?;
+        if let Err(e) = self.fetch(buf, len) {
+            self.fatal(e);
+        }
+        f(&self.staging.bytes()[..len]);
+        Ok(())
+    }
+
+    fn run(&mut self, call: &Call, iters: usize, batch: usize, samples: &mut Vec<f64>) -> Result<()> {
+        let p = self.prepare(call)?;
+        let batch = batch.max(1);
+        // Ping-pong pairs time a round trip; report one way.
+        let round_trip = if call.kind == Kind::SendRecv && p.partner != self.rank { 2.0 } else { 1.0 };
+        let scale = 1.0 / (batch as f64 * round_trip);
+        samples.clear();
+        samples.reserve(iters / batch);
+        // SAFETY: MPI is initialised (the World outlives the backend).
+        unsafe { mpi::ffi::MPI_Barrier(self.mpi_comm) };
+        for _ in 0..iters / batch {
+            let timed = (|| -> std::result::Result<f64, String> {
+                self.start.record(&self.stream)?;
+                for _ in 0..batch {
+                    self.call_once(&p)?;
+                    if self.blocking {
+                        self.wait_stream()?;
+                        // SAFETY: as above.
+                        unsafe { mpi::ffi::MPI_Barrier(self.mpi_comm) };
+                    }
+                }
+                self.end.record(&self.stream)?;
+                self.wait(&self.end)?;
+                self.end.seconds_since(&self.start)
+            })();
+            match timed {
+                Ok(s) => samples.push(s * scale),
+                Err(e) => self.fatal(e),
+            }
+        }
+        Ok(())
+    }
+}
