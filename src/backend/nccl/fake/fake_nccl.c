@@ -1,0 +1,392 @@
+/* A stand-in for libnccl.so.2, for coll-bench's tests on machines without a GPU (tests/nccl.rs
+ * builds it and points COLL_BENCH_NCCL_LIBRARY at it), used with fake_cuda.c, whose "device"
+ * pointers are host pointers. It is a small, slow, real implementation for ranks on one host:
+ * every call runs to completion before it returns, and data moves between processes through
+ * one-slot channels (one per ordered pair of ranks) in a POSIX shared-memory segment that rank 0
+ * names in the unique id. Collectives are built from those channels and reduce in rank order, so
+ * every rank gets the same, exact result for coll-bench's patterns; avg is sum then divide (as
+ * coll-bench's check expects; real NCCL pre-multiplies floats by 1/n). float16 and bfloat16
+ * move but do not reduce (coll-bench runs them only with -c 0).
+ *
+ * ncclCommInitRank checks that the unique id arrived byte for byte (its first 64 bytes include
+ * values above 127, where signed and unsigned char differ).
+ *
+ *   FAKE_NCCL_VERSION=CODE       ncclGetVersion's code (default 21805, NCCL 2.18.5)
+ *   FAKE_NCCL_FAIL=WHAT          uniqueid: ncclGetUniqueId fails; init: ncclCommInitRank fails;
+ *                                async: ncclCommGetAsyncError reports a remote error once a
+ *                                collective or send/recv has been called
+ *   FAKE_NCCL_CHANNEL_BYTES=B    largest message between two ranks (default 1 MiB)
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+typedef int ncclResult_t;
+typedef struct { char internal[128]; } ncclUniqueId;
+typedef void *cudaStream_t;
+
+enum { ok = 0, system_error = 2, invalid_argument = 4, invalid_usage = 5, remote_error = 6 };
+enum { PATTERN = 64 };
+
+struct channel {
+    uint64_t sent;  /* messages written by the sender */
+    uint64_t taken; /* messages read by the receiver */
+    uint64_t bytes; /* size of the message in the slot */
+    char pad[40];
+    /* then `cap` bytes of data */
+};
+
+struct segment {
+    uint64_t joined;
+    uint64_t nranks;
+    uint64_t cap;
+    char pad[40];
+    /* then nranks * nranks channels, [src][dst] */
+};
+
+struct comm {
+    int nranks, rank;
+    size_t cap, size;
+    struct segment *seg;
+};
+typedef struct comm *ncclComm_t;
+
+static char last_error[256] = "";
+static long calls; /* collectives and sends/receives called so far */
+
+static const char *fail(void) {
+    const char *v = getenv("FAKE_NCCL_FAIL");
+    return v ? v : "";
+}
+static unsigned char id_byte(int i) { return (unsigned char)(i * 37 + 200); }
+static const size_t type_size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+
+static ncclResult_t error(ncclResult_t r, const char *what) {
+    snprintf(last_error, sizeof last_error, "fake NCCL: %s", what);
+    return r;
+}
+
+static size_t channel_stride(size_t cap) { return sizeof(struct channel) + ((cap + 63) / 64) * 64; }
+
+static struct channel *chan(struct comm *c, int src, int dst) {
+    char *base = (char *)c->seg + sizeof(struct segment);
+    return (struct channel *)(base + ((size_t)src * (size_t)c->nranks + (size_t)dst) * channel_stride(c->cap));
+}
+
+static void pause_(void) { sched_yield(); }
+
+/* Write one message from this rank to `dst`: waits until the previous one was taken. */
+static ncclResult_t put(struct comm *c, int dst, const void *data, size_t bytes) {
+    if (bytes > c->cap) return error(invalid_usage, "message larger than FAKE_NCCL_CHANNEL_BYTES");
+    struct channel *ch = chan(c, c->rank, dst);
+    uint64_t sent = __atomic_load_n(&ch->sent, __ATOMIC_RELAXED);
+    while (__atomic_load_n(&ch->taken, __ATOMIC_ACQUIRE) != sent) pause_();
+    memcpy((char *)(ch + 1), data, bytes);
+    ch->bytes = bytes;
+    __atomic_store_n(&ch->sent, sent + 1, __ATOMIC_RELEASE);
+    return ok;
+}
+
+/* Read the next message from `src` into `data` (at most `bytes`). */
+static ncclResult_t take(struct comm *c, int src, void *data, size_t bytes) {
+    struct channel *ch = chan(c, src, c->rank);
+    uint64_t taken = __atomic_load_n(&ch->taken, __ATOMIC_RELAXED);
+    while (__atomic_load_n(&ch->sent, __ATOMIC_ACQUIRE) == taken) pause_();
+    if (ch->bytes != bytes) return error(invalid_usage, "send and receive sizes differ");
+    memcpy(data, (char *)(ch + 1), bytes);
+    __atomic_store_n(&ch->taken, taken + 1, __ATOMIC_RELEASE);
+    return ok;
+}
+
+/* acc[i] = acc[i] op x[i], wrapping for integers. */
+#define REDUCE_INT(T, U)                                                                           \
+    for (size_t i = 0; i < n; i++) {                                                               \
+        T a = ((T *)acc)[i], b = ((const T *)x)[i];                                                \
+        T r;                                                                                       \
+        switch (op) {                                                                              \
+        case 1: r = (T)((U)a * (U)b); break;                                                       \
+        case 2: r = a > b ? a : b; break;                                                          \
+        case 3: r = a < b ? a : b; break;                                                          \
+        default: r = (T)((U)a + (U)b); break;                                                      \
+        }                                                                                          \
+        ((T *)acc)[i] = r;                                                                         \
+    }
+#define REDUCE_FLOAT(T)                                                                            \
+    for (size_t i = 0; i < n; i++) {                                                               \
+        T a = ((T *)acc)[i], b = ((const T *)x)[i];                                                \
+        T r;                                                                                       \
+        switch (op) {                                                                              \
+        case 1: r = a * b; break;                                                                  \
+        case 2: r = a > b ? a : b; break;                                                          \
+        case 3: r = a < b ? a : b; break;                                                          \
+        default: r = a + b; break;                                                                 \
+        }                                                                                          \
+        ((T *)acc)[i] = r;                                                                         \
+    }
+#define DIVIDE(T)                                                                                  \
+    for (size_t i = 0; i < n; i++) ((T *)acc)[i] = (T)(((T *)acc)[i] / (T)nranks);
+
+static void reduce(void *acc, const void *x, size_t n, int dt, int op) {
+    switch (dt) {
+    case 0: REDUCE_INT(int8_t, uint8_t); break;
+    case 1: REDUCE_INT(uint8_t, uint8_t); break;
+    case 2: REDUCE_INT(int32_t, uint32_t); break;
+    case 3: REDUCE_INT(uint32_t, uint32_t); break;
+    case 4: REDUCE_INT(int64_t, uint64_t); break;
+    case 5: REDUCE_INT(uint64_t, uint64_t); break;
+    case 7: REDUCE_FLOAT(float); break;
+    case 8: REDUCE_FLOAT(double); break;
+    default: break; /* float16, bfloat16: no arithmetic here */
+    }
+}
+
+static void finish_avg(void *acc, size_t n, int dt, int op, int nranks) {
+    if (op != 4) return;
+    switch (dt) {
+    case 0: DIVIDE(int8_t); break;
+    case 1: DIVIDE(uint8_t); break;
+    case 2: DIVIDE(int32_t); break;
+    case 3: DIVIDE(uint32_t); break;
+    case 4: DIVIDE(int64_t); break;
+    case 5: DIVIDE(uint64_t); break;
+    case 7: DIVIDE(float); break;
+    case 8: DIVIDE(double); break;
+    default: break;
+    }
+}
+
+ncclResult_t ncclGetVersion(int *v) {
+    const char *e = getenv("FAKE_NCCL_VERSION");
+    *v = e && *e ? atoi(e) : 21805;
+    return ok;
+}
+const char *ncclGetErrorString(ncclResult_t r) {
+    switch (r) {
+    case 0: return "no error";
+    case 1: return "unhandled cuda error (run with NCCL_DEBUG=INFO for details)";
+    case 2: return "unhandled system error (run with NCCL_DEBUG=INFO for details)";
+    case 3: return "internal error - please report this issue to the NCCL developers";
+    case 4: return "invalid argument (run with NCCL_DEBUG=WARN for details)";
+    case 5: return "invalid usage (run with NCCL_DEBUG=WARN for details)";
+    case 6: return "remote process exited or there was a network error";
+    case 7: return "NCCL operation in progress";
+    default: return "unknown result code";
+    }
+}
+const char *ncclGetLastError(ncclComm_t comm) {
+    (void)comm;
+    return last_error;
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
+    static int made;
+    if (!strcmp(fail(), "uniqueid")) return error(system_error, "no network interface for the bootstrap");
+    memset(id, 0, sizeof *id);
+    for (int i = 0; i < PATTERN; i++) id->internal[i] = (char)id_byte(i);
+    snprintf(id->internal + PATTERN, sizeof id->internal - PATTERN, "/coll-bench-fake-%d-%d", (int)getpid(), made++);
+    return ok;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id, int rank) {
+    for (int i = 0; i < PATTERN; i++)
+        if ((unsigned char)id.internal[i] != id_byte(i)) return error(invalid_usage, "the unique id did not arrive intact");
+    if (!strcmp(fail(), "init")) return error(system_error, "cannot reach the other ranks");
+    if (nranks < 1 || rank < 0 || rank >= nranks) return error(invalid_argument, "bad rank or rank count");
+    char name[64];
+    memcpy(name, id.internal + PATTERN, sizeof name);
+    name[sizeof name - 1] = 0;
+    const char *capv = getenv("FAKE_NCCL_CHANNEL_BYTES");
+    size_t cap = capv && *capv ? (size_t)atol(capv) : (size_t)1 << 20;
+    size_t size = sizeof(struct segment) + (size_t)nranks * (size_t)nranks * channel_stride(cap);
+    int fd = shm_open(name, O_CREAT | O_RDWR, 0600);
+    if (fd < 0) return error(system_error, "shm_open failed");
+    if (ftruncate(fd, (off_t)size) != 0) {
+        close(fd);
+        return error(system_error, "ftruncate of the shared segment failed");
+    }
+    void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED) return error(system_error, "mmap of the shared segment failed");
+    struct comm *c = calloc(1, sizeof *c);
+    c->nranks = nranks;
+    c->rank = rank;
+    c->cap = cap;
+    c->size = size;
+    c->seg = m;
+    /* Everyone has mapped it before rank 0 removes the name. */
+    __atomic_add_fetch(&c->seg->joined, 1, __ATOMIC_ACQ_REL);
+    while (__atomic_load_n(&c->seg->joined, __ATOMIC_ACQUIRE) < (uint64_t)nranks) pause_();
+    if (rank == 0) shm_unlink(name);
+    *out = c;
+    return ok;
+}
+
+static ncclResult_t release(ncclComm_t c) {
+    if (c) {
+        munmap(c->seg, c->size);
+        free(c);
+    }
+    return ok;
+}
+ncclResult_t ncclCommDestroy(ncclComm_t comm) { return release(comm); }
+ncclResult_t ncclCommAbort(ncclComm_t comm) { return release(comm); }
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
+    (void)comm;
+    if (!strcmp(fail(), "async") && calls > 0) {
+        *state = error(remote_error, "peer rank went away");
+    } else {
+        *state = ok;
+    }
+    return ok;
+}
+
+static int bad(int dtype, int op) {
+    calls++;
+    return dtype < 0 || dtype > 9 || op < 0 || op > 4;
+}
+
+#define CHECK(x)                                                                                   \
+    do {                                                                                           \
+        ncclResult_t r_ = (x);                                                                     \
+        if (r_ != ok) return r_;                                                                   \
+    } while (0)
+
+/* Contributions of every rank, reduced in rank order into `out` (`mine`: this rank's). */
+static ncclResult_t gather_reduce(ncclComm_t c, const void *mine, void *out, size_t n, int dt, int op) {
+    size_t b = n * type_size[dt];
+    char *acc = malloc(b ? b : 1), *x = malloc(b ? b : 1);
+    ncclResult_t r = ok;
+    for (int src = 0; src < c->nranks && r == ok; src++) {
+        if (src == c->rank) {
+            memcpy(x, mine, b);
+        } else {
+            r = take(c, src, x, b);
+        }
+        if (src == 0) {
+            memcpy(acc, x, b);
+        } else {
+            reduce(acc, x, n, dt, op);
+        }
+    }
+    if (r == ok) {
+        finish_avg(acc, n, dt, op, c->nranks);
+        memmove(out, acc, b);
+    }
+    free(acc);
+    free(x);
+    return r;
+}
+
+ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    if (bad(dt, op)) return invalid_argument;
+    size_t b = n * type_size[dt];
+    char *mine = malloc(b ? b : 1);
+    memcpy(mine, s, b);
+    for (int p = 0; p < c->nranks; p++)
+        if (p != c->rank) CHECK(put(c, p, mine, b));
+    ncclResult_t res = gather_reduce(c, mine, r, n, dt, op);
+    free(mine);
+    return res;
+}
+
+ncclResult_t ncclAllGather(const void *s, void *r, size_t n, int dt, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    if (bad(dt, 0)) return invalid_argument;
+    size_t b = n * type_size[dt];
+    for (int p = 0; p < c->nranks; p++)
+        if (p != c->rank) CHECK(put(c, p, s, b));
+    memmove((char *)r + (size_t)c->rank * b, s, b);
+    for (int p = 0; p < c->nranks; p++)
+        if (p != c->rank) CHECK(take(c, p, (char *)r + (size_t)p * b, b));
+    return ok;
+}
+
+ncclResult_t ncclReduceScatter(const void *s, void *r, size_t n, int dt, int op, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    if (bad(dt, op)) return invalid_argument;
+    size_t b = n * type_size[dt];
+    for (int p = 0; p < c->nranks; p++)
+        if (p != c->rank) CHECK(put(c, p, (const char *)s + (size_t)p * b, b));
+    char *mine = malloc(b ? b : 1);
+    memcpy(mine, (const char *)s + (size_t)c->rank * b, b);
+    ncclResult_t res = gather_reduce(c, mine, r, n, dt, op);
+    free(mine);
+    return res;
+}
+
+ncclResult_t ncclBroadcast(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
+    size_t b = n * type_size[dt];
+    if (c->rank == root) {
+        for (int p = 0; p < c->nranks; p++)
+            if (p != root) CHECK(put(c, p, s, b));
+        memmove(r, s, b);
+        return ok;
+    }
+    return take(c, root, r, b);
+}
+
+ncclResult_t ncclReduce(const void *s, void *r, size_t n, int dt, int op, int root, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    if (bad(dt, op) || root < 0 || root >= c->nranks) return invalid_argument;
+    size_t b = n * type_size[dt];
+    if (c->rank != root) return put(c, root, s, b);
+    return gather_reduce(c, s, r, n, dt, op);
+}
+
+/* Point-to-point. Outside a group a call completes at once; inside one, calls are queued and at
+ * ncclGroupEnd every send is written before any receive is read. */
+#define MAXP2P 4096
+struct p2p {
+    ncclComm_t comm;
+    void *buf;
+    size_t bytes;
+    int peer;
+};
+static int depth;
+static struct p2p sends[MAXP2P], recvs[MAXP2P];
+static int nsend, nrecv;
+
+ncclResult_t ncclGroupStart(void) {
+    depth++;
+    return ok;
+}
+ncclResult_t ncclGroupEnd(void) {
+    if (depth == 0) return error(invalid_usage, "ncclGroupEnd without ncclGroupStart");
+    if (--depth > 0) return ok;
+    ncclResult_t r = ok;
+    for (int i = 0; i < nsend && r == ok; i++) r = put(sends[i].comm, sends[i].peer, sends[i].buf, sends[i].bytes);
+    for (int i = 0; i < nrecv && r == ok; i++) r = take(recvs[i].comm, recvs[i].peer, recvs[i].buf, recvs[i].bytes);
+    nsend = nrecv = 0;
+    return r;
+}
+ncclResult_t ncclSend(const void *s, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    if (bad(dt, 0) || peer < 0 || peer >= c->nranks) return invalid_argument;
+    if (depth == 0) {
+        if (peer == c->rank) return error(invalid_usage, "a send to oneself outside a group would hang");
+        return put(c, peer, s, n * type_size[dt]);
+    }
+    if (nsend == MAXP2P) return error(invalid_usage, "too many sends in a group");
+    sends[nsend++] = (struct p2p){c, (void *)s, n * type_size[dt], peer};
+    return ok;
+}
+ncclResult_t ncclRecv(void *r, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    if (bad(dt, 0) || peer < 0 || peer >= c->nranks) return invalid_argument;
+    if (depth == 0) {
+        if (peer == c->rank) return error(invalid_usage, "a receive from oneself outside a group would hang");
+        return take(c, peer, r, n * type_size[dt]);
+    }
+    if (nrecv == MAXP2P) return error(invalid_usage, "too many receives in a group");
+    recvs[nrecv++] = (struct p2p){c, r, n * type_size[dt], peer};
+    return ok;
+}

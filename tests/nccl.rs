@@ -1,0 +1,367 @@
+//! `--backend nccl` on a machine without a GPU: the real binary under a real `mpirun`.
+//!
+//! Without CUDA every failure is one line from rank 0 and exit 2 (no panic, no hang). Past the
+//! missing driver, stand-ins for libcuda and libnccl (src/backend/nccl/fake/*.c, built here with
+//! `cc`, loaded through COLL_BENCH_CUDA_LIBRARY / COLL_BENCH_NCCL_LIBRARY) drive every later
+//! step: no GPU, too few GPUs, NCCL missing or too old, NCCL errors at bootstrap and mid-run,
+//! GPU memory too small, and whole sweeps through the backend's real code (bootstrap, pointers
+//! and in-place offsets, grouped send/recv, staging, event timing) with exact results on 1-3
+//! ranks. The stand-ins keep "device" memory on the host and move data through shared memory:
+//! nothing here runs on a GPU or through the real NCCL.
+#![cfg(feature = "nccl")]
+
+mod common;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// Variables that steer the backend or the stand-ins: cleared, then set per test.
+const STEERING: &[&str] = &[
+    "COLL_BENCH_CUDA_LIBRARY",
+    "COLL_BENCH_NCCL_LIBRARY",
+    "CUDA_VISIBLE_DEVICES",
+    "FAKE_CUDA_DEVICES",
+    "FAKE_CUDA_FREE_BYTES",
+    "FAKE_CUDA_NOT_READY",
+    "FAKE_NCCL_VERSION",
+    "FAKE_NCCL_FAIL",
+];
+
+/// `mpirun -n N coll-bench --backend nccl ARGS…` with `env` (and nothing else of ours) set.
+fn nccl_run(n: usize, args: &[&str], env: &[(&str, &str)]) -> (Output, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new("timeout");
+    cmd.args(["--kill-after=5", "120", "mpirun", "-q", "--oversubscribe", "--bind-to", "none", "-n"])
+        .arg(n.to_string())
+        .arg(BIN)
+        .args(["--backend", "nccl"])
+        .args(args)
+        .current_dir(dir.path())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    for v in STEERING {
+        cmd.env_remove(v);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("mpirun runs (is Open MPI installed? run ci/setup.sh)");
+    (out, dir)
+}
+
+/// The stand-in libraries, built once per test process.
+fn fakes() -> &'static (PathBuf, PathBuf) {
+    static FAKES: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    FAKES.get_or_init(|| {
+        let dir = tempfile::Builder::new().prefix("coll-bench-fakes").tempdir().unwrap().keep();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend/nccl/fake");
+        let build = |c: &str, lib: &str| {
+            let out = dir.join(lib);
+            let ok = Command::new("cc")
+                .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o"])
+                .arg(&out)
+                .arg(src.join(c))
+                .status()
+                .expect("cc runs (run ci/setup.sh)");
+            assert!(ok.success(), "building {c} failed");
+            out
+        };
+        (build("fake_cuda.c", "libcuda.so.1"), build("fake_nccl.c", "libnccl.so.2"))
+    })
+}
+
+fn fake_cuda() -> &'static str {
+    fakes().0.to_str().unwrap()
+}
+
+fn fake_nccl() -> &'static str {
+    fakes().1.to_str().unwrap()
+}
+
+/// Exit 2 and exactly one line on stderr, from rank 0, containing every needle; no table, no
+/// file, no panic.
+fn refused(o: &Output, dir: &Path, needles: &[&str]) -> String {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "stdout:\n{}\nstderr:\n{err}", stdout(o));
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got:\n{err}");
+    assert!(lines[0].starts_with("coll-bench: error: "), "{err}");
+    for n in needles {
+        assert!(lines[0].contains(n), "{n:?} not in {err}");
+    }
+    assert!(!err.contains("panicked") && !err.contains("backtrace") && !err.contains("RUST_BACKTRACE"), "{err}");
+    assert!(stdout(o).is_empty(), "table printed: {}", stdout(o));
+    assert!(files(dir).is_empty(), "left {:?}", files(dir));
+    lines[0].to_string()
+}
+
+/// Is there a real libcuda the dynamic linker would find? (Then the GPU-less expectations do not
+/// hold.)
+fn real_library(soname: &str) -> bool {
+    let cache = Command::new("ldconfig").arg("-p").output().map(|o| stdout(&o)).unwrap_or_default();
+    let in_path = std::env::var("LD_LIBRARY_PATH")
+        .unwrap_or_default()
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .any(|d| Path::new(d).join(soname).exists());
+    cache.contains(soname) || in_path
+}
+
+#[test]
+fn no_cuda_driver_is_one_line_naming_libcuda() {
+    if real_library("libcuda.so.1") {
+        eprintln!("skipped: this machine has libcuda.so.1");
+        return;
+    }
+    let (o, d) = nccl_run(2, &["--csv", "run.csv"], &[]);
+    let line = refused(&o, d.path(), &["no CUDA driver", "libcuda.so.1", "COLL_BENCH_CUDA_LIBRARY"]);
+    assert!(line.contains("needs an NVIDIA GPU with its driver installed"), "{line}");
+}
+
+#[test]
+fn a_cuda_override_that_does_not_load_is_named() {
+    let (o, d) = nccl_run(2, &["--csv", "run.csv"], &[("COLL_BENCH_CUDA_LIBRARY", "/nonexistent/libcuda.so.1")]);
+    refused(&o, d.path(), &["no CUDA driver: COLL_BENCH_CUDA_LIBRARY=/nonexistent/libcuda.so.1 did not load"]);
+}
+
+#[test]
+fn no_gpu() {
+    let env = [("COLL_BENCH_CUDA_LIBRARY", fake_cuda()), ("FAKE_CUDA_DEVICES", "0")];
+    let (o, d) = nccl_run(2, &["--csv", "run.csv"], &env);
+    refused(&o, d.path(), &["no GPU on ", "CUDA_ERROR_NO_DEVICE"]);
+}
+
+#[test]
+fn more_ranks_on_a_node_than_gpus() {
+    let env = [("COLL_BENCH_CUDA_LIBRARY", fake_cuda()), ("FAKE_CUDA_DEVICES", "1")];
+    let (o, d) = nccl_run(2, &["--csv", "run.csv"], &env);
+    refused(&o, d.path(), &["2 ranks on ", "only 1 GPU(s) visible", "run at most 1 ranks per node"]);
+    // The variable is named when it is what hides the GPUs.
+    let env =
+        [("COLL_BENCH_CUDA_LIBRARY", fake_cuda()), ("FAKE_CUDA_DEVICES", "1"), ("CUDA_VISIBLE_DEVICES", "GPU-5d1c")];
+    let (o, d) = nccl_run(2, &["--csv", "run.csv"], &env);
+    refused(&o, d.path(), &["only 1 GPU(s) visible there (CUDA_VISIBLE_DEVICES=GPU-5d1c)"]);
+}
+
+#[test]
+fn an_nccl_override_that_does_not_load_is_named() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("FAKE_CUDA_DEVICES", "2"),
+        ("COLL_BENCH_NCCL_LIBRARY", "/nonexistent"),
+    ];
+    let (o, d) = nccl_run(2, &["--csv", "run.csv"], &env);
+    refused(&o, d.path(), &["no NCCL: COLL_BENCH_NCCL_LIBRARY=/nonexistent did not load", "libnccl.so.2"]);
+    // A library that is not NCCL at all.
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("FAKE_CUDA_DEVICES", "2"),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_cuda()),
+    ];
+    let (o, d) = nccl_run(2, &["--csv", "run.csv"], &env);
+    refused(&o, d.path(), &["is not an NCCL library (it has no ncclGetVersion)"]);
+}
+
+#[test]
+fn no_nccl_names_every_place_searched() {
+    use coll_bench::backend::nccl::search;
+    let wheels = search::wheel_files(&search::all_site_dirs(&|k| std::env::var_os(k)), search::NCCL_IN_WHEEL);
+    if real_library("libnccl.so.2") || real_library("libnccl.so") || !wheels.is_empty() {
+        eprintln!("skipped: this machine has NCCL");
+        return;
+    }
+    let env = [("COLL_BENCH_CUDA_LIBRARY", fake_cuda()), ("FAKE_CUDA_DEVICES", "2")];
+    let (o, d) = nccl_run(2, &["--csv", "run.csv"], &env);
+    refused(
+        &o,
+        d.path(),
+        &[
+            "no NCCL: tried libnccl.so.2 and libnccl.so through the dynamic linker",
+            "nvidia/nccl/lib/libnccl.so.2 under ",
+            "Python package director",
+            "pip install nvidia-nccl-cu12",
+            "COLL_BENCH_NCCL_LIBRARY",
+        ],
+    );
+}
+
+#[test]
+fn nccl_too_old() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+        ("FAKE_NCCL_VERSION", "2708"),
+    ];
+    let (o, d) = nccl_run(2, &["--csv", "run.csv"], &env);
+    refused(&o, d.path(), &["NCCL 2.7.8 at ", "is too old: coll-bench needs NCCL 2.10 or newer"]);
+}
+
+#[test]
+fn nccl_errors_at_bootstrap() {
+    for (fail, needle) in [
+        ("uniqueid", "NCCL error in ncclGetUniqueId: unhandled system error"),
+        ("init", "NCCL error in ncclCommInitRank: unhandled system error"),
+    ] {
+        let env = [
+            ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+            ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+            ("FAKE_CUDA_DEVICES", "2"),
+            ("FAKE_NCCL_FAIL", fail),
+        ];
+        let (o, d) = nccl_run(2, &["--csv", "run.csv"], &env);
+        let line = refused(&o, d.path(), &[needle, "(code 2): fake NCCL: "]);
+        if fail == "init" {
+            assert!(line.contains("(rank 0 on ") && line.ends_with(", GPU 0)"), "{line}");
+        }
+    }
+}
+
+#[test]
+fn buffers_larger_than_gpu_memory() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+        ("FAKE_CUDA_FREE_BYTES", "1000000"),
+    ];
+    let (o, d) = nccl_run(2, &["-e", "1M", "--csv", "run.csv"], &env);
+    refused(&o, d.path(), &["do not fit on GPU 0 of rank 0 on ", "lower -e/--maxbytes"]);
+}
+
+#[test]
+fn sixteen_bit_floats_need_check_off() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+    ];
+    for t in ["half", "bfloat16"] {
+        let (o, d) = nccl_run(2, &["-d", t, "--csv", "run.csv"], &env);
+        refused(&o, d.path(), &["-d/--datatype: ", t, "only with -c 0"]);
+    }
+}
+
+#[test]
+fn an_asynchronous_nccl_error_mid_run_ends_the_job() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+        ("FAKE_CUDA_NOT_READY", "50"),
+        ("FAKE_NCCL_FAIL", "async"),
+    ];
+    let (o, _d) = nccl_run(2, &["-e", "1K", "--no-csv"], &env);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{}\n{err}", stdout(&o));
+    // Each rank that sees it says so, once (mpirun may end the other rank first).
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert!(!lines.is_empty() && lines.len() <= 2, "{err}");
+    for l in &lines {
+        assert!(
+            l.starts_with("coll-bench: error: NCCL reported an asynchronous error: remote process exited"),
+            "{err}"
+        );
+        assert!(l.ends_with("; aborting the job"), "{err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn sweeps_on_one_to_three_ranks_are_exact_for_every_collective_type_and_op() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "3"),
+    ];
+    let args = [
+        "all",
+        "-d",
+        "int8,uint8,int32,uint32,int64,uint64,float,double",
+        "-o",
+        "all",
+        "-b",
+        "8",
+        "-e",
+        "64K",
+        "-f",
+        "8",
+        "--budget",
+        "2ms",
+        "--csv",
+        "run.csv",
+    ];
+    // 3 ranks: an odd rank count (sendrecv's last rank pairs with itself, avg divides by 3) and
+    // in-place offsets that differ on every rank.
+    for n in [1, 2, 3] {
+        let (o, d) = nccl_run(n, &args, &env);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "{n} ranks:\n{out}\n{}", stderr(&o));
+        assert!(out.contains("backend: nccl"), "{out}");
+        assert!(out.contains("# NCCL 2.18.5 ("), "{out}");
+        for r in 0..n {
+            assert!(out.contains(&format!(": GPU {r} Fake GPU {r} (PCI 0000:0{}:00.0)", r + 1)), "{out}");
+        }
+        assert!(out.contains("# Wrong elements       : 0 OK"), "{out}");
+        assert!(out.contains("# Out of bounds values : 0 OK"), "{out}");
+        assert!(rows(&o).len() > 100, "{out}");
+        // Every row checked, in both placements.
+        let csv = std::fs::read_to_string(d.path().join("run.csv")).unwrap();
+        let mut rd = csv::Reader::from_reader(csv.as_bytes());
+        let h = rd.headers().unwrap().clone();
+        let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+        let (backend, wrong, placement) = (col("backend"), col("wrong"), col("placement"));
+        let mut placements = std::collections::BTreeSet::new();
+        let mut rows = 0;
+        for r in rd.records() {
+            let r = r.unwrap();
+            assert_eq!(&r[backend], "nccl");
+            assert_eq!(&r[wrong], "0", "{r:?}");
+            placements.insert(r[placement].to_string());
+            rows += 1;
+        }
+        assert!(rows > 200, "{rows} CSV rows");
+        assert_eq!(placements.len(), 2, "{placements:?}");
+    }
+}
+
+#[test]
+fn two_ranks_time_16_bit_floats_and_blocking_calls_with_the_check_off() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+        ("FAKE_CUDA_NOT_READY", "3"),
+    ];
+    for blocking in ["0", "1"] {
+        let args = [
+            "all", "-d", "all", "-o", "sum,avg", "-c", "0", "-e", "16K", "-f", "16", "--budget", "2ms", "-z", blocking,
+        ];
+        let (o, _d) = nccl_run(2, &args, &env);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+        // The id made by rank 0 reached rank 1 intact (the stand-in's init checks every byte).
+        assert!(out.contains(": GPU 0 Fake GPU 0 (PCI 0000:01:00.0)"), "{out}");
+        assert!(out.contains(": GPU 1 Fake GPU 1 (PCI 0000:02:00.0)"), "{out}");
+        for t in ["half", "bfloat16", "double"] {
+            assert!(rows(&o).iter().any(|r| r[2] == t), "{t} missing:\n{out}");
+        }
+        assert!(stderr(&o).trim().is_empty(), "{}", stderr(&o));
+    }
+}
+
+#[test]
+fn cuda_visible_devices_names_the_gpu_in_the_header() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+        ("CUDA_VISIBLE_DEVICES", "3,GPU-5d1c"),
+    ];
+    let (o, _d) = nccl_run(2, &["-c", "0", "-e", "1K", "--budget", "2ms", "--no-csv"], &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains(": GPU 0 (CUDA_VISIBLE_DEVICES entry 3) Fake GPU 0"), "{out}");
+    assert!(out.contains(": GPU 1 (CUDA_VISIBLE_DEVICES entry GPU-5d1c) Fake GPU 1"), "{out}");
+}
