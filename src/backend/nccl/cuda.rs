@@ -88,8 +88,8 @@ pub fn load(env: &dyn Fn(&str) -> Option<OsString>) -> Result<&'static Driver, S
             which.target().to_string_lossy()
         )
     })?;
-    let location = super::ffi::library_path(api.init as usize)
-        .unwrap_or_else(|| which.target().to_string_lossy().into_owned());
+    let location =
+        super::ffi::library_path(api.init as usize).unwrap_or_else(|| which.target().to_string_lossy().into_owned());
     Ok(Box::leak(Box::new(Driver { api, location })))
 }
 
