@@ -4,9 +4,9 @@
  * every call runs to completion before it returns, and data moves between processes through
  * one-slot channels (one per ordered pair of ranks) in a POSIX shared-memory segment that rank 0
  * names in the unique id. Collectives are built from those channels and reduce in rank order, so
- * every rank gets the same, exact result for coll-bench's patterns; avg is sum then divide (as
- * coll-bench's check expects; real NCCL pre-multiplies floats by 1/n). float16 and bfloat16
- * move but do not reduce (coll-bench runs them only with -c 0).
+ * every rank gets the same result. Avg is NCCL's: integers sum then divide, float32 and float64
+ * multiply each input by 1/n before summing (rounded unless n is a power of two). float16 and
+ * bfloat16 move but do not reduce (coll-bench runs them only with -c 0).
  *
  * ncclCommInitRank checks that the unique id arrived byte for byte (its first 64 bytes include
  * values above 127, where signed and unsigned char differ).
@@ -146,6 +146,19 @@ static void reduce(void *acc, const void *x, size_t n, int dt, int op) {
     }
 }
 
+/* Avg of floats, as NCCL: each input times 1/nranks, then summed. */
+static void premultiply(void *x, size_t n, int dt, int op, int nranks) {
+    if (op != 4) return;
+    if (dt == 7) {
+        float inv = (float)(1.0 / nranks);
+        for (size_t i = 0; i < n; i++) ((float *)x)[i] *= inv;
+    } else if (dt == 8) {
+        double inv = 1.0 / nranks;
+        for (size_t i = 0; i < n; i++) ((double *)x)[i] *= inv;
+    }
+}
+
+/* Avg of integers, as NCCL: summed, then divided. */
 static void finish_avg(void *acc, size_t n, int dt, int op, int nranks) {
     if (op != 4) return;
     switch (dt) {
@@ -155,8 +168,6 @@ static void finish_avg(void *acc, size_t n, int dt, int op, int nranks) {
     case 3: DIVIDE(uint32_t); break;
     case 4: DIVIDE(int64_t); break;
     case 5: DIVIDE(uint64_t); break;
-    case 7: DIVIDE(float); break;
-    case 8: DIVIDE(double); break;
     default: break;
     }
 }
@@ -268,6 +279,7 @@ static ncclResult_t gather_reduce(ncclComm_t c, const void *mine, void *out, siz
         } else {
             r = take(c, src, x, b);
         }
+        premultiply(x, n, dt, op, c->nranks);
         if (src == 0) {
             memcpy(acc, x, b);
         } else {
