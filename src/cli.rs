@@ -46,8 +46,8 @@ pub struct Args {
     #[arg(long = "budget", value_name = "TIME", default_value = "50ms")]
     pub budget: String,
     /// Stop a size's timed iterations early once the 95% interval of the median is narrower than
-    /// this many percent of it on every rank (0: always spend the whole budget)
-    #[arg(long = "ci-target", value_name = "PCT", default_value = "1")]
+    /// this many percent of it on every rank (e.g. 1); 0, the default, spends the whole budget
+    #[arg(long = "ci-target", value_name = "PCT", default_value = "0")]
     pub ci_target: String,
     /// Check results (0 or 1)
     #[arg(short = 'c', long = "check", value_name = "0|1", default_value = "1")]
@@ -67,7 +67,7 @@ pub struct Args {
     /// Synchronise all ranks after every call (0 or 1)
     #[arg(short = 'z', long = "blocking", value_name = "0|1", default_value = "0")]
     pub blocking: String,
-    /// Communication backend: mpi (CPU buffers)
+    /// Communication backend: mpi (CPU buffers) or nccl (GPU buffers, one GPU per rank)
     #[arg(long = "backend", value_name = "NAME", default_value = "mpi")]
     pub backend: String,
     /// Implementation of the collectives within the backend: native (the library's own)

@@ -63,20 +63,6 @@ fn a_spec_that_fails_exits_1_naming_the_rule() {
 }
 
 #[test]
-fn a_slowed_rank_is_named_in_the_verdict() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = spec(
-        dir.path(),
-        "[settings]\nrepeats = 1\nbudget = \"5ms\"\n[[rule]]\nname = \"ar\"\ncollective = \"all-reduce\"\nsizes = \"64K..256K\"\nfail_on_slow_rank = true\n",
-    );
-    let o = mpirun_in(dir.path(), 4, &["check", &s, "--debug-slow-rank", "3:300"], 300);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
-    assert!(out.lines().any(|l| l.contains("slow-rank") && l.contains("rank 3 (") && l.ends_with("FAIL")), "{out}");
-    assert!(out.contains("# Slow rank: rank 3 on "), "{out}");
-}
-
-#[test]
 fn ranks_per_node_rules_are_skipped_on_other_layouts() {
     let dir = tempfile::tempdir().unwrap();
     let s = spec(

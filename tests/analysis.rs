@@ -1,28 +1,6 @@
-//! Slow-rank detection, JSON, Markdown and per-rank rows, from real runs under mpirun.
+//! JSON, Markdown, per-rank rows, progress and --plot, from real runs under mpirun.
 mod common;
 use common::*;
-
-#[test]
-fn a_rank_slowed_on_purpose_is_named() {
-    // Rank 2 arrives 300 us late at every timed batch; the others wait for it.
-    let (o, _d) =
-        mpirun(4, &["all-reduce", "-b", "64K", "-e", "256K", "-n", "20", "--no-csv", "--debug-slow-rank", "2:300"]);
-    let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
-    let slow: Vec<&str> = out.lines().filter(|l| l.starts_with("# Slow rank:")).collect();
-    assert_eq!(slow.len(), 1, "{out}");
-    assert!(slow[0].starts_with("# Slow rank: rank 2 on "), "{out}");
-    assert!(slow[0].contains("at 6 of 6 measurements"), "{out}");
-}
-
-#[test]
-fn no_rank_is_named_without_a_reason() {
-    let (o, _d) = mpirun(3, &["all-reduce", "-b", "64K", "-e", "256K", "-n", "20", "--no-csv"]);
-    assert_eq!(o.status.code(), Some(0));
-    // On a 2-core machine with 3 ranks a rank may still stand out by chance at a point;
-    // it must not stand out everywhere.
-    assert!(!stdout(&o).contains("at 6 of 6 measurements"), "{}", stdout(&o));
-}
 
 #[test]
 fn json_markdown_and_per_rank_rows() {
