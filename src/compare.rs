@@ -46,17 +46,9 @@ struct Args {
 
 /// Entry point; `args[0]` is "compare".
 pub fn main(args: &[String]) -> i32 {
-    let parsed = match Args::try_parse_from(args) {
+    let parsed: Args = match csvread::parse_or_exit("compare", FORM, args) {
         Ok(a) => a,
-        Err(e) => {
-            let (text, code, to_stdout) = csvread::clap_outcome("compare", FORM, &e);
-            if to_stdout {
-                print!("{text}");
-            } else {
-                eprint!("{text}");
-            }
-            return code;
-        }
+        Err(code) => return code,
     };
     match run(&parsed) {
         Ok((text, code)) => {

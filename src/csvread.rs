@@ -199,6 +199,20 @@ pub fn human_bytes(b: u64) -> String {
     b.to_string()
 }
 
+/// Parse a file subcommand's flags; on `--help`, `--version` or a usage error, print what
+/// [`clap_outcome`] says and return its exit code.
+pub fn parse_or_exit<T: clap::Parser>(name: &str, form: &str, args: &[String]) -> std::result::Result<T, i32> {
+    T::try_parse_from(args).map_err(|e| {
+        let (text, code, to_stdout) = clap_outcome(name, form, &e);
+        if to_stdout {
+            print!("{text}");
+        } else {
+            eprint!("{text}");
+        }
+        code
+    })
+}
+
 /// A subcommand's clap error as one line (`coll-bench: error: SUB: …; expected FORM`), or its
 /// `--help` text. Returns (text, exit code, to stdout?).
 pub fn clap_outcome(sub: &str, form: &str, e: &clap::Error) -> (String, i32, bool) {

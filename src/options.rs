@@ -174,33 +174,7 @@ mod tests {
     use super::*;
 
     fn opts(min: u64, max: u64, step: Step) -> Options {
-        Options {
-            collectives: Kind::CORE.to_vec(),
-            min_bytes: min,
-            max_bytes: max,
-            step,
-            iters: None,
-            warmup: None,
-            budget_s: 0.05,
-            ci_target: 0.01,
-            check: true,
-            dtypes: vec![DType::Float32],
-            ops: vec![Op::Sum],
-            aggregation: Aggregation::Mean,
-            root: 0,
-            blocking: false,
-            backend: BackendKind::Mpi,
-            implementation: "native".into(),
-            csv: CsvTarget::Off,
-            progress: false,
-            per_rank: false,
-            json: None,
-            markdown: None,
-            plot: None,
-            timeout_s: None,
-            debug_slow_rank: None,
-            debug_corrupt_rank: None,
-        }
+        Options { min_bytes: min, max_bytes: max, step, csv: CsvTarget::Off, ..Options::default() }
     }
 
     #[test]

@@ -300,35 +300,16 @@ fn mean(samples: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::options::{Aggregation, BackendKind, CsvTarget, Step};
+    use crate::options::CsvTarget;
 
     fn opts(colls: &[Kind], dtypes: &[DType], ops: &[Op]) -> Options {
         Options {
             collectives: colls.to_vec(),
-            min_bytes: 8,
             max_bytes: 1 << 20,
-            step: Step::Factor(2.0),
-            iters: None,
-            warmup: None,
-            budget_s: 0.05,
-            ci_target: 0.01,
-            check: true,
             dtypes: dtypes.to_vec(),
             ops: ops.to_vec(),
-            aggregation: Aggregation::Mean,
-            root: 0,
-            blocking: false,
-            backend: BackendKind::Mpi,
-            implementation: "native".into(),
             csv: CsvTarget::Off,
-            progress: false,
-            per_rank: false,
-            json: None,
-            markdown: None,
-            plot: None,
-            timeout_s: None,
-            debug_slow_rank: None,
-            debug_corrupt_rank: None,
+            ..Options::default()
         }
     }
 

@@ -170,7 +170,7 @@ pub fn message(task: &Task, limit_s: f64, rank: usize, hosts: &[String]) -> Stri
             }
         }
         let s = if peers.len() == 1 { "" } else { "s" };
-        format!("; waiting on rank{s} {} ({})", rank_list(&peers), on.join(", "))
+        format!("; waiting on rank{s} {} ({})", crate::world::rank_list(&peers), on.join(", "))
     };
     format!("{what} did not finish within {} s on rank {rank} ({host}){waiting}; aborting the job", seconds(limit_s))
 }
@@ -202,23 +202,6 @@ fn seconds(s: f64) -> String {
     } else {
         format!("{s:.1}")
     }
-}
-
-/// `0-3,8,10-11`
-fn rank_list(ranks: &[usize]) -> String {
-    let mut parts = vec![];
-    let mut i = 0;
-    while i < ranks.len() {
-        let start = ranks[i];
-        let mut end = start;
-        while i + 1 < ranks.len() && ranks[i + 1] == end + 1 {
-            i += 1;
-            end = ranks[i];
-        }
-        parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
-        i += 1;
-    }
-    parts.join(",")
 }
 
 #[cfg(test)]

@@ -199,6 +199,23 @@ impl World {
     }
 }
 
+/// Ranks as ranges: `0-3,8,10-11`.
+pub fn rank_list(ranks: &[usize]) -> String {
+    let mut parts = vec![];
+    let mut i = 0;
+    while i < ranks.len() {
+        let start = ranks[i];
+        let mut end = start;
+        while i + 1 < ranks.len() && ranks[i + 1] == end + 1 {
+            i += 1;
+            end = ranks[i];
+        }
+        parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
+        i += 1;
+    }
+    parts.join(",")
+}
+
 /// Combine one value per rank with `agg`.
 pub fn aggregate(agg: Aggregation, per_rank: &[f64]) -> f64 {
     match agg {
@@ -212,6 +229,13 @@ pub fn aggregate(agg: Aggregation, per_rank: &[f64]) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rank_lists_compress() {
+        assert_eq!(rank_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
+        assert_eq!(rank_list(&[5]), "5");
+        assert_eq!(rank_list(&[]), "");
+    }
 
     #[test]
     fn aggregation_policies() {

@@ -90,7 +90,7 @@ impl<W: Write> Report for TableReport<W> {
         self.line(&format!("# collectives: {}", names.join(" ")));
         self.line(&format!("# ranks: {} on {} host(s)", info.ranks, info.hosts.len()));
         for (host, ranks) in &info.hosts {
-            self.line(&format!("#   {host}: {} rank(s): {}", ranks.len(), rank_list(ranks)));
+            self.line(&format!("#   {host}: {} rank(s): {}", ranks.len(), crate::world::rank_list(ranks)));
         }
         let step = match o.step {
             Step::Factor(f) => format!("{f}(factor)"),
@@ -246,23 +246,6 @@ fn pingpong_per_host(hosts: &[(String, Vec<usize>)], size: u64, per_rank_us: &[f
     ))
 }
 
-/// `0-3,8,10-11`
-fn rank_list(ranks: &[usize]) -> String {
-    let mut parts = vec![];
-    let mut i = 0;
-    while i < ranks.len() {
-        let start = ranks[i];
-        let mut end = start;
-        while i + 1 < ranks.len() && ranks[i + 1] == end + 1 {
-            i += 1;
-            end = ranks[i];
-        }
-        parts.push(if start == end { start.to_string() } else { format!("{start}-{end}") });
-        i += 1;
-    }
-    parts.join(",")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -283,12 +266,6 @@ mod tests {
         let l = pingpong_per_host(&hosts[..2], 8, &[50.0, 51.0, 0.0, 52.0, 50.0]).unwrap();
         assert!(l.ends_with("no host stands out"), "{l}");
         assert_eq!(pingpong_per_host(&hosts[..1], 8, &[1.0, 2.0]), None);
-    }
-
-    #[test]
-    fn rank_lists_compress() {
-        assert_eq!(rank_list(&[0, 1, 2, 3, 8, 10, 11]), "0-3,8,10-11");
-        assert_eq!(rank_list(&[5]), "5");
     }
 
     #[test]
