@@ -70,7 +70,8 @@ pub struct Args {
     /// Communication backend: mpi (CPU buffers) or nccl (GPU buffers, one GPU per rank)
     #[arg(long = "backend", value_name = "NAME", default_value = "mpi")]
     pub backend: String,
-    /// Implementation of the collectives within the backend: native (the library's own)
+    /// Implementation of the collectives within the backend: native (the library's own) or ring
+    /// (all-reduce as a ring over MPI_Sendrecv)
     #[arg(long = "impl", value_name = "NAME", default_value = "native")]
     pub implementation: String,
     /// Write results as CSV to PATH [default: results/coll-bench-<UTC time>.csv]
@@ -305,6 +306,16 @@ impl Args {
                 crate::backend::IMPLEMENTATIONS.join(" or ")
             )));
         }
+        if implementation == "ring" {
+            if backend != BackendKind::Mpi {
+                return Err(Error::usage("--impl ring: the ring runs on the mpi backend; expected --backend mpi"));
+            }
+            if let Some(k) = collectives.iter().find(|k| **k != Kind::AllReduce) {
+                return Err(Error::usage(format!(
+                    "--impl ring: implements all-reduce only, not {k}; expected all-reduce alone, or --impl native"
+                )));
+            }
+        }
         let csv = match (self.csv, self.no_csv) {
             (_, true) => CsvTarget::Off,
             (Some(p), false) if p.as_os_str().is_empty() => {
@@ -482,6 +493,8 @@ mod tests {
             (&["-r", "-1"], "-r/--root"),
             (&["all-reduce", "allscatter"], "COLLECTIVE: unknown collective 'allscatter'"),
             (&["--backend", "gloo"], "--backend"),
+            (&["--impl", "ring"], "--impl ring: implements all-reduce only, not all-gather"),
+            (&["--impl", "ring", "all-reduce", "--backend", "nccl"], "--impl ring: the ring runs on the mpi backend"),
             (&["--budget", "0s"], "--budget"),
             (&["--ci-target", "-1"], "--ci-target"),
             (&["--ci-target", "lots"], "--ci-target"),

@@ -304,9 +304,31 @@ pub fn divide_by_ranks(dtype: DType, bytes: &mut [u8], n: usize) {
     }, else unreachable!("{dtype} has no host arithmetic"))
 }
 
+/// `acc[i] = acc[i] op inc[i]` over the elements of two byte buffers of type `dtype` (Avg sums;
+/// its division comes last).
+pub fn combine_into(dtype: DType, op: Op, acc: &mut [u8], inc: &[u8]) {
+    with_element!(dtype, T => {
+        for (a, b) in cast_slice_mut::<T>(acc).iter_mut().zip(cast_slice::<T>(inc)) {
+            *a = T::combine(op, *a, *b);
+        }
+    }, else unreachable!("{dtype} has no host arithmetic"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn combine_into_reduces_element_by_element() {
+        let mut a = [1i32, 5, -3];
+        let b = [4i32, 2, -7];
+        let bytes = |v: &mut [i32]| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, 12) };
+        let mut bb = b;
+        combine_into(DType::Int32, Op::Max, bytes(&mut a), bytes(&mut bb));
+        assert_eq!(a, [4, 5, -3]);
+        combine_into(DType::Int32, Op::Sum, bytes(&mut a), bytes(&mut bb));
+        assert_eq!(a, [8, 7, -10]);
+    }
 
     #[test]
     fn names_round_trip() {

@@ -144,3 +144,8 @@ fn ranks_given_different_options_stop_together() {
     assert!(err.contains("rank 1") && err.contains("different options than rank 0"), "{err}");
     assert!(files(dir.path()).is_empty());
 }
+
+#[test]
+fn ring_only_for_all_reduce() {
+    refused(2, &["--impl", "ring"], "--impl ring: implements all-reduce only, not all-gather");
+}

@@ -145,3 +145,42 @@ fn table_numbers_are_consistent() {
     assert!((algbw - size / time_us / 1e3).abs() <= 0.011 + algbw * 0.01, "{r:?}");
     assert!((busbw - algbw * 1.5).abs() <= 0.011 + busbw * 0.01, "{r:?}");
 }
+
+#[test]
+fn ring_all_reduce_beside_the_library_s_own() {
+    for n in 1..=4 {
+        let (o, _d) = mpirun(
+            n,
+            &[
+                "all-reduce",
+                "--impl",
+                "ring",
+                "-d",
+                "int8,int32,uint64,float,double",
+                "-o",
+                "all",
+                "-b",
+                "8",
+                "-e",
+                "96K",
+                "-f",
+                "7",
+                "-n",
+                "3",
+                "--no-csv",
+            ],
+        );
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "n={n}\n{out}{}", stderr(&o));
+        assert!(out.contains("# implementation: ring (all-reduce over MPI_Sendrecv)"), "{out}");
+        let rows = rows(&o);
+        assert_eq!(rows.len(), 5 * 5 * 5, "n={n}");
+        assert!(rows.iter().all(|r| r[8] == "0" && r[12] == "0"), "n={n}\n{out}");
+    }
+    // The check still bites on the ring's output.
+    let (o, _d) = mpirun(
+        3,
+        &["all-reduce", "--impl", "ring", "-b", "1K", "-e", "1K", "-n", "2", "--no-csv", "--debug-corrupt-rank", "2"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+}

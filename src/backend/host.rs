@@ -55,6 +55,11 @@ impl HostBuffer {
         self.ptr
     }
 
+    /// The raw pointer, for FFI writes into a buffer that no Rust reference borrows.
+    pub fn raw(&self) -> *mut u8 {
+        self.ptr
+    }
+
     pub fn bytes(&self) -> &[u8] {
         if self.len == 0 {
             return &[];

@@ -19,7 +19,7 @@ use crate::dtype::{DType, Op};
 use crate::error::Result;
 
 /// Implementations of the collectives a backend may offer (`--impl`).
-pub const IMPLEMENTATIONS: &[&str] = &["native"];
+pub const IMPLEMENTATIONS: &[&str] = &["native", "ring"];
 
 /// One call: which collective, on what, where.
 #[derive(Clone, Copy, Debug)]

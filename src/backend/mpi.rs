@@ -2,8 +2,9 @@
 //! `mpi::ffi` (rsmpi's safe layer has no `MPI_IN_PLACE` and would add a layer to the timed path).
 //! All FFI detail of the backend stays in this file.
 //!
-//! Another implementation of a collective (a ring all-reduce over point-to-point, say) is one
-//! more arm in [`Implementation`] and one more name in `IMPLEMENTATIONS`, chosen by `--impl`.
+//! Another implementation of a collective is one more arm in [`Implementation`] and one more
+//! name in `IMPLEMENTATIONS`, chosen by `--impl`: `ring` (all-reduce as a ring over
+//! `MPI_Sendrecv`) sits beside the library's own.
 
 use super::{Backend, Buf, Call, HostBuffer};
 use crate::check::SENTINEL;
@@ -24,13 +25,26 @@ extern "C" {
 pub enum Implementation {
     /// The MPI library's own collective (`MPI_Allreduce`, …).
     Native,
+    /// A ring over point-to-point `MPI_Sendrecv` (all-reduce only): reduce-scatter then
+    /// all-gather in n−1 steps each, the textbook bandwidth-optimal algorithm, to set beside
+    /// the library's own.
+    Ring,
 }
 
 impl Implementation {
     pub fn parse(name: &str) -> Option<Implementation> {
         match name {
             "native" => Some(Implementation::Native),
+            "ring" => Some(Implementation::Ring),
             _ => None,
+        }
+    }
+
+    /// The collectives this implementation provides.
+    pub fn provides(self, kind: Kind) -> bool {
+        match self {
+            Implementation::Native => true,
+            Implementation::Ring => kind == Kind::AllReduce,
         }
     }
 }
@@ -46,6 +60,8 @@ pub struct MpiBackend {
     arrival_delay: Option<std::time::Duration>,
     send: HostBuffer,
     recv: HostBuffer,
+    /// The ring's incoming chunk.
+    scratch: HostBuffer,
 }
 
 /// Everything one call needs, resolved before the timed loop.
@@ -61,6 +77,8 @@ struct Prepared {
     in_place: bool,
     /// Avg on MPI: sum, then divide this many bytes at `avg_at` by the rank count.
     avg: Option<(DType, *mut u8, usize)>,
+    /// Element type and op, for reductions done here (the ring).
+    elem: (DType, Op),
 }
 
 fn datatype(d: DType) -> Option<ffi::MPI_Datatype> {
@@ -113,6 +131,7 @@ impl MpiBackend {
             arrival_delay,
             send: HostBuffer::empty(),
             recv: HostBuffer::empty(),
+            scratch: HostBuffer::empty(),
         })
     }
 
@@ -168,7 +187,67 @@ impl MpiBackend {
             partner: partner(self.rank, self.nranks) as c_int,
             in_place: call.in_place,
             avg,
+            elem: (call.dtype, call.op),
         })
+    }
+
+    /// Ring all-reduce into `p.recv`. SAFETY: as `call_once`; `scratch` holds a chunk.
+    unsafe fn ring_all_reduce(&self, p: &Prepared) {
+        let (dtype, op) = p.elem;
+        let elem = dtype.size();
+        let count = p.count as usize;
+        let n = self.nranks;
+        let recv = p.recv as *mut u8;
+        if !p.in_place && count > 0 {
+            std::ptr::copy_nonoverlapping(p.send as *const u8, recv, count * elem);
+        }
+        if n == 1 || count == 0 {
+            return;
+        }
+        let chunk = |c: usize| (c * count / n, (c + 1) * count / n); // [start, end) in elements
+        let (right, left) = (((self.rank + 1) % n) as c_int, ((self.rank + n - 1) % n) as c_int);
+        let status = ffi::RSMPI_STATUS_IGNORE;
+        let scratch = self.scratch.raw();
+        // Reduce-scatter: after n−1 steps this rank holds the whole reduction of chunk rank+1.
+        for step in 0..n - 1 {
+            let (s0, s1) = chunk((self.rank + n - step) % n);
+            let (r0, r1) = chunk((self.rank + n - step - 1) % n);
+            ffi::MPI_Sendrecv(
+                recv.add(s0 * elem) as *const c_void,
+                (s1 - s0) as c_int,
+                p.dtype,
+                right,
+                1,
+                scratch as *mut c_void,
+                (r1 - r0) as c_int,
+                p.dtype,
+                left,
+                1,
+                self.comm,
+                status,
+            );
+            let acc = std::slice::from_raw_parts_mut(recv.add(r0 * elem), (r1 - r0) * elem);
+            crate::dtype::combine_into(dtype, op, acc, std::slice::from_raw_parts(scratch, (r1 - r0) * elem));
+        }
+        // All-gather of the reduced chunks, straight into place.
+        for step in 0..n - 1 {
+            let (s0, s1) = chunk((self.rank + 1 + n - step) % n);
+            let (r0, r1) = chunk((self.rank + n - step) % n);
+            ffi::MPI_Sendrecv(
+                recv.add(s0 * elem) as *const c_void,
+                (s1 - s0) as c_int,
+                p.dtype,
+                right,
+                2,
+                recv.add(r0 * elem) as *mut c_void,
+                (r1 - r0) as c_int,
+                p.dtype,
+                left,
+                2,
+                self.comm,
+                status,
+            );
+        }
     }
 
     /// One call of the collective. SAFETY: the pointers in `p` point into our buffers, which
@@ -176,6 +255,8 @@ impl MpiBackend {
     unsafe fn call_once(&self, p: &Prepared) {
         let c = self.comm;
         match (self.implementation, p.kind) {
+            (Implementation::Ring, Kind::AllReduce) => self.ring_all_reduce(p),
+            (Implementation::Ring, _) => unreachable!("--impl ring is refused up front for other collectives"),
             (Implementation::Native, Kind::AllReduce) => {
                 ffi::MPI_Allreduce(p.send, p.recv, p.count, p.dtype, p.op, c);
             }
@@ -247,7 +328,11 @@ impl Backend for MpiBackend {
     }
 
     fn describe(&self) -> Vec<String> {
-        vec![format!("MPI library: {}", self.version)]
+        let imp = match self.implementation {
+            Implementation::Native => "native (the MPI library's own collectives)",
+            Implementation::Ring => "ring (all-reduce over MPI_Sendrecv)",
+        };
+        vec![format!("MPI library: {}", self.version), format!("implementation: {imp}")]
     }
 
     fn supports(&self, dtype: DType) -> Result<()> {
@@ -263,8 +348,13 @@ impl Backend for MpiBackend {
         // Free first so the peak never holds old and new buffers together.
         self.send = HostBuffer::empty();
         self.recv = HostBuffer::empty();
+        self.scratch = HostBuffer::empty();
         self.send = HostBuffer::new(send_bytes, 0)?;
         self.recv = HostBuffer::new(recv_bytes, SENTINEL)?;
+        if self.implementation == Implementation::Ring {
+            // One chunk: at most ⌈count / n⌉ elements of at most 8 bytes.
+            self.scratch = HostBuffer::new(recv_bytes / self.nranks + 64, 0)?;
+        }
         Ok(())
     }
 
