@@ -150,6 +150,24 @@ pub(crate) fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Back
     }
 }
 
+/// The backend for `opts`, with its types checked, its buffers checked against this host's free
+/// memory and allocated. Every step is agreed across ranks.
+pub(crate) fn ready_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
+    let mut backend = world.agree(make_backend(world, opts))?;
+    world.agree(opts.dtypes.iter().try_for_each(|d| backend.supports(*d)))?;
+    let (send, recv) = buffer_bytes(opts, world.size, world.rank, backend.convention());
+    // MPI libraries reduce large messages through a scratch buffer of the message's size.
+    let scratch = opts.backend == BackendKind::Mpi && opts.collectives.iter().any(|k| k.spec().reduces());
+    let per_rank = memory::per_rank_need(send as u64, recv as u64, scratch);
+    let fit = match memory::available_bytes() {
+        Some(avail) => memory::check_fit(per_rank, world.local_size, avail, world.host()),
+        None => Ok(()),
+    };
+    world.agree(fit)?;
+    world.agree(backend.allocate(send, recv))?;
+    Ok(backend)
+}
+
 fn csv_path(opts: &Options, timestamp: &chrono::DateTime<chrono::Utc>) -> Option<PathBuf> {
     match &opts.csv {
         CsvTarget::Off => None,
@@ -174,18 +192,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
     };
     world.agree(opts.validate_for_world(world.size))?;
 
-    let backend = world.agree(make_backend(world, &opts))?;
-    let mut backend = backend;
-    world.agree(opts.dtypes.iter().try_for_each(|d| backend.supports(*d)))?;
-
-    let (send, recv) = buffer_bytes(&opts, world.size, world.rank, backend.convention());
-    let per_rank = (send + recv) as u64 + memory::OVERHEAD_BYTES;
-    let fit = match memory::available_bytes() {
-        Some(avail) => memory::check_fit(per_rank, world.local_size, avail, world.host()),
-        None => Ok(()),
-    };
-    world.agree(fit)?;
-    world.agree(backend.allocate(send, recv))?;
+    let mut backend = ready_backend(world, &opts)?;
 
     let now = chrono::Utc::now();
     let info = RunInfo {

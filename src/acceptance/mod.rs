@@ -10,7 +10,7 @@ use crate::error::{exit, Error, Result};
 use crate::options::{Aggregation, CsvTarget, Options, Step};
 use crate::record::Point;
 use crate::stats::RankOutlier;
-use crate::sweep::{buffer_bytes, Sweep};
+use crate::sweep::Sweep;
 use crate::world::World;
 use clap::Parser;
 use serde::{Deserialize, Serialize};
@@ -268,16 +268,7 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
         }
         let sweep_opts = Options { debug_slow_rank: opts.debug_slow_rank, ..sweep_options(rule, &spec) };
         world.agree(sweep_opts.validate_for_world(world.size))?;
-        let mut backend = world.agree(crate::app::make_backend(world, &sweep_opts))?;
-        world.agree(backend.supports(rule.dtype))?;
-        let (send, recv) = buffer_bytes(&sweep_opts, world.size, world.rank, backend.convention());
-        let per_rank = (send + recv) as u64 + crate::memory::OVERHEAD_BYTES;
-        let fit = match crate::memory::available_bytes() {
-            Some(avail) => crate::memory::check_fit(per_rank, world.local_size, avail, world.host()),
-            None => Ok(()),
-        };
-        world.agree(fit)?;
-        world.agree(backend.allocate(send, recv))?;
+        let mut backend = crate::app::ready_backend(world, &sweep_opts)?;
         let t0 = mpi::time();
         let mut points = vec![];
         for _ in 0..spec.repeats {
