@@ -172,9 +172,7 @@ fn csv_path(opts: &Options, timestamp: &chrono::DateTime<chrono::Utc>) -> Option
     match &opts.csv {
         CsvTarget::Off => None,
         CsvTarget::Path(p) => Some(p.clone()),
-        CsvTarget::Default => {
-            Some(PathBuf::from(format!("results/coll-bench-{}.csv", timestamp.format("%Y%m%dT%H%M%SZ"))))
-        }
+        CsvTarget::Default => Some(crate::report::default_results_path("coll-bench", timestamp)),
     }
 }
 

@@ -81,7 +81,8 @@ fn median_ci95(sorted: &[f64]) -> (f64, f64) {
     (sorted[lo], sorted[hi])
 }
 
-fn median_of(v: &[f64]) -> f64 {
+/// Median of unsorted values (NaN when empty).
+pub fn median_of(v: &[f64]) -> f64 {
     Data::new(v.to_vec()).median()
 }
 

@@ -19,6 +19,9 @@ const NAME_LEN: usize = 256;
 /// This process's place in the job.
 pub struct World {
     // Field order is drop order: communicators are freed before the universe finalises MPI.
+    /// The node split (`split_shared`); only its rank and size are used, but the communicator
+    /// must live until it is freed, before MPI_Finalize.
+    #[allow(dead_code)]
     node: SimpleCommunicator,
     world: SimpleCommunicator,
     universe: Universe,
@@ -191,11 +194,6 @@ impl World {
     /// Stop every rank of the job now. For errors that cannot be agreed on.
     pub fn abort(&self, code: i32) -> ! {
         self.world.abort(code)
-    }
-
-    #[allow(dead_code)]
-    fn node(&self) -> &SimpleCommunicator {
-        &self.node
     }
 }
 

@@ -74,19 +74,6 @@ pub struct Verdict {
     pub seconds: f64,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// Judge one rule on the points of its repeats (all repeats' points together).
 pub fn judge(rule: &Rule, points: &[Point], hosts: &[String], seconds: f64) -> Vec<Verdict> {
     fn placed(in_place: bool, p: &Point) -> &crate::record::Measurement {
@@ -100,7 +87,7 @@ pub fn judge(rule: &Rule, points: &[Point], hosts: &[String], seconds: f64) -> V
     sizes.sort();
     sizes.dedup();
     let per_size = |size: u64, f: &dyn Fn(&Point) -> f64| -> f64 {
-        median(points.iter().filter(|p| p.size_bytes == size).map(f).collect())
+        crate::stats::median_of(&points.iter().filter(|p| p.size_bytes == size).map(f).collect::<Vec<f64>>())
     };
 
     // Slow ranks: counted over every measurement of the rule.

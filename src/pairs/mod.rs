@@ -141,21 +141,18 @@ pub fn measure_all(world: &World, opts: &PairsOptions, rounds: &[Vec<(usize, usi
     let mut all = vec![0.0f64; mine.len() * world.size];
     root.gather_into_root(&mine[..], &mut all[..]);
     let mut out = vec![];
-    for chunk in all.chunks(4) {
+    // Slot i of every rank's block is round i.
+    for (slot, chunk) in all.chunks(4).enumerate() {
         if chunk[0].is_nan() {
             continue;
         }
         out.push(PairResult {
             a: chunk[0] as usize,
             b: chunk[1] as usize,
-            round: 0,
+            round: slot % rounds.len(),
             latency_us: chunk[2] * 1e6,
             bandwidth_gbps: opts.bandwidth_bytes as f64 / chunk[3] / 1e9,
         });
-    }
-    // Rounds, from the schedule.
-    for p in out.iter_mut() {
-        p.round = rounds.iter().position(|r| r.contains(&(p.a, p.b))).unwrap_or(0);
     }
     out.sort_by_key(|p| (p.a, p.b));
     out
@@ -236,9 +233,8 @@ pub fn run(world: &World, opts: &PairsOptions) -> Result<i32> {
     };
     world.agree(fit)?;
     let now = chrono::Utc::now();
-    let csv_path = opts.csv.as_ref().map(|p| {
-        p.clone().unwrap_or_else(|| PathBuf::from(format!("results/pairs-{}.csv", now.format("%Y%m%dT%H%M%SZ"))))
-    });
+    let csv_path =
+        opts.csv.as_ref().map(|p| p.clone().unwrap_or_else(|| crate::report::default_results_path("pairs", &now)));
     // Create the CSV before measuring, so an unwritable path fails up front.
     let created = match (&csv_path, world.rank) {
         (Some(p), 0) => crate::report::create_file("--csv", p).map(|_| ()),

@@ -41,3 +41,8 @@ pub(crate) fn replace_file(flag: &str, path: &std::path::Path, bytes: &[u8]) -> 
         .and_then(|_| std::fs::rename(&tmp, path))
         .map_err(|e| crate::error::Error::setup(format!("{flag}: writing '{}' failed: {e}", path.display())))
 }
+
+/// Where a run writes by default: `results/<prefix>-<UTC time>.csv` under the working directory.
+pub(crate) fn default_results_path(prefix: &str, now: &chrono::DateTime<chrono::Utc>) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("results/{prefix}-{}.csv", now.format("%Y%m%dT%H%M%SZ")))
+}
