@@ -29,6 +29,9 @@ set -Eeuo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 . "$HERE/netns/common.sh"
 AGENT=$HERE/netns/rsh-agent.sh
+# Open MPI's launcher (the bed drives its rsh agent): Debian's per-family name where both
+# families are installed.
+MPIRUN_OMPI=$(command -v mpirun.openmpi || echo mpirun)
 STATE=/run/coll-bench-netns/$PREFIX
 
 usage() {
@@ -42,7 +45,7 @@ why_not() {
   command -v ip >/dev/null || { echo "no 'ip' command (apt-get install iproute2)"; return; }
   command -v tc >/dev/null || { echo "no 'tc' command (apt-get install iproute2)"; return; }
   command -v unshare >/dev/null || { echo "no 'unshare' command (util-linux)"; return; }
-  command -v mpirun >/dev/null || { echo "no mpirun (bash ci/setup.sh)"; return; }
+  command -v "$MPIRUN_OMPI" >/dev/null || { echo "no Open MPI mpirun (bash ci/setup.sh)"; return; }
   local probe=${PREFIX}probe
   ip netns add "$probe" 2>/dev/null || { echo "cannot create a network namespace (ip netns add failed)"; return; }
   ip netns del "$probe"
@@ -164,7 +167,7 @@ run_mpirun() {
   # often comes too late and warns (harmlessly) on stderr: that one line is filtered out.
   exec 2> >(grep -v --line-buffered 'plm:rsh: Warning: setpgid' >&2)
   exec ip netns exec "$HEAD" unshare --uts -- sh -c 'echo "$0" > /proc/sys/kernel/hostname && exec "$@"' "$HEAD" \
-    mpirun --mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
+    "$MPIRUN_OMPI" --mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
     --mca pml ob1 --mca btl tcp,self \
     --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET" \
     --mca mpi_yield_when_idle 1 "$@"

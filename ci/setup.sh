@@ -1,24 +1,75 @@
 #!/usr/bin/env bash
-# Install what coll-bench needs to build and run on a fresh Debian/Ubuntu machine: Open MPI
-# (library, headers, mpirun), libclang (rsmpi's bindgen) and a C compiler. Idempotent: installs
-# only what is missing. Needs root (or sudo) for apt-get.
+# Install what coll-bench needs to build and run: an MPI family (library, headers, compiler
+# wrapper, launcher), libclang (rsmpi's bindgen loads it), a C compiler, pkg-config, and ip/tc
+# for the multi-host test bed. Each need is judged by the file the build or the tests really use,
+# not by a look-alike (LLVM's libclang-cpp.so is not the libclang bindgen loads). Idempotent:
+# installs only what is missing, with one `apt-get update` first. Needs root (or sudo) for
+# apt-get; on a machine without apt-get it names the packages to install and exits 2.
+#
+#   bash ci/setup.sh                 # the family in COLL_BENCH_MPI (default: openmpi)
+#   bash ci/setup.sh openmpi mpich   # both families (what ci/test.sh uses)
 set -euo pipefail
 
-need=()
-command -v mpirun >/dev/null 2>&1 || need+=(openmpi-bin)
-command -v mpicc >/dev/null 2>&1 || need+=(libopenmpi-dev)
-ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/*/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
-command -v cc >/dev/null 2>&1 || need+=(build-essential)
-command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+families=("$@")
+[ ${#families[@]} -gt 0 ] || families=("${COLL_BENCH_MPI:-openmpi}")
+
+need=()      # Debian package names
+missing=()   # what is missing, in words, for machines without apt-get
+add() { need+=("$1"); missing+=("$2"); }
+
+have_file() { for f in "$@"; do [ -e "$f" ] && return 0; done; return 1; }
+
+for fam in "${families[@]}"; do
+  case "$fam" in
+    openmpi)
+      # Debian installs each family's wrappers under its own name (mpicc.openmpi, mpirun.openmpi);
+      # elsewhere (a module, a source build) the plain names must be Open MPI's.
+      if ! command -v mpicc.openmpi >/dev/null 2>&1 && ! { command -v mpicc >/dev/null 2>&1 && mpicc --showme:version >/dev/null 2>&1; }; then
+        add libopenmpi-dev "Open MPI's compiler wrapper and headers (mpicc)"
+      fi
+      if ! command -v mpirun.openmpi >/dev/null 2>&1 && ! { command -v mpirun >/dev/null 2>&1 && mpirun --version 2>/dev/null | grep -q 'Open MPI'; }; then
+        add openmpi-bin "Open MPI's launcher (mpirun)"
+      fi
+      ;;
+    mpich)
+      if ! command -v mpicc.mpich >/dev/null 2>&1; then add libmpich-dev "MPICH's compiler wrapper and headers (mpicc.mpich)"; fi
+      if ! command -v mpiexec.mpich >/dev/null 2>&1; then add mpich "MPICH's launcher (mpiexec.mpich, Hydra)"; fi
+      ;;
+    *) echo "ci/setup.sh: unknown MPI family '$fam' (accepted: openmpi, mpich)" >&2; exit 2 ;;
+  esac
+done
+
+# clang-sys (bindgen) loads libclang.so, libclang.so.N or libclang-N.so*; never libclang-cpp.
+libclang_found() {
+  [ -n "${LIBCLANG_PATH:-}" ] && have_file "$LIBCLANG_PATH"/libclang.so* "$LIBCLANG_PATH"/libclang-[0-9]*.so* && return 0
+  have_file /usr/lib/llvm-*/lib/libclang.so /usr/lib/llvm-*/lib/libclang.so.[0-9]* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* \
+    /usr/lib/*/libclang.so /usr/lib/*/libclang.so.[0-9]* /usr/lib/*/libclang-[0-9]*.so* \
+    /usr/lib/libclang.so /usr/lib/libclang.so.[0-9]* /usr/lib64/libclang.so /usr/lib64/libclang.so.[0-9]* \
+    /usr/local/lib/libclang.so /usr/local/lib/libclang.so.[0-9]*
+}
+libclang_found || add libclang-dev "libclang.so (bindgen, used by rsmpi's build)"
+command -v cc >/dev/null 2>&1 || add build-essential "a C compiler (cc)"
+command -v pkg-config >/dev/null 2>&1 || add pkg-config "pkg-config"
 # ip and tc, for the multi-host test bed (ci/netns-bed.sh, tests/multihost.rs).
-{ command -v tc || [ -x /usr/sbin/tc ] || [ -x /sbin/tc ]; } >/dev/null 2>&1 || need+=(iproute2)
+{ { command -v tc || [ -x /usr/sbin/tc ] || [ -x /sbin/tc ]; } && { command -v ip || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ]; }; } >/dev/null 2>&1 \
+  || add iproute2 "ip and tc (iproute2)"
 
 if [ ${#need[@]} -gt 0 ]; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "ci/setup.sh: not a Debian/Ubuntu machine; install these yourself, then run again: ${missing[*]}" \
+         "(Debian names: ${need[*]})" >&2
+    exit 2
+  fi
   sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "ci/setup.sh: installing ${need[*]}" >&2
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  if ! libclang_found; then
+    echo "ci/setup.sh: libclang-dev is installed but no libclang.so was found; set LIBCLANG_PATH to its directory" >&2
+    exit 2
+  fi
 fi
 
 command -v cargo >/dev/null 2>&1 || { echo "ci/setup.sh: cargo not found; install Rust (https://rustup.rs) first" >&2; exit 2; }
+exit 0

@@ -155,6 +155,9 @@ pub(crate) fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Back
 pub(crate) fn ready_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     let mut backend = world.agree(make_backend(world, opts))?;
     world.agree(opts.dtypes.iter().try_for_each(|d| backend.supports(*d)))?;
+    if opts.backend == BackendKind::Mpi {
+        world.agree(crate::backend::mpi::known_faults(world, opts))?;
+    }
     let (send, recv) = buffer_bytes(opts, world.size, world.rank, backend.convention());
     // MPI libraries reduce large messages through a scratch buffer of the message's size.
     let scratch = opts.backend == BackendKind::Mpi && opts.collectives.iter().any(|k| k.spec().reduces());

@@ -109,33 +109,9 @@ fn help_and_version_print_once_and_exit_0() {
 fn ranks_given_different_options_stop_together() {
     // MPMD launch: rank 1 gets another -e than rank 0.
     let dir = tempfile::tempdir().unwrap();
-    let o = std::process::Command::new("timeout")
-        .args([
-            "120",
-            "mpirun",
-            "-q",
-            "--oversubscribe",
-            "--bind-to",
-            "none",
-            "-n",
-            "1",
-            BIN,
-            "-e",
-            "1K",
-            "--csv",
-            "x.csv",
-            ":",
-            "-n",
-            "1",
-            BIN,
-            "-e",
-            "2K",
-            "--csv",
-            "x.csv",
-        ])
+    let o = launch_cmd(120)
+        .args(["-n", "1", BIN, "-e", "1K", "--csv", "x.csv", ":", "-n", "1", BIN, "-e", "2K", "--csv", "x.csv"])
         .current_dir(dir.path())
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()
         .unwrap();
     let err = stderr(&o);
@@ -148,4 +124,35 @@ fn ranks_given_different_options_stop_together() {
 #[test]
 fn ring_only_for_all_reduce() {
     refused(2, &["--impl", "ring"], "--impl ring: implements all-reduce only, not all-gather");
+}
+
+/// The other MPI family's launcher starting this build (both installed, as on our CI): every rank
+/// sees a world of one while the launcher's variables say two, and says so in one line.
+#[test]
+fn the_other_familys_launcher_is_named_as_the_cause() {
+    let (launcher, flags): (&str, &[&str]) =
+        if FAMILY == "mpich" { ("mpirun.openmpi", &["-q", "--oversubscribe"]) } else { ("mpiexec.mpich", &[]) };
+    if !on_path(launcher) {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "SKIPPED: the_other_familys_launcher_is_named_as_the_cause: no {launcher}");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = std::process::Command::new("timeout")
+        .args(["--kill-after=5", "60", launcher])
+        .args(flags)
+        .args(["-n", "2", BIN, "-e", "1K", "--csv", "x.csv"])
+        .current_dir(dir.path())
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert_ne!(o.status.code(), Some(0), "{err}");
+    let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("coll-bench: ")).collect();
+    assert!(!ours.is_empty() && ours.len() <= 2, "{err}");
+    for l in ours {
+        assert!(l.contains("launcher and MPI disagree") && l.contains("MPI says rank 0 of 1"), "{err}");
+    }
+    assert!(files(dir.path()).is_empty());
 }

@@ -46,6 +46,14 @@ impl Bed {
     /// cannot have them.
     fn up(test: &str, hosts: usize) -> Option<Bed> {
         let lock = BED_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+        if FAMILY != "openmpi" {
+            let why = format!(
+                "the bed starts ranks through Open MPI's rsh agent; this build is linked against {FAMILY} \
+                 (Hydra on the bed is not wired up)"
+            );
+            skipped(test, &why);
+            return None;
+        }
         let prefix = format!("cbt{}-", std::process::id());
         let check = bed_cmd(&prefix).arg("check").output().expect("bash runs");
         if !check.status.success() {
@@ -194,22 +202,49 @@ fn a_link_down_ends_every_rank_through_the_watchdog() {
         assert!(took < 3.0 + limit_s + 20.0, "mpirun took {took:.1} s");
         cut_at
     });
+    // The promise: every rank is gone within the limit, and the job says which call hung, at
+    // what size, and on whom it waited. Each rank either ends through its own watchdog (exit 2,
+    // its one line) or is ended by the launcher's tear-down when another rank's watchdog fired
+    // first (Open MPI kills the other ranks of a host as soon as one exits non-zero): which of
+    // the two happens on the host that can still reach mpirun is a race, and both keep the promise.
+    let mut lines_seen = 0;
     for rank in 0..4 {
         let read = |ext: &str| std::fs::read_to_string(bed.dir().join(format!("rank{rank}.{ext}"))).unwrap_or_default();
         let host = bed.host(rank % 2 + 1);
-        assert_eq!(read("rc").trim(), "2", "rank {rank}: exit code; stderr: {}", read("err"));
+        let pid: i32 = read("pid").trim().parse().unwrap_or_else(|_| panic!("rank {rank}: no pid recorded"));
+        let gone = (0..100).any(|_| {
+            let alive = Path::new(&format!("/proc/{pid}")).exists();
+            if alive {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            !alive
+        });
+        assert!(gone, "rank {rank} (pid {pid}) still runs after mpirun ended");
         let err = read("err");
         let lines: Vec<&str> = err.lines().collect();
-        assert_eq!(lines.len(), 1, "rank {rank}: one line expected:\n{err}");
-        assert!(lines[0].starts_with("coll-bench: error: all-reduce of "), "{err}");
-        assert!(lines[0].contains(&format!(" on rank {rank} ({host}); waiting on ranks ")), "{err}");
-        assert!(lines[0].ends_with("; aborting the job"), "{err}");
-        let ended: f64 = read("end").trim().parse().unwrap();
-        // At most the limit, plus twice the batch's expected time (about 0.3 s here), plus the
-        // tick, after the cut; less when the batch that hung began well before it.
-        let after = ended - cut_at;
-        assert!(after > 0.0 && after < limit_s + 3.0, "rank {rank} ended {after:.2} s after the cut: {err}");
+        assert!(lines.len() <= 1, "rank {rank}: at most one line expected:\n{err}");
+        if let Some(line) = lines.first() {
+            lines_seen += 1;
+            assert_eq!(read("rc").trim(), "2", "rank {rank}: exit code after its line: {err}");
+            assert!(line.starts_with("coll-bench: error: all-reduce of "), "{err}");
+            assert!(line.contains(&format!(" on rank {rank} ({host}); waiting on ranks ")), "{err}");
+            assert!(line.ends_with("; aborting the job"), "{err}");
+        } else {
+            // Ended by the launcher: SIGTERM (143) is recorded, SIGKILL leaves no exit code.
+            let rc = read("rc");
+            assert!(
+                rc.is_empty() || rc.trim().parse::<i32>().is_ok_and(|c| c > 128),
+                "rank {rank}: exit {rc}, no line"
+            );
+        }
+        if let Ok(ended) = read("end").trim().parse::<f64>() {
+            // At most the limit, plus twice the batch's expected time (about 0.3 s here), plus
+            // the tick, after the cut; less when the batch that hung began well before it.
+            let after = ended - cut_at;
+            assert!(after > 0.0 && after < limit_s + 3.0, "rank {rank} ended {after:.2} s after the cut: {err}");
+        }
     }
+    assert!(lines_seen >= 1, "no rank said which call hung");
     // The CSV holds what was measured before the cut: a header and whole rows, nothing torn.
     let text = std::fs::read_to_string(bed.dir().join("run.csv")).unwrap();
     assert!(text.ends_with('\n'), "last row torn: {text:?}");

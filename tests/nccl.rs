@@ -31,22 +31,15 @@ const STEERING: &[&str] = &[
 /// `mpirun -n N coll-bench --backend nccl ARGS…` with `env` (and nothing else of ours) set.
 fn nccl_run(n: usize, args: &[&str], env: &[(&str, &str)]) -> (Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new("timeout");
-    cmd.args(["--kill-after=5", "120", "mpirun", "-q", "--oversubscribe", "--bind-to", "none", "-n"])
-        .arg(n.to_string())
-        .arg(BIN)
-        .args(["--backend", "nccl"])
-        .args(args)
-        .current_dir(dir.path())
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    let mut cmd = launch_cmd(120);
+    cmd.arg("-n").arg(n.to_string()).arg(BIN).args(["--backend", "nccl"]).args(args).current_dir(dir.path());
     for v in STEERING {
         cmd.env_remove(v);
     }
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = cmd.output().expect("mpirun runs (is Open MPI installed? run ci/setup.sh)");
+    let out = cmd.output().expect("the MPI launcher runs (is MPI installed? run ci/setup.sh)");
     (out, dir)
 }
 

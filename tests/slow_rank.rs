@@ -11,6 +11,9 @@ static ALONE: Mutex<()> = Mutex::new(());
 #[test]
 fn a_rank_slowed_on_purpose_is_named() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    if skip_timing_test("a_rank_slowed_on_purpose_is_named", 4) {
+        return;
+    }
     // Rank 2 arrives 1 ms late at every timed batch; the others wait for it.
     let (o, _d) =
         mpirun(4, &["all-reduce", "-b", "64K", "-e", "256K", "-n", "20", "--no-csv", "--debug-slow-rank", "2:1000"]);
@@ -35,6 +38,9 @@ fn a_rank_slowed_on_purpose_is_named() {
 #[test]
 fn a_slowed_rank_is_named_in_the_verdict() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    if skip_timing_test("a_slowed_rank_is_named_in_the_verdict", 4) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let spec = dir.path().join("spec.toml");
     std::fs::write(

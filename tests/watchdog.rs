@@ -17,12 +17,10 @@ fn a_generous_limit_does_not_trip() {
 #[test]
 fn a_stopped_rank_ends_the_job_through_the_watchdog() {
     let dir = tempfile::tempdir().unwrap();
-    let mut child = Command::new("timeout")
-        .args(["--kill-after=5", "120", "mpirun", "-q", "--oversubscribe", "--bind-to", "none", "-n", "2", BIN])
+    let mut child = launch_cmd(120)
+        .args(["-n", "2", BIN])
         .args(["all-reduce", "-b", "8", "-e", "64K", "-f", "2", "--budget", "200ms", "-T", "2", "--csv", "run.csv"])
         .current_dir(dir.path())
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -58,7 +56,11 @@ fn a_stopped_rank_ends_the_job_through_the_watchdog() {
     let o = child.wait_with_output().unwrap();
     let took = stopped_at.unwrap_or_else(|| panic!("the run ended before two rows\n{out}")).elapsed();
     let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
+    // Open MPI's mpirun returns the first failing rank's code (2). MPICH's Hydra kills the
+    // stopped rank with SIGKILL and returns that signal's number (9): coll-bench's own exit code
+    // is in rank 0's line either way (README, exit codes).
+    let expected: &[i32] = if FAMILY == "mpich" { &[2, 9] } else { &[2] };
+    assert!(o.status.code().is_some_and(|c| expected.contains(&c)), "exit {:?}\n{out}\n{err}", o.status.code());
     // 2 s, plus twice the batch's expected time (a 200 ms budget), plus launcher tear-down.
     assert!(took < Duration::from_secs(8), "ended {took:?} after the stop");
     // Rank 0 names the call and the rank it waits on. mpirun's tear-down sends the stopped rank

@@ -318,6 +318,34 @@ impl MpiBackend {
     }
 }
 
+/// Refuse, up front, a sweep that would crash inside the MPI library itself, with what to do
+/// instead. Known: MPICH 4.0 (ch4 device collectives) segfaults in an in-place `MPI_Reduce` at
+/// a root other than 0 from 2744 B on (reproduced with a bare C program, Debian's MPICH 4.0.2);
+/// `MPIR_CVAR_DEVICE_COLLECTIVES=none` avoids it.
+pub fn known_faults(world: &World, opts: &crate::options::Options) -> Result<()> {
+    let mpich_4_0 = world
+        .library_version
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .windows(3)
+        .any(|w| w[0] == "MPICH" && w[1] == "Version:" && w[2].starts_with("4.0"));
+    let device_collectives_off = std::env::var("MPIR_CVAR_DEVICE_COLLECTIVES").is_ok_and(|v| v == "none");
+    if mpich_4_0
+        && !device_collectives_off
+        && world.size > 1
+        && opts.root != 0
+        && opts.collectives.contains(&Kind::Reduce)
+        && opts.max_bytes >= 2744
+    {
+        return Err(Error::usage(format!(
+            "-r/--root {}: MPICH 4.0 crashes (segfault) in an in-place reduce at a root other than 0 from 2744 B on; \
+             use -r 0, or set MPIR_CVAR_DEVICE_COLLECTIVES=none to measure it without the device collectives",
+            opts.root
+        )));
+    }
+    Ok(())
+}
+
 impl Backend for MpiBackend {
     fn name(&self) -> &'static str {
         "mpi"
