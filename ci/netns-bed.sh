@@ -9,6 +9,8 @@
 #   ci/netns-bed.sh down             remove everything (also done by `up` when it fails)
 #   ci/netns-bed.sh status           hosts, addresses, links and shaping
 #   ci/netns-bed.sh mpirun ARGS…     mpirun in the launcher namespace, over the bed's TCP subnet
+#   ci/netns-bed.sh mpiexec ARGS…    MPICH's Hydra mpiexec there instead (for an MPICH build; with
+#                                    MPICH 4.0.2 the ranks may hang in MPI_Finalize: use -T and timeout)
 #   ci/netns-bed.sh exec HOST CMD…   a command on one host, under its host name
 #   ci/netns-bed.sh slow HOST RATE   cap HOST's link in both directions (tc tbf, e.g. 20mbit)
 #   ci/netns-bed.sh cut HOST         take HOST's link down; `heal HOST` undoes cut and slow
@@ -173,6 +175,19 @@ run_mpirun() {
     --mca mpi_yield_when_idle 1 "$@"
 }
 
+# MPICH's Hydra: proxies started through the same agent (as if by ssh), control traffic on the
+# launcher's eth0 (the bed's subnet), and UCX (MPICH's ch4:ucx) kept to TCP over eth0, so ranks on
+# two hosts never take a shared-memory shortcut. Hydra places ranks by the hostfile's `host:N`
+# counts, wrapping round: `host:1` lines give round-robin (Open MPI's --map-by node).
+run_mpiexec() {
+  [ -e "/run/netns/$HEAD" ] || bed_die "mpiexec: no bed is up (ci/netns-bed.sh up N)"
+  local mpiexec
+  mpiexec=$(command -v mpiexec.mpich || command -v mpiexec) || bed_die "mpiexec: MPICH's mpiexec not found (bash ci/setup.sh mpich)"
+  exec ip netns exec "$HEAD" unshare --uts -- sh -c 'echo "$0" > /proc/sys/kernel/hostname && exec "$@"' "$HEAD" \
+    "$mpiexec" -launcher ssh -launcher-exec "$AGENT" -iface eth0 \
+    -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0 "$@"
+}
+
 run_exec() {
   local i ns
   i=$(host_index "${1:-}")
@@ -225,6 +240,7 @@ case $cmd in
   down) down ;;
   status) status ;;
   mpirun) run_mpirun "$@" ;;
+  mpiexec) run_mpiexec "$@" ;;
   exec) run_exec "$@" ;;
   slow) slow "$@" ;;
   heal) heal "$@" ;;
