@@ -50,6 +50,13 @@ why_not() {
   command -v "$MPIRUN_OMPI" >/dev/null || { echo "no Open MPI mpirun (bash ci/setup.sh)"; return; }
   local probe=${PREFIX}probe
   ip netns add "$probe" 2>/dev/null || { echo "cannot create a network namespace (ip netns add failed)"; return; }
+  # `ip netns exec` remounts / and /sys: a chroot whose / is not a mount point cannot.
+  local err
+  if ! err=$(ip netns exec "$probe" true 2>&1); then
+    ip netns del "$probe"
+    echo "cannot enter a network namespace (ip netns exec: ${err%%$'\n'*})"
+    return
+  fi
   ip netns del "$probe"
   ip link add "${PREFIX}bp" type bridge 2>/dev/null || { echo "cannot create a bridge (ip link add type bridge failed)"; return; }
   ip link del "${PREFIX}bp"

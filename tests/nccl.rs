@@ -31,7 +31,8 @@ const STEERING: &[&str] = &[
 /// `mpirun -n N coll-bench --backend nccl ARGS…` with `env` (and nothing else of ours) set.
 fn nccl_run(n: usize, args: &[&str], env: &[(&str, &str)]) -> (Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = launch_cmd(120);
+    // A guard, not a bar: 3 ranks on 2 cores under MPICH (busy-polling) take minutes.
+    let mut cmd = launch_cmd(600);
     cmd.arg("-n").arg(n.to_string()).arg(BIN).args(["--backend", "nccl"]).args(args).current_dir(dir.path());
     for v in STEERING {
         cmd.env_remove(v);
