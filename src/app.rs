@@ -201,6 +201,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
         timestamp: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         backend: backend.name().to_string(),
         backend_details: backend.describe(),
+        mpi_library: world.library_version.clone(),
         ranks: world.size,
         hosts: world.ranks_by_host(),
         options: opts.clone(),

@@ -82,6 +82,9 @@ pub struct RunInfo {
     pub backend: String,
     /// Library lines from the backend (name and version).
     pub backend_details: Vec<String>,
+    /// The MPI library that bootstraps the run (`MPI_Get_library_version`'s first line), whatever
+    /// the backend: "Open MPI v4.1.4, …", "MPICH Version: 4.0.2", "Intel(R) MPI Library …".
+    pub mpi_library: String,
     pub ranks: usize,
     /// Hosts in order of their first rank, each with its ranks.
     pub hosts: Vec<(String, Vec<usize>)>,

@@ -30,6 +30,8 @@ fn json_markdown_and_per_rank_rows() {
     assert_eq!(doc["run"]["ranks"], 3);
     assert_eq!(doc["run"]["options"]["collectives"].as_array().unwrap().len(), 2);
     assert!(doc["run"]["backend_details"][0].as_str().unwrap().contains("MPI library"));
+    let lib = doc["run"]["mpi_library"].as_str().unwrap();
+    assert!(lib.contains(if FAMILY == "mpich" { "MPICH" } else { "Open MPI" }), "mpi_library {lib:?}");
     let points = doc["points"].as_array().unwrap();
     assert_eq!(points.len(), 2 * 3);
     let m = &points[0]["out_of_place"];

@@ -40,6 +40,7 @@ const COLUMNS: &[&str] = &[
     "slow_ranks",
     "warnings",
     "rank",
+    "mpi_library",
 ];
 
 #[test]
@@ -81,6 +82,10 @@ fn csv_reads_back_with_stable_columns() {
         assert_eq!(&r[col("aggregation")], "max");
         assert_eq!(&r[col("wrong")], "0");
         assert_eq!(&r[col("out_of_bounds_bytes")], "0");
+        // The library the binary was built against and launched with, named as it names itself.
+        let lib = &r[col("mpi_library")];
+        let family_word = if FAMILY == "mpich" { "MPICH" } else { "Open MPI" };
+        assert!(lib.contains(family_word) && !lib.contains('\n'), "mpi_library {lib:?} for {FAMILY}");
         assert!(["out_of_place", "in_place"].contains(&&r[col("placement")]));
         let time: f64 = r[col("time_us")].parse().unwrap();
         let median: f64 = r[col("median_us")].parse().unwrap();

@@ -48,6 +48,7 @@ pub const COLUMNS: &[&str] = &[
     "slow_ranks",
     "warnings",
     "rank",
+    "mpi_library",
 ];
 
 #[derive(Serialize)]
@@ -90,6 +91,8 @@ struct Row<'a> {
     warnings: String,
     /// Empty on the combined row; the rank on `--per-rank` rows.
     rank: String,
+    /// The MPI library the run was built against and launched with (first line of its version).
+    mpi_library: &'a str,
 }
 
 pub struct CsvReport {
@@ -164,6 +167,7 @@ impl CsvReport {
             slow_ranks: m.slow_ranks.iter().map(|o| o.rank.to_string()).collect::<Vec<_>>().join(";"),
             warnings: m.warnings.iter().map(warning_kind).collect::<Vec<_>>().join(";"),
             rank: rank.map(|r| r.to_string()).unwrap_or_default(),
+            mpi_library: &info.mpi_library,
         };
         let mut row = row;
         if let Some(r) = rank {
