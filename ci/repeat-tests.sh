@@ -13,8 +13,8 @@ md="results/test-repeat-$(hostname).md"
   echo
   echo "Machine: $(hostname), $(nproc) cores; commit $(git rev-parse --short HEAD); started $(date -u +%Y-%m-%dT%H:%MZ)."
   echo
-  echo "| run | closing line | exit | wall (s) | failed tests |"
-  echo "|---:|---|---:|---:|---|"
+  echo "| run | closing line | exit | wall (s) | load average at the end | failed tests |"
+  echo "|---:|---|---:|---:|---|---|"
 } >"$md"
 for i in $(seq 1 "$n"); do
   s=$(date +%s)
@@ -23,6 +23,6 @@ for i in $(seq 1 "$n"); do
   w=$(( $(date +%s) - s ))
   line=$(grep '^tests: ' "$out/run-$i.txt" | tail -1)
   failed=$(grep -E '^test .* FAILED$' "$out/run-$i.txt" | awk '{print $2}' | sort -u | tr '\n' ' ')
-  echo "| $i | $line | $rc | $w | ${failed:-none} |" >>"$md"
+  echo "| $i | $line | $rc | $w | $(cut -d' ' -f1-3 /proc/loadavg) | ${failed:-none} |" >>"$md"
 done
 cat "$md"
