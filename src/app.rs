@@ -24,9 +24,26 @@ use std::sync::atomic::Ordering;
 /// The whole program; returns the exit code.
 pub fn main() -> i32 {
     install_panic_hook();
-    let argv: Vec<String> = std::env::args().collect();
+    let mut argv: Vec<String> = std::env::args().collect();
+    // `coll-bench help [SUBCOMMAND]` is `coll-bench [SUBCOMMAND] --help`.
+    if argv.get(1).map(String::as_str) == Some("help") {
+        match argv.get(2).map(String::as_str) {
+            None | Some("check" | "pairs" | "plot" | "compare") if argv.len() <= 3 => {
+                argv = argv.iter().take(1).chain(argv.get(2)).cloned().chain(["--help".to_string()]).collect();
+            }
+            _ => {
+                if launcher_rank().unwrap_or(0) == 0 {
+                    let asked = argv[2..].join(" ");
+                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, pairs, plot, compare, or none (coll-bench help [SUBCOMMAND])");
+                }
+                return exit::ERROR;
+            }
+        }
+    }
     // Subcommands that read files and need no MPI.
+    // Launched under mpirun anyway, they run on the launcher's rank 0 only: one help, one file.
     match argv.get(1).map(String::as_str) {
+        Some("plot" | "compare") if launcher_rank().unwrap_or(0) != 0 => return exit::OK,
         Some("plot") => return crate::plot::main(&argv[1..]),
         Some("compare") => return crate::compare::main(&argv[1..]),
         _ => {}

@@ -11,6 +11,17 @@ use clap::Parser;
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
+Subcommands (`coll-bench help SUBCOMMAND` for each one's flags):
+  (none)   the sweep: time collectives across message sizes (this help)
+  check    judge the cluster against an acceptance spec (TOML); exit 1 when a rule fails
+  pairs    point-to-point latency and bandwidth between every pair of ranks; names the slow pairs
+  plot     draw bus bandwidth and time against size from CSVs (SVG or PNG); no MPI needed
+  compare  compare two runs' CSVs point by point; exit 1 on a significant regression; no MPI needed
+
+Examples:
+  mpirun -n 8 -H node1:4,node2:4 coll-bench all-reduce -b 8 -e 256M --csv ar.csv
+  mpirun -n 16 --map-by ppr:8:node coll-bench check ci/acceptance/multi-node.toml --junit verdicts.xml
+
 Launch with MPI: mpirun -n 8 -H node1,node2 coll-bench [OPTIONS] [COLLECTIVE]...
 Columns: size (B), count (elements), type, redop, root, then for out-of-place and in-place:
 time (us, per iteration, combined across ranks by -a), algbw and busbw (GB/s, 1 GB = 1e9 B), #wrong.

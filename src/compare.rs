@@ -27,7 +27,8 @@ const FORM: &str = "coll-bench compare BASE.csv NEW.csv [--threshold PCT] [--alp
     name = "coll-bench compare",
     bin_name = "coll-bench compare",
     about = "Compare two coll-bench CSVs point by point; exit 1 if NEW is significantly slower than BASE anywhere",
-    after_help = "Exit codes: 0 no significant regression, 1 at least one, 2 error."
+    after_help = "Runs without MPI (no mpirun needed).\nExample: coll-bench compare last-week.csv today.csv --threshold 10\n\
+Exit codes: 0 no significant regression, 1 at least one, 2 error."
 )]
 struct Args {
     /// The reference run's CSV.

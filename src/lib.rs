@@ -3,7 +3,7 @@
 //!
 //! Data flows one way: command line ([`cli`]) → validated, rank-agreed [`options::Options`] →
 //! the driver ([`sweep`]) runs each collective ([`collective`], one module each) on a
-//! [`backend`] (MPI today) and produces plain records ([`record`]) → reports ([`report`]: table,
+//! [`backend`] (MPI, NCCL) and produces plain records ([`record`]) → reports ([`report`]: table,
 //! CSV) on rank 0. [`world`] holds everything MPI-wide (ranks, node split, agreement);
 //! [`launch`] cross-checks MPI's view of the job with the launcher's environment; [`check`]
 //! makes exact input patterns and verifies outputs; [`stats`] summarises samples.

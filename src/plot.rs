@@ -26,7 +26,8 @@ const FORM: &str = "coll-bench plot RUN.csv [MORE.csv…] -o FILE.svg|FILE.png";
 #[command(
     name = "coll-bench plot",
     bin_name = "coll-bench plot",
-    about = "Plot bus bandwidth and time against message size from coll-bench CSVs, to SVG or PNG"
+    about = "Plot bus bandwidth and time against message size from coll-bench CSVs, to SVG or PNG",
+    after_help = "Runs without MPI (no mpirun needed).\nExample: coll-bench plot base.csv new.csv -o busbw.svg"
 )]
 struct Args {
     /// CSV files written by coll-bench (--csv); each file's series are marked with its own shape.

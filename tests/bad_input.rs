@@ -105,6 +105,38 @@ fn help_and_version_print_once_and_exit_0() {
     assert_eq!(stdout(&o).matches("Usage:").count(), 1);
 }
 
+/// The top-level help lists exactly the subcommands coll-bench has, one line each; `help SUB`
+/// shows that subcommand's help with its launch form or an example; an unknown one is refused.
+#[test]
+fn help_lists_every_subcommand_and_help_sub_works() {
+    let (o, _d) = mpirun(2, &["help"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert_eq!(text.matches("Usage:").count(), 1, "{text}");
+    let block: Vec<String> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("Subcommands"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(block, ["(none)", "check", "pairs", "plot", "compare"], "{text}");
+    assert!(!text.contains("next;"), "the tagline still promises NCCL for later: {text}");
+    for sub in ["check", "pairs", "plot", "compare"] {
+        let (o, _d) = mpirun(2, &["help", sub]);
+        let text = stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "help {sub}: {}", stderr(&o));
+        assert_eq!(text.matches("Usage:").count(), 1, "help {sub}: {text}");
+        assert!(text.contains(&format!("Usage: coll-bench {sub}")), "help {sub}: {text}");
+        assert!(text.contains("Example: "), "help {sub} has no example: {text}");
+    }
+    let (o, _d) = mpirun(2, &["help", "nonsense"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("help: unknown subcommand 'nonsense'"), "{err}");
+}
+
 #[test]
 fn ranks_given_different_options_stop_together() {
     // MPMD launch: rank 1 gets another -e than rank 0.

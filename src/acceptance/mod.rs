@@ -20,7 +20,14 @@ use std::path::PathBuf;
 
 /// Judge the cluster against an acceptance spec.
 #[derive(Parser, Debug)]
-#[command(name = "coll-bench check", version)]
+#[command(
+    name = "coll-bench check",
+    bin_name = "coll-bench check",
+    version,
+    after_help = "Launch with MPI: mpirun -n N coll-bench check SPEC.toml [OPTIONS]\n\
+Example: mpirun -n 16 --map-by ppr:8:node coll-bench check ci/acceptance/multi-node.toml --junit verdicts.xml\n\
+Exit codes: 0 every rule passed, 1 a rule failed, 2 usage or setup error."
+)]
 pub struct CheckArgs {
     /// The acceptance spec (TOML; see ci/acceptance/ and the README)
     #[arg(value_name = "SPEC.toml")]

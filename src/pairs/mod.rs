@@ -15,7 +15,14 @@ use std::path::{Path, PathBuf};
 
 /// Measure point-to-point latency and bandwidth between every pair of ranks.
 #[derive(Parser, Debug)]
-#[command(name = "coll-bench pairs", version, allow_negative_numbers = true)]
+#[command(
+    name = "coll-bench pairs",
+    bin_name = "coll-bench pairs",
+    version,
+    allow_negative_numbers = true,
+    after_help = "Launch with MPI, at least 2 ranks: mpirun -n N coll-bench pairs [OPTIONS]\n\
+Example: mpirun -n 16 --map-by ppr:8:node coll-bench pairs --top 5 --csv pairs.csv"
+)]
 pub struct PairsArgs {
     /// Message size for latency
     #[arg(short = 'b', long = "latency-bytes", value_name = "SIZE", default_value = "8")]
