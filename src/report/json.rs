@@ -1,50 +1,68 @@
 //! `--json PATH`: the run's context (options, hosts, versions — never the environment) and
-//! every point, rewritten after each point so a killed run leaves a complete, valid file.
+//! every point. While the run goes on the file is JSON Lines — a first line with the run
+//! (`"complete": false`), then one line per point, each appended whole and never rewritten — so
+//! a killed run leaves every point it measured; at the end the file is replaced, in one step,
+//! by one JSON document (`"complete": true`, `points`, `totals`).
 
-use super::Report;
+use super::{AppendFile, Report};
 use crate::error::Result;
 use crate::record::{Point, RunInfo, Totals};
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub struct JsonReport {
-    path: PathBuf,
+    file: Option<AppendFile>,
     points: Vec<Point>,
-    totals: Option<Totals>,
 }
 
 #[derive(Serialize)]
 struct Document<'a> {
     tool: &'static str,
-    /// `false` until the run has ended.
+    /// `false` in the JSON Lines form of a run still going (or killed).
     complete: bool,
     run: &'a RunInfo,
     points: &'a [Point],
     totals: Option<&'a Totals>,
 }
 
+/// The first line of the JSON Lines form.
+#[derive(Serialize)]
+struct Head<'a> {
+    tool: &'static str,
+    complete: bool,
+    run: &'a RunInfo,
+}
+
 impl JsonReport {
-    pub fn create(path: &Path) -> Result<JsonReport> {
-        super::create_file("--json", path)?;
-        Ok(JsonReport { path: path.to_path_buf(), points: vec![], totals: None })
+    /// Write to a file created before the run (see [`super::outfile`]).
+    pub fn new(file: AppendFile) -> JsonReport {
+        JsonReport { file: Some(file), points: vec![] }
     }
 
-    fn write(&self, info: &RunInfo) -> Result<()> {
-        let doc = Document {
-            tool: "coll-bench",
-            complete: self.totals.is_some(),
-            run: info,
-            points: &self.points,
-            totals: self.totals.as_ref(),
-        };
-        let bytes = serde_json::to_vec_pretty(&doc).expect("records serialise");
-        super::replace_file("--json", &self.path, &bytes)
+    pub fn path(&self) -> Option<&Path> {
+        self.file.as_ref().map(|f| f.path())
+    }
+
+    /// Remove the file: the run never started.
+    pub fn remove(mut self) {
+        if let Some(f) = self.file.take() {
+            f.remove()
+        }
+    }
+
+    fn line(&mut self, value: &impl Serialize) -> Result<()> {
+        let mut bytes = serde_json::to_vec(value).expect("records serialise");
+        bytes.push(b'\n');
+        match &mut self.file {
+            Some(f) => f.append(&bytes),
+            None => Ok(()),
+        }
     }
 }
 
 impl Report for JsonReport {
     fn begin(&mut self, info: &RunInfo) -> Result<()> {
-        self.write(info)
+        self.line(&Head { tool: "coll-bench", complete: false, run: info })
     }
 
     fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()> {
@@ -54,12 +72,18 @@ impl Report for JsonReport {
                 m.per_rank_us.clear();
             }
         }
+        self.line(&p)?;
         self.points.push(p);
-        self.write(info)
+        Ok(())
     }
 
     fn end(&mut self, info: &RunInfo, totals: &Totals) -> Result<()> {
-        self.totals = Some(*totals);
-        self.write(info)
+        let doc =
+            Document { tool: "coll-bench", complete: true, run: info, points: &self.points, totals: Some(totals) };
+        let bytes = serde_json::to_vec_pretty(&doc).expect("records serialise");
+        match self.file.take() {
+            Some(f) => f.replace_with(&bytes),
+            None => Ok(()),
+        }
     }
 }
