@@ -541,7 +541,7 @@ mod tests {
             (&["--ci-target", "lots"], "--ci-target"),
             (&["--csv", ""], "--csv"),
             (&["-b", "1", "-e", "3", "-d", "int64"], "-b/--minbytes: 1 B is less than one int64 element (8 B)"),
-            (&["-b", "4", "-d", "int8,float64"], "one float64 element"),
+            (&["-b", "4", "-d", "int8,float64"], "one double element"),
             (&["-i", "1", "-b", "8", "-e", "1M"], "over --max-points 10000"),
             (&["--budget", "1000h"], "over --max-time"),
             (&["--max-points", "x"], "--max-points"),

@@ -360,7 +360,10 @@ impl NoFollow for OpenOptions {
 /// dropped unless renamed).
 fn temp_in(flag: &str, shown: &Path, dir: &Path) -> Result<tempfile::NamedTempFile> {
     let stem = shown.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    use std::os::unix::fs::PermissionsExt;
     tempfile::Builder::new()
+        // As any new file: 0666 less the umask (tempfile's own default is 0600).
+        .permissions(std::fs::Permissions::from_mode(0o666))
         .prefix(&format!(".{stem}."))
         .suffix(".tmp")
         .tempfile_in(dir)
