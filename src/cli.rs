@@ -545,7 +545,7 @@ mod tests {
             (&["-i", "1", "-b", "8", "-e", "1M"], "over --max-points 10000"),
             (&["--budget", "1000h"], "over --max-time"),
             (&["--max-points", "x"], "--max-points"),
-            (&["--max-time", "-1h"], "--max-time"),
+            (&["--max-time", "soon"], "--max-time"),
             (&["--frobnicate"], "--frobnicate"),
         ];
         for (args, needle) in cases {
