@@ -328,7 +328,7 @@ fn a_non_utf8_argument_is_one_line() {
     }
     let ours: Vec<&str> = err.lines().filter(|l| l.contains("coll-bench")).collect();
     assert_eq!(ours.len(), 1, "{err}");
-    assert!(ours[0].starts_with("coll-bench: error: argument 6") && ours[0].contains("is not valid UTF-8"), "{err}");
+    assert!(ours[0].starts_with("coll-bench: error: argument 4") && ours[0].contains("is not valid UTF-8"), "{err}");
     assert!(!err.contains("panicked") && !err.contains("internal error"), "{err}");
     assert!(files(dir.path()).is_empty());
 }
