@@ -49,7 +49,7 @@ pub fn main() -> i32 {
         return exit::OK;
     }
     // The launcher's view, read before MPI_Init (a singleton Open MPI sets its own variables).
-    let env: HashMap<String, String> = std::env::vars().collect();
+    let env = environment();
     let world = match World::init() {
         Ok(w) => w,
         Err(e) => {
@@ -85,8 +85,14 @@ fn utf8_args() -> std::result::Result<Vec<String>, String> {
         .collect()
 }
 
+/// The environment as text; a variable that is not UTF-8 (Open MPI copies the command line into
+/// one) is read lossily instead of panicking.
+fn environment() -> HashMap<String, String> {
+    std::env::vars_os().map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned())).collect()
+}
+
 fn launcher_rank() -> Option<usize> {
-    let env: HashMap<String, String> = std::env::vars().collect();
+    let env = environment();
     launch::from_env(&env).ok().flatten().map(|v| v.rank)
 }
 

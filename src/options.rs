@@ -222,7 +222,8 @@ impl Options {
         let est = self.estimated_s(points);
         let shown = est.map(|s| format!(", estimated {}", human_duration(s))).unwrap_or_default();
         if self.max_points > 0 && points > self.max_points {
-            let more = if points > cap { "more than " } else { "" };
+            // Geometric steps are counted one by one, up to just past the limit.
+            let more = if points > cap && matches!(self.step, Step::Factor(_)) { "more than " } else { "" };
             return Err(Error::usage(format!(
                 "the plan has {more}{points} points (collective × type × op × size){shown}, over --max-points {}; expected fewer sizes (-b/-e/-f/-i), or --max-points N to allow it",
                 self.max_points
