@@ -239,7 +239,10 @@ fn check_outputs(opts: &Options) -> Result<()> {
 
 /// The reports of rank 0, their files created; when one cannot be, those already created are
 /// removed. Also the CSV's path (chosen here for the default name), for `--plot`.
-fn open_reports(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<(Vec<Box<dyn Report>>, Option<PathBuf>)> {
+fn open_reports(
+    opts: &Options,
+    now: &chrono::DateTime<chrono::Utc>,
+) -> Result<(Vec<Box<dyn Report>>, Option<PathBuf>)> {
     use crate::report::AppendFile;
     let csv = match &opts.csv {
         CsvTarget::Off => None,

@@ -415,8 +415,17 @@ pub fn parse_budget(v: &str) -> Result<f64> {
 /// A duration flag: seconds (`0.5`) or with a unit (`50ms`, `2s`, `10m`, `1000h`); positive,
 /// or zero where `zero_ok` (meaning "no limit").
 pub fn parse_duration(flag: &str, v: &str, zero_ok: bool) -> Result<f64> {
-    let want = if zero_ok { "a duration, e.g. 50ms, 2s, 10m or 1h (0: no limit)" } else { "a positive duration, e.g. 50ms, 2s, 10m or 1h" };
-    let bad = || Error::usage(format!("{flag}: '{v}' is not {}; expected {want}", if zero_ok { "a duration" } else { "a positive duration" }));
+    let want = if zero_ok {
+        "a duration, e.g. 50ms, 2s, 10m or 1h (0: no limit)"
+    } else {
+        "a positive duration, e.g. 50ms, 2s, 10m or 1h"
+    };
+    let bad = || {
+        Error::usage(format!(
+            "{flag}: '{v}' is not {}; expected {want}",
+            if zero_ok { "a duration" } else { "a positive duration" }
+        ))
+    };
     let secs = match v.trim().parse::<f64>() {
         Ok(s) => s,
         Err(_) => humantime::parse_duration(v.trim()).map_err(|_| bad())?.as_secs_f64(),

@@ -299,7 +299,11 @@ mod tests {
             write(&format!("{HEAD}\nt,mpi,all-reduce,float,sum,out_of_place,1K,100,5.5,0.2,5.0,4.0,9.0,0.5,2,x,\n"));
         let e = read(f.path()).unwrap_err().to_string();
         assert!(e.contains("line 2: column size_bytes is '1K', expected a whole number"), "{e}");
-        for (bad, col) in [("-5.5,0.2,5.0", "time_us is '-5.5'"), ("NaN,0.2,5.0", "time_us is 'NaN'"), ("5.5,0.2,", "median_us is ''")] {
+        for (bad, col) in [
+            ("-5.5,0.2,5.0", "time_us is '-5.5'"),
+            ("NaN,0.2,5.0", "time_us is 'NaN'"),
+            ("5.5,0.2,", "median_us is ''"),
+        ] {
             let f = write(&format!("{HEAD}\nt,mpi,all-reduce,float,sum,out_of_place,8,100,{bad},4.0,9.0,0.5,2,x,\n"));
             let e = read(f.path()).unwrap_err().to_string();
             assert!(e.contains(&format!("line 2: column {col}, expected a time in microseconds")), "{e}");

@@ -284,7 +284,8 @@ mod tests {
         assert_eq!(opts(1024, 4096, Step::Bytes(1024)).sizes(), vec![1024, 2048, 3072, 4096]);
         assert_eq!(opts(10, 100, Step::Factor(3.0)).sizes(), vec![10, 30, 90]);
         assert_eq!(opts(1, 3, Step::Factor(1.1)).sizes(), vec![1, 2, 3]);
-        for o in [opts(8, 64 << 20, Step::Factor(2.0)), opts(10, 100, Step::Factor(3.0)), opts(8, 1 << 20, Step::Bytes(8))]
+        for o in
+            [opts(8, 64 << 20, Step::Factor(2.0)), opts(10, 100, Step::Factor(3.0)), opts(8, 1 << 20, Step::Bytes(8))]
         {
             assert_eq!(o.size_count(u64::MAX - 1), o.sizes().len() as u64);
         }

@@ -89,7 +89,12 @@ fn a_symlink_is_refused_and_its_target_untouched_unless_followed() {
     for flag in ["--csv", "--json", "--markdown"] {
         let args = with(&["--no-csv", flag, "run.csv"]);
         let args = if flag == "--csv" { with(&["--csv", "run.csv"]) } else { args };
-        refused_unchanged(2, &refs(&args), &format!("{flag}: 'run.csv' is a symbolic link (to 'victim.txt')"), dir.path());
+        refused_unchanged(
+            2,
+            &refs(&args),
+            &format!("{flag}: 'run.csv' is a symbolic link (to 'victim.txt')"),
+            dir.path(),
+        );
     }
     let o = run(dir.path(), 2, &refs(&with(&["--csv", "run.csv"])));
     assert!(stderr(&o).contains("--follow-symlinks"), "{}", stderr(&o));
@@ -128,11 +133,21 @@ fn directories_fifos_and_devices_are_refused_before_anything_runs() {
         return;
     }
     for flag in ["--csv", "--markdown"] {
-        refused_unchanged(2, &refs(&with(&[flag, "null-node", "--force"])), &format!("{flag}: 'null-node' is a device"), dir.path());
+        refused_unchanged(
+            2,
+            &refs(&with(&[flag, "null-node", "--force"])),
+            &format!("{flag}: 'null-node' is a device"),
+            dir.path(),
+        );
     }
     // --plot needs an image extension: a node named like one.
     std::fs::rename(&node, dir.path().join("node.svg")).unwrap();
-    refused_unchanged(2, &refs(&with(&["--plot", "node.svg", "--force"])), "--plot: 'node.svg' is a device", dir.path());
+    refused_unchanged(
+        2,
+        &refs(&with(&["--plot", "node.svg", "--force"])),
+        "--plot: 'node.svg' is a device",
+        dir.path(),
+    );
 }
 
 #[test]
@@ -157,7 +172,12 @@ fn an_existing_file_is_kept_unless_forced() {
 #[test]
 fn two_outputs_or_an_output_and_an_input_on_one_file_are_refused() {
     let dir = tempfile::tempdir().unwrap();
-    refused_unchanged(2, &refs(&with(&["--csv", "x", "--json", "x"])), "--json: 'x' is the same file as --csv", dir.path());
+    refused_unchanged(
+        2,
+        &refs(&with(&["--csv", "x", "--json", "x"])),
+        "--json: 'x' is the same file as --csv",
+        dir.path(),
+    );
     refused_unchanged(
         2,
         &refs(&with(&["--csv", "S.svg", "--plot", "./sub/../S.svg"])),
@@ -174,8 +194,11 @@ fn two_outputs_or_an_output_and_an_input_on_one_file_are_refused() {
         dir.path(),
     );
     // check: the JUnit file over the spec it reads.
-    std::fs::copy(Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/acceptance/single-node.toml"), dir.path().join("spec.toml"))
-        .unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/acceptance/single-node.toml"),
+        dir.path().join("spec.toml"),
+    )
+    .unwrap();
     refused_unchanged(
         2,
         &["check", "spec.toml", "--junit", "spec.toml", "--force"],
@@ -259,7 +282,10 @@ fn a_full_disk_leaves_whole_rows_and_no_temporary_files() {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !mounted {
-        skipped("a_full_disk_leaves_whole_rows_and_no_temporary_files", "cannot mount a tmpfs here (not root, or no mount permission)");
+        skipped(
+            "a_full_disk_leaves_whole_rows_and_no_temporary_files",
+            "cannot mount a tmpfs here (not root, or no mount permission)",
+        );
         return;
     }
     struct Unmount<'a>(&'a Path);
@@ -273,18 +299,30 @@ fn a_full_disk_leaves_whole_rows_and_no_temporary_files() {
         dir.path(),
         2,
         &[
-            "all-reduce", "reduce", "-d", "all", "-o", "all", "-e", "1K", "-n", "1", "-w", "0", "--per-rank", "--csv",
-            "small/run.csv", "--json", "small/run.json",
+            "all-reduce",
+            "reduce",
+            "-d",
+            "all",
+            "-o",
+            "all",
+            "-e",
+            "1K",
+            "-n",
+            "1",
+            "-w",
+            "0",
+            "--per-rank",
+            "--csv",
+            "small/run.csv",
+            "--json",
+            "small/run.json",
         ],
     );
     let err = stderr(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("coll-bench: ")).collect();
     assert_eq!(lines.len(), 1, "{err}");
-    assert!(
-        lines[0].contains("writing 'small/run.") && lines[0].contains("No space left on device"),
-        "{err}"
-    );
+    assert!(lines[0].contains("writing 'small/run.") && lines[0].contains("No space left on device"), "{err}");
     let csv = std::fs::read_to_string(mnt.join("run.csv")).unwrap();
     assert!(csv.ends_with('\n'), "cut-off row: {:?}", &csv[csv.len().saturating_sub(200)..]);
     let cols = csv.lines().next().unwrap().split(',').count();
@@ -306,7 +344,8 @@ fn json_is_json_lines_while_running_and_one_document_at_the_end() {
     let dir = tempfile::tempdir().unwrap();
     let o = run(dir.path(), 2, &refs(&with(&["--no-csv", "--json", "r.json"])));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(doc["complete"], true);
     assert_eq!(doc["points"].as_array().unwrap().len(), 4);
     assert_eq!(files(dir.path()).len(), 1, "{:?}", files(dir.path()));
@@ -316,12 +355,8 @@ fn json_is_json_lines_while_running_and_one_document_at_the_end() {
 fn a_non_utf8_argument_is_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let bad = std::ffi::OsStr::from_bytes(b"run-\xff.csv");
-    let o = launch_cmd(60)
-        .args(["-n", "2", BIN, "-e", "64", "--csv"])
-        .arg(bad)
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let o =
+        launch_cmd(60).args(["-n", "2", BIN, "-e", "64", "--csv"]).arg(bad).current_dir(dir.path()).output().unwrap();
     let err = stderr(&o);
     assert_ne!(o.status.code(), Some(0), "{err}");
     if FAMILY != "mpich" {
@@ -337,8 +372,18 @@ fn a_non_utf8_argument_is_one_line() {
 #[test]
 fn what_cannot_be_meant_is_refused_up_front() {
     let dir = tempfile::tempdir().unwrap();
-    refused_unchanged(2, &["-b", "1", "-e", "3", "-d", "int64"], "-b/--minbytes: 1 B is less than one int64 element (8 B)", dir.path());
-    refused_unchanged(2, &["-i", "1", "-b", "8", "-e", "1M"], "the plan has 3145707 points (collective × type × op × size), estimated 96.1 h, over --max-points 10000", dir.path());
+    refused_unchanged(
+        2,
+        &["-b", "1", "-e", "3", "-d", "int64"],
+        "-b/--minbytes: 1 B is less than one int64 element (8 B)",
+        dir.path(),
+    );
+    refused_unchanged(
+        2,
+        &["-i", "1", "-b", "8", "-e", "1M"],
+        "the plan has 3145707 points (collective × type × op × size), estimated 96.1 h, over --max-points 10000",
+        dir.path(),
+    );
     let o = run(dir.path(), 2, &["-i", "1", "-b", "8", "-e", "1M"]);
     assert!(stderr(&o).contains("--max-points N to allow it") && stderr(&o).contains("estimated"), "{}", stderr(&o));
     refused_unchanged(2, &["--budget", "1000h"], "over --max-time 60.0 min", dir.path());
@@ -363,10 +408,19 @@ fn every_type_the_backend_supports_with_all() {
     let o = run(dir.path(), 2, &["all", "-d", "all", "-o", "all", "-e", "16", "-n", "2", "-w", "0", "--no-csv"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let out = stdout(&o);
-    assert_eq!(out.matches("# note: -d/--datatype: dropped half, bfloat16 (not supported by the mpi backend)").count(), 1, "{out}");
+    assert_eq!(
+        out.matches("# note: -d/--datatype: dropped half, bfloat16 (not supported by the mpi backend)").count(),
+        1,
+        "{out}"
+    );
     assert!(out.contains("# plan: ") && out.contains("points, duration set by -n"), "{out}");
     // A list of unsupported types alone is still refused.
-    refused_unchanged(2, &["-d", "half,bfloat16"], "-d/--datatype: half is not supported by the mpi backend", dir.path());
+    refused_unchanged(
+        2,
+        &["-d", "half,bfloat16"],
+        "-d/--datatype: half is not supported by the mpi backend",
+        dir.path(),
+    );
 }
 
 #[test]
@@ -395,7 +449,11 @@ fn compare_refuses_negative_nan_and_empty_times_with_the_line() {
         lines[2] = String::from_utf8(w.into_inner().unwrap()).unwrap().trim_end().to_string();
         std::fs::write(dir.path().join("new.csv"), lines.join("\n") + "\n").unwrap();
         let before = snapshot(dir.path());
-        let o = std::process::Command::new(BIN).args(["compare", "base.csv", "new.csv"]).current_dir(dir.path()).output().unwrap();
+        let o = std::process::Command::new(BIN)
+            .args(["compare", "base.csv", "new.csv"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
         assert_refused(&o, &format!("'new.csv' line 3: column time_us is {shown}, expected a time in microseconds"));
         assert_eq!(snapshot(dir.path()), before);
     }

@@ -200,7 +200,12 @@ pub fn slowest(pairs: &[PairResult], top: usize) -> (Vec<PairResult>, bool) {
 }
 
 /// The matrix, row by row, each row whole (the file was created before measuring).
-fn write_csv(file: &mut crate::report::AppendFile, pairs: &[PairResult], hosts: &[String], opts: &PairsOptions) -> Result<()> {
+fn write_csv(
+    file: &mut crate::report::AppendFile,
+    pairs: &[PairResult],
+    hosts: &[String],
+    opts: &PairsOptions,
+) -> Result<()> {
     let mut record = |fields: &[String]| {
         let mut w = csv::Writer::from_writer(Vec::with_capacity(128));
         let bytes = w

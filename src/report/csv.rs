@@ -3,11 +3,11 @@
 //! only ever holds whole rows (cut back to the last one when a write fails). New columns are
 //! only ever appended.
 
+use super::AppendFile;
 use super::Report;
 use crate::error::{Error, Result};
 use crate::record::{Measurement, Point, RunInfo, Totals};
 use serde::Serialize;
-use super::AppendFile;
 use std::path::Path;
 
 /// The column names, in order (the header row).

@@ -9,8 +9,8 @@ pub mod progress;
 pub mod table;
 
 use crate::error::Result;
-pub use outfile::{AppendFile, Policy};
 use crate::record::{Point, RunInfo, Totals};
+pub use outfile::{AppendFile, Policy};
 
 pub trait Report {
     fn begin(&mut self, info: &RunInfo) -> Result<()>;
@@ -22,5 +22,10 @@ pub trait Report {
 /// Where a run writes by default: `results/<prefix>-<UTC time>.csv` under the working directory,
 /// or `…-1.csv`, `…-2.csv` when taken (created exclusively: concurrent runs never share a file).
 pub(crate) fn create_default_csv(flag: &str, prefix: &str, now: &chrono::DateTime<chrono::Utc>) -> Result<AppendFile> {
-    AppendFile::create_unique(flag, std::path::Path::new("results"), &format!("{prefix}-{}", now.format("%Y%m%dT%H%M%SZ")), "csv")
+    AppendFile::create_unique(
+        flag,
+        std::path::Path::new("results"),
+        &format!("{prefix}-{}", now.format("%Y%m%dT%H%M%SZ")),
+        "csv",
+    )
 }

@@ -62,8 +62,14 @@ fn resolve(flag: &str, path: &Path, policy: Policy) -> Result<PathBuf> {
                     "a path that is not a link, or --follow-symlinks to write to its target",
                 ));
             }
-            std::fs::canonicalize(path)
-                .map_err(|_| refuse(flag, path, &format!("is a symbolic link to '{target}', which does not exist"), "a link to an existing file"))
+            std::fs::canonicalize(path).map_err(|_| {
+                refuse(
+                    flag,
+                    path,
+                    &format!("is a symbolic link to '{target}', which does not exist"),
+                    "a link to an existing file",
+                )
+            })
         }
         _ => Ok(path.to_path_buf()),
     }
@@ -71,11 +77,8 @@ fn resolve(flag: &str, path: &Path, policy: Policy) -> Result<PathBuf> {
 
 /// `path` made absolute with `.` and `..` resolved, the existing part through the file system.
 fn normalized(path: &Path) -> PathBuf {
-    let abs = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().unwrap_or_default().join(path)
-    };
+    let abs =
+        if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir().unwrap_or_default().join(path) };
     let mut out = PathBuf::new();
     for c in abs.components() {
         match c {
@@ -330,9 +333,8 @@ impl AppendFile {
     pub fn replace_with(self, bytes: &[u8]) -> Result<()> {
         let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
         let mut tmp = temp_in(&self.flag, &self.shown, &dir)?;
-        tmp.write_all(bytes).map_err(|e| {
-            Error::setup(format!("{}: writing '{}' failed: {e}", self.flag, self.shown.display()))
-        })?;
+        tmp.write_all(bytes)
+            .map_err(|e| Error::setup(format!("{}: writing '{}' failed: {e}", self.flag, self.shown.display())))?;
         replace_checked(&self.flag, &self.shown, &self.path, tmp)
     }
 
@@ -397,8 +399,7 @@ pub fn replace(flag: &str, path: &Path, bytes: &[u8], policy: Policy, make_dirs:
         std::fs::create_dir_all(&dir).map_err(|e| cannot(flag, path, e))?;
     }
     let result = temp_in(flag, path, &dir).and_then(|mut tmp| {
-        tmp.write_all(bytes)
-            .map_err(|e| Error::setup(format!("{flag}: writing '{}' failed: {e}", path.display())))?;
+        tmp.write_all(bytes).map_err(|e| Error::setup(format!("{flag}: writing '{}' failed: {e}", path.display())))?;
         replace_checked(flag, path, &target, tmp)
     });
     if result.is_err() {
