@@ -237,12 +237,12 @@ fn check_outputs(opts: &Options) -> Result<()> {
     crate::report::outfile::check(&outputs, &[], opts.files)
 }
 
+/// Rank 0's reports and the CSV's path.
+type Opened = (Vec<Box<dyn Report>>, Option<PathBuf>);
+
 /// The reports of rank 0, their files created; when one cannot be, those already created are
 /// removed. Also the CSV's path (chosen here for the default name), for `--plot`.
-fn open_reports(
-    opts: &Options,
-    now: &chrono::DateTime<chrono::Utc>,
-) -> Result<(Vec<Box<dyn Report>>, Option<PathBuf>)> {
+fn open_reports(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<Opened> {
     use crate::report::AppendFile;
     let csv = match &opts.csv {
         CsvTarget::Off => None,

@@ -227,9 +227,9 @@ fn missing_dirs(dir: &Path) -> Vec<PathBuf> {
 pub struct AppendFile {
     flag: String,
     /// As the user gave it (for messages).
-    shown: PathBuf,
-    /// Where the data really goes (the link's target with `--follow-symlinks`).
     path: PathBuf,
+    /// Where the data really goes (the link's target with `--follow-symlinks`).
+    target: PathBuf,
     file: File,
     good: u64,
     made_dirs: Vec<PathBuf>,
@@ -269,7 +269,7 @@ impl AppendFile {
                 }
             })?,
         };
-        Ok(AppendFile { flag: flag.to_string(), shown: path.to_path_buf(), path: target, file, good: 0, made_dirs })
+        Ok(AppendFile { flag: flag.to_string(), path: path.to_path_buf(), target, file, good: 0, made_dirs })
     }
 
     /// A new file `DIR/STEM.EXT`, or `STEM-1.EXT`, `STEM-2.EXT`, … when taken: never an
@@ -284,8 +284,8 @@ impl AppendFile {
                 Ok(file) => {
                     return Ok(AppendFile {
                         flag: flag.to_string(),
-                        shown: path.clone(),
-                        path,
+                        path: path.clone(),
+                        target: path,
                         file,
                         good: 0,
                         made_dirs,
@@ -300,12 +300,12 @@ impl AppendFile {
 
     /// The path as given (or chosen, for a default name).
     pub fn path(&self) -> &Path {
-        &self.shown
+        &self.path
     }
 
     /// Where the data goes (the target of a followed link).
     pub fn real_path(&self) -> &Path {
-        &self.path
+        &self.target
     }
 
     /// Append one whole record in one write call; on failure cut the file back to the last
@@ -323,7 +323,7 @@ impl AppendFile {
                 Err(Error::setup(format!(
                     "{}: writing '{}' failed: {e}; the file ends at its last whole record",
                     self.flag,
-                    self.shown.display()
+                    self.path.display()
                 )))
             }
         }
@@ -331,16 +331,16 @@ impl AppendFile {
 
     /// Replace the whole file with `bytes` in one step (the finished JSON document).
     pub fn replace_with(self, bytes: &[u8]) -> Result<()> {
-        let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
-        let mut tmp = temp_in(&self.flag, &self.shown, &dir)?;
+        let dir = self.target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+        let mut tmp = temp_in(&self.flag, &self.path, &dir)?;
         tmp.write_all(bytes)
-            .map_err(|e| Error::setup(format!("{}: writing '{}' failed: {e}", self.flag, self.shown.display())))?;
-        replace_checked(&self.flag, &self.shown, &self.path, tmp)
+            .map_err(|e| Error::setup(format!("{}: writing '{}' failed: {e}", self.flag, self.path.display())))?;
+        replace_checked(&self.flag, &self.path, &self.target, tmp)
     }
 
     /// Remove the file (and the directories made for it): a run that never started.
     pub fn remove(self) {
-        let _ = std::fs::remove_file(&self.path);
+        let _ = std::fs::remove_file(&self.target);
         for d in self.made_dirs.iter().rev() {
             let _ = std::fs::remove_dir(d);
         }
