@@ -342,8 +342,14 @@ fn a_full_disk_leaves_whole_rows_and_no_temporary_files() {
 #[test]
 fn json_is_json_lines_while_running_and_one_document_at_the_end() {
     let dir = tempfile::tempdir().unwrap();
+    // The old writer wrote `PATH.tmp`, through whatever link was planted there.
+    let victim = plant(dir.path(), "victim.txt", "precious\n");
+    std::os::unix::fs::symlink(&victim, dir.path().join("r.json.tmp")).unwrap();
     let o = run(dir.path(), 2, &refs(&with(&["--no-csv", "--json", "r.json"])));
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+    std::fs::remove_file(dir.path().join("r.json.tmp")).unwrap();
+    std::fs::remove_file(&victim).unwrap();
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
     assert_eq!(doc["complete"], true);
