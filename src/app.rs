@@ -24,7 +24,16 @@ use std::sync::atomic::Ordering;
 /// The whole program; returns the exit code.
 pub fn main() -> i32 {
     install_panic_hook();
-    let mut argv: Vec<String> = std::env::args().collect();
+    let mut argv: Vec<String> = match utf8_args() {
+        Ok(a) => a,
+        Err(line) => {
+            // No MPI yet: print once (the launcher's rank 0, or a run without a launcher).
+            if launcher_rank().unwrap_or(0) == 0 {
+                eprintln!("coll-bench: error: {line}");
+            }
+            return exit::ERROR;
+        }
+    };
     // `coll-bench help [SUBCOMMAND]` is `coll-bench [SUBCOMMAND] --help`.
     if argv.get(1).map(String::as_str) == Some("help") {
         match argv.get(2).map(String::as_str) {
@@ -57,7 +66,7 @@ pub fn main() -> i32 {
         return exit::OK;
     }
     // The launcher's view, read before MPI_Init (a singleton Open MPI sets its own variables).
-    let env: HashMap<String, String> = std::env::vars().collect();
+    let env = environment();
     let world = match World::init() {
         Ok(w) => w,
         Err(e) => {
@@ -78,8 +87,29 @@ pub fn main() -> i32 {
     code
 }
 
+/// The command line as UTF-8, or one line naming the argument that is not.
+fn utf8_args() -> std::result::Result<Vec<String>, String> {
+    std::env::args_os()
+        .enumerate()
+        .map(|(i, a)| {
+            a.into_string().map_err(|a| {
+                format!(
+                    "argument {i} ('{}') is not valid UTF-8; expected UTF-8 text (rename the file or use another path)",
+                    a.to_string_lossy()
+                )
+            })
+        })
+        .collect()
+}
+
+/// The environment as text; a variable that is not UTF-8 (Open MPI copies the command line into
+/// one) is read lossily instead of panicking.
+fn environment() -> HashMap<String, String> {
+    std::env::vars_os().map(|(k, v)| (k.to_string_lossy().into_owned(), v.to_string_lossy().into_owned())).collect()
+}
+
 fn launcher_rank() -> Option<usize> {
-    let env: HashMap<String, String> = std::env::vars().collect();
+    let env = environment();
     launch::from_env(&env).ok().flatten().map(|v| v.rank)
 }
 
@@ -167,11 +197,28 @@ pub(crate) fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Back
     }
 }
 
-/// The backend for `opts`, with its types checked, its buffers checked against this host's free
-/// memory and allocated. Every step is agreed across ranks.
-pub(crate) fn ready_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
+/// Keep the types the backend supports: a list with none of them is refused (the first one's
+/// reason); from a list with some, the others are dropped and named in the returned note. The
+/// same on every rank (the backend decides by type alone).
+pub(crate) fn fit_dtypes(backend: &dyn Backend, opts: &mut Options) -> Result<Option<String>> {
+    let (kept, dropped): (Vec<_>, Vec<_>) = opts.dtypes.iter().partition(|d| backend.supports(**d).is_ok());
+    if kept.is_empty() {
+        return opts.dtypes.iter().try_for_each(|d| backend.supports(*d)).map(|_| None);
+    }
+    opts.dtypes = kept;
+    Ok((!dropped.is_empty()).then(|| {
+        let names: Vec<&str> = dropped.iter().map(|d| d.name()).collect();
+        format!("-d/--datatype: dropped {} (not supported by the {} backend)", names.join(", "), backend.name())
+    }))
+}
+
+/// The backend for `opts`, with its types checked (unsupported ones dropped from a list that
+/// has others: the note says which), its buffers checked against this host's free memory and
+/// allocated. Every step is agreed across ranks.
+pub(crate) fn ready_backend(world: &World, opts: &mut Options) -> Result<(Box<dyn Backend>, Option<String>)> {
     let mut backend = world.agree(make_backend(world, opts))?;
-    world.agree(opts.dtypes.iter().try_for_each(|d| backend.supports(*d)))?;
+    let note = world.agree(fit_dtypes(backend.as_ref(), opts))?;
+    let opts = &*opts;
     if opts.backend == BackendKind::Mpi {
         world.agree(crate::backend::mpi::known_faults(world, opts))?;
     }
@@ -180,20 +227,71 @@ pub(crate) fn ready_backend(world: &World, opts: &Options) -> Result<Box<dyn Bac
     let scratch = opts.backend == BackendKind::Mpi && opts.collectives.iter().any(|k| k.spec().reduces());
     let per_rank = memory::per_rank_need(send as u64, recv as u64, scratch);
     let fit = match memory::available_bytes() {
-        Some(avail) => memory::check_fit(per_rank, world.local_size, avail, world.host()),
+        Some(avail) => memory::check_fit("-e/--maxbytes", per_rank, world.local_size, avail, world.host()),
         None => Ok(()),
     };
     world.agree(fit)?;
     world.agree(backend.allocate(send, recv))?;
-    Ok(backend)
+    Ok((backend, note))
 }
 
-fn csv_path(opts: &Options, timestamp: &chrono::DateTime<chrono::Utc>) -> Option<PathBuf> {
-    match &opts.csv {
-        CsvTarget::Off => None,
-        CsvTarget::Path(p) => Some(p.clone()),
-        CsvTarget::Default => Some(crate::report::default_results_path("coll-bench", timestamp)),
+/// Every output path of a sweep, checked before anything is allocated or measured (rank 0,
+/// which writes them): nothing is created.
+fn check_outputs(opts: &Options) -> Result<()> {
+    let mut outputs: Vec<(&str, &std::path::Path)> = vec![];
+    if let CsvTarget::Path(p) = &opts.csv {
+        outputs.push(("--csv", p));
     }
+    if let Some(p) = &opts.json {
+        outputs.push(("--json", p));
+    }
+    if let Some(p) = &opts.markdown {
+        outputs.push(("--markdown", p));
+    }
+    if let Some(p) = &opts.plot {
+        outputs.push(("--plot", p));
+    }
+    crate::report::outfile::check(&outputs, &[], opts.files)
+}
+
+/// Rank 0's reports and the CSV's path.
+type Opened = (Vec<Box<dyn Report>>, Option<PathBuf>);
+
+/// The reports of rank 0, their files created; when one cannot be, those already created are
+/// removed. Also the CSV's path (chosen here for the default name), for `--plot`.
+fn open_reports(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<Opened> {
+    use crate::report::AppendFile;
+    let csv = match &opts.csv {
+        CsvTarget::Off => None,
+        CsvTarget::Path(p) => Some(AppendFile::create("--csv", p, opts.files)?),
+        CsvTarget::Default => Some(crate::report::create_default_csv("--csv", "coll-bench", now)?),
+    };
+    let csv_path = csv.as_ref().map(|f| f.real_path().to_path_buf());
+    let csv = csv.map(CsvReport::new);
+    let json = match opts.json.as_ref().map(|p| AppendFile::create("--json", p, opts.files)).transpose() {
+        Ok(j) => j.map(JsonReport::new),
+        Err(e) => {
+            csv.into_iter().for_each(CsvReport::remove);
+            return Err(e);
+        }
+    };
+    let markdown = match opts.markdown.as_ref().map(|p| AppendFile::create("--markdown", p, opts.files)).transpose() {
+        Ok(m) => m.map(MarkdownReport::new),
+        Err(e) => {
+            csv.into_iter().for_each(CsvReport::remove);
+            json.into_iter().for_each(JsonReport::remove);
+            return Err(e);
+        }
+    };
+    let mut reports: Vec<Box<dyn Report>> = vec![Box::new(TableReport::new(std::io::stdout()))];
+    reports.extend(csv.map(|r| Box::new(r) as Box<dyn Report>));
+    reports.extend(json.map(|r| Box::new(r) as Box<dyn Report>));
+    reports.extend(markdown.map(|r| Box::new(r) as Box<dyn Report>));
+    let total = opts.point_count(u64::MAX - 1);
+    if let Some(bar) = crate::report::progress::ProgressReport::new(total, opts.progress) {
+        reports.push(Box::new(bar));
+    }
+    Ok((reports, csv_path))
 }
 
 fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> Result<i32> {
@@ -203,14 +301,16 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
     });
     world.agree(launcher.map_err(Error::setup))?;
 
-    let opts = match agree_plan(world, parsed)? {
+    let mut opts = match agree_plan(world, parsed)? {
         Plan::Sweep(o) => *o,
         Plan::Pairs(o) => return crate::pairs::run(world, &o),
         Plan::Check(o) => return crate::acceptance::run(world, &o),
     };
     world.agree(opts.validate_for_world(world.size))?;
+    // Outputs first: a run that would fail on one fails before anything is allocated.
+    world.agree(if world.rank == 0 { check_outputs(&opts) } else { Ok(()) })?;
 
-    let mut backend = ready_backend(world, &opts)?;
+    let (mut backend, note) = ready_backend(world, &mut opts)?;
 
     let now = chrono::Utc::now();
     let info = RunInfo {
@@ -223,45 +323,13 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
         hosts: world.ranks_by_host(),
         options: opts.clone(),
         pids: world.all_gather(std::process::id()),
+        notes: note.into_iter().collect(),
     };
 
-    let csv_file = csv_path(&opts, &now);
-    // Outputs last, so no file is left behind by a run that never started.
-    let reports: Result<Vec<Box<dyn Report>>> = if world.rank == 0 {
-        let mut reports: Vec<Box<dyn Report>> = vec![Box::new(TableReport::new(std::io::stdout()))];
-        match csv_file.as_ref().map(|p| CsvReport::create(p)).transpose() {
-            Ok(Some(csv)) => {
-                reports.push(Box::new(csv));
-                Ok(reports)
-            }
-            Ok(None) => Ok(reports),
-            Err(e) => Err(e),
-        }
-        .and_then(|mut reports| {
-            if let Some(p) = &opts.json {
-                reports.push(Box::new(JsonReport::create(p)?));
-            }
-            if let Some(p) = &opts.markdown {
-                reports.push(Box::new(MarkdownReport::create(p)?));
-            }
-            if let Some(p) = &opts.plot {
-                // Make sure it can be written (directory included); it is drawn at the end.
-                crate::report::create_file("--plot", p)?;
-                let _ = std::fs::remove_file(p);
-            }
-            let total: usize = crate::sweep::plan(&opts)
-                .iter()
-                .map(|(kind, _, _)| crate::sweep::sizes_for(kind.spec(), &opts).len())
-                .sum();
-            if let Some(bar) = crate::report::progress::ProgressReport::new(total as u64, opts.progress) {
-                reports.push(Box::new(bar));
-            }
-            Ok(reports)
-        })
-    } else {
-        Ok(vec![])
-    };
-    let mut reports = world.agree(reports)?;
+    // Files last, so no file is left behind by a run that never started.
+    let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };
+    let (reports, csv_file) = world.agree(opened)?.unwrap_or_default();
+    let mut reports = reports;
     let begun: Result<()> = reports.iter_mut().try_for_each(|r| r.begin(&info));
     world.agree(begun)?;
 
@@ -271,7 +339,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
     let mut ended: Result<()> = reports.iter_mut().try_for_each(|r| r.end(&info, &totals));
     drop(reports); // closes the CSV
     if let (Some(plot), Some(csv), 0, Ok(())) = (&opts.plot, &csv_file, world.rank, &ended) {
-        ended = crate::plot::plot_run(csv, plot);
+        ended = crate::plot::plot_run(csv, plot, opts.files);
     }
     world.agree(ended)?;
     Ok(if totals.failed() { exit::WRONG } else { exit::OK })

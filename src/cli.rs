@@ -111,6 +111,18 @@ pub struct Args {
     /// e.g. a host or link gone (5, 2.5, 30s) [default: no limit]
     #[arg(short = 'T', long = "timeout", value_name = "SECONDS")]
     pub timeout: Option<String>,
+    /// Replace output files that already exist (regular files only)
+    #[arg(long = "force", visible_alias = "overwrite")]
+    pub force: bool,
+    /// Write to the file an output path's symbolic link points at (refused by default)
+    #[arg(long = "follow-symlinks")]
+    pub follow_symlinks: bool,
+    /// Refuse a plan of more points (collective × type × op × size) than this; 0: no limit
+    #[arg(long = "max-points", value_name = "N", default_value = "10000")]
+    pub max_points: String,
+    /// Refuse a plan estimated (from the budget) to take longer than this (e.g. 1h, 90m); 0: no limit
+    #[arg(long = "max-time", value_name = "TIME", default_value = "1h")]
+    pub max_time: String,
     /// Testing only: RANK:MICROSECONDS — that rank sleeps before each timed batch, outside its
     /// own timing, so the others wait for it.
     #[arg(long = "debug-slow-rank", value_name = "RANK:US", hide = true)]
@@ -151,7 +163,8 @@ pub fn clap_parse<T: Parser>(argv: &[String]) -> Result<Clap<T>> {
                 _ => {
                     let text = e.render().to_string();
                     let first = text.lines().next().unwrap_or("bad command line").trim_start_matches("error: ");
-                    Err(Error::usage(format!("{first} (see coll-bench --help)")))
+                    let name = T::command().get_name().to_string();
+                    Err(Error::usage(format!("{first} (see {name} --help)")))
                 }
             }
         }
@@ -294,6 +307,15 @@ impl Args {
         let check = bool_flag("-c/--check", &self.check)?;
         let blocking = bool_flag("-z/--blocking", &self.blocking)?;
         let dtypes = dedup(list("-d/--datatype", &self.datatype, &DType::ALL, DType::parse, DType::ACCEPTED)?);
+        if collectives.iter().any(|k| k.spec().sized()) {
+            if let Some(d) = dtypes.iter().copied().filter(|d| d.size() as u64 > min_bytes).max_by_key(|d| d.size()) {
+                return Err(Error::usage(format!(
+                    "-b/--minbytes: {min_bytes} B is less than one {d} element ({} B), which would time calls on no data; expected at least {} B, or a smaller -d/--datatype",
+                    d.size(),
+                    d.size()
+                )));
+            }
+        }
         let ops = dedup(list("-o/--op", &self.op, &Op::ALL, Op::parse, Op::ACCEPTED)?);
         let aggregation = self.average.trim().parse::<u8>().ok().and_then(Aggregation::from_flag).ok_or_else(|| {
             Error::usage(format!(
@@ -348,7 +370,14 @@ impl Args {
                 return Err(Error::usage(format!("{flag}: empty path; expected a file path")));
             }
         }
-        Ok(Options {
+        let max_points: u64 = self.max_points.trim().parse().map_err(|_| {
+            Error::usage(format!(
+                "--max-points: '{}' is not a count; expected a whole number (0: no limit)",
+                self.max_points
+            ))
+        })?;
+        let max_time_s = parse_duration("--max-time", &self.max_time, true)?;
+        let opts = Options {
             collectives: dedup(collectives),
             min_bytes,
             max_bytes,
@@ -372,9 +401,14 @@ impl Args {
             markdown: self.markdown,
             plot: self.plot,
             timeout_s,
+            files: crate::report::Policy { force: self.force, follow_symlinks: self.follow_symlinks },
+            max_points,
+            max_time_s,
             debug_slow_rank,
             debug_corrupt_rank: self.debug_corrupt_rank,
-        })
+        };
+        opts.check_plan_limits()?;
+        Ok(opts)
     }
 }
 
@@ -386,12 +420,28 @@ pub fn parse_slow_rank(v: &str) -> Result<(usize, u64)> {
 }
 
 pub fn parse_budget(v: &str) -> Result<f64> {
-    let bad = || Error::usage(format!("--budget: '{v}' is not a positive duration; expected e.g. 50ms, 2s or 0.5"));
+    parse_duration("--budget", v, false)
+}
+
+/// A duration flag: seconds (`0.5`) or with a unit (`50ms`, `2s`, `10m`, `1000h`); positive,
+/// or zero where `zero_ok` (meaning "no limit").
+pub fn parse_duration(flag: &str, v: &str, zero_ok: bool) -> Result<f64> {
+    let want = if zero_ok {
+        "a duration, e.g. 50ms, 2s, 10m or 1h (0: no limit)"
+    } else {
+        "a positive duration, e.g. 50ms, 2s, 10m or 1h"
+    };
+    let bad = || {
+        Error::usage(format!(
+            "{flag}: '{v}' is not {}; expected {want}",
+            if zero_ok { "a duration" } else { "a positive duration" }
+        ))
+    };
     let secs = match v.trim().parse::<f64>() {
         Ok(s) => s,
         Err(_) => humantime::parse_duration(v.trim()).map_err(|_| bad())?.as_secs_f64(),
     };
-    if !(secs.is_finite() && secs > 0.0 && secs <= 3600.0) {
+    if !(secs.is_finite() && (secs > 0.0 || (zero_ok && secs == 0.0))) {
         return Err(bad());
     }
     Ok(secs)
@@ -510,6 +560,12 @@ mod tests {
             (&["--ci-target", "-1"], "--ci-target"),
             (&["--ci-target", "lots"], "--ci-target"),
             (&["--csv", ""], "--csv"),
+            (&["-b", "1", "-e", "3", "-d", "int64"], "-b/--minbytes: 1 B is less than one int64 element (8 B)"),
+            (&["-b", "4", "-d", "int8,float64"], "one double element"),
+            (&["-i", "1", "-b", "8", "-e", "1M"], "over --max-points 10000"),
+            (&["--budget", "1000h"], "over --max-time"),
+            (&["--max-points", "x"], "--max-points"),
+            (&["--max-time", "soon"], "--max-time"),
             (&["--frobnicate"], "--frobnicate"),
         ];
         for (args, needle) in cases {
@@ -531,6 +587,17 @@ mod tests {
             assert!(e.starts_with("-T/--timeout: ") && e.contains("expected seconds"), "{bad:?}: {e}");
             assert!(!e.contains('\n'), "{e}");
         }
+    }
+
+    #[test]
+    fn durations_take_hours_and_limits_can_be_lifted() {
+        assert_eq!(parse_budget("2h").unwrap(), 7200.0);
+        let o = run(&["--budget", "1000h", "--max-time", "0", "barrier"]).unwrap();
+        assert_eq!(o.budget_s, 3.6e6);
+        assert!(run(&["-i", "1", "-b", "8", "-e", "64K", "--max-points", "0", "--max-time", "0"]).is_ok());
+        let o = run(&["--force", "--follow-symlinks"]).unwrap();
+        assert!(o.files.force && o.files.follow_symlinks);
+        assert!(run(&["--overwrite"]).unwrap().files.force);
     }
 
     #[test]

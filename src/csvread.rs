@@ -131,6 +131,11 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
             Ok(v) if !v.is_nan() => Ok(v),
             _ => Err(bad(name, text(i), "a number")),
         };
+        // Times and spreads: a number of microseconds, zero or more.
+        let time = |i: usize, name: &str| match text(i).parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+            _ => Err(bad(name, text(i), "a time in microseconds (a number, zero or more)")),
+        };
         let opt_int = |i: Option<usize>| i.and_then(|i| text(i).parse::<u64>().ok());
         let opt_num = |i: usize| text(i).parse::<f64>().ok().filter(|v| v.is_finite());
         let name = |i: usize, n: &str| match text(i) {
@@ -151,13 +156,13 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
                 Some(i) if !text(i).is_empty() => int(i, "batch_iters")?.max(1),
                 _ => 1,
             },
-            time_us: num(time_us, "time_us")?,
-            median_us: num(median_us, "median_us")?,
-            min_us: num(min_us, "min_us")?,
-            max_us: num(max_us, "max_us")?,
+            time_us: time(time_us, "time_us")?,
+            median_us: time(median_us, "median_us")?,
+            min_us: time(min_us, "min_us")?,
+            max_us: time(max_us, "max_us")?,
             stddev_us: match text(stddev_us) {
                 "" => None,
-                _ => Some(num(stddev_us, "stddev_us")?),
+                _ => Some(time(stddev_us, "stddev_us")?),
             },
             busbw_gbps: num(busbw_gbps, "busbw_gbps")?,
             median_ci95_us: ci_cols.and_then(|(lo, hi)| opt_num(lo).zip(opt_num(hi))),
@@ -294,6 +299,15 @@ mod tests {
             write(&format!("{HEAD}\nt,mpi,all-reduce,float,sum,out_of_place,1K,100,5.5,0.2,5.0,4.0,9.0,0.5,2,x,\n"));
         let e = read(f.path()).unwrap_err().to_string();
         assert!(e.contains("line 2: column size_bytes is '1K', expected a whole number"), "{e}");
+        for (bad, col) in [
+            ("-5.5,0.2,5.0", "time_us is '-5.5'"),
+            ("NaN,0.2,5.0", "time_us is 'NaN'"),
+            ("5.5,0.2,", "median_us is ''"),
+        ] {
+            let f = write(&format!("{HEAD}\nt,mpi,all-reduce,float,sum,out_of_place,8,100,{bad},4.0,9.0,0.5,2,x,\n"));
+            let e = read(f.path()).unwrap_err().to_string();
+            assert!(e.contains(&format!("line 2: column {col}, expected a time in microseconds")), "{e}");
+        }
         let f = write("\u{0}\u{1}\u{ff}binary");
         assert!(read(f.path()).is_err());
     }

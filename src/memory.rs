@@ -41,11 +41,12 @@ pub fn peak_rss_bytes() -> u64 {
 }
 
 /// Check that `local_ranks` ranks, each needing `per_rank` bytes, fit in `available`.
-pub fn check_fit(per_rank: u64, local_ranks: usize, available: u64, host: &str) -> Result<()> {
+/// `flag` is the size flag to name (`-e/--maxbytes`, or `pairs -e/--bandwidth-bytes`).
+pub fn check_fit(flag: &str, per_rank: u64, local_ranks: usize, available: u64, host: &str) -> Result<()> {
     let need = per_rank.saturating_mul(local_ranks as u64);
     if need > available {
         return Err(Error::usage(format!(
-            "-e/--maxbytes: the buffers need {} per rank × {local_ranks} rank(s) on {host} = {}, but only {} is available; expected a smaller -e/--maxbytes (or fewer ranks per host)",
+            "{flag}: the buffers need {} per rank × {local_ranks} rank(s) on {host} = {}, but only {} is available; expected a smaller {flag} (or fewer ranks per host)",
             human(per_rank),
             human(need),
             human(available)
@@ -60,10 +61,10 @@ mod tests {
 
     #[test]
     fn refuses_what_does_not_fit() {
-        assert!(check_fit(1 << 30, 2, 4 << 30, "h").is_ok());
-        let e = check_fit(3 << 30, 2, 4 << 30, "node7").unwrap_err().to_string();
+        assert!(check_fit("-e/--maxbytes", 1 << 30, 2, 4 << 30, "h").is_ok());
+        let e = check_fit("-e/--maxbytes", 3 << 30, 2, 4 << 30, "node7").unwrap_err().to_string();
         assert!(e.contains("-e/--maxbytes") && e.contains("node7") && e.contains("6 GiB"), "{e}");
-        assert!(check_fit(u64::MAX, 8, 1 << 40, "h").is_err());
+        assert!(check_fit("-e/--maxbytes", u64::MAX, 8, 1 << 40, "h").is_err());
     }
 
     #[test]

@@ -114,6 +114,12 @@ pub struct Options {
     /// `-T/--timeout`: end the job (exit 2) when a batch of calls has not finished this many
     /// seconds past its expected time (`crate::watchdog`); `None`: wait forever.
     pub timeout_s: Option<f64>,
+    /// What output files may be (`--force`/`--overwrite`, `--follow-symlinks`).
+    pub files: crate::report::Policy,
+    /// `--max-points`: refuse a plan of more points than this (0: no limit).
+    pub max_points: u64,
+    /// `--max-time`: refuse a plan estimated to take longer than this many seconds (0: no limit).
+    pub max_time_s: f64,
     /// Testing only (hidden flag): sleep this many µs before each timed batch on `.0`, outside
     /// that rank's own timing, so the others wait for it (a rank that arrives late).
     pub debug_slow_rank: Option<(usize, u64)>,
@@ -139,19 +145,99 @@ impl Default for Options {
 }
 
 impl Options {
+    fn next_size(&self, s: u64) -> u64 {
+        let next = match self.step {
+            Step::Factor(f) => ((s as f64) * f) as u64,
+            Step::Bytes(b) => s.saturating_add(b),
+        };
+        if next > s {
+            next
+        } else {
+            s.saturating_add(1)
+        }
+    }
+
     /// The message sizes of the sweep, in bytes.
     pub fn sizes(&self) -> Vec<u64> {
         let mut out = vec![];
         let mut s = self.min_bytes;
         while s <= self.max_bytes {
             out.push(s);
-            let next = match self.step {
-                Step::Factor(f) => ((s as f64) * f) as u64,
-                Step::Bytes(b) => s.saturating_add(b),
-            };
-            s = if next > s { next } else { s + 1 };
+            if s == u64::MAX {
+                break;
+            }
+            s = self.next_size(s);
         }
         out
+    }
+
+    /// How many sizes the sweep has, counted without listing them; stops counting past `cap`.
+    pub fn size_count(&self, cap: u64) -> u64 {
+        if let Step::Bytes(b) = self.step {
+            return (self.max_bytes - self.min_bytes) / b.max(1) + 1;
+        }
+        let (mut n, mut s) = (0u64, self.min_bytes);
+        while s <= self.max_bytes && n <= cap {
+            n += 1;
+            if s == u64::MAX {
+                break;
+            }
+            s = self.next_size(s);
+        }
+        n
+    }
+
+    /// Points of the plan (collective × type × op × size, as the table's rows), counting at
+    /// most a little past `cap`.
+    pub fn point_count(&self, cap: u64) -> u64 {
+        let sizes = self.size_count(cap);
+        self.collectives
+            .iter()
+            .map(|k| {
+                let spec = k.spec();
+                let ops = if spec.reduces() { self.ops.len() as u64 } else { 1 };
+                if spec.sized() {
+                    self.dtypes.len() as u64 * ops * sizes
+                } else {
+                    ops
+                }
+            })
+            .fold(0u64, u64::saturating_add)
+    }
+
+    /// The plan's duration estimated from the budget: per point and placement a warm-up of a
+    /// tenth of the budget and the budget itself. `None` with fixed `-n` (it depends on the call).
+    pub fn estimated_s(&self, points: u64) -> Option<f64> {
+        match self.iters {
+            Some(_) => None,
+            None => Some(points as f64 * 2.0 * 1.1 * self.budget_s),
+        }
+    }
+
+    /// Refuse a plan nobody can mean: more than `--max-points` points, or an estimate beyond
+    /// `--max-time`.
+    pub fn check_plan_limits(&self) -> Result<()> {
+        let cap = if self.max_points == 0 { u64::MAX - 1 } else { self.max_points };
+        let points = self.point_count(cap);
+        let est = self.estimated_s(points);
+        let shown = est.map(|s| format!(", estimated {}", human_duration(s))).unwrap_or_default();
+        if self.max_points > 0 && points > self.max_points {
+            // Geometric steps are counted one by one, up to just past the limit.
+            let more = if points > cap && matches!(self.step, Step::Factor(_)) { "more than " } else { "" };
+            return Err(Error::usage(format!(
+                "the plan has {more}{points} points (collective × type × op × size){shown}, over --max-points {}; expected fewer sizes (-b/-e/-f/-i), or --max-points N to allow it",
+                self.max_points
+            )));
+        }
+        if let Some(s) = est.filter(|s| self.max_time_s > 0.0 && *s > self.max_time_s) {
+            return Err(Error::usage(format!(
+                "the plan of {points} points is estimated to take {} (from --budget {}), over --max-time {}; expected a smaller --budget or fewer sizes, or --max-time TIME to allow it",
+                human_duration(s),
+                human_duration(self.budget_s),
+                human_duration(self.max_time_s)
+            )));
+        }
+        Ok(())
     }
 
     /// Checks that need the world size.
@@ -166,6 +252,19 @@ impl Options {
             )));
         }
         Ok(())
+    }
+}
+
+/// Seconds as a person reads them: `850 ms`, `12.5 s`, `3.2 min`, `30.1 h`.
+pub fn human_duration(s: f64) -> String {
+    if s < 1.0 {
+        format!("{:.0} ms", s * 1e3)
+    } else if s < 120.0 {
+        format!("{s:.1} s")
+    } else if s < 7200.0 {
+        format!("{:.1} min", s / 60.0)
+    } else {
+        format!("{:.1} h", s / 3600.0)
     }
 }
 
@@ -185,6 +284,24 @@ mod tests {
         assert_eq!(opts(1024, 4096, Step::Bytes(1024)).sizes(), vec![1024, 2048, 3072, 4096]);
         assert_eq!(opts(10, 100, Step::Factor(3.0)).sizes(), vec![10, 30, 90]);
         assert_eq!(opts(1, 3, Step::Factor(1.1)).sizes(), vec![1, 2, 3]);
+        for o in
+            [opts(8, 64 << 20, Step::Factor(2.0)), opts(10, 100, Step::Factor(3.0)), opts(8, 1 << 20, Step::Bytes(8))]
+        {
+            assert_eq!(o.size_count(u64::MAX - 1), o.sizes().len() as u64);
+        }
+        assert_eq!(opts(8, 1 << 40, Step::Bytes(1)).size_count(10), (1 << 40) - 7, "closed form, no listing");
+    }
+
+    #[test]
+    fn plan_limits_name_the_count_the_estimate_and_the_flag() {
+        let mut o = opts(8, 1 << 40, Step::Bytes(1));
+        let e = o.check_plan_limits().unwrap_err().to_string();
+        assert!(e.contains("points") && e.contains("--max-points 10000") && e.contains(" h,"), "{e}");
+        o.max_points = 0;
+        let e = o.check_plan_limits().unwrap_err().to_string();
+        assert!(e.contains("--max-time 60.0 min"), "{e}");
+        o.max_time_s = 0.0;
+        assert!(o.check_plan_limits().is_ok());
     }
 
     #[test]

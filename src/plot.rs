@@ -52,6 +52,12 @@ struct Args {
     /// Title (default: the files, ranks and hosts).
     #[arg(long)]
     title: Option<String>,
+    /// Replace the image if it exists (a regular file only)
+    #[arg(long = "force", visible_alias = "overwrite")]
+    force: bool,
+    /// Write to the file a symbolic link at the output path points at (refused by default)
+    #[arg(long = "follow-symlinks")]
+    follow_symlinks: bool,
 }
 
 const MIN_SIDE: u32 = 300;
@@ -97,7 +103,7 @@ pub fn main(args: &[String]) -> i32 {
         Ok(a) => a,
         Err(code) => return code,
     };
-    match run(&parsed) {
+    match run(&parsed, "-o/--output", false) {
         Ok(()) => exit::OK,
         Err(e) => {
             eprintln!("coll-bench: error: plot: {e}");
@@ -106,12 +112,15 @@ pub fn main(args: &[String]) -> i32 {
     }
 }
 
-/// Plot one finished run's CSV to `output` with the default settings: the sweep's `--plot FILE`.
-pub fn plot_run(csv: &Path, output: &Path) -> Result<()> {
+/// Plot one finished run's CSV to `output` with the default settings: the sweep's `--plot FILE`
+/// (its path checked before the run, its directory made if missing).
+pub fn plot_run(csv: &Path, output: &Path, policy: crate::report::Policy) -> Result<()> {
     let argv =
         [OsString::from("plot"), csv.as_os_str().to_owned(), OsString::from("-o"), output.as_os_str().to_owned()];
-    let args = Args::try_parse_from(argv).map_err(|e| Error::usage(format!("--plot: {e}")))?;
-    run(&args)
+    let mut args = Args::try_parse_from(argv).map_err(|e| Error::usage(format!("--plot: {e}")))?;
+    args.force = policy.force;
+    args.follow_symlinks = policy.follow_symlinks;
+    run(&args, "--plot", true)
 }
 
 /// Check, before a sweep starts, that `path` names an SVG or PNG file (`--plot FILE`).
@@ -132,8 +141,14 @@ fn format_of(path: &Path) -> Result<Format> {
     }
 }
 
-fn run(args: &Args) -> Result<()> {
+fn run(args: &Args, flag: &str, make_dirs: bool) -> Result<()> {
     let format = format_of(&args.output)?;
+    let policy = crate::report::Policy { force: args.force, follow_symlinks: args.follow_symlinks };
+    if !make_dirs {
+        // The standalone subcommand: the image and the CSVs it reads are checked before drawing.
+        let inputs: Vec<(&str, &Path)> = args.files.iter().map(|f| ("an input", f.as_path())).collect();
+        crate::report::outfile::check(&[(flag, &args.output)], &inputs, policy)?;
+    }
     let mut runs = vec![];
     for f in &args.files {
         runs.push(csvread::read(f).map_err(|e| Error::usage(format!("{e}; expected {FORM}")))?);
@@ -162,14 +177,7 @@ fn run(args: &Args) -> Result<()> {
             encode_png(&pixels, size)?
         }
     };
-    if let Err(e) = std::fs::write(&args.output, bytes) {
-        let _ = std::fs::remove_file(&args.output);
-        return Err(Error::setup(format!(
-            "-o/--output: cannot write '{}': {e}; expected a writable FILE.svg or FILE.png",
-            args.output.display()
-        )));
-    }
-    Ok(())
+    crate::report::outfile::replace(flag, &args.output, &bytes, policy, make_dirs)
 }
 
 fn draw_error(e: impl std::fmt::Display) -> Error {

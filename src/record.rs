@@ -91,6 +91,9 @@ pub struct RunInfo {
     pub options: Options,
     /// Process id of every rank, by rank (for the header).
     pub pids: Vec<u32>,
+    /// What the run changed of what was asked, once each (e.g. types the backend does not
+    /// support, dropped from a list that has others).
+    pub notes: Vec<String>,
 }
 
 /// Totals over the whole run, for the footer and the exit code.

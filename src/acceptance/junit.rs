@@ -52,8 +52,9 @@ pub fn render(spec: &str, verdicts: &[Verdict]) -> String {
     x
 }
 
-pub fn write(path: &Path, spec: &str, verdicts: &[Verdict]) -> Result<()> {
-    crate::report::replace_file("--junit", path, render(spec, verdicts).as_bytes())
+/// Written in one step at the end (its path was checked before the run).
+pub fn write(path: &Path, spec: &str, verdicts: &[Verdict], policy: crate::report::Policy) -> Result<()> {
+    crate::report::outfile::replace("--junit", path, render(spec, verdicts).as_bytes(), policy, true)
 }
 
 #[cfg(test)]

@@ -35,6 +35,12 @@ pub struct CheckArgs {
     /// Also write the verdicts as JUnit XML
     #[arg(long = "junit", value_name = "FILE")]
     pub junit: Option<PathBuf>,
+    /// Replace the JUnit file if it exists (a regular file only)
+    #[arg(long = "force", visible_alias = "overwrite")]
+    pub force: bool,
+    /// Write to the file a symbolic link at the JUnit path points at (refused by default)
+    #[arg(long = "follow-symlinks")]
+    pub follow_symlinks: bool,
     /// Testing only: RANK:MICROSECONDS — that rank arrives late at every timed batch
     #[arg(long = "debug-slow-rank", value_name = "RANK:US", hide = true)]
     pub debug_slow_rank: Option<String>,
@@ -44,6 +50,7 @@ pub struct CheckArgs {
 pub struct CheckOptions {
     pub spec: PathBuf,
     pub junit: Option<PathBuf>,
+    pub files: crate::report::Policy,
     pub debug_slow_rank: Option<(usize, u64)>,
 }
 
@@ -52,6 +59,7 @@ pub fn parse(argv: &[String]) -> Result<crate::cli::Clap<CheckOptions>> {
         crate::cli::Clap::Args(a) => crate::cli::Clap::Args(CheckOptions {
             spec: a.spec,
             junit: a.junit,
+            files: crate::report::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
             debug_slow_rank: a.debug_slow_rank.as_deref().map(crate::cli::parse_slow_rank).transpose()?,
         }),
         crate::cli::Clap::Info(t) => crate::cli::Clap::Info(t),
@@ -221,8 +229,9 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
             ))));
         }
     }
+    // Checked now, written at the end: a run that would fail on it fails first, leaving nothing.
     let junit = match (&opts.junit, world.rank) {
-        (Some(p), 0) => crate::report::create_file("--junit", p).map(|_| ()),
+        (Some(p), 0) => crate::report::outfile::check(&[("--junit", p)], &[("the spec", &opts.spec)], opts.files),
         _ => Ok(()),
     };
     world.agree(junit)?;
@@ -260,9 +269,9 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
                 continue;
             }
         }
-        let sweep_opts = Options { debug_slow_rank: opts.debug_slow_rank, ..sweep_options(rule, &spec) };
+        let mut sweep_opts = Options { debug_slow_rank: opts.debug_slow_rank, ..sweep_options(rule, &spec) };
         world.agree(sweep_opts.validate_for_world(world.size))?;
-        let mut backend = crate::app::ready_backend(world, &sweep_opts)?;
+        let (mut backend, _) = crate::app::ready_backend(world, &mut sweep_opts)?;
         let t0 = mpi::time();
         let mut points = vec![];
         for _ in 0..spec.repeats {
@@ -279,7 +288,7 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     }
     print_verdicts(&verdicts);
     let written = match &opts.junit {
-        Some(p) => junit::write(p, &opts.spec.display().to_string(), &verdicts),
+        Some(p) => junit::write(p, &opts.spec.display().to_string(), &verdicts, opts.files),
         None => Ok(()),
     };
     let failed = verdicts.iter().any(|v| v.outcome == Outcome::Fail);

@@ -11,7 +11,7 @@ use clap::Parser;
 use mpi::traits::*;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Measure point-to-point latency and bandwidth between every pair of ranks.
 #[derive(Parser, Debug)]
@@ -45,6 +45,12 @@ pub struct PairsArgs {
     /// Write no CSV
     #[arg(long = "no-csv")]
     pub no_csv: bool,
+    /// Replace the CSV if it exists (a regular file only)
+    #[arg(long = "force", visible_alias = "overwrite")]
+    pub force: bool,
+    /// Write to the file a symbolic link at the CSV path points at (refused by default)
+    #[arg(long = "follow-symlinks")]
+    pub follow_symlinks: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -55,6 +61,7 @@ pub struct PairsOptions {
     pub top: usize,
     pub sequential: bool,
     pub csv: Option<Option<PathBuf>>,
+    pub files: crate::report::Policy,
 }
 
 /// Parse `pairs …` (`argv[0]` is "pairs").
@@ -66,7 +73,7 @@ pub fn parse(argv: &[String]) -> Result<crate::cli::Clap<PairsOptions>> {
     let size = |flag: &str, v: &str| {
         parse_size(v).map_err(|why| Error::usage(format!("pairs {flag}: {why}; expected {SIZE_FORM}")))
     };
-    let budget_s = crate::cli::parse_budget(&a.budget)?;
+    let budget_s = crate::cli::parse_duration("pairs --budget", &a.budget, false)?;
     if a.top == 0 {
         return Err(Error::usage("pairs --top: 0; expected a positive number of pairs"));
     }
@@ -78,6 +85,7 @@ pub fn parse(argv: &[String]) -> Result<crate::cli::Clap<PairsOptions>> {
         sequential: a.sequential,
         // None: no CSV; Some(None): the default path; Some(Some(p)): this path.
         csv: if a.no_csv { None } else { Some(a.csv) },
+        files: crate::report::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
     }))
 }
 
@@ -198,11 +206,22 @@ pub fn slowest(pairs: &[PairResult], top: usize) -> (Vec<PairResult>, bool) {
     }
 }
 
-fn write_csv(path: &Path, pairs: &[PairResult], hosts: &[String], opts: &PairsOptions) -> Result<()> {
-    let file = crate::report::create_file("--csv", path)?;
-    let mut w = csv::Writer::from_writer(file);
-    let io = |e: csv::Error| Error::setup(format!("--csv: writing '{}' failed: {e}", path.display()));
-    w.write_record([
+/// The matrix, row by row, each row whole (the file was created before measuring).
+fn write_csv(
+    file: &mut crate::report::AppendFile,
+    pairs: &[PairResult],
+    hosts: &[String],
+    opts: &PairsOptions,
+) -> Result<()> {
+    let mut record = |fields: &[String]| {
+        let mut w = csv::Writer::from_writer(Vec::with_capacity(128));
+        let bytes = w
+            .write_record(fields)
+            .and_then(|_| w.into_inner().map_err(|e| e.into_error().into()))
+            .map_err(|e| Error::setup(format!("--csv: writing '{}' failed: {e}", file.path().display())))?;
+        file.append(&bytes)
+    };
+    let head = [
         "rank_a",
         "rank_b",
         "host_a",
@@ -212,10 +231,10 @@ fn write_csv(path: &Path, pairs: &[PairResult], hosts: &[String], opts: &PairsOp
         "bandwidth_gbps",
         "latency_bytes",
         "bandwidth_bytes",
-    ])
-    .map_err(io)?;
+    ];
+    record(&head.map(String::from))?;
     for p in pairs {
-        w.write_record([
+        record(&[
             p.a.to_string(),
             p.b.to_string(),
             hosts[p.a].clone(),
@@ -225,29 +244,40 @@ fn write_csv(path: &Path, pairs: &[PairResult], hosts: &[String], opts: &PairsOp
             p.bandwidth_gbps.to_string(),
             opts.latency_bytes.to_string(),
             opts.bandwidth_bytes.to_string(),
-        ])
-        .map_err(io)?;
+        ])?;
     }
-    w.flush().map_err(|e| Error::setup(format!("--csv: writing '{}' failed: {e}", path.display())))
+    Ok(())
 }
 
 /// The whole subcommand, on every rank, after the options are agreed.
 pub fn run(world: &World, opts: &PairsOptions) -> Result<i32> {
+    if world.size < 2 {
+        return world.agree(Err(Error::usage(
+            "pairs: a world of 1 rank has no pairs; expected at least 2 ranks (mpirun -n 2 or more)",
+        )));
+    }
+    // The CSV's path first: a run that would fail on it fails before anything is measured.
+    let checked = match (&opts.csv, world.rank) {
+        (Some(Some(p)), 0) => crate::report::outfile::check(&[("pairs --csv", p)], &[], opts.files),
+        _ => Ok(()),
+    };
+    world.agree(checked)?;
     let per_rank = opts.latency_bytes + opts.bandwidth_bytes + crate::memory::OVERHEAD_BYTES;
     let fit = match crate::memory::available_bytes() {
-        Some(avail) => crate::memory::check_fit(per_rank, world.local_size, avail, world.host()),
+        Some(avail) => {
+            crate::memory::check_fit("pairs -e/--bandwidth-bytes", per_rank, world.local_size, avail, world.host())
+        }
         None => Ok(()),
     };
     world.agree(fit)?;
     let now = chrono::Utc::now();
-    let csv_path =
-        opts.csv.as_ref().map(|p| p.clone().unwrap_or_else(|| crate::report::default_results_path("pairs", &now)));
-    // Create the CSV before measuring, so an unwritable path fails up front.
-    let created = match (&csv_path, world.rank) {
-        (Some(p), 0) => crate::report::create_file("--csv", p).map(|_| ()),
-        _ => Ok(()),
+    // Created before measuring (exclusively: a default name never collides), written at the end.
+    let created = match (&opts.csv, world.rank) {
+        (Some(Some(p)), 0) => crate::report::AppendFile::create("pairs --csv", p, opts.files).map(Some),
+        (Some(None), 0) => crate::report::create_default_csv("pairs --csv", "pairs", &now).map(Some),
+        _ => Ok(None),
     };
-    world.agree(created)?;
+    let mut csv_file = world.agree(created)?;
 
     let rounds = if opts.sequential { schedule::sequential(world.size) } else { schedule::tournament(world.size) };
     let t0 = mpi::time();
@@ -256,7 +286,7 @@ pub fn run(world: &World, opts: &PairsOptions) -> Result<i32> {
     if world.rank != 0 {
         return world.agree(Ok(crate::error::exit::OK));
     }
-    let written = csv_path.as_ref().map(|p| write_csv(p, &pairs, &world.hosts, opts)).transpose();
+    let written = csv_file.as_mut().map(|f| write_csv(f, &pairs, &world.hosts, opts)).transpose();
     print_report(world, opts, &pairs, rounds.len(), elapsed);
     world.agree(written.map(|_| crate::error::exit::OK))
 }

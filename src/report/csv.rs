@@ -1,13 +1,14 @@
 //! CSV: one row per collective × type × op × placement × size, with stable, unit-suffixed
-//! column names and the run's context on every row. Flushed after every row. New columns are
+//! column names and the run's context on every row. Each row is written in one call, so the file
+//! only ever holds whole rows (cut back to the last one when a write fails). New columns are
 //! only ever appended.
 
+use super::AppendFile;
 use super::Report;
 use crate::error::{Error, Result};
 use crate::record::{Measurement, Point, RunInfo, Totals};
 use serde::Serialize;
-use std::fs::File;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The column names, in order (the header row).
 pub const COLUMNS: &[&str] = &[
@@ -96,8 +97,7 @@ struct Row<'a> {
 }
 
 pub struct CsvReport {
-    path: PathBuf,
-    writer: csv::Writer<File>,
+    file: AppendFile,
 }
 
 fn opt(v: Option<u64>) -> String {
@@ -114,17 +114,28 @@ fn num(v: f64) -> String {
 }
 
 impl CsvReport {
-    /// Create the file (and its directory) now, so an unwritable path fails before the run.
-    pub fn create(path: &Path) -> Result<CsvReport> {
-        let file = super::create_file("--csv", path)?;
-        Ok(CsvReport {
-            path: path.to_path_buf(),
-            writer: csv::WriterBuilder::new().has_headers(false).from_writer(file),
-        })
+    /// Write to a file created before the run (see [`super::outfile`]).
+    pub fn new(file: AppendFile) -> CsvReport {
+        CsvReport { file }
     }
 
+    /// The path as given or chosen.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.file.path()
+    }
+
+    /// Remove the file: the run never started.
+    pub fn remove(self) {
+        self.file.remove()
+    }
+
+    /// One record, formatted in memory and written in one call: the file only ever holds
+    /// whole rows.
+    fn write<S: Serialize>(&mut self, record: S) -> Result<()> {
+        let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::with_capacity(512));
+        w.serialize(record).map_err(|e| self.io_error(e))?;
+        let bytes = w.into_inner().map_err(|e| self.io_error(e.error()))?;
+        self.file.append(&bytes)
     }
 
     fn row(&mut self, info: &RunInfo, p: &Point, m: &Measurement, rank: Option<usize>) -> Result<()> {
@@ -190,12 +201,11 @@ impl CsvReport {
                 f.clear();
             }
         }
-        self.writer.serialize(row).map_err(|e| self.io_error(e))?;
-        self.writer.flush().map_err(|e| self.io_error(e))
+        self.write(row)
     }
 
     fn io_error(&self, e: impl std::fmt::Display) -> Error {
-        Error::setup(format!("--csv: writing '{}' failed: {e}", self.path.display()))
+        Error::setup(format!("--csv: writing '{}' failed: {e}", self.file.path().display()))
     }
 }
 
@@ -210,8 +220,7 @@ fn warning_kind(w: &crate::stats::Warning) -> &'static str {
 
 impl Report for CsvReport {
     fn begin(&mut self, _info: &RunInfo) -> Result<()> {
-        self.writer.write_record(COLUMNS).map_err(|e| self.io_error(e))?;
-        self.writer.flush().map_err(|e| self.io_error(e))
+        self.write(COLUMNS)
     }
 
     fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()> {
@@ -227,6 +236,6 @@ impl Report for CsvReport {
     }
 
     fn end(&mut self, _info: &RunInfo, _totals: &Totals) -> Result<()> {
-        self.writer.flush().map_err(|e| self.io_error(e))
+        Ok(())
     }
 }

@@ -1,15 +1,13 @@
-//! `--markdown PATH`: one Markdown table per collective × type × op, rewritten after each point.
+//! `--markdown PATH`: one Markdown table per collective × type × op, appended row by row (each
+//! row whole), so the file is valid Markdown at every moment.
 
-use super::Report;
+use super::{AppendFile, Report};
 use crate::error::Result;
 use crate::record::{Point, RunInfo, Totals};
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
 
 pub struct MarkdownReport {
-    path: PathBuf,
-    head: String,
-    body: String,
+    file: AppendFile,
     label: String,
 }
 
@@ -19,20 +17,21 @@ fn label(p: &Point) -> String {
 }
 
 impl MarkdownReport {
-    pub fn create(path: &Path) -> Result<MarkdownReport> {
-        super::create_file("--markdown", path)?;
-        Ok(MarkdownReport { path: path.to_path_buf(), head: String::new(), body: String::new(), label: String::new() })
+    /// Write to a file created before the run (see [`super::outfile`]).
+    pub fn new(file: AppendFile) -> MarkdownReport {
+        MarkdownReport { file, label: String::new() }
     }
 
-    fn write(&self, tail: &str) -> Result<()> {
-        super::replace_file("--markdown", &self.path, format!("{}{}{tail}", self.head, self.body).as_bytes())
+    /// Remove the file: the run never started.
+    pub fn remove(self) {
+        self.file.remove()
     }
 }
 
 impl Report for MarkdownReport {
     fn begin(&mut self, info: &RunInfo) -> Result<()> {
         let hosts: Vec<String> = info.hosts.iter().map(|(h, r)| format!("{h} ({} ranks)", r.len())).collect();
-        self.head = format!(
+        let head = format!(
             "# coll-bench {} — {}\n\nBackend {} ({}); {} ranks on {}; time combined across ranks by {}.\n",
             info.version,
             info.timestamp,
@@ -42,28 +41,30 @@ impl Report for MarkdownReport {
             hosts.join(", "),
             info.options.aggregation.name()
         );
-        self.write("")
+        self.file.append(head.as_bytes())
     }
 
     fn point(&mut self, _info: &RunInfo, p: &Point) -> Result<()> {
+        let mut text = String::new();
         let l = label(p);
         if l != self.label {
             let _ = write!(
-                self.body,
+                text,
                 "\n## {l}\n\n| size (B) | count | out-of-place time (µs) | algbw (GB/s) | busbw (GB/s) | #wrong | in-place time (µs) | algbw (GB/s) | busbw (GB/s) | #wrong |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
             );
             self.label = l;
         }
-        let _ = write!(self.body, "| {} | {} ", p.size_bytes, p.count);
+        let _ = write!(text, "| {} | {} ", p.size_bytes, p.count);
         for m in p.measurements() {
             let wrong = m.wrong.map(|w| w.to_string()).unwrap_or_else(|| "N/A".into());
-            let _ = write!(self.body, "| {:.2} | {:.2} | {:.2} | {wrong} ", m.time_us, m.algbw_gbps, m.busbw_gbps);
+            let _ = write!(text, "| {:.2} | {:.2} | {:.2} | {wrong} ", m.time_us, m.algbw_gbps, m.busbw_gbps);
         }
-        self.body.push_str("|\n");
-        self.write("")
+        text.push_str("|\n");
+        self.file.append(text.as_bytes())
     }
 
     fn end(&mut self, _info: &RunInfo, totals: &Totals) -> Result<()> {
-        self.write(&format!("\nWrong elements: {}; out-of-bounds bytes: {}.\n", totals.wrong, totals.out_of_bounds))
+        let tail = format!("\nWrong elements: {}; out-of-bounds bytes: {}.\n", totals.wrong, totals.out_of_bounds);
+        self.file.append(tail.as_bytes())
     }
 }

@@ -112,6 +112,15 @@ impl<W: Write> Report for TableReport<W> {
             dtypes.join(","),
             ops.join(",")
         ));
+        let points = o.point_count(u64::MAX - 1);
+        let estimate = match o.estimated_s(points) {
+            Some(s) => format!("estimated {} from the budget", crate::options::human_duration(s)),
+            None => "duration set by -n (not estimated)".to_string(),
+        };
+        self.line(&format!("# plan: {points} points, {estimate}"));
+        for note in &info.notes {
+            self.line(&format!("# note: {note}"));
+        }
         self.line("#");
         for (rank, host) in info.hosts.iter().flat_map(|(h, rs)| rs.iter().map(move |r| (*r, h))) {
             let pid = info.pids.get(rank).copied().unwrap_or(0);
