@@ -3,23 +3,25 @@
 //!
 //! The rank whose deadline passed first asks every other rank over the side channel where it is
 //! (`Query`, repeated every 200 ms); a rank that is asked answers (`State`) and starts asking
-//! too, so every live rank runs the same inquiry at about the same time. After `ASK` (1 s) each
-//! knows who answered. The lowest rank that answered reports: it prints the job's one line,
-//! tells the others (`Done`) and ends. A rank that would report although lower ranks did not
-//! answer waits `DEFER` (1 s) more for one of them to speak up first, so a lower rank that was
-//! merely slow to answer is never named as stuck by a higher one. The others wait for `Done`
+//! too, so every live rank runs the same inquiry at about the same time. After `ask` (1 to 5 s,
+//! `ask_for`) each knows who answered. The lowest rank that answered reports: it prints the
+//! job's one line, tells the others (`Done`) and ends. A rank that would report although lower
+//! ranks did not answer waits `ask` more for one of them to speak up first, so a lower rank that
+//! was merely slow to answer is not named as stuck by a higher one. The others wait for `Done`
 //! and end quietly; if it never comes (the reporter died meanwhile, or the job is cut in two)
-//! they print their own view after `ASK + DEFER + 1 s`. Every path ends the process.
+//! they print their own view after `2 × ask + 1 s`. Every path ends the process.
 
 use super::channel::{Channel, Kind, Packet, State};
 use super::message::job_line;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-/// How long the inquiry waits for answers.
-pub const ASK: Duration = Duration::from_secs(1);
-/// How long a would-be reporter with silent lower ranks waits for one of them to report.
-pub const DEFER: Duration = Duration::from_secs(1);
+/// How long the inquiry waits for answers, for a limit of `base_s` (`-T`): a fifth of it, from
+/// 1 s (so `-T 5` still ends within about 7 s) to 5 s (the default limit: more patience for a
+/// busy machine, where a live rank's answer may take a while).
+pub fn ask_for(base_s: f64) -> Duration {
+    Duration::from_secs_f64((base_s / 5.0).clamp(1.0, 5.0))
+}
 const RESEND: Duration = Duration::from_millis(200);
 const POLL: Duration = Duration::from_millis(5);
 
@@ -98,6 +100,7 @@ pub fn run(
     arrivals: &mut [Option<u64>],
     hosts: &[String],
     seed: Vec<Packet>,
+    ask: Duration,
 ) -> Outcome {
     let (rank, n) = (ch.rank, ch.size());
     let mut q = Inquiry { ch, me, arrivals, answers: BTreeMap::new(), done: false };
@@ -106,7 +109,7 @@ pub fn run(
     }
     let start = Instant::now();
     let mut next = start;
-    while Instant::now() < start + ASK && q.answers.len() < n - 1 {
+    while Instant::now() < start + ask && q.answers.len() < n - 1 {
         if Instant::now() >= next {
             let mine = me();
             for r in (0..n).filter(|&r| r != rank && !q.answers.contains_key(&r)) {
@@ -114,14 +117,14 @@ pub fn run(
             }
             next += RESEND;
         }
-        if !q.wait(next.min(start + ASK), &|q| q.answers.len() == n - 1) {
+        if !q.wait(next.min(start + ask), &|q| q.answers.len() == n - 1) {
             return Outcome::Quiet;
         }
     }
     let lowest_heard = |q: &Inquiry| q.answers.keys().next().is_some_and(|&r| r < rank);
     if !lowest_heard(&q) && rank > 0 {
         // Every lower rank is silent so far: give them a last chance to report first.
-        if !q.wait(Instant::now() + DEFER, &lowest_heard) {
+        if !q.wait(Instant::now() + ask, &lowest_heard) {
             return Outcome::Quiet;
         }
     }
@@ -129,7 +132,7 @@ pub fn run(
         return Outcome::Report(q.line(hosts));
     }
     // A lower rank reports; wait for its word.
-    if !q.wait(Instant::now() + ASK + DEFER + Duration::from_secs(1), &|_| false) {
+    if !q.wait(Instant::now() + 2 * ask + Duration::from_secs(1), &|_| false) {
         return Outcome::Quiet;
     }
     Outcome::Report(q.line(hosts))

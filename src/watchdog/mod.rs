@@ -112,7 +112,7 @@ impl Watchdog {
         let s = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("coll-bench-watchdog".into())
-            .spawn(move || watch(&s, tick))
+            .spawn(move || watch(&s, tick, inquiry::ask_for(base_s)))
             .expect("the watchdog thread starts");
         Watchdog { shared, timeout, thread: Some(thread) }
     }
@@ -180,7 +180,8 @@ impl Shared {
     }
 }
 
-fn watch(s: &Shared, tick: Duration) {
+/// `ask`: how long an inquiry waits for answers.
+fn watch(s: &Shared, tick: Duration, ask: Duration) {
     let mut arrivals = vec![None; s.hosts.len()];
     while !s.stop.load(Ordering::Acquire) {
         std::thread::park_timeout(tick);
@@ -197,16 +198,22 @@ fn watch(s: &Shared, tick: Duration) {
         }
         let overdue = s.overdue();
         if !asked.is_empty() || overdue.is_some() {
-            give_up(s, overdue, &mut arrivals, asked);
+            give_up(s, overdue, &mut arrivals, asked, ask);
         }
     }
 }
 
 /// A step is given up on (this rank's deadline passed, or another rank asks): find out who is
 /// stuck, print the job's line if this rank is the one to, and end the process.
-fn give_up(s: &Shared, overdue: Option<Task>, arrivals: &mut [Option<u64>], asked: Vec<channel::Packet>) -> ! {
+fn give_up(
+    s: &Shared,
+    overdue: Option<Task>,
+    arrivals: &mut [Option<u64>],
+    asked: Vec<channel::Packet>,
+    ask: Duration,
+) -> ! {
     match &s.channel {
-        Some(ch) => match inquiry::run(ch, &|| s.state(), arrivals, &s.hosts, asked) {
+        Some(ch) => match inquiry::run(ch, &|| s.state(), arrivals, &s.hosts, asked, ask) {
             Outcome::Report(line) => {
                 say(&line);
                 let me = s.state();
