@@ -108,7 +108,10 @@ impl Stopped {
             while Path::new(&format!("/proc/{pid}")).exists() && self.stopped_at.elapsed() < within {
                 std::thread::sleep(Duration::from_millis(50));
             }
-            assert!(!Path::new(&format!("/proc/{pid}")).exists(), "rank {rank} (pid {pid}) still runs after {within:?}");
+            assert!(
+                !Path::new(&format!("/proc/{pid}")).exists(),
+                "rank {rank} (pid {pid}) still runs after {within:?}"
+            );
         }
     }
 

@@ -87,7 +87,8 @@ impl Channel {
             if port == 0 {
                 return None;
             }
-            let addrs = (0..rec[2] as usize).map(|i| Ipv4Addr::new(rec[3 + 4 * i], rec[4 + 4 * i], rec[5 + 4 * i], rec[6 + 4 * i]));
+            let addrs = (0..rec[2] as usize)
+                .map(|i| Ipv4Addr::new(rec[3 + 4 * i], rec[4 + 4 * i], rec[5 + 4 * i], rec[6 + 4 * i]));
             let same_host = world.hosts[r] == world.hosts[me];
             // The same host: loopback. Another host: every address but loopback.
             let addrs: Vec<SocketAddr> = if same_host {

@@ -191,7 +191,12 @@ mod tests {
         );
         let all: BTreeMap<usize, State> = (0..4).map(|r| (r, state(17, 6.0))).collect();
         let m = job_line(&all, &[None; 4], &hosts());
-        assert!(m.starts_with("every rank answered, so none is stopped or cut off; ranks 0-3 (n1, n2) waited 6 s in all-reduce"), "{m}");
+        assert!(
+            m.starts_with(
+                "every rank answered, so none is stopped or cut off; ranks 0-3 (n1, n2) waited 6 s in all-reduce"
+            ),
+            "{m}"
+        );
         assert!(!m.contains('\n'));
     }
 }
