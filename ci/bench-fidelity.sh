@@ -4,6 +4,11 @@
 # ranks, 8 B to 64 MiB, in the same go. Runs both alternately REPS times and compares, per size,
 # the median over runs. Bar: within 5% at every size (within 0.05 us below 1 KiB).
 # Writes results/fidelity-<host>.md (and .csv files beside it).
+#
+# BASELINE=PATH also runs that coll-bench binary (e.g. a build of the previous commit) in every
+# round, between the bare loop and this build, and writes results/fidelity-<host>-baseline.md
+# beside it: before/after ratios taken under the same conditions. NAME=x names the reports
+# results/fidelity-x.md (and -x-baseline.md) instead. REPS and MAX shrink the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -14,8 +19,20 @@ out=results/fidelity
 mkdir -p "$out"
 cargo build --release --quiet
 mpicc -O2 -o "$out/bare_loop" ci/bench/bare_loop.c
+NAME=${NAME:-$(hostname)}
+if [ -n "${BASELINE:-}" ]; then
+  mkdir -p "$out/baseline"
+fi
 for i in $(seq 1 "$REPS"); do
   mpirun -q -n 2 "$out/bare_loop" "$MAX" 0.05 > "$out/bare-$i.csv"
+  if [ -n "${BASELINE:-}" ]; then
+    cp "$out/bare-$i.csv" "$out/baseline/bare-$i.csv"
+    mpirun -q -n 2 "$BASELINE" -b 8 -e "$MAX" -d float -o sum -a 1 --csv "$out/baseline/coll-bench-$i.csv" > /dev/null
+  fi
   mpirun -q -n 2 target/release/coll-bench -b 8 -e "$MAX" -d float -o sum -a 1 --csv "$out/coll-bench-$i.csv" > /dev/null
 done
-python3 ci/bench/fidelity_report.py "$out" "$REPS" | tee "results/fidelity-$(hostname).md"
+python3 ci/bench/fidelity_report.py "$out" "$REPS" | tee "results/fidelity-$NAME.md"
+if [ -n "${BASELINE:-}" ]; then
+  python3 ci/bench/fidelity_report.py "$out/baseline" "$REPS" > "results/fidelity-$NAME-baseline.md"
+  echo "baseline ($BASELINE): results/fidelity-$NAME-baseline.md"
+fi

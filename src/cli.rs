@@ -5,7 +5,7 @@
 use crate::collective::Kind;
 use crate::dtype::{DType, Op};
 use crate::error::{Error, Result};
-use crate::options::{Aggregation, BackendKind, CsvTarget, Options, Step, MAX_ITERS};
+use crate::options::{Aggregation, BackendKind, CsvTarget, Options, Step, Timeout, MAX_ITERS};
 use crate::size::{parse_size, SIZE_FORM};
 use clap::Parser;
 use std::path::PathBuf;
@@ -108,7 +108,8 @@ pub struct Args {
     #[arg(long = "plot", value_name = "FILE")]
     pub plot: Option<PathBuf>,
     /// Stop the whole job (exit 2) when a call has not finished SECONDS after it was expected to,
-    /// e.g. a host or link gone (5, 2.5, 30s) [default: no limit]
+    /// e.g. a host or link gone or a rank stopped (5, 2.5, 30s); 0: never [default: max(5 min,
+    /// 20x the step's expected time)]
     #[arg(short = 'T', long = "timeout", value_name = "SECONDS")]
     pub timeout: Option<String>,
     /// Replace output files that already exist (regular files only)
@@ -358,7 +359,7 @@ impl Args {
             (None, false) => CsvTarget::Default,
         };
         let debug_slow_rank = self.debug_slow_rank.as_deref().map(parse_slow_rank).transpose()?;
-        let timeout_s = self.timeout.as_deref().map(parse_timeout).transpose()?;
+        let timeout = self.timeout.as_deref().map(parse_timeout).transpose()?.unwrap_or(Timeout::Auto);
         if let Some(p) = &self.plot {
             crate::plot::check_output(p)?;
             if self.no_csv {
@@ -400,7 +401,7 @@ impl Args {
             json: self.json,
             markdown: self.markdown,
             plot: self.plot,
-            timeout_s,
+            timeout,
             files: crate::report::Policy { force: self.force, follow_symlinks: self.follow_symlinks },
             max_points,
             max_time_s,
@@ -447,21 +448,25 @@ pub fn parse_duration(flag: &str, v: &str, zero_ok: bool) -> Result<f64> {
     Ok(secs)
 }
 
-/// `-T/--timeout`: seconds (`5`, `2.5`) or a duration (`30s`, `1m`), above 0, at most a day.
-fn parse_timeout(v: &str) -> Result<f64> {
+/// `-T/--timeout`: seconds (`5`, `2.5`) or a duration (`30s`, `1m`), above 0, at most a day;
+/// `0` turns the watchdog off.
+fn parse_timeout(v: &str) -> Result<Timeout> {
     let bad = || {
         Error::usage(format!(
-            "-T/--timeout: '{v}' is not a positive duration; expected seconds up to a day, e.g. 5, 2.5 or 30s"
+            "-T/--timeout: '{v}' is not a duration; expected seconds up to a day, e.g. 5, 2.5 or 30s, or 0 for no limit"
         ))
     };
     let secs = match v.trim().parse::<f64>() {
         Ok(s) => s,
         Err(_) => humantime::parse_duration(v.trim()).map_err(|_| bad())?.as_secs_f64(),
     };
+    if secs == 0.0 {
+        return Ok(Timeout::Off);
+    }
     if !(secs.is_finite() && secs > 0.0 && secs <= 86400.0) {
         return Err(bad());
     }
-    Ok(secs)
+    Ok(Timeout::Fixed(secs))
 }
 
 #[cfg(test)]
@@ -577,12 +582,14 @@ mod tests {
 
     #[test]
     fn timeout_flag() {
-        assert_eq!(run(&[]).unwrap().timeout_s, None, "no watchdog by default");
-        assert_eq!(run(&["-T", "5"]).unwrap().timeout_s, Some(5.0));
-        assert_eq!(run(&["--timeout", "2.5"]).unwrap().timeout_s, Some(2.5));
-        assert_eq!(run(&["--timeout=30s"]).unwrap().timeout_s, Some(30.0));
-        assert_eq!(run(&["-T", "500ms"]).unwrap().timeout_s, Some(0.5));
-        for bad in ["0", "-1", "x", "1e9", "inf", ""] {
+        assert_eq!(run(&[]).unwrap().timeout, Timeout::Auto, "a generous limit by default");
+        assert_eq!(run(&["-T", "0"]).unwrap().timeout, Timeout::Off);
+        assert_eq!(run(&["-T", "5"]).unwrap().timeout, Timeout::Fixed(5.0));
+        assert_eq!(run(&["--timeout", "2.5"]).unwrap().timeout, Timeout::Fixed(2.5));
+        assert_eq!(run(&["--timeout=30s"]).unwrap().timeout, Timeout::Fixed(30.0));
+        assert_eq!(run(&["-T", "500ms"]).unwrap().timeout, Timeout::Fixed(0.5));
+        assert_eq!(run(&["-T", "0s"]).unwrap().timeout, Timeout::Off);
+        for bad in ["-1", "x", "1e9", "inf", ""] {
             let e = err(&["-T", bad]);
             assert!(e.starts_with("-T/--timeout: ") && e.contains("expected seconds"), "{bad:?}: {e}");
             assert!(!e.contains('\n'), "{e}");

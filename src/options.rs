@@ -44,6 +44,39 @@ impl Aggregation {
     }
 }
 
+/// The `-T` limit of a watched step that is expected to take `e` seconds.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Timeout {
+    /// No `-T`: max(5 min, 20 × e), so an unattended run cannot hang forever.
+    Auto,
+    /// `-T SECONDS`: SECONDS + 2 × e.
+    Fixed(f64),
+    /// `-T 0`: wait forever.
+    Off,
+}
+
+impl Timeout {
+    /// The floor of the default limit, seconds.
+    pub const AUTO_MIN_S: f64 = 300.0;
+    /// The default limit, in multiples of a step's expected time.
+    pub const AUTO_FACTOR: f64 = 20.0;
+
+    /// Seconds a step expected to take `expected_s` may take; `None`: no limit.
+    pub fn limit_s(self, expected_s: f64) -> Option<f64> {
+        let e = expected_s.max(0.0);
+        match self {
+            Timeout::Auto => Some((Self::AUTO_FACTOR * e).max(Self::AUTO_MIN_S)),
+            Timeout::Fixed(t) => Some(t + 2.0 * e),
+            Timeout::Off => None,
+        }
+    }
+
+    /// The shortest limit any step gets (the one of a step with no estimate).
+    pub fn base_s(self) -> Option<f64> {
+        self.limit_s(0.0)
+    }
+}
+
 /// How sizes grow from `min_bytes` to `max_bytes`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Step {
@@ -111,9 +144,9 @@ pub struct Options {
     pub markdown: Option<PathBuf>,
     /// `--plot FILE.svg|FILE.png`: plot the run's CSV at the end.
     pub plot: Option<PathBuf>,
-    /// `-T/--timeout`: end the job (exit 2) when a batch of calls has not finished this many
-    /// seconds past its expected time (`crate::watchdog`); `None`: wait forever.
-    pub timeout_s: Option<f64>,
+    /// `-T/--timeout`: when a watched step (a batch of calls, an exchange of results) is given up
+    /// on, ending the job with exit code 2 (`crate::watchdog`).
+    pub timeout: Timeout,
     /// What output files may be (`--force`/`--overwrite`, `--follow-symlinks`).
     pub files: crate::report::Policy,
     /// `--max-points`: refuse a plan of more points than this (0: no limit).
@@ -313,6 +346,16 @@ mod tests {
         let e = o.validate_for_world(2).unwrap_err().to_string();
         assert!(e.contains("-r/--root") && e.contains("0..=1"), "{e}");
         assert!(o.validate_for_world(3).is_ok());
+    }
+
+    #[test]
+    fn timeout_limits() {
+        assert_eq!(Timeout::Auto.limit_s(0.0), Some(300.0));
+        assert_eq!(Timeout::Auto.limit_s(1.0), Some(300.0));
+        assert_eq!(Timeout::Auto.limit_s(60.0), Some(1200.0));
+        assert_eq!(Timeout::Fixed(5.0).limit_s(0.25), Some(5.5));
+        assert_eq!(Timeout::Fixed(5.0).limit_s(-1.0), Some(5.0));
+        assert_eq!(Timeout::Off.limit_s(10.0), None);
     }
 
     #[test]

@@ -63,18 +63,19 @@ pub struct Sweep<'a> {
     pub backend: &'a mut dyn Backend,
     pub opts: &'a Options,
     samples: Vec<f64>,
-    /// `-T`: armed around every batch of calls and exchange of results, disarmed between points.
+    /// `-T`: armed around every batch of calls and exchange of results, disarmed between points;
+    /// `None` with `-T 0`.
     watchdog: Option<Watchdog>,
 }
 
 impl<'a> Sweep<'a> {
     pub fn new(world: &'a World, backend: &'a mut dyn Backend, opts: &'a Options) -> Self {
-        let watchdog = opts.timeout_s.map(|t| Watchdog::start(t, world.rank, world.hosts.clone()));
+        let watchdog = Watchdog::start(world, opts.timeout);
         Sweep { world, backend, opts, samples: vec![], watchdog }
     }
 
-    /// One batch of `iters` calls through the backend, under the watchdog (`-T`) when there is
-    /// one: it may take the limit plus twice `iters` × `est_s`. The exchange of results that
+    /// One batch of `iters` calls through the backend, under the watchdog (`-T`) unless it is
+    /// off: its limit follows from `iters` × `est_s` (`Timeout::limit_s`). The exchange of results that
     /// follows a batch is watched too, until the next batch or the end of the point.
     fn batch(&mut self, call: &Call, phase: Phase, iters: u64, batch: u64, est_s: f64) -> Result<()> {
         if let Some(w) = &self.watchdog {

@@ -174,7 +174,8 @@ fn a_slow_host_is_named_in_the_table() {
     assert!(line.contains("(sendrecv 64 KiB, one way"), "{line}");
 }
 
-/// Host 2's link goes down 3 s into a sweep that would take about 10 s. Every rank, on both
+/// Host 2's link goes down once the sweep (about 10 s) has written two rows: a fixed delay would
+/// let a slow start on a busy machine cut before any row. Every rank, on both
 /// hosts, must end through its watchdog with exit 2 about -T after the cut. Ranks on the cut-off
 /// host cannot reach mpirun any more, so each rank runs under ci/netns/record-rank.sh, which
 /// leaves its stderr, exit code and end time in the shared directory. mpirun itself returns 2
@@ -187,8 +188,14 @@ fn a_link_down_ends_every_rank_through_the_watchdog() {
     let limit_s = 5.0;
     let cut_at = std::thread::scope(|s| {
         let cutter = s.spawn(|| {
-            std::thread::sleep(Duration::from_secs(3));
-            let t = now_s();
+            let csv = bed.dir().join("run.csv");
+            let waiting = Instant::now();
+            while std::fs::read_to_string(&csv).map_or(0, |t| t.lines().count()) < 3
+                && waiting.elapsed() < Duration::from_secs(60)
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let t = (now_s(), Instant::now());
             bed.run(&["cut", "2"]);
             t
         });
@@ -197,21 +204,26 @@ fn a_link_down_ends_every_rank_through_the_watchdog() {
             ["all-reduce", "-b", "8", "-e", "64K", "-f", "2", "--budget", "300ms", "-T", "5", "--csv", "run.csv"];
         let o = bed.mpirun(4, "node", &[wrapper, dir, BIN], &args, 90);
         let took = started.elapsed().as_secs_f64();
-        let cut_at = cutter.join().unwrap();
+        let (cut_at, cut) = cutter.join().unwrap();
         assert_eq!(o.status.code(), Some(2), "mpirun after {took:.1} s\n{}\n{}", stdout(&o), stderr(&o));
-        // 3 s before the cut, -T after it, and Open MPI's time to give up on the lost daemon.
-        assert!(took < 3.0 + limit_s + 20.0, "mpirun took {took:.1} s");
+        // -T and the inquiry after the cut, and Open MPI's time to give up on the lost daemon.
+        let after = cut.elapsed().as_secs_f64();
+        assert!(after < limit_s + 20.0, "mpirun ended {after:.1} s after the cut ({took:.1} s in all)");
         cut_at
     });
     // The promise: every rank is gone within the limit, and the job says which call hung, at
-    // what size, and on whom it waited. Each rank either ends through its own watchdog (exit 2,
-    // its one line) or is ended by the launcher's tear-down when another rank's watchdog fired
-    // first (Open MPI kills the other ranks of a host as soon as one exits non-zero): which of
-    // the two happens on the host that can still reach mpirun is a race, and both keep the promise.
+    // what size, and on whom it waited. The cut splits the side channel too, so each host's
+    // lowest rank speaks for its side (rank 0 for host 1, rank 1 for host 2), naming the other
+    // host's ranks as the ones that stopped answering; the other rank of each host ends quietly
+    // (exit 2) once its host's line is out, or is ended by the launcher's tear-down first (Open
+    // MPI kills the other ranks of a host as soon as one exits non-zero): which of those two
+    // happens is a race, and both keep the promise.
     let mut lines_seen = 0;
     for rank in 0..4 {
         let read = |ext: &str| std::fs::read_to_string(bed.dir().join(format!("rank{rank}.{ext}"))).unwrap_or_default();
         let host = bed.host(rank % 2 + 1);
+        let other_host = bed.host(2 - rank % 2);
+        let (mine, others) = if rank % 2 == 0 { ("0,2", "1,3") } else { ("1,3", "0,2") };
         let pid: i32 = read("pid").trim().parse().unwrap_or_else(|_| panic!("rank {rank}: no pid recorded"));
         let gone = (0..100).any(|_| {
             let alive = Path::new(&format!("/proc/{pid}")).exists();
@@ -222,27 +234,39 @@ fn a_link_down_ends_every_rank_through_the_watchdog() {
         });
         assert!(gone, "rank {rank} (pid {pid}) still runs after mpirun ended");
         let err = read("err");
-        let lines: Vec<&str> = err.lines().collect();
+        // Open MPI's TCP transport may report the dead connection first (`[host][…] …
+        // mca_btl_tcp_frag_recv: readv failed: Connection timed out`, once TCP gives up on the
+        // peer, about 6 s after the cut on the bed): a true word from the MPI library, not ours.
+        let lines: Vec<&str> = err.lines().filter(|l| !l.starts_with('[') || !l.contains("btl_tcp")).collect();
         assert!(lines.len() <= 1, "rank {rank}: at most one line expected:\n{err}");
         if let Some(line) = lines.first() {
             lines_seen += 1;
+            assert!(rank < 2, "rank {rank} spoke although a lower rank of its host could: {err}");
             assert_eq!(read("rc").trim(), "2", "rank {rank}: exit code after its line: {err}");
-            assert!(line.starts_with("coll-bench: error: all-reduce of "), "{err}");
-            assert!(line.contains(&format!(" on rank {rank} ({host}); waiting on ranks ")), "{err}");
+            // Both ranks of the other host, together or each with what this side knows of it.
+            assert!(line.starts_with("coll-bench: error: rank"), "{err}");
+            let named = |r: &str| line.contains(&format!("rank {r} ({other_host}) "));
+            let both = line.contains(&format!("ranks {others} ({other_host}) "));
+            assert!(both || others.split(',').all(named), "rank {rank} names ranks {others}: {err}");
+            assert!(line.contains("all-reduce of "), "{err}");
+            assert!(line.contains(&format!("; ranks {mine} ({host}) waited ")), "{err}");
             assert!(line.ends_with("; aborting the job"), "{err}");
         } else {
-            // Ended by the launcher: SIGTERM (143) is recorded, SIGKILL leaves no exit code.
+            // Ended quietly after its host's line (2), or by the launcher: SIGTERM (143) is
+            // recorded, SIGKILL leaves no exit code.
             let rc = read("rc");
             assert!(
-                rc.is_empty() || rc.trim().parse::<i32>().is_ok_and(|c| c > 128),
+                rc.is_empty() || rc.trim().parse::<i32>().is_ok_and(|c| c == 2 || c > 128),
                 "rank {rank}: exit {rc}, no line"
             );
         }
         if let Ok(ended) = read("end").trim().parse::<f64>() {
             // At most the limit, plus twice the batch's expected time (about 0.3 s here), plus
-            // the tick, after the cut; less when the batch that hung began well before it.
+            // the tick, after the cut (less when the batch that hung began well before it); then
+            // the inquiry over the side channel: 1 s for answers, and 1 s more on host 2, whose
+            // ranks wait for the silent lower ranks of host 1 to speak first.
             let after = ended - cut_at;
-            assert!(after > 0.0 && after < limit_s + 3.0, "rank {rank} ended {after:.2} s after the cut: {err}");
+            assert!(after > 0.0 && after < limit_s + 4.0, "rank {rank} ended {after:.2} s after the cut: {err}");
         }
     }
     assert!(lines_seen >= 1, "no rank said which call hung");
@@ -253,6 +277,6 @@ fn a_link_down_ends_every_rank_through_the_watchdog() {
     let width = csv.headers().unwrap().len();
     let rows: Vec<csv::StringRecord> = csv.records().map(|r| r.expect("every row parses")).collect();
     assert!(rows.iter().all(|r| r.len() == width));
-    // 14 sizes × 2 placements in all; the cut comes a few sizes in.
-    assert!(!rows.is_empty() && rows.len() < 28, "{} rows", rows.len());
+    // 14 sizes × 2 placements in all; the cut comes after the second.
+    assert!(rows.len() >= 2 && rows.len() < 28, "{} rows", rows.len());
 }

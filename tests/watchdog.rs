@@ -1,10 +1,12 @@
-//! `-T/--timeout` on one host: a rank that stops mid-run ends the job through the other ranks'
-//! watchdogs (exit 2, one line each, the CSV so far intact), and a run that is merely slow does
-//! not trip it. The multi-host case (a link down) is in tests/multihost.rs.
+//! `-T/--timeout` on one host: a rank that stops mid-run ends the job (exit 2), one rank names
+//! the stopped one for the job, every rank is gone within the limit, the CSV so far intact; a
+//! run that is merely slow does not trip it. The multi-host case (a link down) is in
+//! tests/multihost.rs.
 mod common;
 use common::*;
 use std::io::{BufRead, BufReader};
-use std::process::Stdio;
+use std::path::Path;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 #[test]
@@ -18,24 +20,43 @@ fn a_generous_limit_does_not_trip() {
 }
 
 #[test]
-fn a_stopped_rank_ends_the_job_through_the_watchdog() {
-    let dir = tempfile::tempdir().unwrap();
+fn minus_t_zero_turns_the_watchdog_off() {
+    let (o, _d) = mpirun(2, &["all-reduce", "-b", "8", "-e", "64", "-n", "3", "-T", "0", "--no-csv"]);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+}
+
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// What a run with one rank stopped left behind.
+struct Stopped {
+    out: Output,
+    stdout: String,
+    /// From the stop to the launcher's exit.
+    took: Duration,
+    stopped_at: Instant,
+    pids: Vec<i32>,
+    host: String,
+}
+
+/// Run all-reduce on `n` ranks with `-T limit` and `--csv run.csv` in `dir`; once two rows are
+/// out, SIGSTOP rank `victim` (it cannot run its own watchdog either). Thousands of sizes, so the
+/// run is still going when the stop comes, each a fixed 20 calls after 2 warm-up calls: on a
+/// busy, oversubscribed machine a call may cost a scheduler quantum (ms) instead of a
+/// microsecond, which would stretch a batch sized from an estimate past the limit; 20 calls
+/// cannot, so only the stop trips it. The stop tests run one at a time (`SERIAL`).
+fn stop_one(dir: &Path, n: usize, victim: usize, limit: &str) -> Stopped {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let mut child = launch_cmd(120)
-        .args(["-n", "2", BIN])
-        // Fixed counts (2 warm-up, 20 timed calls) of small sizes, thousands of them so the run is
-        // still going at the stop: on a loaded, oversubscribed machine one call can cost a
-        // scheduler quantum, which stretched a batch sized from a budget past -T 2 before the
-        // stop (seen under load 11); 20 calls of at most 16 KiB cannot, so only the stop trips it.
-        .args(["all-reduce", "-b", "8", "-e", "16K", "-i", "8", "-w", "2", "-n", "20", "-T", "2", "--csv", "run.csv"])
-        .current_dir(dir.path())
+        .args(["-n", &n.to_string(), BIN])
+        .args(["all-reduce", "-b", "8", "-e", "16K", "-i", "8", "-w", "2", "-n", "20", "-T", limit, "--csv", "run.csv"])
+        .current_dir(dir)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("mpirun runs");
-    // Rank 1's pid from the header; stop it (SIGSTOP: it cannot run its own watchdog either)
-    // once the second row is out, so the CSV has rows before the hang.
     let mut out = String::new();
-    let mut pid = None;
+    let mut pids = vec![None; n];
+    let mut host = String::new();
     let mut rows = 0;
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut stopped_at = None;
@@ -43,14 +64,20 @@ fn a_stopped_rank_ends_the_job_through_the_watchdog() {
         let line = line.unwrap();
         out.push_str(&line);
         out.push('\n');
-        if let Some(rest) = line.strip_prefix("#  Rank   1 Pid") {
-            pid = rest.split_whitespace().next().map(str::to_string);
+        // `#  Rank   1 Pid  12345 on HOST`
+        if let Some(rest) = line.strip_prefix("#  Rank") {
+            let f: Vec<&str> = rest.split_whitespace().collect();
+            if let (Some(r), Some(pid)) = (f.first().and_then(|r| r.parse::<usize>().ok()), f.get(2)) {
+                pids[r] = pid.parse::<i32>().ok();
+                if r == victim {
+                    host = f.last().unwrap().to_string();
+                }
+            }
         }
         if !line.starts_with('#') && !line.trim().is_empty() {
             rows += 1;
             if rows == 2 {
-                let pid = pid.clone().unwrap_or_else(|| panic!("no pid for rank 1 in\n{out}"));
-                let pid: i32 = pid.parse().unwrap_or_else(|_| panic!("pid {pid:?} in\n{out}"));
+                let pid = pids[victim].unwrap_or_else(|| panic!("no pid for rank {victim} in\n{out}"));
                 // SAFETY: kill(2) with a pid and a signal number; no memory is shared.
                 assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0, "kill -STOP {pid}");
                 stopped_at = Some(Instant::now());
@@ -63,31 +90,113 @@ fn a_stopped_rank_ends_the_job_through_the_watchdog() {
         out.push('\n');
     }
     let o = child.wait_with_output().unwrap();
-    let took = stopped_at.unwrap_or_else(|| panic!("the run ended before two rows\n{out}")).elapsed();
-    let err = stderr(&o);
-    // Open MPI's mpirun returns the first failing rank's code (2). MPICH's Hydra kills the
-    // stopped rank with SIGKILL and returns that signal's number (9): coll-bench's own exit code
-    // is in rank 0's line either way (README, exit codes).
-    let expected: &[i32] = if FAMILY == "mpich" { &[2, 9] } else { &[2] };
-    assert!(o.status.code().is_some_and(|c| expected.contains(&c)), "exit {:?}\n{out}\n{err}", o.status.code());
-    // 2 s, plus twice the batch's expected time (20 small calls), plus launcher tear-down.
-    assert!(took < Duration::from_secs(8), "ended {took:?} after the stop");
-    // Rank 0 names the call and the rank it waits on. mpirun's tear-down sends the stopped rank
-    // SIGCONT before SIGTERM, so rank 1 may wake up past its own deadline and say so too.
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert!(!lines.is_empty() && lines.len() <= 2, "{err}");
-    for l in &lines {
-        assert!(l.starts_with("coll-bench: error: ") && l.contains(" did not finish within "), "{err}");
-        assert!(l.ends_with("; aborting the job"), "{err}");
+    let stopped_at = stopped_at.unwrap_or_else(|| panic!("the run ended before two rows\n{out}\n{}", stderr(&o)));
+    let pids = pids.iter().map(|p| p.unwrap_or_else(|| panic!("a pid is missing in\n{out}"))).collect();
+    Stopped { out: o, stdout: out, took: stopped_at.elapsed(), stopped_at, pids, host }
+}
+
+impl Stopped {
+    /// The launcher's exit code: Open MPI's mpirun returns the first failing rank's code (2).
+    /// MPICH's Hydra kills the stopped rank with SIGKILL and returns that signal's number (9):
+    /// coll-bench's own exit code is in the line either way (README, exit codes).
+    fn assert_exit_code(&self) {
+        let expected: &[i32] = if FAMILY == "mpich" { &[2, 9] } else { &[2] };
+        let code = self.out.status.code();
+        assert!(code.is_some_and(|c| expected.contains(&c)), "exit {code:?}\n{}\n{}", self.stdout, stderr(&self.out));
     }
-    let rank0 =
-        lines.iter().find(|l| l.contains(" on rank 0 (")).unwrap_or_else(|| panic!("no line from rank 0:\n{err}"));
-    assert!(rank0.contains("all-reduce of ") && rank0.contains("; waiting on rank 1 ("), "{err}");
-    // The CSV: header and whole rows, at least the two printed before the stop.
-    let text = std::fs::read_to_string(dir.path().join("run.csv")).unwrap();
-    assert!(text.ends_with('\n'), "{text:?}");
-    let mut rd = csv::Reader::from_reader(text.as_bytes());
-    let width = rd.headers().unwrap().len();
-    let recs: Vec<csv::StringRecord> = rd.records().map(|r| r.expect("every row parses")).collect();
-    assert!(recs.len() >= 4 && recs.iter().all(|r| r.len() == width), "{} rows", recs.len());
+
+    /// Every rank, the stopped one included, is gone `within` after the stop.
+    fn assert_all_gone(&self, within: Duration) {
+        for (rank, pid) in self.pids.iter().enumerate() {
+            while Path::new(&format!("/proc/{pid}")).exists() && self.stopped_at.elapsed() < within {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            assert!(
+                !Path::new(&format!("/proc/{pid}")).exists(),
+                "rank {rank} (pid {pid}) still runs after {within:?}"
+            );
+        }
+    }
+
+    /// The job's line(s): at least one, each one line naming the stopped rank and its host, the
+    /// call, its size, and the ranks that waited. Which rank prints is decided by the ranks over
+    /// the side channel, not by a race; what the launcher lets through after the first line is
+    /// its business, so every line there is must say the same.
+    fn assert_names(&self, victim: usize, n: usize) -> String {
+        let err = stderr(&self.out);
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert!(!lines.is_empty(), "no line on stderr\n{}", self.stdout);
+        let waited: Vec<String> = (0..n).filter(|&r| r != victim).map(|r| r.to_string()).collect();
+        let ranks = if waited.len() == 1 { "rank" } else { "ranks" };
+        let waited = compress(&waited);
+        for l in &lines {
+            let named = format!("coll-bench: error: rank {victim} ({}) ", self.host);
+            assert!(l.starts_with(&named), "expected {named:?}…:\n{err}");
+            assert!(l.contains(" all-reduce of ") && l.contains(" B (float, "), "{err}");
+            assert!(l.contains(&format!("; {ranks} {waited} ({}) waited ", self.host)), "{err}");
+            assert!(l.ends_with("; aborting the job"), "{err}");
+            let reached = l.contains(" never reached ") || l.contains(" but never finished it;");
+            assert!(reached, "the line says whether rank {victim} reached the call: {err}");
+        }
+        err
+    }
+
+    /// The CSV: header and whole rows, at least the two printed before the stop.
+    fn assert_csv_whole(&self, dir: &Path) {
+        let text = std::fs::read_to_string(dir.join("run.csv")).unwrap();
+        assert!(text.ends_with('\n'), "{text:?}");
+        let mut rd = csv::Reader::from_reader(text.as_bytes());
+        let width = rd.headers().unwrap().len();
+        let recs: Vec<csv::StringRecord> = rd.records().map(|r| r.expect("every row parses")).collect();
+        assert!(recs.len() >= 4 && recs.iter().all(|r| r.len() == width), "{} rows", recs.len());
+    }
+}
+
+/// `0,2,3` → `0,2-3` (as the line writes rank lists).
+fn compress(ranks: &[String]) -> String {
+    let r: Vec<usize> = ranks.iter().map(|s| s.parse().unwrap()).collect();
+    let mut parts = vec![];
+    let mut i = 0;
+    while i < r.len() {
+        let mut j = i;
+        while j + 1 < r.len() && r[j + 1] == r[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j { r[i].to_string() } else { format!("{}-{}", r[i], r[j]) });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+#[test]
+fn a_stopped_rank_ends_the_job_through_the_watchdog() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = stop_one(dir.path(), 2, 1, "2");
+    s.assert_exit_code();
+    // 2 s, plus the inquiry (1 s), plus launcher tear-down.
+    assert!(s.took < Duration::from_secs(8), "ended {:?} after the stop", s.took);
+    s.assert_names(1, 2);
+    s.assert_csv_whole(dir.path());
+}
+
+/// Issue 10: with rank 1 of 4 stopped under `-T 5`, one line names rank 1 and its host (not
+/// four lines, each "waiting on" the other three), and every rank is gone within 10 s.
+#[test]
+fn one_stopped_rank_of_four_is_named_and_every_rank_is_gone_within_10_s() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = stop_one(dir.path(), 4, 1, "5");
+    s.assert_exit_code();
+    s.assert_all_gone(Duration::from_secs(10));
+    s.assert_names(1, 4);
+    s.assert_csv_whole(dir.path());
+}
+
+/// The same with rank 0 stopped: the lowest rank still answering (1) speaks for the job.
+#[test]
+fn a_stopped_rank_0_is_named_by_the_lowest_live_rank() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = stop_one(dir.path(), 4, 0, "5");
+    s.assert_exit_code();
+    s.assert_all_gone(Duration::from_secs(10));
+    s.assert_names(0, 4);
 }

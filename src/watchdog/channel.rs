@@ -1,0 +1,248 @@
+//! The watchdog's side channel: one UDP socket per rank, outside MPI, so that ranks can still
+//! tell each other where they are when MPI's own progress is stuck (a stopped or dead rank, a
+//! link down). Set up once, collectively, before the sweep: every rank binds a socket on all its
+//! IPv4 addresses, and the ports and addresses are exchanged through MPI. Packets carry a random
+//! job nonce and the rank they are meant for, so nothing else on the network is taken for a rank.
+//!
+//! Steady state costs one `sendto` per watched step on the main thread, outside the timed calls
+//! (`Channel::announce`: "I arrived at step N", to rank 0, and rank 0's to rank 1); nobody reads
+//! them until a hang is suspected (the watchdog thread drains them at its usual tick).
+
+use crate::world::World;
+use mpi::traits::*;
+use std::hash::{BuildHasher, Hasher};
+use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+
+const MAGIC: &[u8; 4] = b"CBW1";
+/// Bytes of one rank's record in the start-up exchange: port, count, up to 31 IPv4 addresses.
+const RECORD: usize = 128;
+const MAX_ADDRS: usize = (RECORD - 3) / 4;
+/// The longest description a packet carries.
+const MAX_DESC: usize = 400;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// The sender arms step `step` (main thread, before the calls).
+    Arrive = 1,
+    /// "A step has hung somewhere: where are you?" Carries the sender's own state.
+    Query = 2,
+    /// The answer to a query: the sender's state.
+    State = 3,
+    /// The sender has printed the job's line and ends; the receiver may end quietly.
+    Done = 4,
+}
+
+/// One rank's state as it reports it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct State {
+    /// Steps armed so far (the same sequence on every rank).
+    pub step: u64,
+    /// Whether that step is still being watched (not between points).
+    pub armed: bool,
+    /// Seconds since it was armed.
+    pub elapsed_s: f64,
+    /// What the step is, e.g. `all-reduce of 64 B (float, out-of-place, 40 timed calls)`.
+    pub desc: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Packet {
+    pub kind: Kind,
+    pub from: usize,
+    pub to: usize,
+    pub state: State,
+}
+
+pub struct Channel {
+    sock: UdpSocket,
+    nonce: u64,
+    pub rank: usize,
+    /// Where each rank's socket can be reached from this one, by rank.
+    peers: Vec<Vec<SocketAddr>>,
+}
+
+impl Channel {
+    /// Collective: every rank opens its socket and learns everyone's. `None` on every rank when
+    /// any rank could not open one (a rank without a channel would look stopped to the others).
+    pub fn open(world: &World) -> Option<Channel> {
+        let sock = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).and_then(|s| s.set_nonblocking(true).map(|_| s)).ok();
+        let port = sock.as_ref().and_then(|s| s.local_addr().ok()).map(|a| a.port()).unwrap_or(0);
+        let mut rec = [0u8; RECORD];
+        rec[..2].copy_from_slice(&port.to_be_bytes());
+        let addrs = ipv4_addresses();
+        let count = addrs.len().min(MAX_ADDRS);
+        rec[2] = count as u8;
+        for (i, a) in addrs.iter().take(count).enumerate() {
+            rec[3 + 4 * i..7 + 4 * i].copy_from_slice(&a.octets());
+        }
+        let mut all = vec![0u8; RECORD * world.size];
+        world.comm().all_gather_into(&rec[..], &mut all[..]);
+        let nonce = std::collections::hash_map::RandomState::new().build_hasher().finish();
+        let nonce = world.broadcast_bytes(0, nonce.to_be_bytes().to_vec());
+        let nonce = u64::from_be_bytes(nonce[..8].try_into().ok()?);
+        let me = world.rank;
+        let mut peers = vec![];
+        for (r, rec) in all.chunks(RECORD).enumerate() {
+            let port = u16::from_be_bytes([rec[0], rec[1]]);
+            if port == 0 {
+                return None;
+            }
+            let addrs = (0..rec[2] as usize)
+                .map(|i| Ipv4Addr::new(rec[3 + 4 * i], rec[4 + 4 * i], rec[5 + 4 * i], rec[6 + 4 * i]));
+            let same_host = world.hosts[r] == world.hosts[me];
+            // The same host: loopback. Another host: every address but loopback.
+            let addrs: Vec<SocketAddr> = if same_host {
+                vec![SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port))]
+            } else {
+                addrs.filter(|a| !a.is_loopback()).map(|a| SocketAddr::V4(SocketAddrV4::new(a, port))).collect()
+            };
+            peers.push(addrs);
+        }
+        Some(Channel { sock: sock?, nonce, rank: me, peers })
+    }
+
+    pub fn size(&self) -> usize {
+        self.peers.len()
+    }
+
+    /// "I arrived at `step`": to rank 0, and rank 0's own to rank 1, so whichever of the two
+    /// reports a hang knows the other's last step. Never blocks.
+    pub fn announce(&self, step: u64) {
+        let to = if self.rank == 0 { 1 } else { 0 };
+        if to < self.size() {
+            let state = State { step, armed: true, ..State::default() };
+            self.send(to, Kind::Arrive, &state);
+        }
+    }
+
+    /// Send to every address of rank `to`; errors are ignored (the packet is lost, as on a wire).
+    pub fn send(&self, to: usize, kind: Kind, state: &State) {
+        let bytes = self.encode(kind, to, state);
+        for a in &self.peers[to] {
+            let _ = self.sock.send_to(&bytes, a);
+        }
+    }
+
+    /// The next valid packet for this rank, if one is waiting. Never blocks.
+    pub fn recv(&self) -> Option<Packet> {
+        let mut buf = [0u8; 512];
+        loop {
+            let (n, _) = self.sock.recv_from(&mut buf).ok()?;
+            if let Some(p) = self.decode(&buf[..n]) {
+                return Some(p);
+            }
+        }
+    }
+
+    fn encode(&self, kind: Kind, to: usize, s: &State) -> Vec<u8> {
+        let mut b = Vec::with_capacity(40 + s.desc.len());
+        b.extend_from_slice(MAGIC);
+        b.extend_from_slice(&self.nonce.to_be_bytes());
+        b.push(kind as u8);
+        b.extend_from_slice(&(self.rank as u32).to_be_bytes());
+        b.extend_from_slice(&(to as u32).to_be_bytes());
+        b.extend_from_slice(&s.step.to_be_bytes());
+        b.push(s.armed as u8);
+        b.extend_from_slice(&((s.elapsed_s * 1e3).clamp(0.0, u32::MAX as f64) as u32).to_be_bytes());
+        let mut end = s.desc.len().min(MAX_DESC);
+        while !s.desc.is_char_boundary(end) {
+            end -= 1;
+        }
+        b.extend_from_slice(&s.desc.as_bytes()[..end]);
+        b
+    }
+
+    fn decode(&self, b: &[u8]) -> Option<Packet> {
+        if b.len() < 34 || &b[..4] != MAGIC || u64::from_be_bytes(b[4..12].try_into().ok()?) != self.nonce {
+            return None;
+        }
+        let kind = match b[12] {
+            1 => Kind::Arrive,
+            2 => Kind::Query,
+            3 => Kind::State,
+            4 => Kind::Done,
+            _ => return None,
+        };
+        let from = u32::from_be_bytes(b[13..17].try_into().ok()?) as usize;
+        let to = u32::from_be_bytes(b[17..21].try_into().ok()?) as usize;
+        if to != self.rank || from >= self.size() {
+            return None;
+        }
+        let state = State {
+            step: u64::from_be_bytes(b[21..29].try_into().ok()?),
+            armed: b[29] != 0,
+            elapsed_s: u32::from_be_bytes(b[30..34].try_into().ok()?) as f64 / 1e3,
+            desc: String::from_utf8_lossy(&b[34..]).into_owned(),
+        };
+        Some(Packet { kind, from, to, state })
+    }
+}
+
+/// The IPv4 addresses of this host's interfaces that are up, loopback included.
+fn ipv4_addresses() -> Vec<Ipv4Addr> {
+    let mut out = vec![];
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs stores a list it allocates in `head` (only on success); it is freed below
+    // with freeifaddrs, and nothing from it outlives this function.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return out;
+    }
+    let mut p = head;
+    while !p.is_null() {
+        // SAFETY: `p` is a node of the list getifaddrs returned, valid until freeifaddrs.
+        let ifa = unsafe { &*p };
+        let up = ifa.ifa_flags & libc::IFF_UP as u32 != 0;
+        // SAFETY: a non-null ifa_addr points to a sockaddr whose sa_family names its real type;
+        // AF_INET means a sockaddr_in.
+        unsafe {
+            if up && !ifa.ifa_addr.is_null() && (*ifa.ifa_addr).sa_family as i32 == libc::AF_INET {
+                let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
+                out.push(Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)));
+            }
+        }
+        p = ifa.ifa_next;
+    }
+    // SAFETY: `head` came from a successful getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn channel(rank: usize, n: usize, nonce: u64) -> Channel {
+        let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        sock.set_nonblocking(true).unwrap();
+        Channel { sock, nonce, rank, peers: vec![vec![]; n] }
+    }
+
+    #[test]
+    fn packets_round_trip_and_strangers_are_ignored() {
+        let a = channel(0, 4, 7);
+        let b = channel(2, 4, 7);
+        let s = State { step: 17, armed: true, elapsed_s: 5.25, desc: "all-reduce of 8 B (float, in-place)".into() };
+        let bytes = a.encode(Kind::State, 2, &s);
+        assert_eq!(b.decode(&bytes), Some(Packet { kind: Kind::State, from: 0, to: 2, state: s.clone() }));
+        // Another job (nonce), another rank, garbage.
+        assert_eq!(channel(2, 4, 8).decode(&bytes), None);
+        assert_eq!(channel(1, 4, 7).decode(&bytes), None);
+        assert_eq!(b.decode(&bytes[..20]), None);
+        // Over the wire, through loopback.
+        let mut b = b;
+        b.peers[0] = vec![a.sock.local_addr().unwrap()];
+        let mut a = a;
+        a.peers[2] = vec![b.sock.local_addr().unwrap()];
+        a.send(2, Kind::Query, &s);
+        let got = (0..200).find_map(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            b.recv()
+        });
+        assert_eq!(got.map(|p| (p.kind, p.from, p.state.step)), Some((Kind::Query, 0, 17)));
+    }
+
+    #[test]
+    fn this_host_has_an_ipv4_address() {
+        assert!(ipv4_addresses().iter().any(|a| a.is_loopback()), "{:?}", ipv4_addresses());
+    }
+}

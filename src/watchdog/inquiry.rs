@@ -1,0 +1,139 @@
+//! When a step is given up on: the inquiry that finds who is stuck, and the choice of the one
+//! rank that says so for the job.
+//!
+//! The rank whose deadline passed first asks every other rank over the side channel where it is
+//! (`Query`, repeated every 200 ms); a rank that is asked answers (`State`) and starts asking
+//! too, so every live rank runs the same inquiry at about the same time. After `ask` (1 to 5 s,
+//! `ask_for`) each knows who answered. The lowest rank that answered reports: it prints the
+//! job's one line, tells the others (`Done`) and ends. A rank that would report although lower
+//! ranks did not answer waits `ask` more for one of them to speak up first, so a lower rank that
+//! was merely slow to answer is not named as stuck by a higher one. The others wait for `Done`
+//! and end quietly; if it never comes (the reporter died meanwhile, or the job is cut in two)
+//! they print their own view after `2 × ask + 1 s`. Every path ends the process.
+
+use super::channel::{Channel, Kind, Packet, State};
+use super::message::job_line;
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+/// How long the inquiry waits for answers, for a limit of `base_s` (`-T`): a fifth of it, from
+/// 1 s (so `-T 5` still ends within about 7 s) to 5 s (the default limit: more patience for a
+/// busy machine, where a live rank's answer may take a while).
+pub fn ask_for(base_s: f64) -> Duration {
+    Duration::from_secs_f64((base_s / 5.0).clamp(1.0, 5.0))
+}
+const RESEND: Duration = Duration::from_millis(200);
+const POLL: Duration = Duration::from_millis(5);
+
+/// How the inquiry ends on this rank.
+#[derive(Debug, PartialEq)]
+pub enum Outcome {
+    /// Print this line for the job (then tell the others).
+    Report(String),
+    /// Another rank has printed it: end without a word.
+    Quiet,
+}
+
+struct Inquiry<'a> {
+    ch: &'a Channel,
+    me: &'a dyn Fn() -> State,
+    arrivals: &'a mut [Option<u64>],
+    /// Every rank heard from since the inquiry began (a query carries its sender's state).
+    answers: BTreeMap<usize, State>,
+    done: bool,
+}
+
+impl Inquiry<'_> {
+    /// Handle what has arrived; false once another rank has reported.
+    fn drain(&mut self) -> bool {
+        while let Some(p) = self.ch.recv() {
+            self.handle(p);
+        }
+        !self.done
+    }
+
+    fn handle(&mut self, p: Packet) {
+        match p.kind {
+            Kind::Arrive => note_arrival(self.arrivals, p.from, p.state.step),
+            Kind::Query => {
+                self.ch.send(p.from, Kind::State, &(self.me)());
+                self.answers.insert(p.from, p.state);
+            }
+            Kind::State => {
+                self.answers.insert(p.from, p.state);
+            }
+            Kind::Done => self.done = true,
+        }
+    }
+
+    /// Handle packets until `until` or `stop` says so; false once another rank has reported.
+    fn wait(&mut self, until: Instant, stop: &dyn Fn(&Self) -> bool) -> bool {
+        loop {
+            if !self.drain() {
+                return false;
+            }
+            if stop(self) || Instant::now() >= until {
+                return true;
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+
+    fn line(&self, hosts: &[String]) -> String {
+        let mut all = self.answers.clone();
+        all.insert(self.ch.rank, (self.me)());
+        job_line(&all, self.arrivals, hosts)
+    }
+}
+
+/// Record that `rank` armed `step` (announcements may arrive out of order).
+pub fn note_arrival(arrivals: &mut [Option<u64>], rank: usize, step: u64) {
+    if let Some(a) = arrivals.get_mut(rank) {
+        *a = Some(a.map_or(step, |s| s.max(step)));
+    }
+}
+
+/// Run the inquiry on this rank. `seed`: packets that started it (queries from other ranks).
+pub fn run(
+    ch: &Channel,
+    me: &dyn Fn() -> State,
+    arrivals: &mut [Option<u64>],
+    hosts: &[String],
+    seed: Vec<Packet>,
+    ask: Duration,
+) -> Outcome {
+    let (rank, n) = (ch.rank, ch.size());
+    let mut q = Inquiry { ch, me, arrivals, answers: BTreeMap::new(), done: false };
+    for p in seed {
+        q.handle(p);
+    }
+    let start = Instant::now();
+    let mut next = start;
+    while Instant::now() < start + ask && q.answers.len() < n - 1 {
+        if Instant::now() >= next {
+            let mine = me();
+            for r in (0..n).filter(|&r| r != rank && !q.answers.contains_key(&r)) {
+                ch.send(r, Kind::Query, &mine);
+            }
+            next += RESEND;
+        }
+        if !q.wait(next.min(start + ask), &|q| q.answers.len() == n - 1) {
+            return Outcome::Quiet;
+        }
+    }
+    let lowest_heard = |q: &Inquiry| q.answers.keys().next().is_some_and(|&r| r < rank);
+    if !lowest_heard(&q) && rank > 0 {
+        // Every lower rank is silent so far: give them a last chance to report first.
+        if !q.wait(Instant::now() + ask, &lowest_heard) {
+            return Outcome::Quiet;
+        }
+    }
+    if !lowest_heard(&q) {
+        return Outcome::Report(q.line(hosts));
+    }
+    // A lower rank reports; wait for its word.
+    if !q.wait(Instant::now() + 2 * ask + Duration::from_secs(1), &|_| false) {
+        return Outcome::Quiet;
+    }
+    Outcome::Report(q.line(hosts))
+}

@@ -1,0 +1,286 @@
+//! `-T/--timeout`: a watchdog for steps that never finish (a host gone, a link down, a rank
+//! stopped), so that a hang always ends, and says who is stuck.
+//!
+//! A thread wakes a few times a second and looks at one deadline. The sweep arms it before each
+//! step: each batch of calls (warm-up, timed batch, check call) and each exchange of results
+//! between them, and disarms it after each point. Arming is a few atomic stores, an uncontended
+//! lock and one `sendto` on the side channel ("arrived at step N", `channel`), per step, never
+//! inside the timed loop. A step may take `-T` plus twice its expected time (calls × the
+//! warm-up's estimate per call), so long batches of large messages do not trip it while a hang
+//! is still caught about `-T` after it began; the first warm-up call, a fixed `-w` warm-up and
+//! the check call have no estimate: `-T` alone. Without `-T`, a step may take max(5 min, 20× its
+//! expected time); `-T 0` turns the watchdog off.
+//!
+//! When the deadline passes, the ranks find out over the side channel who does not answer any
+//! more, and the lowest rank that does prints one line for the job (`inquiry`, `message`), then
+//! every rank ends with exit code 2 (`_exit`: no MPI call, which could block on the broken
+//! network, and no unwinding through a thread that is stuck inside MPI). mpirun tears down the
+//! rest. Rows already written stay: the reports flush every row as it is written.
+//!
+//! Why `_exit` and not `MPI_Abort`: MPI runs single-threaded here (`MPI_THREAD_SINGLE`), so a
+//! second thread calling into it is outside the standard. With Open MPI 4.1 both end the job
+//! the same way (tried on the namespace test bed with a link cut, and with a stopped rank);
+//! `_exit` needs nothing from MPI.
+
+mod channel;
+mod inquiry;
+mod message;
+
+use crate::backend::Call;
+use crate::error::exit;
+use crate::options::Timeout;
+use crate::world::World;
+use channel::{Channel, Kind, State};
+use inquiry::Outcome;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub use message::describe;
+
+/// What the sweep is doing while the watchdog is armed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    WarmUp,
+    Timed,
+    Check,
+    /// The exchanges of timings and check results after a batch (small collectives).
+    Results,
+}
+
+/// The call being watched, for the message.
+#[derive(Clone, Copy, Debug)]
+pub struct Task {
+    pub call: Call,
+    pub phase: Phase,
+    /// Calls in the batch.
+    pub calls: u64,
+}
+
+/// The step being watched.
+#[derive(Default)]
+struct Current {
+    task: Option<Task>,
+    /// Steps armed so far: the same sequence on every rank.
+    step: u64,
+    armed_at_ns: u64,
+}
+
+struct Shared {
+    epoch: Instant,
+    /// Deadline in ns after `epoch`; 0: disarmed.
+    deadline_ns: AtomicU64,
+    /// The limit the current deadline was set with, ns (for the message).
+    limit_ns: AtomicU64,
+    current: Mutex<Current>,
+    stop: AtomicBool,
+    rank: usize,
+    hosts: Vec<String>,
+    channel: Option<Channel>,
+}
+
+pub struct Watchdog {
+    shared: Arc<Shared>,
+    timeout: Timeout,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Watchdog {
+    /// Start the thread, after opening the side channel. Collective (every rank calls it with the
+    /// same `timeout`); `None` with `-T 0`.
+    pub fn start(world: &World, timeout: Timeout) -> Option<Watchdog> {
+        let base_s = timeout.base_s()?;
+        let channel = if world.size > 1 { Channel::open(world) } else { None };
+        Some(Self::with_channel(base_s, timeout, world.rank, world.hosts.clone(), channel))
+    }
+
+    fn with_channel(base_s: f64, timeout: Timeout, rank: usize, hosts: Vec<String>, channel: Option<Channel>) -> Self {
+        let shared = Arc::new(Shared {
+            epoch: Instant::now(),
+            deadline_ns: AtomicU64::new(0),
+            limit_ns: AtomicU64::new(0),
+            current: Mutex::new(Current::default()),
+            stop: AtomicBool::new(false),
+            rank,
+            hosts,
+            channel,
+        });
+        // Look often enough that the job ends within a few percent of the limit, rarely enough to
+        // cost nothing: 10 Hz, faster for short limits.
+        let tick = Duration::from_secs_f64((base_s / 20.0).clamp(0.005, 0.1));
+        let s = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name("coll-bench-watchdog".into())
+            .spawn(move || watch(&s, tick, inquiry::ask_for(base_s)))
+            .expect("the watchdog thread starts");
+        Watchdog { shared, timeout, thread: Some(thread) }
+    }
+
+    /// Watch `task`, expected to take `expected_s` seconds (see `Timeout::limit_s`).
+    pub fn arm(&self, task: Task, expected_s: f64) {
+        let Some(limit) = self.timeout.limit_s(expected_s) else { return };
+        let s = &self.shared;
+        let now = s.epoch.elapsed().as_nanos() as u64;
+        let step = {
+            let mut c = s.current.lock().unwrap_or_else(|e| e.into_inner());
+            c.task = Some(task);
+            c.step += 1;
+            c.armed_at_ns = now;
+            c.step
+        };
+        s.limit_ns.store((limit * 1e9) as u64, Ordering::Relaxed);
+        s.deadline_ns.store((now + (limit * 1e9) as u64).max(1), Ordering::Release);
+        if let Some(ch) = &s.channel {
+            ch.announce(step);
+        }
+    }
+
+    pub fn disarm(&self) {
+        self.shared.deadline_ns.store(0, Ordering::Release);
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.disarm();
+        self.shared.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            t.thread().unpark();
+            let _ = t.join();
+        }
+    }
+}
+
+impl Shared {
+    /// This rank's state, as it tells the others.
+    fn state(&self) -> State {
+        let c = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        State {
+            step: c.step,
+            armed: self.deadline_ns.load(Ordering::Acquire) != 0,
+            elapsed_s: now.saturating_sub(c.armed_at_ns) as f64 / 1e9,
+            desc: c.task.as_ref().map(describe).unwrap_or_else(|| "the start of the sweep".into()),
+        }
+    }
+
+    /// The task whose deadline has passed, if one has.
+    fn overdue(&self) -> Option<Task> {
+        let d = self.deadline_ns.load(Ordering::Acquire);
+        if d == 0 || (self.epoch.elapsed().as_nanos() as u64) < d {
+            return None;
+        }
+        // Re-read under the lock: the sweep may have moved on between the two loads.
+        let task = self.current.lock().unwrap_or_else(|e| e.into_inner()).task;
+        if self.deadline_ns.load(Ordering::Acquire) != d {
+            return None;
+        }
+        task
+    }
+}
+
+/// `ask`: how long an inquiry waits for answers.
+fn watch(s: &Shared, tick: Duration, ask: Duration) {
+    let mut arrivals = vec![None; s.hosts.len()];
+    while !s.stop.load(Ordering::Acquire) {
+        std::thread::park_timeout(tick);
+        let mut asked = vec![];
+        if let Some(ch) = &s.channel {
+            while let Some(p) = ch.recv() {
+                match p.kind {
+                    Kind::Arrive => inquiry::note_arrival(&mut arrivals, p.from, p.state.step),
+                    Kind::Query => asked.push(p),
+                    Kind::State => {}
+                    Kind::Done => end(None),
+                }
+            }
+        }
+        let overdue = s.overdue();
+        if !asked.is_empty() || overdue.is_some() {
+            give_up(s, overdue, &mut arrivals, asked, ask);
+        }
+    }
+}
+
+/// A step is given up on (this rank's deadline passed, or another rank asks): find out who is
+/// stuck, print the job's line if this rank is the one to, and end the process.
+fn give_up(
+    s: &Shared,
+    overdue: Option<Task>,
+    arrivals: &mut [Option<u64>],
+    asked: Vec<channel::Packet>,
+    ask: Duration,
+) -> ! {
+    match &s.channel {
+        Some(ch) => match inquiry::run(ch, &|| s.state(), arrivals, &s.hosts, asked, ask) {
+            Outcome::Report(line) => {
+                say(&line);
+                let me = s.state();
+                for r in (0..ch.size()).filter(|&r| r != s.rank) {
+                    ch.send(r, Kind::Done, &me);
+                }
+                end(None)
+            }
+            Outcome::Quiet => end(None),
+        },
+        None => {
+            let limit_s = s.limit_ns.load(Ordering::Relaxed) as f64 / 1e9;
+            let task = overdue.or(s.current.lock().unwrap_or_else(|e| e.into_inner()).task);
+            let line = task.map(|t| message::own_view(&t, limit_s, s.rank, &s.hosts));
+            end(line.as_deref())
+        }
+    }
+}
+
+/// The line, in one write(2), so ranks' lines never interleave.
+fn say(line: &str) {
+    let line = format!("coll-bench: error: {line}\n");
+    // SAFETY: writing a valid, live buffer to the stderr descriptor.
+    unsafe {
+        libc::write(2, line.as_ptr().cast(), line.len());
+    }
+}
+
+/// Print `line` if given, and end this process with exit code 2 at once.
+fn end(line: Option<&str>) -> ! {
+    if let Some(l) = line {
+        say(l);
+    }
+    // SAFETY: _exit ends the process without running anything else (no MPI, no destructors, no
+    // locks), which is the point: the main thread may be stuck inside MPI.
+    unsafe { libc::_exit(exit::ERROR) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::{Kind as Coll, Layout};
+    use crate::dtype::{DType, Op};
+
+    fn task() -> Task {
+        let call = Call {
+            kind: Coll::AllReduce,
+            dtype: DType::Float32,
+            op: Op::Sum,
+            root: 0,
+            layout: Layout::default(),
+            in_place: false,
+        };
+        Task { call, phase: Phase::Timed, calls: 1 }
+    }
+
+    #[test]
+    fn arming_and_disarming_does_not_fire() {
+        let hosts = vec!["n1".to_string(), "n2".to_string()];
+        let w = Watchdog::with_channel(0.05, Timeout::Fixed(0.05), 0, hosts, None);
+        for _ in 0..5 {
+            w.arm(task(), 0.0);
+            std::thread::sleep(Duration::from_millis(10));
+            w.disarm();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(w.shared.state().step, 5);
+        drop(w); // joins the thread: it did not end the process
+    }
+}
