@@ -248,7 +248,17 @@ fn an_asynchronous_nccl_error_mid_run_ends_the_job() {
     ];
     let (o, _d) = nccl_run(2, &["-e", "1K", "--no-csv"], &env);
     let err = stderr(&o);
-    assert_eq!(o.status.code(), Some(2), "{}\n{err}", stdout(&o));
+    // Both ranks see the error and end with 2. Open MPI's mpirun passes that on. MPICH's Hydra,
+    // once one rank has ended non-zero, ends the others with SIGHUP (then SIGKILL) and returns
+    // the worst status: when its SIGHUP lands on a rank between its line and its own exit, that
+    // is the signal's number, 1 (seen once in five full runs), or 9 (README, exit codes).
+    let expected: &[i32] = if FAMILY == "mpich" { &[2, 1, 9] } else { &[2] };
+    assert!(
+        o.status.code().is_some_and(|c| expected.contains(&c)),
+        "exit {:?}\n{}\n{err}",
+        o.status.code(),
+        stdout(&o)
+    );
     // Each rank that sees it says so, once (mpirun may end the other rank first).
     let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
     assert!(!lines.is_empty() && lines.len() <= 2, "{err}");
