@@ -328,8 +328,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
 
     // Files last, so no file is left behind by a run that never started.
     let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };
-    let (reports, csv_file) = world.agree(opened)?.unwrap_or_default();
-    let mut reports = reports;
+    let (mut reports, csv_file) = world.agree(opened)?.unwrap_or_default();
     let begun: Result<()> = reports.iter_mut().try_for_each(|r| r.begin(&info));
     world.agree(begun)?;
 

@@ -438,14 +438,17 @@ pub fn parse_duration(flag: &str, v: &str, zero_ok: bool) -> Result<f64> {
             if zero_ok { "a duration" } else { "a positive duration" }
         ))
     };
-    let secs = match v.trim().parse::<f64>() {
-        Ok(s) => s,
-        Err(_) => humantime::parse_duration(v.trim()).map_err(|_| bad())?.as_secs_f64(),
-    };
+    let secs = seconds(v).ok_or_else(bad)?;
     if !(secs.is_finite() && (secs > 0.0 || (zero_ok && secs == 0.0))) {
         return Err(bad());
     }
     Ok(secs)
+}
+
+/// Seconds from plain seconds (`0.5`) or a duration with a unit (`50ms`, `2s`, `1h`); unchecked.
+fn seconds(v: &str) -> Option<f64> {
+    let v = v.trim();
+    v.parse::<f64>().ok().or_else(|| humantime::parse_duration(v).ok().map(|d| d.as_secs_f64()))
 }
 
 /// `-T/--timeout`: seconds (`5`, `2.5`) or a duration (`30s`, `1m`), above 0, at most a day;
@@ -456,10 +459,7 @@ fn parse_timeout(v: &str) -> Result<Timeout> {
             "-T/--timeout: '{v}' is not a duration; expected seconds up to a day, e.g. 5, 2.5 or 30s, or 0 for no limit"
         ))
     };
-    let secs = match v.trim().parse::<f64>() {
-        Ok(s) => s,
-        Err(_) => humantime::parse_duration(v.trim()).map_err(|_| bad())?.as_secs_f64(),
-    };
+    let secs = seconds(v).ok_or_else(bad)?;
     if secs == 0.0 {
         return Ok(Timeout::Off);
     }

@@ -213,14 +213,7 @@ fn write_csv(
     hosts: &[String],
     opts: &PairsOptions,
 ) -> Result<()> {
-    let mut record = |fields: &[String]| {
-        let mut w = csv::Writer::from_writer(Vec::with_capacity(128));
-        let bytes = w
-            .write_record(fields)
-            .and_then(|_| w.into_inner().map_err(|e| e.into_error().into()))
-            .map_err(|e| Error::setup(format!("--csv: writing '{}' failed: {e}", file.path().display())))?;
-        file.append(&bytes)
-    };
+    let mut record = |fields: &[String]| crate::report::csv::append_record(file, "--csv", fields);
     let head = [
         "rank_a",
         "rank_b",

@@ -129,13 +129,8 @@ impl CsvReport {
         self.file.remove()
     }
 
-    /// One record, formatted in memory and written in one call: the file only ever holds
-    /// whole rows.
     fn write<S: Serialize>(&mut self, record: S) -> Result<()> {
-        let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::with_capacity(512));
-        w.serialize(record).map_err(|e| self.io_error(e))?;
-        let bytes = w.into_inner().map_err(|e| self.io_error(e.error()))?;
-        self.file.append(&bytes)
+        append_record(&mut self.file, "--csv", record)
     }
 
     fn row(&mut self, info: &RunInfo, p: &Point, m: &Measurement, rank: Option<usize>) -> Result<()> {
@@ -203,10 +198,17 @@ impl CsvReport {
         }
         self.write(row)
     }
+}
 
-    fn io_error(&self, e: impl std::fmt::Display) -> Error {
-        Error::setup(format!("--csv: writing '{}' failed: {e}", self.file.path().display()))
-    }
+/// One CSV record (a struct or a list of fields), formatted in memory and appended in one call,
+/// so `file` only ever holds whole rows; `flag` names the output in the error.
+pub(crate) fn append_record<S: Serialize>(file: &mut AppendFile, flag: &str, record: S) -> Result<()> {
+    let mut w = csv::WriterBuilder::new().has_headers(false).from_writer(Vec::with_capacity(512));
+    let bytes = w
+        .serialize(record)
+        .and_then(|_| w.into_inner().map_err(|e| e.into_error().into()))
+        .map_err(|e| Error::setup(format!("{flag}: writing '{}' failed: {e}", file.path().display())))?;
+    file.append(&bytes)
 }
 
 fn warning_kind(w: &crate::stats::Warning) -> &'static str {
