@@ -1,12 +1,18 @@
-//! The watchdog's side channel: one UDP socket per rank, outside MPI, so that ranks can still
-//! tell each other where they are when MPI's own progress is stuck (a stopped or dead rank, a
-//! link down). Set up once, collectively, before the sweep: every rank binds a socket on all its
-//! IPv4 addresses, and the ports and addresses are exchanged through MPI. Packets carry a random
-//! job nonce and the rank they are meant for, so nothing else on the network is taken for a rank.
+//! The watchdog's side channel: UDP sockets outside MPI, so that ranks can still tell each other
+//! where they are when MPI's own progress is stuck (a stopped or dead rank, a link down). Set up
+//! once, collectively, before the sweep: every rank binds two sockets on all its IPv4 addresses,
+//! and the ports and addresses are exchanged through MPI. Packets carry a random job nonce and the
+//! rank they are meant for, so nothing else on the network is taken for a rank.
 //!
 //! Steady state costs one `sendto` per watched step on the main thread, outside the timed calls
 //! (`Channel::announce`: "I arrived at step N", to rank 0, and rank 0's to rank 1); nobody reads
-//! them until a hang is suspected (the watchdog thread drains them at its usual tick).
+//! them until the watchdog thread's next tick. At thousands of steps a second they overflow the
+//! receiver's socket buffer between ticks (tens of thousands of drops in seconds, by
+//! /proc/net/udp) and a stopped rank's buffer stays full, so they have a socket of their own
+//! (`arrive_sock`, lossy by design: only the latest step matters). The inquiry's packets
+//! (`Query`, `State`, `Done`) go to the other socket, which nothing floods: a `Done` lost to a
+//! full buffer let a stopped rank, resumed by the launcher's SIGCONT at the job's end, print a
+//! second line contradicting the first.
 
 use crate::world::World;
 use mpi::traits::*;
@@ -16,7 +22,8 @@ use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 const MAGIC: &[u8; 4] = b"CBW1";
 /// Bytes of one rank's record in the start-up exchange: port, count, up to 31 IPv4 addresses.
 const RECORD: usize = 128;
-const MAX_ADDRS: usize = (RECORD - 3) / 4;
+/// (Two ports, a count, the addresses.)
+const MAX_ADDRS: usize = (RECORD - 5) / 4;
 /// The longest description a packet carries.
 const MAX_DESC: usize = 400;
 
@@ -54,26 +61,37 @@ pub struct Packet {
 }
 
 pub struct Channel {
+    /// The inquiry's packets (`Query`, `State`, `Done`); every packet is sent from it.
     sock: UdpSocket,
+    /// Received `Arrive` announcements only.
+    arrive_sock: UdpSocket,
     nonce: u64,
     pub rank: usize,
-    /// Where each rank's socket can be reached from this one, by rank.
+    /// Where each rank's inquiry socket can be reached from this one, by rank.
     peers: Vec<Vec<SocketAddr>>,
+    /// The same addresses with each rank's `arrive_sock` port.
+    arrive_peers: Vec<Vec<SocketAddr>>,
+}
+
+fn bind() -> Option<UdpSocket> {
+    UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).and_then(|s| s.set_nonblocking(true).map(|_| s)).ok()
 }
 
 impl Channel {
     /// Collective: every rank opens its socket and learns everyone's. `None` on every rank when
     /// any rank could not open one (a rank without a channel would look stopped to the others).
     pub fn open(world: &World) -> Option<Channel> {
-        let sock = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0)).and_then(|s| s.set_nonblocking(true).map(|_| s)).ok();
-        let port = sock.as_ref().and_then(|s| s.local_addr().ok()).map(|a| a.port()).unwrap_or(0);
+        let (sock, arrive_sock) = (bind(), bind());
+        let port_of =
+            |s: &Option<UdpSocket>| s.as_ref().and_then(|s| s.local_addr().ok()).map(|a| a.port()).unwrap_or(0);
         let mut rec = [0u8; RECORD];
-        rec[..2].copy_from_slice(&port.to_be_bytes());
+        rec[..2].copy_from_slice(&port_of(&sock).to_be_bytes());
+        rec[2..4].copy_from_slice(&port_of(&arrive_sock).to_be_bytes());
         let addrs = ipv4_addresses();
         let count = addrs.len().min(MAX_ADDRS);
-        rec[2] = count as u8;
+        rec[4] = count as u8;
         for (i, a) in addrs.iter().take(count).enumerate() {
-            rec[3 + 4 * i..7 + 4 * i].copy_from_slice(&a.octets());
+            rec[5 + 4 * i..9 + 4 * i].copy_from_slice(&a.octets());
         }
         let mut all = vec![0u8; RECORD * world.size];
         world.comm().all_gather_into(&rec[..], &mut all[..]);
@@ -81,24 +99,23 @@ impl Channel {
         let nonce = world.broadcast_bytes(0, nonce.to_be_bytes().to_vec());
         let nonce = u64::from_be_bytes(nonce[..8].try_into().ok()?);
         let me = world.rank;
-        let mut peers = vec![];
+        let (mut peers, mut arrive_peers) = (vec![], vec![]);
         for (r, rec) in all.chunks(RECORD).enumerate() {
-            let port = u16::from_be_bytes([rec[0], rec[1]]);
-            if port == 0 {
+            let (port, arrive_port) = (u16::from_be_bytes([rec[0], rec[1]]), u16::from_be_bytes([rec[2], rec[3]]));
+            if port == 0 || arrive_port == 0 {
                 return None;
             }
-            let addrs = (0..rec[2] as usize)
-                .map(|i| Ipv4Addr::new(rec[3 + 4 * i], rec[4 + 4 * i], rec[5 + 4 * i], rec[6 + 4 * i]));
+            let addrs = (0..rec[4] as usize)
+                .map(|i| Ipv4Addr::new(rec[5 + 4 * i], rec[6 + 4 * i], rec[7 + 4 * i], rec[8 + 4 * i]));
             let same_host = world.hosts[r] == world.hosts[me];
             // The same host: loopback. Another host: every address but loopback.
-            let addrs: Vec<SocketAddr> = if same_host {
-                vec![SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, port))]
-            } else {
-                addrs.filter(|a| !a.is_loopback()).map(|a| SocketAddr::V4(SocketAddrV4::new(a, port))).collect()
-            };
-            peers.push(addrs);
+            let addrs: Vec<Ipv4Addr> =
+                if same_host { vec![Ipv4Addr::LOCALHOST] } else { addrs.filter(|a| !a.is_loopback()).collect() };
+            let with = |port| addrs.iter().map(|&a| SocketAddr::V4(SocketAddrV4::new(a, port))).collect::<Vec<_>>();
+            peers.push(with(port));
+            arrive_peers.push(with(arrive_port));
         }
-        Some(Channel { sock: sock?, nonce, rank: me, peers })
+        Some(Channel { sock: sock?, arrive_sock: arrive_sock?, nonce, rank: me, peers, arrive_peers })
     }
 
     pub fn size(&self) -> usize {
@@ -115,20 +132,28 @@ impl Channel {
         }
     }
 
-    /// Send to every address of rank `to`; errors are ignored (the packet is lost, as on a wire).
+    /// Send to every address of rank `to` (`Arrive` to its announcement socket); errors are
+    /// ignored (the packet is lost, as on a wire).
     pub fn send(&self, to: usize, kind: Kind, state: &State) {
         let bytes = self.encode(kind, to, state);
-        for a in &self.peers[to] {
+        let peers = if kind == Kind::Arrive { &self.arrive_peers } else { &self.peers };
+        for a in &peers[to] {
             let _ = self.sock.send_to(&bytes, a);
         }
     }
 
     /// The next valid packet for this rank, if one is waiting. Never blocks.
     pub fn recv(&self) -> Option<Packet> {
+        Self::recv_on(&self.sock, |b| self.decode(b).filter(|p| p.kind != Kind::Arrive))
+            .or_else(|| Self::recv_on(&self.arrive_sock, |b| self.decode(b).filter(|p| p.kind == Kind::Arrive)))
+    }
+
+    /// The next packet on `sock` that `decode` accepts; strangers are skipped.
+    fn recv_on(sock: &UdpSocket, decode: impl Fn(&[u8]) -> Option<Packet>) -> Option<Packet> {
         let mut buf = [0u8; 512];
         loop {
-            let (n, _) = self.sock.recv_from(&mut buf).ok()?;
-            if let Some(p) = self.decode(&buf[..n]) {
+            let (n, _) = sock.recv_from(&mut buf).ok()?;
+            if let Some(p) = decode(&buf[..n]) {
                 return Some(p);
             }
         }
@@ -212,9 +237,47 @@ mod tests {
     use super::*;
 
     fn channel(rank: usize, n: usize, nonce: u64) -> Channel {
-        let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
-        sock.set_nonblocking(true).unwrap();
-        Channel { sock, nonce, rank, peers: vec![vec![]; n] }
+        let bind = || {
+            let sock = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+            sock.set_nonblocking(true).unwrap();
+            sock
+        };
+        Channel {
+            sock: bind(),
+            arrive_sock: bind(),
+            nonce,
+            rank,
+            peers: vec![vec![]; n],
+            arrive_peers: vec![vec![]; n],
+        }
+    }
+
+    /// Point `from`'s packets for rank `to.rank` at `to`'s two sockets.
+    fn connect(from: &mut Channel, to: &Channel) {
+        from.peers[to.rank] = vec![to.sock.local_addr().unwrap()];
+        from.arrive_peers[to.rank] = vec![to.arrive_sock.local_addr().unwrap()];
+    }
+
+    /// A flood of announcements that overflows the receiver's buffer (as thousands of steps a
+    /// second do between two watchdog ticks, or while the receiver is stopped) does not cost the
+    /// inquiry's packets sent after it.
+    #[test]
+    fn a_flood_of_announcements_does_not_drown_done() {
+        let mut a = channel(1, 2, 9);
+        let b = channel(0, 2, 9);
+        connect(&mut a, &b);
+        for step in 0..20_000 {
+            a.announce(step);
+        }
+        a.send(0, Kind::Done, &State::default());
+        let mut kinds = vec![];
+        while let Some(p) = b.recv() {
+            kinds.push(p.kind);
+        }
+        assert!(kinds.contains(&Kind::Done), "Done lost among {} packets", kinds.len());
+        // The flood really overflowed the announcement socket (else this test proves nothing).
+        assert!(kinds.len() < 20_000, "no announcement was dropped: {}", kinds.len());
+        assert_eq!(kinds[0], Kind::Done, "the inquiry's packets come first");
     }
 
     #[test]
@@ -230,9 +293,9 @@ mod tests {
         assert_eq!(b.decode(&bytes[..20]), None);
         // Over the wire, through loopback.
         let mut b = b;
-        b.peers[0] = vec![a.sock.local_addr().unwrap()];
+        connect(&mut b, &a);
         let mut a = a;
-        a.peers[2] = vec![b.sock.local_addr().unwrap()];
+        connect(&mut a, &b);
         a.send(2, Kind::Query, &s);
         let got = (0..200).find_map(|_| {
             std::thread::sleep(std::time::Duration::from_millis(5));
