@@ -235,6 +235,28 @@ pub(crate) fn ready_backend(world: &World, opts: &mut Options) -> Result<(Box<dy
     Ok((backend, note))
 }
 
+/// The context of one sweep, for its reports (collective: every rank gives its pid).
+pub(crate) fn run_info(
+    world: &World,
+    backend: &dyn Backend,
+    opts: &Options,
+    now: &chrono::DateTime<chrono::Utc>,
+    notes: Vec<String>,
+) -> RunInfo {
+    RunInfo {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        timestamp: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        backend: backend.name().to_string(),
+        backend_details: backend.describe(),
+        mpi_library: world.library_version.clone(),
+        ranks: world.size,
+        hosts: world.ranks_by_host(),
+        options: opts.clone(),
+        pids: world.all_gather(std::process::id()),
+        notes,
+    }
+}
+
 /// Every output path of a sweep, checked before anything is allocated or measured (rank 0,
 /// which writes them): nothing is created.
 fn check_outputs(opts: &Options) -> Result<()> {
@@ -313,18 +335,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
     let (mut backend, note) = ready_backend(world, &mut opts)?;
 
     let now = chrono::Utc::now();
-    let info = RunInfo {
-        version: env!("CARGO_PKG_VERSION").to_string(),
-        timestamp: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        backend: backend.name().to_string(),
-        backend_details: backend.describe(),
-        mpi_library: world.library_version.clone(),
-        ranks: world.size,
-        hosts: world.ranks_by_host(),
-        options: opts.clone(),
-        pids: world.all_gather(std::process::id()),
-        notes: note.into_iter().collect(),
-    };
+    let info = run_info(world, backend.as_ref(), &opts, &now, note.into_iter().collect());
 
     // Files last, so no file is left behind by a run that never started.
     let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };
