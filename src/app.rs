@@ -37,13 +37,13 @@ pub fn main() -> i32 {
     // `coll-bench help [SUBCOMMAND]` is `coll-bench [SUBCOMMAND] --help`.
     if argv.get(1).map(String::as_str) == Some("help") {
         match argv.get(2).map(String::as_str) {
-            None | Some("check" | "pairs" | "plot" | "compare") if argv.len() <= 3 => {
+            None | Some("check" | "pairs" | "plot" | "compare" | "spec") if argv.len() <= 3 => {
                 argv = argv.iter().take(1).chain(argv.get(2)).cloned().chain(["--help".to_string()]).collect();
             }
             _ => {
                 if launcher_rank().unwrap_or(0) == 0 {
                     let asked = argv[2..].join(" ");
-                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, pairs, plot, compare, or none (coll-bench help [SUBCOMMAND])");
+                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, pairs, plot, compare, spec, or none (coll-bench help [SUBCOMMAND])");
                 }
                 return exit::ERROR;
             }
@@ -52,9 +52,10 @@ pub fn main() -> i32 {
     // Subcommands that read files and need no MPI.
     // Launched under mpirun anyway, they run on the launcher's rank 0 only: one help, one file.
     match argv.get(1).map(String::as_str) {
-        Some("plot" | "compare") if launcher_rank().unwrap_or(0) != 0 => return exit::OK,
+        Some("plot" | "compare" | "spec") if launcher_rank().unwrap_or(0) != 0 => return exit::OK,
         Some("plot") => return crate::plot::main(&argv[1..]),
         Some("compare") => return crate::compare::main(&argv[1..]),
+        Some("spec") => return crate::acceptance::from_run::main(&argv[1..]),
         _ => {}
     }
     let parsed = cli::parse(&argv);

@@ -177,3 +177,80 @@ fn bad_specs_exit_2_with_the_line_and_reason() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot read '/no/such/spec.toml'"));
 }
+
+/// `coll-bench spec from-run` (no MPI) on a CSV from a real sweep.
+fn from_run(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(BIN).arg("spec").arg("from-run").args(args).current_dir(dir).output().unwrap()
+}
+
+/// A copy of a sweep's CSV with every time multiplied by `factor` (and bandwidth divided).
+fn doctored(dir: &Path, from: &str, to: &str, factor: f64) {
+    let mut rd = csv::Reader::from_path(dir.join(from)).unwrap();
+    let head = rd.headers().unwrap().clone();
+    let col = |n: &str| head.iter().position(|h| h == n).unwrap();
+    let mut w = csv::Writer::from_path(dir.join(to)).unwrap();
+    w.write_record(&head).unwrap();
+    for r in rd.records() {
+        let mut r: Vec<String> = r.unwrap().iter().map(str::to_string).collect();
+        for (c, f) in [("time_us", factor), ("busbw_gbps", 1.0 / factor)] {
+            r[col(c)] = (r[col(c)].parse::<f64>().unwrap() * f).to_string();
+        }
+        w.write_record(&r).unwrap();
+    }
+    w.flush().unwrap();
+}
+
+/// A known-good run becomes a gate, rules and margin as documented. Timing on this loaded
+/// machine swings by 100x between runs (a rank descheduled mid-call), so the verdicts are
+/// judged against baselines doctored far beyond that: one 1000x slower than the real run, which
+/// the gate (10% margin) passes, one 1000x faster, which fails on both rules. The output follows
+/// the file rules (never over an existing file or the input).
+#[test]
+fn spec_from_run_turns_a_good_run_into_a_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = mpirun_in(
+        dir.path(),
+        2,
+        &["all-reduce", "-b", "64K", "-e", "1M", "--budget", "10ms", "--csv", "base.csv"],
+        300,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = from_run(dir.path(), &["base.csv", "--margin", "30%", "-o", "gate.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let abs = dir.path().canonicalize().unwrap().join("gate.toml");
+    assert!(stderr(&o).starts_with(&format!("coll-bench spec: wrote {} (2 rules;", abs.display())), "{}", stderr(&o));
+    let gate = std::fs::read_to_string(dir.path().join("gate.toml")).unwrap();
+    assert!(gate.contains("plateau = \"128K..1M\"") && gate.contains("sizes = \"64K..64K\""), "{gate}");
+    assert!(gate.contains("ranks_per_node = 2") && gate.contains("bus bandwidth >= baseline / 1.3"), "{gate}");
+
+    // Never over an existing file, never over the input; a bad margin is one line.
+    let o = from_run(dir.path(), &["base.csv", "-o", "gate.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("-o/--output: 'gate.toml' already exists"), "{}", stderr(&o));
+    let o = from_run(dir.path(), &["base.csv", "-o", "base.csv", "--force"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("same file as the run's CSV"), "{}", stderr(&o));
+    let o = from_run(dir.path(), &["base.csv", "--margin", "-5%"]);
+    assert_eq!((o.status.code(), stderr(&o).lines().count()), (Some(2), 1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--margin: '-5%' is not a margin"), "{}", stderr(&o));
+
+    doctored(dir.path(), "base.csv", "slow.csv", 1e3);
+    let o = from_run(dir.path(), &["slow.csv", "--margin", "10%", "-o", "lenient.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = mpirun_in(dir.path(), 2, &["check", "lenient.toml", "--no-csv"], 300);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("# 4 passed, 0 failed, 0 skipped: PASS"), "{}", stdout(&o));
+
+    doctored(dir.path(), "base.csv", "fast.csv", 1e-3);
+    let o = from_run(dir.path(), &["fast.csv", "--margin", "10%", "-o", "strict.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = mpirun_in(dir.path(), 2, &["check", "strict.toml", "--no-csv"], 300);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let failed: Vec<String> =
+        stdout(&o).lines().filter(|l| l.ends_with("FAIL") && !l.starts_with('#')).map(str::to_string).collect();
+    assert_eq!(failed.len(), 2, "{}", stdout(&o));
+    assert!(
+        failed[0].contains("all-reduce float sum bandwidth") && failed[1].contains("all-reduce float sum latency"),
+        "{failed:?}"
+    );
+}

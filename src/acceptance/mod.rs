@@ -3,6 +3,7 @@
 //! not fail a healthy cluster. Prints a verdict table; exit 0 all pass, 1 any fail, 2 error;
 //! `--junit FILE` writes JUnit XML, one testcase per check.
 
+pub mod from_run;
 pub mod junit;
 pub mod spec;
 
