@@ -248,8 +248,7 @@ fn warning_kind(w: &crate::stats::Warning) -> &'static str {
     use crate::stats::Warning;
     match w {
         Warning::Noisy { .. } => "noisy",
-        Warning::Outliers { .. } => "outliers",
-        Warning::SlowFirstCall { .. } => "slow_first_call",
+        Warning::MeanOffMedian { .. } => "mean_off_median",
     }
 }
 
