@@ -348,13 +348,14 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
         Some(p) => junit::write(p, &opts.spec.display().to_string(), &verdicts, &context, opts.files),
         None => Ok(()),
     };
-    if written.is_ok() {
-        // Under check, stdout is the verdict table; the files go to stderr, absolute.
+    {
+        // Under check, stdout is the verdict table; the files go to stderr, absolute (the CSV
+        // even when the JUnit file could not be written).
         let mut err = std::io::stderr().lock();
         if let Some(p) = &csv_path {
             let _ = writeln!(err, "coll-bench check: wrote {} (every measurement, CSV)", p.display());
         }
-        if let Some(p) = &opts.junit {
+        if let (Some(p), Ok(())) = (&opts.junit, &written) {
             let _ = writeln!(
                 err,
                 "coll-bench check: wrote {} (verdicts, JUnit XML)",
