@@ -37,13 +37,13 @@ pub fn main() -> i32 {
     // `coll-bench help [SUBCOMMAND]` is `coll-bench [SUBCOMMAND] --help`.
     if argv.get(1).map(String::as_str) == Some("help") {
         match argv.get(2).map(String::as_str) {
-            None | Some("check" | "pairs" | "plot" | "compare") if argv.len() <= 3 => {
+            None | Some("check" | "pairs" | "plot" | "compare" | "spec") if argv.len() <= 3 => {
                 argv = argv.iter().take(1).chain(argv.get(2)).cloned().chain(["--help".to_string()]).collect();
             }
             _ => {
                 if launcher_rank().unwrap_or(0) == 0 {
                     let asked = argv[2..].join(" ");
-                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, pairs, plot, compare, or none (coll-bench help [SUBCOMMAND])");
+                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, pairs, plot, compare, spec, or none (coll-bench help [SUBCOMMAND])");
                 }
                 return exit::ERROR;
             }
@@ -52,9 +52,10 @@ pub fn main() -> i32 {
     // Subcommands that read files and need no MPI.
     // Launched under mpirun anyway, they run on the launcher's rank 0 only: one help, one file.
     match argv.get(1).map(String::as_str) {
-        Some("plot" | "compare") if launcher_rank().unwrap_or(0) != 0 => return exit::OK,
+        Some("plot" | "compare" | "spec") if launcher_rank().unwrap_or(0) != 0 => return exit::OK,
         Some("plot") => return crate::plot::main(&argv[1..]),
         Some("compare") => return crate::compare::main(&argv[1..]),
+        Some("spec") => return crate::acceptance::from_run::main(&argv[1..]),
         _ => {}
     }
     let parsed = cli::parse(&argv);
@@ -235,6 +236,28 @@ pub(crate) fn ready_backend(world: &World, opts: &mut Options) -> Result<(Box<dy
     Ok((backend, note))
 }
 
+/// The context of one sweep, for its reports (collective: every rank gives its pid).
+pub(crate) fn run_info(
+    world: &World,
+    backend: &dyn Backend,
+    opts: &Options,
+    now: &chrono::DateTime<chrono::Utc>,
+    notes: Vec<String>,
+) -> RunInfo {
+    RunInfo {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        timestamp: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        backend: backend.name().to_string(),
+        backend_details: backend.describe(),
+        mpi_library: world.library_version.clone(),
+        ranks: world.size,
+        hosts: world.ranks_by_host(),
+        options: opts.clone(),
+        pids: world.all_gather(std::process::id()),
+        notes,
+    }
+}
+
 /// Every output path of a sweep, checked before anything is allocated or measured (rank 0,
 /// which writes them): nothing is created.
 fn check_outputs(opts: &Options) -> Result<()> {
@@ -254,11 +277,12 @@ fn check_outputs(opts: &Options) -> Result<()> {
     crate::report::outfile::check(&outputs, &[], opts.files)
 }
 
-/// Rank 0's reports and the CSV's path.
-type Opened = (Vec<Box<dyn Report>>, Option<PathBuf>);
+/// Rank 0's reports, the CSV's path, and every file they write with what it is.
+type Opened = (Vec<Box<dyn Report>>, Option<PathBuf>, Vec<(PathBuf, &'static str)>);
 
 /// The reports of rank 0, their files created; when one cannot be, those already created are
-/// removed. Also the CSV's path (chosen here for the default name), for `--plot`.
+/// removed. Also the CSV's path (chosen here for the default name), for `--plot`, and the files
+/// (where the data goes: a followed link's target), for the footer.
 fn open_reports(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<Opened> {
     use crate::report::AppendFile;
     let csv = match &opts.csv {
@@ -267,16 +291,23 @@ fn open_reports(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<O
         CsvTarget::Default => Some(crate::report::create_default_csv("--csv", "coll-bench", now)?),
     };
     let csv_path = csv.as_ref().map(|f| f.real_path().to_path_buf());
+    let mut files: Vec<(PathBuf, &'static str)> = csv_path.iter().map(|p| (p.clone(), "CSV")).collect();
     let csv = csv.map(CsvReport::new);
     let json = match opts.json.as_ref().map(|p| AppendFile::create("--json", p, opts.files)).transpose() {
-        Ok(j) => j.map(JsonReport::new),
+        Ok(j) => j.map(|j| {
+            files.push((j.real_path().to_path_buf(), "JSON"));
+            JsonReport::new(j)
+        }),
         Err(e) => {
             csv.into_iter().for_each(CsvReport::remove);
             return Err(e);
         }
     };
     let markdown = match opts.markdown.as_ref().map(|p| AppendFile::create("--markdown", p, opts.files)).transpose() {
-        Ok(m) => m.map(MarkdownReport::new),
+        Ok(m) => m.map(|m| {
+            files.push((m.real_path().to_path_buf(), "Markdown"));
+            MarkdownReport::new(m)
+        }),
         Err(e) => {
             csv.into_iter().for_each(CsvReport::remove);
             json.into_iter().for_each(JsonReport::remove);
@@ -291,7 +322,18 @@ fn open_reports(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<O
     if let Some(bar) = crate::report::progress::ProgressReport::new(total, opts.progress) {
         reports.push(Box::new(bar));
     }
-    Ok((reports, csv_path))
+    Ok((reports, csv_path, files))
+}
+
+/// The footer's last lines: every file the run wrote, absolute (a relative path is no help
+/// when the run went through `srun` on another node).
+fn print_files(files: &[(PathBuf, &str)]) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    for (path, what) in files {
+        let _ = writeln!(out, "{}", crate::report::written_line(path, what));
+    }
+    let _ = out.flush();
 }
 
 fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> Result<i32> {
@@ -313,22 +355,11 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
     let (mut backend, note) = ready_backend(world, &mut opts)?;
 
     let now = chrono::Utc::now();
-    let info = RunInfo {
-        version: env!("CARGO_PKG_VERSION").to_string(),
-        timestamp: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        backend: backend.name().to_string(),
-        backend_details: backend.describe(),
-        mpi_library: world.library_version.clone(),
-        ranks: world.size,
-        hosts: world.ranks_by_host(),
-        options: opts.clone(),
-        pids: world.all_gather(std::process::id()),
-        notes: note.into_iter().collect(),
-    };
+    let info = run_info(world, backend.as_ref(), &opts, &now, note.into_iter().collect());
 
     // Files last, so no file is left behind by a run that never started.
     let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };
-    let (mut reports, csv_file) = world.agree(opened)?.unwrap_or_default();
+    let (mut reports, csv_file, mut files) = world.agree(opened)?.unwrap_or_default();
     let begun: Result<()> = reports.iter_mut().try_for_each(|r| r.begin(&info));
     world.agree(begun)?;
 
@@ -339,6 +370,10 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
     drop(reports); // closes the CSV
     if let (Some(plot), Some(csv), 0, Ok(())) = (&opts.plot, &csv_file, world.rank, &ended) {
         ended = crate::plot::plot_run(csv, plot, opts.files);
+        files.push((plot.clone(), "plot"));
+    }
+    if ended.is_ok() {
+        print_files(&files);
     }
     world.agree(ended)?;
     Ok(if totals.failed() { exit::WRONG } else { exit::OK })

@@ -136,23 +136,31 @@ pub fn rank_outliers(per_rank_us: &[f64]) -> Vec<RankOutlier> {
         .collect()
 }
 
-/// Things worth telling the user about a measurement, each with what to do about it.
+/// What a reader of the table should believe differently about a measurement, each with what
+/// to do about it. Only what changes the reading is a warning: outlier samples that leave the
+/// mean where the median is, or a slow first call kept out by the warm-up, are not (they stay in
+/// the CSV's `outlier_samples` and `first_call_us`).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Warning {
-    /// The median's 95% interval is wide relative to the median.
+    /// The median's 95% interval is wider than [`NOISY_RELATIVE_CI`] of the median: the time is
+    /// uncertain by that much.
     Noisy { relative_ci: f64 },
-    /// Some samples are statistical outliers.
-    Outliers { count: usize, samples: usize },
-    /// The first call took much longer than the median (connection set-up, page faults).
-    SlowFirstCall { first_us: f64, median_us: f64 },
+    /// The table's time (the mean per call) and the median of the samples differ by more than
+    /// [`MEAN_OFF_MEDIAN`]: a few slow samples pull the mean, and the median is the typical call.
+    MeanOffMedian { time_us: f64, median_us: f64, outliers: usize, samples: usize },
 }
 
 /// Relative width of the median's interval beyond which a point is called noisy.
 pub const NOISY_RELATIVE_CI: f64 = 0.10;
 
+/// Relative difference between the table's time (mean) and the median beyond which they are
+/// said to disagree.
+pub const MEAN_OFF_MEDIAN: f64 = 0.10;
+
 impl Warning {
-    pub fn check(s: &Summary, first_call_us: Option<f64>) -> Vec<Warning> {
+    /// The warnings of one measurement: its samples' summary and the table's time.
+    pub fn check(s: &Summary, time_us: f64) -> Vec<Warning> {
         let mut out = vec![];
         if s.median_us > 0.0 && s.ci95_hi_us.is_finite() {
             let rel = (s.ci95_hi_us - s.ci95_lo_us) / s.median_us;
@@ -160,15 +168,29 @@ impl Warning {
                 out.push(Warning::Noisy { relative_ci: rel });
             }
         }
-        if s.outliers > 0 {
-            out.push(Warning::Outliers { count: s.outliers, samples: s.samples });
-        }
-        if let Some(first) = first_call_us {
-            if s.median_us > 0.0 && first > 10.0 * s.median_us && first - s.median_us > 100.0 {
-                out.push(Warning::SlowFirstCall { first_us: first, median_us: s.median_us });
-            }
+        if s.median_us > 0.0 && time_us.is_finite() && (time_us - s.median_us).abs() > MEAN_OFF_MEDIAN * s.median_us {
+            out.push(Warning::MeanOffMedian {
+                time_us,
+                median_us: s.median_us,
+                outliers: s.outliers,
+                samples: s.samples,
+            });
         }
         out
+    }
+
+    /// One line for the footer's summary of this kind: what it means, with the threshold.
+    pub fn headline(&self) -> String {
+        match self {
+            Warning::Noisy { .. } => format!(
+                "the median's 95% interval is wider than {:.0}% of it (the time is uncertain by that much)",
+                NOISY_RELATIVE_CI * 100.0
+            ),
+            Warning::MeanOffMedian { .. } => format!(
+                "the time (the mean) and the median differ by more than {:.0}% (slow samples pull the mean; the median, median_us in the CSV, is the typical call)",
+                MEAN_OFF_MEDIAN * 100.0
+            ),
+        }
     }
 }
 
@@ -180,13 +202,11 @@ impl fmt::Display for Warning {
                 "noisy: the median's 95% interval spans {:.0}% of it; give it more time (--budget) or run on a quieter machine",
                 relative_ci * 100.0
             ),
-            Warning::Outliers { count, samples } => write!(
+            Warning::MeanOffMedian { time_us, median_us, outliers, samples } => write!(
                 f,
-                "{count} of {samples} samples are statistical outliers (other programs, interrupts or a straggling rank); compare median_us with time_us and consider a quieter machine"
-            ),
-            Warning::SlowFirstCall { first_us, median_us } => write!(
-                f,
-                "the first call took {first_us:.1} us against a median of {median_us:.2} us (connection set-up or first touch of memory); the warm-up keeps it out of the numbers, but a -w 0 run would include it"
+                "time {time_us:.2} us is {:.0}% {} the median {median_us:.2} us; {outliers} of {samples} samples are outliers (other programs, interrupts or a straggling rank); consider a quieter machine",
+                ((time_us - median_us) / median_us).abs() * 100.0,
+                if time_us > median_us { "above" } else { "below" }
             ),
         }
     }
@@ -223,18 +243,26 @@ mod tests {
 
     #[test]
     fn outliers_and_warnings() {
-        let mut s: Vec<f64> = (0..200).map(|i| (10.0 + (i % 5) as f64 * 0.1) * 1e-6).collect();
+        // One sample 50x the others among 2000: an outlier, but the mean stays within 10% of
+        // the median, so nothing the reader should believe differently.
+        let mut s: Vec<f64> = (0..2000).map(|i| (10.0 + (i % 5) as f64 * 0.1) * 1e-6).collect();
         s.push(500e-6);
         let sum = Summary::of_seconds(&s);
         assert_eq!(sum.outliers, 1);
-        let w = Warning::check(&sum, Some(5000.0));
-        assert!(w.iter().any(|w| matches!(w, Warning::Outliers { count: 1, .. })), "{w:?}");
-        assert!(w.iter().any(|w| matches!(w, Warning::SlowFirstCall { .. })), "{w:?}");
-        assert!(!w.iter().any(|w| matches!(w, Warning::Noisy { .. })), "{w:?}");
-        // Uniform 1..100: the interval is 40% of the median.
+        assert_eq!(Warning::check(&sum, sum.mean_us), vec![], "mean {} median {}", sum.mean_us, sum.median_us);
+        // The same sample among 200: the mean moves 24% above the median.
+        let mut s: Vec<f64> = (0..200).map(|i| (10.0 + (i % 5) as f64 * 0.1) * 1e-6).collect();
+        s.push(500e-6);
+        let sum = Summary::of_seconds(&s);
+        let w = Warning::check(&sum, sum.mean_us);
+        assert!(matches!(w[..], [Warning::MeanOffMedian { outliers: 1, samples: 201, .. }]), "{w:?}");
+        assert!(w[0].to_string().contains("% above the median 10.20 us"), "{}", w[0]);
+        assert!(w[0].headline().contains("more than 10%"));
+        // Uniform 1..100: the interval is 40% of the median; mean = median, so only noisy.
         let wide: Vec<f64> = (1..=100).map(|i| i as f64 * 1e-6).collect();
-        let w = Warning::check(&Summary::of_seconds(&wide), None);
-        assert!(matches!(w[0], Warning::Noisy { .. }), "{w:?}");
+        let sum = Summary::of_seconds(&wide);
+        let w = Warning::check(&sum, sum.mean_us);
+        assert!(matches!(w[..], [Warning::Noisy { .. }]), "{w:?}");
         assert!(w[0].to_string().contains("--budget"));
     }
 

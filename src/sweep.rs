@@ -192,7 +192,7 @@ impl<'a> Sweep<'a> {
             (None, None)
         };
         let per_rank_us: Vec<f64> = per_rank_s.iter().map(|s| s * 1e6).collect();
-        let warnings = if world.rank == 0 { Warning::check(&summary, first_call_us) } else { vec![] };
+        let warnings = if world.rank == 0 { Warning::check(&summary, time_s * 1e6) } else { vec![] };
         Ok(Measurement {
             placement,
             warmup_iters,

@@ -1,8 +1,23 @@
 //! `coll-bench check SPEC.toml` under mpirun: passing and failing specs give exit 0 and 1 with
-//! the rule named, a slowed rank is named in the verdict, JUnit is written, bad specs exit 2.
+//! the rule named, a slowed rank is named in the verdict, JUnit is written and validates against
+//! junit-10.xsd with the evidence in every testcase, every measurement goes to a CSV whose path
+//! is printed, bad specs exit 2.
 mod common;
+#[path = "common/junit10.rs"]
+mod junit10;
 use common::*;
 use std::path::Path;
+
+/// The CSV `check` wrote: its absolute path from stderr (`coll-bench check: wrote PATH (every
+/// measurement, CSV)`), which the stdout header names too.
+fn written_csv(o: &std::process::Output) -> std::path::PathBuf {
+    let err = stderr(o);
+    let line = err.lines().find(|l| l.ends_with("(every measurement, CSV)")).unwrap_or_else(|| panic!("{err}"));
+    let path = line.trim_start_matches("coll-bench check: wrote ").trim_end_matches(" (every measurement, CSV)");
+    assert!(Path::new(path).is_absolute(), "{line}");
+    assert!(stdout(o).contains(&format!("# measurements: {path}\n")), "{}", stdout(o));
+    path.into()
+}
 
 fn spec(dir: &Path, text: &str) -> String {
     let p = dir.join("spec.toml");
@@ -42,8 +57,53 @@ fn a_spec_that_passes_exits_0_and_writes_junit() {
         "{out}"
     );
     let x = std::fs::read_to_string(dir.path().join("out/j.xml")).unwrap();
+    junit10::validate(&x).unwrap_or_else(|e| panic!("junit-10.xsd: {e}\n{x}"));
     assert!(x.contains("<testsuites name=\"coll-bench\" tests=\"4\" failures=\"0\""), "{x}");
     assert_eq!(x.matches("<testcase ").count(), 4);
+    // Passing testcases carry the measured value and the requirement.
+    assert_eq!(x.matches("<system-out>measured: ").count(), 4, "{x}");
+    assert!(x.contains("required: &gt;= 0.001 GB/s\n&lt;measurement&gt;&lt;name&gt;busbw_gbps&lt;/name&gt;"), "{x}");
+    let junit_abs = dir.path().canonicalize().unwrap().join("out/j.xml");
+    assert!(stderr(&o).contains(&format!("coll-bench check: wrote {} (verdicts, JUnit XML)", junit_abs.display())));
+
+    // Every measurement behind the verdicts: the sweep's columns, then rule and repeat.
+    let csv = written_csv(&o);
+    assert!(csv.starts_with(dir.path().canonicalize().unwrap().join("results")), "{}", csv.display());
+    assert!(x.contains(&format!("<property name=\"csv\" value=\"{}\"/>", csv.display())), "{x}");
+    let mut rd = csv::Reader::from_path(&csv).unwrap();
+    let head: Vec<String> = rd.headers().unwrap().iter().map(str::to_string).collect();
+    assert_eq!(head[head.len() - 2..], ["rule", "repeat"]);
+    assert!(head.iter().any(|h| h == "busbw_gbps"));
+    let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    let count = |rule: &str, repeat: &str| {
+        rows.iter().filter(|r| &r[head.len() - 2] == rule && &r[head.len() - 1] == repeat).count()
+    };
+    // 64K..1M: 5 sizes, 8..1K: 8 sizes; two placements each, two repeats.
+    assert_eq!((count("modest all-reduce", "1"), count("modest all-reduce", "2")), (10, 10));
+    assert_eq!((count("latency", "1"), count("latency", "2")), (16, 16));
+    assert_eq!(rows.len(), 52);
+}
+
+#[test]
+fn check_csv_flags_follow_the_output_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = spec(dir.path(), "[[rule]]\nname = \"b\"\ncollective = \"barrier\"\nsizes = \"8..8\"\n");
+    // An existing file is never overwritten: refused before anything is measured.
+    std::fs::write(dir.path().join("old.csv"), "mine").unwrap();
+    let o = mpirun_in(dir.path(), 2, &["check", &s, "--csv", "old.csv", "--junit", "j.xml"], 120);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    assert!(stderr(&o).contains("--csv: 'old.csv' already exists"), "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(dir.path().join("old.csv")).unwrap(), "mine");
+    assert!(!dir.path().join("j.xml").exists() && !dir.path().join("results").exists());
+    // --csv PATH writes there; --no-csv writes none.
+    let o = mpirun_in(dir.path(), 2, &["check", &s, "--csv", "sub/m.csv"], 120);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(written_csv(&o), dir.path().canonicalize().unwrap().join("sub/m.csv"));
+    let o = mpirun_in(dir.path(), 2, &["check", &s, "--no-csv"], 120);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!dir.path().join("results").exists(), "--no-csv wrote a CSV");
+    assert!(!stdout(&o).contains("# measurements:"));
 }
 
 #[test]
@@ -59,6 +119,7 @@ fn a_spec_that_fails_exits_1_naming_the_rule() {
         failed[0].contains("modest all-reduce") && failed[0].contains("busbw") && failed[0].contains(">= 1000 GB/s")
     );
     let x = std::fs::read_to_string(dir.path().join("j.xml")).unwrap();
+    junit10::validate(&x).unwrap_or_else(|e| panic!("junit-10.xsd: {e}\n{x}"));
     assert!(x.contains("failures=\"1\"") && x.contains("<failure message=\"measured "), "{x}");
 }
 
@@ -69,10 +130,17 @@ fn ranks_per_node_rules_are_skipped_on_other_layouts() {
         dir.path(),
         "[[rule]]\nname = \"eight\"\ncollective = \"barrier\"\nsizes = \"8..8\"\nranks_per_node = 8\n",
     );
-    let o = mpirun_in(dir.path(), 2, &["check", &s], 120);
+    let o = mpirun_in(dir.path(), 2, &["check", &s, "--junit", "j.xml"], 120);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(out.contains("# 0 passed, 0 failed, 1 skipped: PASS"), "{out}");
+    let x = std::fs::read_to_string(dir.path().join("j.xml")).unwrap();
+    junit10::validate(&x).unwrap_or_else(|e| panic!("junit-10.xsd: {e}\n{x}"));
+    assert!(
+        x.contains("<skipped message=")
+            && !x.contains("<testsuites name=\"coll-bench\" tests=\"1\" failures=\"0\" errors=\"0\" skipped"),
+        "{x}"
+    );
 }
 
 #[test]
@@ -91,6 +159,10 @@ fn bad_specs_exit_2_with_the_line_and_reason() {
             "[[rule]]\nname = \"x\"\ncollective = \"all-reduce\"\nsizes = \"1M..2M\"\nmax_time_us = \"5ms\"\n",
             "line 5: invalid type",
         ),
+        (
+            "[[rule]]\nname = \"x\"\ncollective = \"all-reduce\"\nsizes = \"1M..2M\"\nplateau = \"2M..2M\"\n",
+            "line 5: plateau '2M..2M' is set but min_busbw_gbps is not",
+        ),
     ] {
         let s = spec(dir.path(), text);
         let o = mpirun_in(dir.path(), 2, &["check", &s, "--junit", "never.xml"], 60);
@@ -99,8 +171,87 @@ fn bad_specs_exit_2_with_the_line_and_reason() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains("coll-bench: error: check: ") && err.contains(needle), "{needle}: {err}");
         assert!(!dir.path().join("never.xml").exists());
+        assert!(!dir.path().join("results").exists(), "a refused spec left a CSV");
     }
     let o = mpirun_in(dir.path(), 2, &["check", "/no/such/spec.toml"], 60);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot read '/no/such/spec.toml'"));
+}
+
+/// `coll-bench spec from-run` (no MPI) on a CSV from a real sweep.
+fn from_run(dir: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(BIN).arg("spec").arg("from-run").args(args).current_dir(dir).output().unwrap()
+}
+
+/// A copy of a sweep's CSV with every time set to `time_us` and every bus bandwidth to
+/// `busbw_gbps`: a baseline whose numbers do not depend on how loaded the machine was.
+fn doctored(dir: &Path, from: &str, to: &str, time_us: f64, busbw_gbps: f64) {
+    let mut rd = csv::Reader::from_path(dir.join(from)).unwrap();
+    let head = rd.headers().unwrap().clone();
+    let col = |n: &str| head.iter().position(|h| h == n).unwrap();
+    let mut w = csv::Writer::from_path(dir.join(to)).unwrap();
+    w.write_record(&head).unwrap();
+    for r in rd.records() {
+        let mut r: Vec<String> = r.unwrap().iter().map(str::to_string).collect();
+        r[col("time_us")] = time_us.to_string();
+        r[col("busbw_gbps")] = busbw_gbps.to_string();
+        w.write_record(&r).unwrap();
+    }
+    w.flush().unwrap();
+}
+
+/// A known-good run becomes a gate, rules and margin as documented. Timing on this loaded
+/// machine swings by 100x and more between runs (a rank descheduled mid-call, in the baseline
+/// run as in the check), so the verdicts are judged against baselines doctored out of reach of
+/// that: every call 100 s and 1e-9 GB/s, which the gate (10% margin) passes, and every call
+/// 1 ns and 1e6 GB/s, which fails on both rules. The output follows the file rules (never over
+/// an existing file or the input).
+#[test]
+fn spec_from_run_turns_a_good_run_into_a_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = mpirun_in(
+        dir.path(),
+        2,
+        &["all-reduce", "-b", "64K", "-e", "1M", "--budget", "10ms", "--csv", "base.csv"],
+        300,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = from_run(dir.path(), &["base.csv", "--margin", "30%", "-o", "gate.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let abs = dir.path().canonicalize().unwrap().join("gate.toml");
+    assert!(stderr(&o).starts_with(&format!("coll-bench spec: wrote {} (2 rules;", abs.display())), "{}", stderr(&o));
+    let gate = std::fs::read_to_string(dir.path().join("gate.toml")).unwrap();
+    assert!(gate.contains("plateau = \"128K..1M\"") && gate.contains("sizes = \"64K..64K\""), "{gate}");
+    assert!(gate.contains("ranks_per_node = 2") && gate.contains("bus bandwidth >= baseline / 1.3"), "{gate}");
+
+    // Never over an existing file, never over the input; a bad margin is one line.
+    let o = from_run(dir.path(), &["base.csv", "-o", "gate.toml"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("-o/--output: 'gate.toml' already exists"), "{}", stderr(&o));
+    let o = from_run(dir.path(), &["base.csv", "-o", "base.csv", "--force"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("same file as the run's CSV"), "{}", stderr(&o));
+    let o = from_run(dir.path(), &["base.csv", "--margin", "-5%"]);
+    assert_eq!((o.status.code(), stderr(&o).lines().count()), (Some(2), 1), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--margin: '-5%' is not a margin"), "{}", stderr(&o));
+
+    doctored(dir.path(), "base.csv", "slow.csv", 1e8, 1e-9);
+    let o = from_run(dir.path(), &["slow.csv", "--margin", "10%", "-o", "lenient.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = mpirun_in(dir.path(), 2, &["check", "lenient.toml", "--no-csv"], 300);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("# 4 passed, 0 failed, 0 skipped: PASS"), "{}", stdout(&o));
+
+    doctored(dir.path(), "base.csv", "fast.csv", 1e-3, 1e6);
+    let o = from_run(dir.path(), &["fast.csv", "--margin", "10%", "-o", "strict.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = mpirun_in(dir.path(), 2, &["check", "strict.toml", "--no-csv"], 300);
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+    let failed: Vec<String> =
+        stdout(&o).lines().filter(|l| l.ends_with("FAIL") && !l.starts_with('#')).map(str::to_string).collect();
+    assert_eq!(failed.len(), 2, "{}", stdout(&o));
+    assert!(
+        failed[0].contains("all-reduce float sum bandwidth") && failed[1].contains("all-reduce float sum latency"),
+        "{failed:?}"
+    );
 }

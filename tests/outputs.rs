@@ -464,3 +464,38 @@ fn compare_refuses_negative_nan_and_empty_times_with_the_line() {
         assert_eq!(snapshot(dir.path()), before);
     }
 }
+
+/// The footer names every file the run wrote, absolute (the default CSV included: under `srun`
+/// "results/…" would be relative to a compute node's directory), and with `--follow-symlinks`
+/// the file the data went to. Nothing else is claimed: `--no-csv` names no CSV.
+#[test]
+fn the_footer_names_every_file_written_with_its_absolute_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let abs = dir.path().canonicalize().unwrap();
+    let o = run(dir.path(), 2, &refs(&with(&["--json", "r.json", "--markdown", "sub/r.md", "--plot", "r.svg"])));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let wrote: Vec<String> = stdout(&o).lines().filter(|l| l.starts_with("# Wrote ")).map(str::to_string).collect();
+    let csv = files(dir.path()).into_iter().find(|p| p.extension().is_some_and(|e| e == "csv")).unwrap();
+    assert_eq!(
+        wrote,
+        [
+            format!("# Wrote {} (CSV)", abs.join(csv.strip_prefix(dir.path()).unwrap()).display()),
+            format!("# Wrote {} (JSON)", abs.join("r.json").display()),
+            format!("# Wrote {} (Markdown)", abs.join("sub/r.md").display()),
+            format!("# Wrote {} (plot)", abs.join("r.svg").display()),
+        ],
+        "{}",
+        stdout(&o)
+    );
+    assert!(csv.starts_with(dir.path().join("results")));
+    plant(dir.path(), "target.csv", "");
+    std::os::unix::fs::symlink("target.csv", dir.path().join("link.csv")).unwrap();
+    let o = run(dir.path(), 2, &refs(&with(&["--csv", "link.csv", "--follow-symlinks", "--force"])));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    let wrote: Vec<&str> = out.lines().filter(|l| l.starts_with("# Wrote ")).collect();
+    assert_eq!(wrote, [format!("# Wrote {} (CSV)", abs.join("target.csv").display())]);
+    let o = run(dir.path(), 2, &refs(&with(&["--no-csv"])));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("# Wrote "), "{}", stdout(&o));
+}

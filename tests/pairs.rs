@@ -38,6 +38,8 @@ fn four_ranks_give_a_complete_matrix_in_three_rounds() {
         "{out}"
     );
     assert!(out.contains("# Hosts in the slowest pairs: "), "{out}");
+    let abs = dir.path().canonicalize().unwrap().join("m/pairs.csv");
+    assert!(out.ends_with(&format!("# Wrote {} (CSV)\n", abs.display())), "{out}");
 }
 
 #[test]

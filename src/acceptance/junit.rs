@@ -1,5 +1,9 @@
-//! JUnit XML for CI systems: one testsuite per spec, one testcase per check, with `failure`
-//! and `skipped` elements as the schema has them.
+//! JUnit XML for CI systems, valid against the common JUnit schema (Jenkins xunit's
+//! junit-10.xsd): one testsuite per spec with the run's context as `<properties>`, one testcase
+//! per check. Every testcase, passing ones too, carries the measured value and the requirement
+//! in its `<system-out>` (the schema allows no properties on a testcase), with the number also
+//! as a `<measurement>` line that Jenkins' measurement-plots plugin charts; `failure` and
+//! `skipped` elements as the schema has them.
 
 use super::{Outcome, Verdict};
 use crate::error::Result;
@@ -10,14 +14,16 @@ fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;").replace('\'', "&apos;")
 }
 
-pub fn render(spec: &str, verdicts: &[Verdict]) -> String {
+/// `context`: (name, value) pairs for the testsuite's `<properties>` (spec, CSV, ranks, …).
+pub fn render(spec: &str, verdicts: &[Verdict], context: &[(&str, String)]) -> String {
     let failures = verdicts.iter().filter(|v| v.outcome == Outcome::Fail).count();
     let skipped = verdicts.iter().filter(|v| v.outcome == Outcome::Skip).count();
     let time: f64 = verdicts.iter().map(|v| v.seconds).sum();
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    // junit-10.xsd: <testsuites> takes name, time, tests, failures, errors (no skipped).
     let _ = writeln!(
         x,
-        "<testsuites name=\"coll-bench\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"{skipped}\" time=\"{time:.3}\">",
+        "<testsuites name=\"coll-bench\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" time=\"{time:.3}\">",
         verdicts.len()
     );
     let _ = writeln!(
@@ -26,10 +32,17 @@ pub fn render(spec: &str, verdicts: &[Verdict]) -> String {
         esc(spec),
         verdicts.len()
     );
+    if !context.is_empty() {
+        x.push_str("    <properties>\n");
+        for (name, value) in context {
+            let _ = writeln!(x, "      <property name=\"{}\" value=\"{}\"/>", esc(name), esc(value));
+        }
+        x.push_str("    </properties>\n");
+    }
     for v in verdicts {
-        let _ = write!(
+        let _ = writeln!(
             x,
-            "    <testcase classname=\"coll-bench.{}\" name=\"{} (line {}): {}\" time=\"{:.3}\"",
+            "    <testcase classname=\"coll-bench.{}\" name=\"{} (line {}): {}\" time=\"{:.3}\">",
             esc(&v.collective),
             esc(&v.rule),
             v.line,
@@ -38,24 +51,39 @@ pub fn render(spec: &str, verdicts: &[Verdict]) -> String {
         );
         let what = format!("measured {}, required {}", v.measured, v.required);
         match v.outcome {
-            Outcome::Pass => x.push_str("/>\n"),
+            Outcome::Pass => {}
             Outcome::Fail => {
-                let _ =
-                    writeln!(x, ">\n      <failure message=\"{}\" type=\"{}\"/>\n    </testcase>", esc(&what), v.check);
+                let _ = writeln!(x, "      <failure message=\"{}\" type=\"{}\"/>", esc(&what), v.check);
             }
             Outcome::Skip => {
-                let _ = writeln!(x, ">\n      <skipped message=\"{}\"/>\n    </testcase>", esc(&what));
+                let _ = writeln!(x, "      <skipped message=\"{}\"/>", esc(&what));
             }
         }
+        let mut out = format!("measured: {}\nrequired: {}\n", v.measured, v.required);
+        if let Some((name, value)) = v.value {
+            let _ = writeln!(out, "<measurement><name>{name}</name><value>{value}</value></measurement>");
+        }
+        let _ = writeln!(x, "      <system-out>{}</system-out>", esc(&out));
+        x.push_str("    </testcase>\n");
     }
     x.push_str("  </testsuite>\n</testsuites>\n");
     x
 }
 
 /// Written in one step at the end (its path was checked before the run).
-pub fn write(path: &Path, spec: &str, verdicts: &[Verdict], policy: crate::report::Policy) -> Result<()> {
-    crate::report::outfile::replace("--junit", path, render(spec, verdicts).as_bytes(), policy, true)
+pub fn write(
+    path: &Path,
+    spec: &str,
+    verdicts: &[Verdict],
+    context: &[(&str, String)],
+    policy: crate::report::Policy,
+) -> Result<()> {
+    crate::report::outfile::replace("--junit", path, render(spec, verdicts, context).as_bytes(), policy, true)
 }
+
+#[cfg(test)]
+#[path = "../../tests/common/junit10.rs"]
+mod junit10;
 
 #[cfg(test)]
 mod tests {
@@ -70,29 +98,59 @@ mod tests {
             measured: "1 GB/s".into(),
             required: ">= 2 GB/s".into(),
             outcome,
+            value: (outcome != Outcome::Skip).then_some(("busbw_gbps", 1.0)),
             slow_ranks: vec![],
             seconds: 0.5,
         }
     }
 
     #[test]
-    fn has_the_schema_s_required_elements_and_escapes() {
-        let x = render("s.toml", &[v("wrong", Outcome::Pass), v("busbw", Outcome::Fail), v("time", Outcome::Skip)]);
+    fn valid_junit_10_with_the_evidence_in_every_testcase() {
+        let ctx = [("csv", "/r/a&b.csv".to_string())];
+        let x =
+            render("s.toml", &[v("wrong", Outcome::Pass), v("busbw", Outcome::Fail), v("time", Outcome::Skip)], &ctx);
+        super::junit10::validate(&x).unwrap_or_else(|e| panic!("{e}\n{x}"));
         assert!(x.starts_with("<?xml"));
-        assert!(x.contains("<testsuites name=\"coll-bench\" tests=\"3\" failures=\"1\""));
+        assert!(x.contains("<testsuites name=\"coll-bench\" tests=\"3\" failures=\"1\" errors=\"0\" time=\"1.500\">"));
         assert!(x.contains(
             "<testsuite name=\"coll-bench check s.toml\" tests=\"3\" failures=\"1\" errors=\"0\" skipped=\"1\""
         ));
+        assert!(x.contains("<property name=\"csv\" value=\"/r/a&amp;b.csv\"/>"), "{x}");
         assert_eq!(x.matches("<testcase classname=\"coll-bench.all-reduce\" name=\"").count(), 3);
         assert!(x.contains("a&lt;b &amp; &quot;c&quot; (line 3): busbw"));
         assert!(x.contains("<failure message=\"measured 1 GB/s, required &gt;= 2 GB/s\" type=\"busbw\"/>"));
         assert!(x.contains("<skipped message="));
-        // Well-formed enough: every testcase opened is closed.
-        let open = x.matches("<testcase").count();
-        let closed = x.matches("</testcase>").count() + x.matches("\"/>\n").count()
-            - x.matches("<failure").count()
-            - x.matches("<skipped").count();
-        assert_eq!(open, closed);
-        assert!(x.trim_end().ends_with("</testsuites>"));
+        // The passing testcase carries what was measured and what was required.
+        let pass = x.split("</testcase>").next().unwrap();
+        assert!(pass.contains("(line 3): wrong\""), "{pass}");
+        assert!(
+            pass.contains("<system-out>measured: 1 GB/s\nrequired: &gt;= 2 GB/s\n&lt;measurement&gt;&lt;name&gt;busbw_gbps&lt;/name&gt;&lt;value&gt;1&lt;/value&gt;&lt;/measurement&gt;\n</system-out>"),
+            "{pass}"
+        );
+        assert_eq!(x.matches("<system-out>").count(), 3);
+    }
+
+    /// The validator itself fails on what junit-10.xsd refuses (a check that cannot fail proves
+    /// nothing): the old `skipped` on <testsuites>, properties inside a testcase, a missing
+    /// required attribute, an unknown element, a time that is not a SUREFIRE_TIME.
+    #[test]
+    fn the_validator_refuses_what_the_schema_refuses() {
+        let ok = "<testsuites><testsuite name=\"s\" tests=\"1\" failures=\"0\" errors=\"0\" time=\"1,234.5\"><testcase name=\"c\"><system-out>x</system-out></testcase></testsuite></testsuites>";
+        super::junit10::validate(ok).unwrap();
+        for (bad, why) in [
+            (ok.replace("<testsuites>", "<testsuites skipped=\"1\">"), "attribute 'skipped' is not allowed"),
+            (ok.replace("<system-out>x</system-out>", "<properties/>"), "<properties> is not allowed here"),
+            (ok.replace(" errors=\"0\"", ""), "required attribute 'errors' is missing"),
+            (ok.replace("<testcase name=\"c\">", "<testcase name=\"c\"><measured/>"), "<measured> is not allowed"),
+            (ok.replace("1,234.5", "NaN"), "not a SUREFIRE_TIME"),
+            (ok.replace("1,234.5", "1,2"), "not a SUREFIRE_TIME"),
+            (ok.replace("<testcase name=\"c\">", "<testcase name=\"c\">text"), "text is not allowed"),
+            (ok.replace("</testsuites>", ""), "not well-formed"),
+        ] {
+            let e = super::junit10::validate(&bad).unwrap_err();
+            assert!(e.contains(why), "{why}: {e}");
+        }
+        assert!(super::junit10::surefire_time("12.345") && super::junit10::surefire_time("0"));
+        assert!(!super::junit10::surefire_time("-1") && !super::junit10::surefire_time("1e3"));
     }
 }

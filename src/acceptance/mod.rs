@@ -3,12 +3,15 @@
 //! not fail a healthy cluster. Prints a verdict table; exit 0 all pass, 1 any fail, 2 error;
 //! `--junit FILE` writes JUnit XML, one testcase per check.
 
+pub mod from_run;
 pub mod junit;
 pub mod spec;
 
 use crate::error::{exit, Error, Result};
 use crate::options::{Aggregation, CsvTarget, Options, Step};
 use crate::record::Point;
+use crate::report::csv::CsvReport;
+use crate::report::Report as _;
 use crate::stats::RankOutlier;
 use crate::sweep::Sweep;
 use crate::world::World;
@@ -35,7 +38,14 @@ pub struct CheckArgs {
     /// Also write the verdicts as JUnit XML
     #[arg(long = "junit", value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Replace the JUnit file if it exists (a regular file only)
+    /// Write every measurement behind the verdicts to this CSV (the sweep's columns, then rule
+    /// and repeat) [default: results/coll-bench-check-<UTC time>.csv, never an existing file]
+    #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
+    pub csv: Option<PathBuf>,
+    /// Write no CSV of the measurements
+    #[arg(long = "no-csv")]
+    pub no_csv: bool,
+    /// Replace the JUnit file or the CSV if it exists (a regular file only)
     #[arg(long = "force", visible_alias = "overwrite")]
     pub force: bool,
     /// Write to the file a symbolic link at the JUnit path points at (refused by default)
@@ -50,6 +60,7 @@ pub struct CheckArgs {
 pub struct CheckOptions {
     pub spec: PathBuf,
     pub junit: Option<PathBuf>,
+    pub csv: CsvTarget,
     pub files: crate::report::Policy,
     pub debug_slow_rank: Option<(usize, u64)>,
 }
@@ -59,6 +70,11 @@ pub fn parse(argv: &[String]) -> Result<crate::cli::Clap<CheckOptions>> {
         crate::cli::Clap::Args(a) => crate::cli::Clap::Args(CheckOptions {
             spec: a.spec,
             junit: a.junit,
+            csv: match (a.csv, a.no_csv) {
+                (_, true) => CsvTarget::Off,
+                (Some(p), false) => CsvTarget::Path(p),
+                (None, false) => CsvTarget::Default,
+            },
             files: crate::report::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
             debug_slow_rank: a.debug_slow_rank.as_deref().map(crate::cli::parse_slow_rank).transpose()?,
         }),
@@ -84,6 +100,10 @@ pub struct Verdict {
     pub measured: String,
     pub required: String,
     pub outcome: Outcome,
+    /// The measured value as a number and its name with unit (`busbw_gbps`, `time_us`,
+    /// `wrong_elements`, `slow_ranks`), for CI systems that chart it; `None` when nothing was
+    /// measured (a skipped rule).
+    pub value: Option<(&'static str, f64)>,
     /// Ranks that stood out during this rule's sweeps: (rank, host, measurements, of).
     pub slow_ranks: Vec<(usize, String, usize, usize)>,
     pub seconds: f64,
@@ -127,21 +147,29 @@ pub fn judge(rule: &Rule, points: &[Point], hosts: &[String], seconds: f64) -> V
 
     // The rule's time goes to its first check, so JUnit's totals add up.
     let first = std::cell::Cell::new(true);
-    let base = |check: &'static str, measured: String, required: String, pass: bool| Verdict {
-        rule: rule.name.clone(),
-        line: rule.line,
-        collective: rule.collective.name().to_string(),
-        check,
-        measured,
-        required,
-        outcome: if pass { Outcome::Pass } else { Outcome::Fail },
-        slow_ranks: slow_ranks.clone(),
-        seconds: if first.replace(false) { seconds } else { 0.0 },
-    };
+    let base =
+        |check: &'static str, value: (&'static str, f64), measured: String, required: String, pass: bool| Verdict {
+            rule: rule.name.clone(),
+            line: rule.line,
+            collective: rule.collective.name().to_string(),
+            check,
+            measured,
+            required,
+            outcome: if pass { Outcome::Pass } else { Outcome::Fail },
+            value: Some(value),
+            slow_ranks: slow_ranks.clone(),
+            seconds: if first.replace(false) { seconds } else { 0.0 },
+        };
     let mut out = vec![];
     let wrong: u64 =
         points.iter().flat_map(|p| p.measurements()).map(|m| m.wrong.unwrap_or(0) + m.out_of_bounds.unwrap_or(0)).sum();
-    out.push(base("wrong", format!("{wrong} wrong elements"), "0".into(), wrong == 0));
+    out.push(base(
+        "wrong",
+        ("wrong_elements", wrong as f64),
+        format!("{wrong} wrong elements"),
+        "0".into(),
+        wrong == 0,
+    ));
     if let Some(min) = rule.min_busbw_gbps {
         // The weakest plateau size, each size judged on its median over repeats.
         let plateau: Vec<(u64, f64)> = sizes
@@ -152,13 +180,15 @@ pub fn judge(rule: &Rule, points: &[Point], hosts: &[String], seconds: f64) -> V
         match plateau.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
             Some(&(size, bw)) => out.push(base(
                 "busbw",
+                ("busbw_gbps", bw),
                 format!("{bw:.3} GB/s at {}", crate::size::human(size)),
                 format!(">= {min} GB/s"),
                 bw >= min,
             )),
             None => out.push(Verdict {
                 outcome: Outcome::Skip,
-                ..base("busbw", "no size in the plateau".into(), format!(">= {min} GB/s"), false)
+                value: None,
+                ..base("busbw", ("busbw_gbps", 0.0), "no size in the plateau".into(), format!(">= {min} GB/s"), false)
             }),
         }
     }
@@ -170,6 +200,7 @@ pub fn judge(rule: &Rule, points: &[Point], hosts: &[String], seconds: f64) -> V
         if let Some((size, t)) = worst {
             out.push(base(
                 "time",
+                ("time_us", t),
                 format!("{t:.2} us at {}", crate::size::human(size)),
                 format!("<= {max} us"),
                 t <= max,
@@ -180,6 +211,7 @@ pub fn judge(rule: &Rule, points: &[Point], hosts: &[String], seconds: f64) -> V
         let names: Vec<String> = slow_ranks.iter().map(|(r, h, _, _)| format!("rank {r} ({h})")).collect();
         out.push(base(
             "slow-rank",
+            ("slow_ranks", slow_ranks.len() as f64),
             if names.is_empty() { "none".into() } else { names.join(", ") },
             "none".into(),
             slow_ranks.is_empty(),
@@ -205,6 +237,10 @@ fn sweep_options(rule: &Rule, spec: &Spec) -> Options {
     }
 }
 
+/// The extra CSV columns of `check`: which rule (its name) and which repeat (1, 2, …) a row
+/// belongs to.
+pub const CSV_COLUMNS: &[&str] = &["rule", "repeat"];
+
 /// The whole subcommand on every rank, once the options are agreed.
 pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     // Rank 0 reads the spec (other hosts need not see the file) and broadcasts it.
@@ -228,13 +264,40 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
                 rule.backend.name()
             ))));
         }
+        // Every rule's sweep is checked before the first is measured.
+        let sweep_opts = Options { debug_slow_rank: opts.debug_slow_rank, ..sweep_options(rule, &spec) };
+        world.agree(
+            sweep_opts
+                .validate_for_world(world.size)
+                .map_err(|e| Error::usage(format!("check: rule '{}' (line {}): {e}", rule.name, rule.line))),
+        )?;
     }
-    // Checked now, written at the end: a run that would fail on it fails first, leaving nothing.
-    let junit = match (&opts.junit, world.rank) {
-        (Some(p), 0) => crate::report::outfile::check(&[("--junit", p)], &[("the spec", &opts.spec)], opts.files),
+    // Outputs checked now, before anything is measured: a run that would fail on one fails
+    // first, leaving nothing. The CSV is created now, the JUnit file written at the end.
+    let outputs = match world.rank {
+        0 => {
+            let mut outputs: Vec<(&str, &std::path::Path)> = vec![];
+            if let Some(p) = &opts.junit {
+                outputs.push(("--junit", p));
+            }
+            if let CsvTarget::Path(p) = &opts.csv {
+                outputs.push(("--csv", p));
+            }
+            crate::report::outfile::check(&outputs, &[("the spec", &opts.spec)], opts.files)
+        }
         _ => Ok(()),
     };
-    world.agree(junit)?;
+    world.agree(outputs)?;
+    let now = chrono::Utc::now();
+    let created = match (world.rank, &opts.csv) {
+        (0, CsvTarget::Path(p)) => crate::report::AppendFile::create("--csv", p, opts.files).map(Some),
+        (0, CsvTarget::Default) => crate::report::create_default_csv("--csv", "coll-bench-check", &now).map(Some),
+        _ => Ok(None),
+    };
+    let csv_file = world.agree(created)?;
+    let csv_path = csv_file.as_ref().map(|f| crate::report::outfile::absolute(f.real_path()));
+    let mut csv = csv_file.map(|f| CsvReport::with_extra_columns(f, CSV_COLUMNS));
+    world.agree(csv.as_mut().map(CsvReport::write_header).unwrap_or(Ok(())))?;
 
     let by_host = world.ranks_by_host();
     if world.rank == 0 {
@@ -249,7 +312,69 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
             world.size,
             by_host.len()
         );
+        if let Some(p) = &csv_path {
+            let _ = writeln!(out, "# measurements: {}", p.display());
+        }
     }
+    let judged = judge_rules(world, opts, &spec, &by_host, &mut csv);
+    let measured_any = csv.as_ref().is_some_and(|c| c.rows() > 0);
+    let verdicts = match judged {
+        Ok(v) => v,
+        Err(e) => {
+            // A run that never measured leaves no file behind; rows already written stay whole.
+            if let (Some(c), false) = (csv, measured_any) {
+                c.remove();
+            }
+            return Err(e);
+        }
+    };
+    drop(csv); // closes the CSV
+    if world.rank != 0 {
+        return world.agree(Ok(exit::OK));
+    }
+    print_verdicts(&verdicts);
+    let mut context: Vec<(&str, String)> = vec![
+        ("coll_bench_version", env!("CARGO_PKG_VERSION").to_string()),
+        ("spec", crate::report::outfile::absolute(&opts.spec).display().to_string()),
+        ("ranks", world.size.to_string()),
+        ("hosts", by_host.iter().map(|(h, r)| format!("{h}:{}", r.len())).collect::<Vec<_>>().join(",")),
+        ("mpi_library", world.library_version.clone()),
+        ("repeats", spec.repeats.to_string()),
+    ];
+    if let Some(p) = &csv_path {
+        context.push(("csv", p.display().to_string()));
+    }
+    let written = match &opts.junit {
+        Some(p) => junit::write(p, &opts.spec.display().to_string(), &verdicts, &context, opts.files),
+        None => Ok(()),
+    };
+    {
+        // Under check, stdout is the verdict table; the files go to stderr, absolute (the CSV
+        // even when the JUnit file could not be written).
+        let mut err = std::io::stderr().lock();
+        if let Some(p) = &csv_path {
+            let _ = writeln!(err, "coll-bench check: wrote {} (every measurement, CSV)", p.display());
+        }
+        if let (Some(p), Ok(())) = (&opts.junit, &written) {
+            let _ = writeln!(
+                err,
+                "coll-bench check: wrote {} (verdicts, JUnit XML)",
+                crate::report::outfile::absolute(p).display()
+            );
+        }
+    }
+    let failed = verdicts.iter().any(|v| v.outcome == Outcome::Fail);
+    world.agree(written.map(|_| if failed { exit::WRONG } else { exit::OK }))
+}
+
+/// Run and judge every rule, each measurement appended to `csv` (rank 0) as it comes.
+fn judge_rules(
+    world: &World,
+    opts: &CheckOptions,
+    spec: &Spec,
+    by_host: &[(String, Vec<usize>)],
+    csv: &mut Option<CsvReport>,
+) -> Result<Vec<Verdict>> {
     let mut verdicts = vec![];
     for rule in &spec.rules {
         if let Some(want) = rule.ranks_per_node {
@@ -263,61 +388,84 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
                     measured: have.join(", "),
                     required: format!("{want} per host"),
                     outcome: Outcome::Skip,
+                    value: None,
                     slow_ranks: vec![],
                     seconds: 0.0,
                 });
                 continue;
             }
         }
-        let mut sweep_opts = Options { debug_slow_rank: opts.debug_slow_rank, ..sweep_options(rule, &spec) };
-        world.agree(sweep_opts.validate_for_world(world.size))?;
-        let (mut backend, _) = crate::app::ready_backend(world, &mut sweep_opts)?;
+        let mut sweep_opts = Options { debug_slow_rank: opts.debug_slow_rank, ..sweep_options(rule, spec) };
+        let (mut backend, note) = crate::app::ready_backend(world, &mut sweep_opts)?;
+        let info =
+            crate::app::run_info(world, backend.as_ref(), &sweep_opts, &chrono::Utc::now(), note.into_iter().collect());
         let t0 = mpi::time();
         let mut points = vec![];
-        for _ in 0..spec.repeats {
+        for repeat in 1..=spec.repeats {
+            if let Some(c) = csv.as_mut() {
+                c.set_extra(vec![rule.name.clone(), repeat.to_string()]);
+            }
             let mut sweep = Sweep::new(world, backend.as_mut(), &sweep_opts);
             sweep.run(&mut |p| {
                 points.push(p.clone());
-                Ok(())
+                csv.as_mut().map(|c| c.point(&info, p)).unwrap_or(Ok(()))
             })?;
         }
         verdicts.extend(judge(rule, &points, &world.hosts, mpi::time() - t0));
     }
-    if world.rank != 0 {
-        return world.agree(Ok(exit::OK));
-    }
-    print_verdicts(&verdicts);
-    let written = match &opts.junit {
-        Some(p) => junit::write(p, &opts.spec.display().to_string(), &verdicts, opts.files),
-        None => Ok(()),
-    };
-    let failed = verdicts.iter().any(|v| v.outcome == Outcome::Fail);
-    world.agree(written.map(|_| if failed { exit::WRONG } else { exit::OK }))
+    Ok(verdicts)
 }
 
 fn print_verdicts(verdicts: &[Verdict]) {
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "#");
-    let _ = writeln!(
-        out,
-        "# {:<34} {:<14} {:<10} {:<28} {:<16} verdict",
-        "rule", "collective", "check", "measured", "required"
-    );
-    for v in verdicts {
-        let outcome = match v.outcome {
-            Outcome::Pass => "PASS",
-            Outcome::Fail => "FAIL",
-            Outcome::Skip => "SKIP",
-        };
-        let _ = writeln!(
-            out,
-            "  {:<34} {:<14} {:<10} {:<28} {:<16} {outcome}",
-            format!("{} (line {})", v.rule, v.line),
-            v.collective,
-            v.check,
-            v.measured,
-            v.required
-        );
+    let _ = out.write_all(verdict_table(verdicts).as_bytes());
+}
+
+/// The verdict table, its columns as wide as their longest entry (a long rule name shifts
+/// nothing), then the slow ranks and the summary line.
+pub fn verdict_table(verdicts: &[Verdict]) -> String {
+    let outcome = |v: &Verdict| match v.outcome {
+        Outcome::Pass => "PASS",
+        Outcome::Fail => "FAIL",
+        Outcome::Skip => "SKIP",
+    };
+    let rows: Vec<[String; 6]> = verdicts
+        .iter()
+        .map(|v| {
+            [
+                format!("{} (line {})", v.rule, v.line),
+                v.collective.clone(),
+                v.check.to_string(),
+                v.measured.clone(),
+                v.required.clone(),
+                outcome(v).to_string(),
+            ]
+        })
+        .collect();
+    let head = ["rule", "collective", "check", "measured", "required", "verdict"];
+    let mut width = head.map(|h| h.chars().count());
+    for r in &rows {
+        for (w, cell) in width.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |lead: &str, cells: &[&str]| -> String {
+        let mut l = lead.to_string();
+        for (i, c) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                l.push_str(c);
+            } else {
+                l.push_str(c);
+                l.push_str(&" ".repeat(width[i] - c.chars().count() + 2));
+            }
+        }
+        l.push('\n');
+        l
+    };
+    let mut out = String::from("#\n");
+    out.push_str(&line("# ", &head));
+    for r in &rows {
+        out.push_str(&line("  ", &r.iter().map(String::as_str).collect::<Vec<_>>()));
     }
     let mut named = vec![];
     for v in verdicts {
@@ -332,15 +480,19 @@ fn print_verdicts(verdicts: &[Verdict]) {
         }
     }
     for l in named {
-        let _ = writeln!(out, "{l}");
+        out.push_str(&l);
+        out.push('\n');
     }
     let (pass, fail, skip) = verdicts.iter().fold((0, 0, 0), |(p, f, s), v| match v.outcome {
         Outcome::Pass => (p + 1, f, s),
         Outcome::Fail => (p, f + 1, s),
         Outcome::Skip => (p, f, s + 1),
     });
-    let _ =
-        writeln!(out, "# {pass} passed, {fail} failed, {skip} skipped: {}", if fail == 0 { "PASS" } else { "FAIL" });
+    out.push_str(&format!(
+        "# {pass} passed, {fail} failed, {skip} skipped: {}\n",
+        if fail == 0 { "PASS" } else { "FAIL" }
+    ));
+    out
 }
 
 #[cfg(test)]
@@ -416,6 +568,33 @@ mod tests {
             [("wrong", Outcome::Pass), ("busbw", Outcome::Pass), ("time", Outcome::Pass)]
         );
         assert!(v[1].measured.starts_with("2.500 GB/s at 4 KiB"), "{}", v[1].measured);
+    }
+
+    #[test]
+    fn the_verdict_table_keeps_its_columns_for_long_rule_names() {
+        let hosts = vec!["h".to_string(); 2];
+        let mut long = rule();
+        long.name = "an all-reduce bandwidth rule whose name is much longer than any column width".into();
+        let pts = vec![point(4096, 2.5, 0, &[]), point(8192, 3.0, 0, &[])];
+        let mut v = judge(&rule(), &pts, &hosts, 1.0);
+        v.extend(judge(&long, &pts, &hosts, 1.0));
+        let table = verdict_table(&v);
+        let head = table.lines().find(|l| l.starts_with("# rule")).unwrap();
+        let starts: Vec<usize> = ["collective", "check", "measured", "required", "verdict"]
+            .iter()
+            .map(|w| head.find(&format!("  {w}")).unwrap() + 2)
+            .collect();
+        let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("  ")).collect();
+        assert_eq!(rows.len(), 6, "{table}");
+        for r in &rows {
+            // Every cell starts where its header does: a space before, text at the column.
+            for (c, want) in starts.iter().zip(["all-reduce", "", "", "", "PASS"]) {
+                assert_eq!(&r[c - 1..*c], " ", "column at {c}: {table}");
+                assert_ne!(&r[*c..c + 1], " ", "column at {c}: {table}");
+                assert!(r[*c..].starts_with(want), "column at {c}: {table}");
+            }
+        }
+        assert!(table.ends_with("# 6 passed, 0 failed, 0 skipped: PASS\n"), "{table}");
     }
 
     #[test]

@@ -188,6 +188,17 @@ pub fn parse(path: &str, text: &str) -> Result<Spec, String> {
             return Err(at(r.collective.span(), "barrier moves no data; use max_time_us, not min_busbw_gbps".into()));
         }
         let max_time_us = positive(&r.max_time_us, "max_time_us")?;
+        if let (Some(p), None) = (&r.plateau, min_busbw_gbps) {
+            // A plateau only says where bandwidth is judged: without a bandwidth requirement it
+            // would be accepted and then judge nothing.
+            return Err(at(
+                p.span(),
+                format!(
+                    "plateau '{}' is set but min_busbw_gbps is not; expected min_busbw_gbps with it (plateau only says where bandwidth is judged), or no plateau",
+                    p.get_ref()
+                ),
+            ));
+        }
         let ranks_per_node = match &r.ranks_per_node {
             Some(n) if *n.get_ref() < 1 => {
                 return Err(at(n.span(), format!("ranks_per_node = {} is impossible; expected 1 or more", n.get_ref())))
@@ -275,6 +286,7 @@ ranks_per_node = 2
             (format!("[settings]\nbudget = \"soon\"\n{rule}"), "line 2: --budget"),
             ("[settings]\nrepeats = 2\n".to_string(), "no [[rule]]"),
             (format!("{rule}ranks_per_node = 0\n"), "line 5: ranks_per_node = 0 is impossible"),
+            (format!("{rule}plateau = \"1M..2M\"\n"), "line 5: plateau '1M..2M' is set but min_busbw_gbps is not"),
         ];
         for (text, needle) in cases {
             let e = err(text);

@@ -281,6 +281,9 @@ pub fn run(world: &World, opts: &PairsOptions) -> Result<i32> {
     }
     let written = csv_file.as_mut().map(|f| write_csv(f, &pairs, &world.hosts, opts)).transpose();
     print_report(world, opts, &pairs, rounds.len(), elapsed);
+    if let (Ok(_), Some(f)) = (&written, &csv_file) {
+        println!("{}", crate::report::written_line(f.real_path(), "CSV"));
+    }
     world.agree(written.map(|_| crate::error::exit::OK))
 }
 

@@ -98,6 +98,12 @@ struct Row<'a> {
 
 pub struct CsvReport {
     file: AppendFile,
+    /// Columns appended after [`COLUMNS`] by a caller that writes several sweeps to one file
+    /// (`check`: `rule`, `repeat`), and their values for the rows written next.
+    extra_columns: &'static [&'static str],
+    extra: Vec<String>,
+    /// Data rows written so far.
+    rows: u64,
 }
 
 fn opt(v: Option<u64>) -> String {
@@ -116,12 +122,35 @@ fn num(v: f64) -> String {
 impl CsvReport {
     /// Write to a file created before the run (see [`super::outfile`]).
     pub fn new(file: AppendFile) -> CsvReport {
-        CsvReport { file }
+        CsvReport { file, extra_columns: &[], extra: vec![], rows: 0 }
+    }
+
+    /// As [`CsvReport::new`], with `columns` appended to every row; their values are set by
+    /// [`CsvReport::set_extra`] (empty until then).
+    pub fn with_extra_columns(file: AppendFile, columns: &'static [&'static str]) -> CsvReport {
+        CsvReport { file, extra_columns: columns, extra: vec![String::new(); columns.len()], rows: 0 }
+    }
+
+    /// The values of the extra columns for the rows written from now on.
+    pub fn set_extra(&mut self, values: Vec<String>) {
+        debug_assert_eq!(values.len(), self.extra_columns.len());
+        self.extra = values;
     }
 
     /// The path as given or chosen.
     pub fn path(&self) -> &Path {
         self.file.path()
+    }
+
+    /// The header row: [`COLUMNS`], then the extra columns.
+    pub fn write_header(&mut self) -> Result<()> {
+        let header: Vec<&str> = COLUMNS.iter().chain(self.extra_columns).copied().collect();
+        self.write(header)
+    }
+
+    /// Data rows written so far.
+    pub fn rows(&self) -> u64 {
+        self.rows
     }
 
     /// Remove the file: the run never started.
@@ -196,7 +225,11 @@ impl CsvReport {
                 f.clear();
             }
         }
-        self.write(row)
+        let extra = std::mem::take(&mut self.extra);
+        let written = self.write((row, &extra));
+        self.extra = extra;
+        self.rows += written.is_ok() as u64;
+        written
     }
 }
 
@@ -215,14 +248,13 @@ fn warning_kind(w: &crate::stats::Warning) -> &'static str {
     use crate::stats::Warning;
     match w {
         Warning::Noisy { .. } => "noisy",
-        Warning::Outliers { .. } => "outliers",
-        Warning::SlowFirstCall { .. } => "slow_first_call",
+        Warning::MeanOffMedian { .. } => "mean_off_median",
     }
 }
 
 impl Report for CsvReport {
     fn begin(&mut self, _info: &RunInfo) -> Result<()> {
-        self.write(COLUMNS)
+        self.write_header()
     }
 
     fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()> {

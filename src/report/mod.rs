@@ -29,3 +29,8 @@ pub(crate) fn create_default_csv(flag: &str, prefix: &str, now: &chrono::DateTim
         "csv",
     )
 }
+
+/// One footer line naming a file written: `# Wrote /abs/path (WHAT)`, the path absolute.
+pub fn written_line(path: &std::path::Path, what: &str) -> String {
+    format!("# Wrote {} ({what})", outfile::absolute(path).display())
+}

@@ -110,6 +110,12 @@ fn normalized(path: &Path) -> PathBuf {
     }
 }
 
+/// The path to show the user for a file written: absolute, `.` and `..` resolved, links in
+/// its directories resolved (a relative path under `srun` is no help on another node).
+pub fn absolute(path: &Path) -> PathBuf {
+    normalized(path)
+}
+
 /// How two paths are compared: by device and inode when the file exists, else by path.
 #[derive(Debug, PartialEq, Eq)]
 enum Identity {

@@ -14,12 +14,15 @@ const PLATEAU_FRACTION: u64 = 8;
 
 pub struct TableReport<W: Write> {
     out: W,
-    /// Points of the current block, for its footer line.
+    /// The current block's label (collective, type, op), and its sized points for its footer
+    /// line (none for barrier, which moves no data: no bus-bandwidth line).
+    block: Option<String>,
     current: Vec<(String, u64, f64)>,
     footers: Vec<String>,
-    /// Measurements seen, and per warning kind: how many had it and the first example.
+    /// Measurements seen, and per warning kind: its headline, how many had it and the first
+    /// example.
     measured: usize,
-    warnings: Vec<(String, usize, String)>,
+    warnings: Vec<(String, String, usize, String)>,
     /// Per rank: points where it stood out, and the first example.
     slow: std::collections::BTreeMap<usize, (usize, String)>,
     /// sendrecv at its largest size: bytes and each rank's one-way time (per-host footer line).
@@ -30,6 +33,7 @@ impl<W: Write> TableReport<W> {
     pub fn new(out: W) -> Self {
         TableReport {
             out,
+            block: None,
             current: vec![],
             footers: vec![],
             measured: 0,
@@ -132,9 +136,10 @@ impl<W: Write> Report for TableReport<W> {
     fn point(&mut self, _info: &RunInfo, p: &Point) -> Result<()> {
         let label =
             format!("{} {}{}", p.collective.name(), p.dtype.name(), p.op.map(|o| format!(" {o}")).unwrap_or_default());
-        let new_block = self.current.first().is_none_or(|(l, _, _)| *l != label);
+        let new_block = self.block.as_ref() != Some(&label);
         if new_block {
             self.close_block();
+            self.block = Some(label.clone());
             self.line("#");
             self.line(&format!("# Collective: {}", p.collective.name()));
             self.line("#                                                              out-of-place                       in-place");
@@ -161,9 +166,9 @@ impl<W: Write> Report for TableReport<W> {
             let at = format!("{label} {} B {}", p.size_bytes, m.placement.name());
             for w in &m.warnings {
                 let kind = format!("{:?}", std::mem::discriminant(w));
-                match self.warnings.iter_mut().find(|(k, _, _)| *k == kind) {
-                    Some((_, n, _)) => *n += 1,
-                    None => self.warnings.push((kind, 1, format!("{at}: {w}"))),
+                match self.warnings.iter_mut().find(|(k, _, _, _)| *k == kind) {
+                    Some((_, _, n, _)) => *n += 1,
+                    None => self.warnings.push((kind, w.headline(), 1, format!("{at}: {w}"))),
                 }
             }
             for o in &m.slow_ranks {
@@ -178,7 +183,9 @@ impl<W: Write> Report for TableReport<W> {
         {
             self.pingpong = Some((p.size_bytes, p.out_of_place.per_rank_us.clone()));
         }
-        self.current.push((label, p.size_bytes, p.out_of_place.busbw_gbps));
+        if sized {
+            self.current.push((label, p.size_bytes, p.out_of_place.busbw_gbps));
+        }
         Ok(())
     }
 
@@ -198,8 +205,11 @@ impl<W: Write> Report for TableReport<W> {
         if let Some(l) = self.pingpong.take().and_then(|(size, t)| pingpong_per_host(&info.hosts, size, &t)) {
             self.line(&l);
         }
-        for (_, n, example) in std::mem::take(&mut self.warnings) {
-            self.line(&format!("# Warning: {n} of {} measurements, e.g. {example}", self.measured));
+        for (_, headline, n, example) in std::mem::take(&mut self.warnings) {
+            self.line(&format!(
+                "# Warning: {headline} at {n} of {} measurements (each point's out-of-place and in-place counted apart); e.g. {example}",
+                self.measured
+            ));
         }
         if !self.slow.is_empty() {
             let host_of =
@@ -258,6 +268,83 @@ fn pingpong_per_host(hosts: &[(String, Vec<usize>)], size: u64, per_rank_us: &[f
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collective::Kind;
+    use crate::dtype::{DType, Op};
+    use crate::options::Options;
+    use crate::record::Placement;
+    use crate::stats::Warning;
+
+    fn m(placement: Placement, warnings: Vec<Warning>) -> Measurement {
+        Measurement {
+            placement,
+            warmup_iters: 1,
+            iters: 10,
+            batch: 1,
+            time_us: 1.5,
+            algbw_gbps: 0.1,
+            busbw_gbps: 0.1,
+            summary: Default::default(),
+            per_rank_us: vec![1.5, 1.5],
+            wrong: Some(0),
+            out_of_bounds: Some(0),
+            first_call_us: None,
+            slow_ranks: vec![],
+            warnings,
+        }
+    }
+
+    fn point(kind: Kind, size: u64, warnings: Vec<Warning>) -> Point {
+        Point {
+            collective: kind,
+            dtype: DType::Float32,
+            op: kind.spec().reduces().then_some(Op::Sum),
+            root: None,
+            size_bytes: size,
+            count: size / 4,
+            bus_factor: 1.0,
+            out_of_place: m(Placement::OutOfPlace, warnings),
+            in_place: m(Placement::InPlace, vec![]),
+        }
+    }
+
+    /// Barrier gets no bus-bandwidth line; each warning kind is one line with its threshold
+    /// and the count of measurements it applies to.
+    #[test]
+    fn footer_lines_only_where_they_say_something() {
+        let info = RunInfo {
+            version: "0".into(),
+            timestamp: "t".into(),
+            backend: "mpi".into(),
+            backend_details: vec![],
+            mpi_library: "MPI".into(),
+            ranks: 2,
+            hosts: vec![("h".into(), vec![0, 1])],
+            options: Options::default(),
+            pids: vec![1, 2],
+            notes: vec![],
+        };
+        let off = || vec![Warning::MeanOffMedian { time_us: 2.0, median_us: 1.0, outliers: 3, samples: 100 }];
+        let mut t = TableReport::new(Vec::new());
+        t.begin(&info).unwrap();
+        t.point(&info, &point(Kind::AllReduce, 1024, off())).unwrap();
+        t.point(&info, &point(Kind::AllReduce, 2048, vec![])).unwrap();
+        t.point(&info, &point(Kind::Barrier, 0, off())).unwrap();
+        t.end(&info, &Totals::default()).unwrap();
+        let out = String::from_utf8(t.into_inner()).unwrap();
+        let bw: Vec<&str> = out.lines().filter(|l| l.starts_with("# Avg bus bandwidth")).collect();
+        assert_eq!(bw.len(), 1, "{out}");
+        assert!(bw[0].contains("(all-reduce float sum, out-of-place"), "{out}");
+        let warn: Vec<&str> = out.lines().filter(|l| l.starts_with("# Warning")).collect();
+        assert_eq!(warn.len(), 1, "{out}");
+        assert!(
+            warn[0].starts_with("# Warning: the time (the mean) and the median differ by more than 10% ")
+                && warn[0].contains(" at 2 of 6 measurements ")
+                && warn[0].contains("e.g. all-reduce float sum 1024 B ")
+                && warn[0].contains(": time 2.00 us is 100% above the median 1.00 us; 3 of 100 samples"),
+            "{out}"
+        );
+        assert_eq!(out.matches("# Collective: ").count(), 2, "{out}");
+    }
 
     #[test]
     fn pingpong_names_the_host_whose_every_rank_is_slow() {
