@@ -33,10 +33,19 @@ max_time_us = 100000.0
 fn a_spec_that_passes_exits_0_and_writes_junit() {
     let dir = tempfile::tempdir().unwrap();
     let s = spec(dir.path(), PASSING);
-    let o = mpirun_in(dir.path(), 2, &["check", &s, "--junit", "out/j.xml"], 300);
+    let o = mpirun_in(dir.path(), 2, &["check", &s, "--junit", "out/j.xml", "--progress"], 300);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     assert!(out.contains("# 4 passed, 0 failed, 0 skipped: PASS"), "{out}");
+    // One line per rule as it finishes; the bar on stderr (asked for: under mpirun it is a pipe).
+    let done: Vec<&str> = out.lines().filter(|l| l.starts_with("# rule '")).collect();
+    assert_eq!(done.len(), 2, "{out}");
+    assert!(
+        done[0].starts_with("# rule 'modest all-reduce' (line ")
+            && done[0].contains("): PASS (2 of 2 checks passed) in "),
+        "{out}"
+    );
+    assert!(stderr(&o).contains(" points"), "{}", stderr(&o));
     assert!(
         out.lines().any(|l| l.contains("modest all-reduce (line") && l.contains("busbw") && l.ends_with("PASS")),
         "{out}"

@@ -9,6 +9,7 @@ pub mod spec;
 use crate::error::{exit, Error, Result};
 use crate::options::{Aggregation, CsvTarget, Options, Step};
 use crate::record::Point;
+use crate::report::progress::BarAwareWriter;
 use crate::stats::RankOutlier;
 use crate::sweep::Sweep;
 use crate::world::World;
@@ -41,6 +42,10 @@ pub struct CheckArgs {
     /// Write to the file a symbolic link at the JUnit path points at (refused by default)
     #[arg(long = "follow-symlinks")]
     pub follow_symlinks: bool,
+    /// Show a progress bar on stderr over every rule's points (automatic when rank 0's stderr
+    /// is a terminal; under mpirun it is a pipe, so ask)
+    #[arg(long = "progress")]
+    pub progress: bool,
     /// Testing only: RANK:MICROSECONDS — that rank arrives late at every timed batch
     #[arg(long = "debug-slow-rank", value_name = "RANK:US", hide = true)]
     pub debug_slow_rank: Option<String>,
@@ -51,6 +56,7 @@ pub struct CheckOptions {
     pub spec: PathBuf,
     pub junit: Option<PathBuf>,
     pub files: crate::report::Policy,
+    pub progress: bool,
     pub debug_slow_rank: Option<(usize, u64)>,
 }
 
@@ -60,6 +66,7 @@ pub fn parse(argv: &[String]) -> Result<crate::cli::Clap<CheckOptions>> {
             spec: a.spec,
             junit: a.junit,
             files: crate::report::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
+            progress: a.progress,
             debug_slow_rank: a.debug_slow_rank.as_deref().map(crate::cli::parse_slow_rank).transpose()?,
         }),
         crate::cli::Clap::Info(t) => crate::cli::Clap::Info(t),
@@ -237,8 +244,16 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     world.agree(junit)?;
 
     let by_host = world.ranks_by_host();
+    // Rank 0: a bar over every rule's points (each repeat counts), and stdout through it.
+    let progress = if world.rank == 0 {
+        let total = spec.rules.iter().map(|r| sweep_options(r, &spec).point_count(u64::MAX - 1)).sum::<u64>()
+            * spec.repeats as u64;
+        crate::report::progress::ProgressReport::new(total, opts.progress)
+    } else {
+        None
+    };
+    let mut out = BarAwareWriter::new(std::io::stdout(), progress.as_ref().map(|p| p.bar()));
     if world.rank == 0 {
-        let mut out = std::io::stdout().lock();
         let _ = writeln!(
             out,
             "# coll-bench {} check {}: {} rule(s), median of {} repeat(s), {} ranks on {} host(s)",
@@ -266,6 +281,9 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
                     slow_ranks: vec![],
                     seconds: 0.0,
                 });
+                if world.rank == 0 {
+                    rule_done(&mut out, rule, &verdicts[verdicts.len() - 1..], 0.0);
+                }
                 continue;
             }
         }
@@ -277,12 +295,24 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
         for _ in 0..spec.repeats {
             let mut sweep = Sweep::new(world, backend.as_mut(), &sweep_opts);
             sweep.run(&mut |p| {
+                if let Some(bar) = &progress {
+                    bar.advance(p);
+                }
                 points.push(p.clone());
                 Ok(())
             })?;
         }
-        verdicts.extend(judge(rule, &points, &world.hosts, mpi::time() - t0));
+        let seconds = mpi::time() - t0;
+        let judged = judge(rule, &points, &world.hosts, seconds);
+        if world.rank == 0 {
+            rule_done(&mut out, rule, &judged, seconds);
+        }
+        verdicts.extend(judged);
     }
+    if let Some(bar) = &progress {
+        bar.finish();
+    }
+    drop(out);
     if world.rank != 0 {
         return world.agree(Ok(exit::OK));
     }
@@ -293,6 +323,26 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     };
     let failed = verdicts.iter().any(|v| v.outcome == Outcome::Fail);
     world.agree(written.map(|_| if failed { exit::WRONG } else { exit::OK }))
+}
+
+/// One line as each rule finishes, so a long check shows where it is (the table comes at the end).
+fn rule_done(out: &mut impl Write, rule: &Rule, verdicts: &[Verdict], seconds: f64) {
+    let count = |o: Outcome| verdicts.iter().filter(|v| v.outcome == o).count();
+    let outcome = if count(Outcome::Fail) > 0 {
+        "FAIL"
+    } else if count(Outcome::Pass) > 0 {
+        "PASS"
+    } else {
+        "SKIP"
+    };
+    let _ = writeln!(
+        out,
+        "# rule '{}' (line {}): {outcome} ({} of {} checks passed) in {seconds:.1} s",
+        rule.name,
+        rule.line,
+        count(Outcome::Pass),
+        verdicts.len()
+    );
 }
 
 fn print_verdicts(verdicts: &[Verdict]) {
