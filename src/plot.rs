@@ -67,10 +67,10 @@ const MAX_SIDE: u32 = 8192;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum PlacementChoice {
     /// in-place only (also: in, in_place)
-    #[value(name = "in-place", alias = "in", alias = "in-place")]
+    #[value(name = "in-place", aliases = ["in", "in_place"])]
     In,
     /// out-of-place only (also: out, out_of_place)
-    #[value(name = "out-of-place", alias = "out", alias = "out-of-place")]
+    #[value(name = "out-of-place", aliases = ["out", "out_of_place"])]
     Out,
     /// both
     Both,
@@ -628,6 +628,25 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placement_has_one_spelling_and_reads_the_old_ones() {
+        let parse =
+            |p: &str| Args::try_parse_from(["plot", "r.csv", "-o", "x.svg", "--placement", p]).map(|a| a.placement);
+        for (p, want) in [
+            ("out-of-place", PlacementChoice::Out),
+            ("out", PlacementChoice::Out),
+            ("out_of_place", PlacementChoice::Out),
+            ("in-place", PlacementChoice::In),
+            ("in", PlacementChoice::In),
+            ("in_place", PlacementChoice::In),
+            ("both", PlacementChoice::Both),
+        ] {
+            assert_eq!(parse(p).unwrap(), want, "{p}");
+        }
+        assert!(parse("sideways").is_err());
+        assert!(PlacementChoice::Out.keeps("out-of-place") && !PlacementChoice::Out.keeps("in-place"));
+    }
     use crate::csvread::Key;
 
     fn row(coll: &str, dtype: &str, placement: &str, size: u64) -> Row {
