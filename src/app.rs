@@ -314,12 +314,16 @@ fn open_reports(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<O
             return Err(e);
         }
     };
-    let mut reports: Vec<Box<dyn Report>> = vec![Box::new(TableReport::new(std::io::stdout()))];
+    let total = opts.point_count(u64::MAX - 1);
+    let progress = crate::report::progress::ProgressReport::new(total, opts.progress);
+    // The table's rows go through the bar (cleared, written, redrawn): never on the bar's line.
+    let stdout = crate::report::progress::BarAwareWriter::new(std::io::stdout(), progress.as_ref().map(|p| p.bar()));
+    let mut reports: Vec<Box<dyn Report>> = vec![Box::new(TableReport::new(stdout))];
     reports.extend(csv.map(|r| Box::new(r) as Box<dyn Report>));
     reports.extend(json.map(|r| Box::new(r) as Box<dyn Report>));
     reports.extend(markdown.map(|r| Box::new(r) as Box<dyn Report>));
-    let total = opts.point_count(u64::MAX - 1);
-    if let Some(bar) = crate::report::progress::ProgressReport::new(total, opts.progress) {
+    // Last: its `end` clears the bar after the footer is out.
+    if let Some(bar) = progress {
         reports.push(Box::new(bar));
     }
     Ok((reports, csv_path, files))

@@ -16,7 +16,7 @@ Subcommands (`coll-bench help SUBCOMMAND` for each one's flags):
   check    judge the cluster against an acceptance spec (TOML); exit 1 when a rule fails
   pairs    point-to-point latency and bandwidth between every pair of ranks; names the slow pairs
   plot     draw bus bandwidth and time against size from CSVs (SVG or PNG); no MPI needed
-  compare  compare two runs' CSVs point by point; exit 1 on a significant regression; no MPI needed
+  compare  compare runs' CSVs point by point; exit 1 on a slowdown beyond run-to-run noise; no MPI needed
   spec     `spec from-run RUN.csv --margin 30%`: an acceptance spec from a known-good run; no MPI needed
 
 Examples:

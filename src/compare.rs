@@ -1,46 +1,67 @@
-//! `coll-bench compare BASE.csv NEW.csv`: did NEW get slower than BASE?
+//! `coll-bench compare BASE.csv NEW.csv`, or `compare BASE.csv… -- NEW.csv…`: did NEW get slower
+//! than BASE, by more than repeating the same run on the same machine would explain?
 //!
-//! Points are matched on (collective, backend, dtype, op, placement, size). For each shared
-//! point: the ratio of medians (new / base), the change in percent, and a one-sided Welch t-test
-//! on the means, from each row's mean (`time_us`), `stddev_us` and sample count (`iters /
-//! batch_iters`), and, where the CSV has them (`ci95_lo_us`, `ci95_hi_us`), whether the medians'
-//! distribution-free 95% intervals are apart: the t-test alone loses its power when a few slow
-//! outliers (preemption on a shared node) inflate the standard deviation, while the median's
-//! interval stays tight. Where neither is possible (fewer than two samples, no spread, no
-//! interval) the sample ranges decide: NEW is significantly slower only if its fastest sample
-//! is slower than BASE's slowest. A point regressed when its median slowed by more than
-//! `--threshold` percent AND the slowdown is significant. Exit 1 if any point regressed, 0 if
-//! none, 2 on error. Points only in one run are listed, never judged.
+//! Points are matched on (collective, backend, dtype, op, placement, size). Each point is judged
+//! on one statistic of each run (`--stat`: the median, default, or the mean — the table's time);
+//! a side's value is the geometric mean over its runs, and the change is the ratio new / base.
+//!
+//! The noise that matters is between runs, not within one: thousands of samples make a run's own
+//! interval tiny, while two back-to-back runs of the same sweep differ by far more (the machine's
+//! state drifts). So the noise is estimated from the runs themselves:
+//! - with two or more runs on a side, from the spread of ln(value) between the runs of each side,
+//!   pooled over both sides, per point and never below its series' average (two runs agreeing by
+//!   chance do not make a point look precise);
+//! - with one run per side, drift cannot be told from change; the noise is then the jitter of the
+//!   ratio between neighbouring sizes of a series (robust: 1.4826 × median |step| / √2), never
+//!   below the jitter of the whole comparison, and the output says so (and names a move of the
+//!   whole comparison beyond the threshold, which may be drift as well as a change).
+//!
+//! A point regressed when it slowed by more than `--threshold` percent AND by more than the noise
+//! explains at a family-wise false-alarm level `--alpha` (one-sided normal quantile at
+//! alpha / number of points, Bonferroni). A series (one collective × backend × type × op ×
+//! placement, three sizes or more) regressed when the median of its points' ln-ratios does the
+//! same, with the median's standard error (1.2533 σ / √n) and alpha / number of series: this
+//! catches a modest slowdown of one whole collective that single noisy points cannot show.
+//! Exit 1 if any point or series regressed, 0 if none, 2 on error. Points only in one side are
+//! listed, never judged.
 
 use crate::csvread::{self, human_bytes, Key, Row};
 use crate::error::{exit, Error, Result};
 use clap::Parser;
-use statrs::distribution::{ContinuousCDF, StudentsT};
-use std::collections::HashMap;
+use statrs::distribution::{ContinuousCDF, Normal};
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-const FORM: &str = "coll-bench compare BASE.csv NEW.csv [--threshold PCT] [--alpha P]";
+const FORM: &str =
+    "coll-bench compare BASE.csv NEW.csv, or BASE.csv... -- NEW.csv... [--stat median|mean] [--threshold PCT] [--alpha P]";
 
 #[derive(Parser, Debug)]
 #[command(
     name = "coll-bench compare",
     bin_name = "coll-bench compare",
-    about = "Compare two coll-bench CSVs point by point; exit 1 if NEW is significantly slower than BASE anywhere",
-    after_help = "Runs without MPI (no mpirun needed).\nExample: coll-bench compare last-week.csv today.csv --threshold 10\n\
-Exit codes: 0 no significant regression, 1 at least one, 2 error."
+    allow_negative_numbers = true,
+    about = "Compare coll-bench CSVs point by point; exit 1 if NEW is slower than BASE by more than run-to-run noise explains",
+    after_help = "Runs without MPI (no mpirun needed). Give several runs per side, separated by --, to judge on \
+run-to-run noise; with one run per side drift cannot be told from change.\n\
+Examples:\n  coll-bench compare last-week.csv today.csv --threshold 10\n  \
+coll-bench compare base-1.csv base-2.csv base-3.csv -- new-1.csv new-2.csv new-3.csv\n\
+Exit codes: 0 no regression, 1 at least one, 2 error."
 )]
 struct Args {
-    /// The reference run's CSV.
-    #[arg(value_name = "BASE.csv")]
-    base: PathBuf,
-    /// The run to judge against it.
-    #[arg(value_name = "NEW.csv")]
-    new: PathBuf,
-    /// Slowdown of the median, in percent, beyond which a significant slowdown is a regression.
+    /// BASE.csv NEW.csv; or, with `--`, the BASE runs (one sweep per file).
+    #[arg(value_name = "CSV", required = true)]
+    files: Vec<PathBuf>,
+    /// The NEW runs, after `--` (flags go before it).
+    #[arg(value_name = "NEW.csv", last = true)]
+    new: Vec<PathBuf>,
+    /// The statistic judged: each run's median time per call, or its mean (the table's time).
+    #[arg(long, value_name = "median|mean", default_value = "median")]
+    stat: String,
+    /// Smallest change, in percent, that counts: a slowdown within it is never a regression.
     #[arg(long, value_name = "PCT", default_value = "5")]
     threshold: String,
-    /// Significance level of the one-sided test.
+    /// False-alarm level for the whole comparison (shared out over its points, and its series).
     #[arg(long, value_name = "P", default_value = "0.05")]
     alpha: String,
 }
@@ -63,8 +84,59 @@ pub fn main(args: &[String]) -> i32 {
     }
 }
 
+/// Which statistic of each run is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stat {
+    Median,
+    Mean,
+}
+
+impl Stat {
+    pub fn parse(s: &str) -> Option<Stat> {
+        match s.trim() {
+            "median" => Some(Stat::Median),
+            "mean" => Some(Stat::Mean),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Stat::Median => "median",
+            Stat::Mean => "mean",
+        }
+    }
+    fn other(self) -> Stat {
+        match self {
+            Stat::Median => Stat::Mean,
+            Stat::Mean => Stat::Median,
+        }
+    }
+    fn of(self, r: &Row) -> f64 {
+        match self {
+            Stat::Median => r.median_us,
+            Stat::Mean => r.time_us,
+        }
+    }
+    /// The CSV column it comes from.
+    fn column(self) -> &'static str {
+        match self {
+            Stat::Median => "median_us",
+            Stat::Mean => "time_us",
+        }
+    }
+}
+
+/// The judgement's settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Settings {
+    pub stat: Stat,
+    /// Percent.
+    pub threshold_pct: f64,
+    pub alpha: f64,
+}
+
 fn run(args: &Args) -> Result<(String, i32)> {
-    let threshold = match args.threshold.trim().trim_end_matches('%').parse::<f64>() {
+    let threshold_pct = match args.threshold.trim().trim_end_matches('%').parse::<f64>() {
         Ok(v) if v.is_finite() && v >= 0.0 => v,
         _ => {
             return Err(Error::usage(format!(
@@ -82,168 +154,153 @@ fn run(args: &Args) -> Result<(String, i32)> {
             )))
         }
     };
+    let stat = Stat::parse(&args.stat).ok_or_else(|| {
+        Error::usage(format!("--stat: '{}' is not a statistic (median or mean); expected {FORM}", args.stat))
+    })?;
+    let (base_paths, new_paths) = if args.new.is_empty() {
+        match &args.files[..] {
+            [b, n] => (vec![b.clone()], vec![n.clone()]),
+            [_] => return Err(Error::usage(format!("one CSV given, the NEW run is missing; expected {FORM}"))),
+            _ => {
+                return Err(Error::usage(format!(
+                    "{} CSVs without '--': with more than one run per side, put '--' between the BASE and the NEW runs; expected {FORM}",
+                    args.files.len()
+                )))
+            }
+        }
+    } else {
+        (args.files.clone(), args.new.clone())
+    };
     let with_form = |e: Error| Error::usage(format!("{e}; expected {FORM}"));
-    let base = csvread::read(&args.base).map_err(with_form)?;
-    let new = csvread::read(&args.new).map_err(with_form)?;
-    let base_name = args.base.display().to_string();
-    let new_name = args.new.display().to_string();
-    let m = match_points(&base, &new)
-        .map_err(|(which, e)| Error::usage(format!("'{}': {e}", if which == 0 { &base_name } else { &new_name })))?;
-    if m.pairs.is_empty() {
+    let read = |paths: &[PathBuf]| -> Result<Vec<Run>> {
+        let mut runs = vec![];
+        for p in paths {
+            let name = p.display().to_string();
+            if runs.iter().any(|r: &Run| r.name == name) {
+                return Err(Error::usage(format!(
+                    "'{name}' is given twice on one side; each run counts once; expected {FORM}"
+                )));
+            }
+            runs.push(Run { rows: csvread::read(p).map_err(with_form)?, name });
+        }
+        Ok(runs)
+    };
+    let base = read(&base_paths)?;
+    let new = read(&new_paths)?;
+    let m = match_runs(&base, &new).map_err(Error::usage)?;
+    if m.points.is_empty() {
         return Err(Error::usage(format!(
-            "'{base_name}' and '{new_name}' share no point (same collective, backend, dtype, op, placement and size); nothing to compare"
+            "{} and {} share no point measured in every run (same collective, backend, dtype, op, placement and size); nothing to compare",
+            side_name(&base),
+            side_name(&new)
         )));
     }
-    let judged: Vec<(&Row, &Row, Judgement)> =
-        m.pairs.iter().map(|(b, n)| (*b, *n, judge(&sample(b), &sample(n), threshold, alpha))).collect();
-    let text = render(&base_name, &new_name, &base, &new, &m, &judged, threshold, alpha);
-    let regressed = judged.iter().any(|(_, _, j)| j.verdict == Verdict::Regression);
+    let settings = Settings { stat, threshold_pct, alpha };
+    let c = judge_all(&m.points, base.len(), new.len(), &settings);
+    let text = render(&base, &new, &m, &c, &settings);
+    let regressed = c.points.iter().any(|j| j.verdict == Verdict::Regression)
+        || c.series.iter().any(|s| s.verdict == Verdict::Regression);
     Ok((text, if regressed { exit::WRONG } else { exit::OK }))
 }
 
-/// Points of two runs, matched by key.
+/// One CSV: one run of a sweep.
 #[derive(Debug)]
-pub struct Matched<'a> {
-    /// Shared points, in BASE's order.
-    pub pairs: Vec<(&'a Row, &'a Row)>,
-    pub only_base: Vec<&'a Key>,
-    pub only_new: Vec<&'a Key>,
+pub struct Run {
+    pub name: String,
+    pub rows: Vec<Row>,
 }
 
-/// Match on the key. A file that has the same point twice is an error: (0 for base, 1 for new,
-/// the message).
-pub fn match_points<'a>(base: &'a [Row], new: &'a [Row]) -> std::result::Result<Matched<'a>, (usize, String)> {
-    fn index(rows: &[Row]) -> std::result::Result<HashMap<&Key, &Row>, String> {
-        let mut map = HashMap::with_capacity(rows.len());
-        for r in rows {
+fn side_name(runs: &[Run]) -> String {
+    match runs {
+        [one] => format!("'{}'", one.name),
+        _ => format!(
+            "the {} runs {}",
+            runs.len(),
+            runs.iter().map(|r| format!("'{}'", r.name)).collect::<Vec<_>>().join(" ")
+        ),
+    }
+}
+
+/// One point measured in every run of both sides: its rows, run by run.
+#[derive(Debug)]
+pub struct Point<'a> {
+    pub key: &'a Key,
+    pub base: Vec<&'a Row>,
+    pub new: Vec<&'a Row>,
+}
+
+/// Points of the two sides, matched by key.
+#[derive(Debug)]
+pub struct Matched<'a> {
+    /// Shared points, in the first BASE run's order.
+    pub points: Vec<Point<'a>>,
+    pub only_base: Vec<&'a Key>,
+    pub only_new: Vec<&'a Key>,
+    /// Points left out because some run of their side lacks them.
+    pub not_in_every_run: usize,
+}
+
+/// Match on the key. A file that has the same point twice is an error naming the file.
+pub fn match_runs<'a>(base: &'a [Run], new: &'a [Run]) -> std::result::Result<Matched<'a>, String> {
+    fn index(run: &Run) -> std::result::Result<HashMap<&Key, &Row>, String> {
+        let mut map = HashMap::with_capacity(run.rows.len());
+        for r in &run.rows {
             if let Some(prev) = map.insert(&r.key, r) {
                 return Err(format!(
-                    "line {} measures the same point as line {} ({}); compare takes one run per file",
-                    r.line, prev.line, r.key
+                    "'{}': line {} measures the same point as line {} ({}); give each run its own file (compare A.csv B.csv -- C.csv D.csv)",
+                    run.name, r.line, prev.line, r.key
                 ));
             }
         }
         Ok(map)
     }
-    let b = index(base).map_err(|e| (0, e))?;
-    let n = index(new).map_err(|e| (1, e))?;
+    // A side's points: those in every one of its runs, in its first run's order.
+    /// A side's points in order, each run's index, and how many points only some runs have.
+    type Side<'a> = (Vec<&'a Key>, Vec<HashMap<&'a Key, &'a Row>>, usize);
+    fn side<'a>(runs: &'a [Run]) -> std::result::Result<Side<'a>, String> {
+        let maps = runs.iter().map(index).collect::<std::result::Result<Vec<_>, _>>()?;
+        let keys: Vec<&Key> =
+            runs[0].rows.iter().map(|r| &r.key).filter(|k| maps.iter().all(|m| m.contains_key(k))).collect();
+        let all: HashSet<&Key> = maps.iter().flat_map(|m| m.keys().copied()).collect();
+        Ok((keys.clone(), maps, all.len() - keys.len()))
+    }
+    let (bk, bm, bpart) = side(base)?;
+    let (nk, nm, npart) = side(new)?;
+    let nset: HashSet<&Key> = nk.iter().copied().collect();
+    let bset: HashSet<&Key> = bk.iter().copied().collect();
+    let points = bk
+        .iter()
+        .filter(|k| nset.contains(*k))
+        .map(|k| Point { key: k, base: bm.iter().map(|m| m[k]).collect(), new: nm.iter().map(|m| m[k]).collect() })
+        .collect();
     Ok(Matched {
-        pairs: base.iter().filter_map(|r| n.get(&r.key).map(|m| (r, *m))).collect(),
-        only_base: base.iter().filter(|r| !n.contains_key(&r.key)).map(|r| &r.key).collect(),
-        only_new: new.iter().filter(|r| !b.contains_key(&r.key)).map(|r| &r.key).collect(),
+        points,
+        only_base: bk.iter().filter(|k| !nset.contains(*k)).copied().collect(),
+        only_new: nk.iter().filter(|k| !bset.contains(*k)).copied().collect(),
+        not_in_every_run: bpart + npart,
     })
 }
 
-/// What the tests need of one point of one run.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Sample {
-    pub mean: f64,
-    pub median: f64,
-    pub stddev: Option<f64>,
-    pub n: u64,
-    pub min: f64,
-    pub max: f64,
-    /// 95% interval of the median, where the CSV has it.
-    pub median_ci: Option<(f64, f64)>,
-}
-
-fn sample(r: &Row) -> Sample {
-    Sample {
-        mean: r.time_us,
-        median: r.median_us,
-        stddev: r.stddev_us,
-        n: r.samples(),
-        min: r.min_us,
-        max: r.max_us,
-        median_ci: r.median_ci95_us,
-    }
-}
-
-/// One-sided Welch t-test of NEW's mean against BASE's.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Welch {
-    pub t: f64,
-    /// Welch–Satterthwaite degrees of freedom.
-    pub df: f64,
-    /// p of "NEW is slower" and of "NEW is faster".
-    pub p_slower: f64,
-    pub p_faster: f64,
-}
-
-/// Where NEW's interval lies against BASE's.
+/// How the noise was estimated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Apart {
-    /// Entirely above (slower).
-    Slower,
-    /// Entirely below (faster).
-    Faster,
-    Overlap,
-}
-
-fn apart((blo, bhi): (f64, f64), (nlo, nhi): (f64, f64)) -> Apart {
-    if nlo > bhi {
-        Apart::Slower
-    } else if nhi < blo {
-        Apart::Faster
-    } else {
-        Apart::Overlap
-    }
-}
-
-/// What the data allowed, for one point.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Evidence {
-    /// The t-test on the means; None with fewer than two samples, no stddev or no spread.
-    pub welch: Option<Welch>,
-    /// The medians' 95% intervals, where both rows have them.
-    pub median_ci: Option<Apart>,
-    /// The sample ranges [min, max]: consulted only when neither of the above is available.
-    pub ranges: Option<Apart>,
-}
-
-/// One-sided Welch t-test of "NEW's mean is larger" (and "smaller"). None where the data do not
-/// allow it: fewer than two samples on a side, no standard deviation, or no spread at all.
-pub fn welch(base: &Sample, new: &Sample) -> Option<Welch> {
-    let (sb, sn) = (base.stddev?, new.stddev?);
-    if base.n < 2 || new.n < 2 || !sb.is_finite() || !sn.is_finite() {
-        return None;
-    }
-    let (vb, vn) = (sb * sb / base.n as f64, sn * sn / new.n as f64);
-    let se2 = vb + vn;
-    if se2 <= 0.0 || !se2.is_finite() {
-        return None;
-    }
-    let t = (new.mean - base.mean) / se2.sqrt();
-    let df = se2 * se2 / (vb * vb / (base.n - 1) as f64 + vn * vn / (new.n - 1) as f64);
-    if !t.is_finite() || !df.is_finite() {
-        return None;
-    }
-    let dist = StudentsT::new(0.0, 1.0, df).ok()?;
-    Some(Welch { t, df, p_slower: dist.sf(t), p_faster: dist.cdf(t) })
-}
-
-/// Everything the two rows allow.
-pub fn evidence(base: &Sample, new: &Sample) -> Evidence {
-    let welch = welch(base, new);
-    let median_ci = base.median_ci.zip(new.median_ci).map(|(b, n)| apart(b, n));
-    let ranges = match (welch, median_ci) {
-        (None, None) => Some(apart((base.min, base.max), (new.min, new.max))),
-        _ => None,
-    };
-    Evidence { welch, median_ci, ranges }
+pub enum Noise {
+    /// From the spread between the runs of each side (two or more runs on a side).
+    BetweenRuns,
+    /// One run per side: from the ratio's jitter between neighbouring sizes; blind to drift.
+    BetweenSizes,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// Slower beyond the threshold, and significantly so.
+    /// Slower beyond the threshold and beyond what the noise explains.
     Regression,
-    /// Faster beyond the threshold, and significantly so.
+    /// Faster beyond both.
     Improvement,
-    /// Beyond the threshold either way, but not significant: noise as far as the data tell.
-    NotSignificant,
+    /// Beyond the threshold, but within the noise.
+    WithinNoise,
     /// Within the threshold.
     Unchanged,
-    /// The base median is not a positive time; no ratio.
+    /// A value that is not a positive time; no ratio.
     NoRatio,
 }
 
@@ -252,72 +309,287 @@ impl Verdict {
         match self {
             Verdict::Regression => "REGRESSION",
             Verdict::Improvement => "improved",
-            Verdict::NotSignificant => "noise",
+            Verdict::WithinNoise => "noise",
             Verdict::Unchanged => "ok",
             Verdict::NoRatio => "n/a",
         }
     }
 }
 
+/// One point's judgement.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Judgement {
-    /// new median / base median.
+    /// Each side's value: the median over its runs of the judged statistic (µs).
+    pub base: f64,
+    pub new: f64,
+    /// new / base.
     pub ratio: f64,
     /// (ratio − 1) × 100.
     pub change_pct: f64,
-    pub evidence: Evidence,
-    pub slower_significant: bool,
-    pub faster_significant: bool,
+    /// The same change, in the other statistic (mean when the median is judged).
+    pub other_change_pct: f64,
+    /// Standard error of ln(ratio) from the noise estimate.
+    pub se: f64,
+    /// The slowdown (percent) beyond which this point is a regression: max(threshold, noise).
+    pub bar_pct: f64,
+    /// The speed-up (percent, positive) beyond which it is an improvement.
+    pub bar_down_pct: f64,
     pub verdict: Verdict,
 }
 
-/// The decision for one point. A change is significant when the Welch test says so at `alpha`,
-/// or the medians' 95% intervals do not overlap (which stays decisive when a few slow outliers
-/// inflate the standard deviation and drown the t-test); with neither available, when the
-/// sample ranges do not overlap.
-pub fn judge(base: &Sample, new: &Sample, threshold_pct: f64, alpha: f64) -> Judgement {
-    let ratio = if base.median > 0.0 && base.median.is_finite() { new.median / base.median } else { f64::NAN };
-    let change_pct = (ratio - 1.0) * 100.0;
-    let ev = evidence(base, new);
-    let by = |dir: Apart| ev.median_ci == Some(dir) || ev.ranges == Some(dir);
-    let slower = ev.welch.is_some_and(|w| w.p_slower < alpha) || by(Apart::Slower);
-    let faster = ev.welch.is_some_and(|w| w.p_faster < alpha) || by(Apart::Faster);
-    let verdict = if !ratio.is_finite() {
-        Verdict::NoRatio
-    } else if change_pct > threshold_pct {
-        if slower {
-            Verdict::Regression
-        } else {
-            Verdict::NotSignificant
-        }
-    } else if change_pct < -threshold_pct {
-        if faster {
-            Verdict::Improvement
-        } else {
-            Verdict::NotSignificant
-        }
+/// One series' judgement: the median of its points' ln-ratios.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SeriesJudgement<'a> {
+    pub key: &'a Key,
+    /// Points of the series with a ratio.
+    pub sizes: usize,
+    pub ratio: f64,
+    pub change_pct: f64,
+    pub se: f64,
+    pub bar_pct: f64,
+    pub bar_down_pct: f64,
+    pub verdict: Verdict,
+}
+
+/// The whole comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Comparison<'a> {
+    pub noise: Noise,
+    /// Typical per-point noise, as a percentage (exp(median σ) − 1).
+    pub typical_noise_pct: f64,
+    /// One-sided normal quantiles used, and the number of tests each is shared over.
+    pub z_point: f64,
+    pub n_points: usize,
+    pub z_series: f64,
+    pub n_series: usize,
+    /// In the points' order.
+    pub points: Vec<Judgement>,
+    /// Series of three sizes or more.
+    pub series: Vec<SeriesJudgement<'a>>,
+    /// The median change over every point, in percent: what drift (or a change common to
+    /// everything) moved.
+    pub overall_change_pct: f64,
+}
+
+/// The median of some values (the mean of the middle two for an even count); NaN when empty.
+pub fn median(values: impl IntoIterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.into_iter().collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// ln(new / base), where both are positive times.
+fn ln_ratio(base: f64, new: f64) -> Option<f64> {
+    (base > 0.0 && new > 0.0 && base.is_finite() && new.is_finite()).then(|| (new / base).ln())
+}
+
+/// Pooled variance within groups (groups of two values or more); None if no group has two.
+fn pooled_var(groups: &[&[f64]]) -> Option<f64> {
+    let (mut ss, mut df) = (0.0, 0usize);
+    for g in groups.iter().filter(|g| g.len() >= 2) {
+        let mean = g.iter().sum::<f64>() / g.len() as f64;
+        ss += g.iter().map(|x| (x - mean).powi(2)).sum::<f64>();
+        df += g.len() - 1;
+    }
+    (df > 0).then(|| ss / df as f64)
+}
+
+/// Robust noise of a sequence from its steps: 1.4826 × median |step| / √2 (a step of two
+/// independent values has √2 times their spread; 1.4826 makes the MAD a standard deviation).
+pub fn step_noise(steps: &[f64]) -> Option<f64> {
+    (!steps.is_empty()).then(|| 1.4826 * median(steps.iter().map(|s| s.abs())) / std::f64::consts::SQRT_2)
+}
+
+/// One-sided normal quantile for `alpha` shared over `tests` tests (Bonferroni).
+pub fn z_for(alpha: f64, tests: usize) -> f64 {
+    let n = Normal::new(0.0, 1.0).expect("the standard normal");
+    n.inverse_cdf(1.0 - alpha / tests.max(1) as f64)
+}
+
+/// The verdict on a change of `l` (ln ratio) with standard error `se`: (bar up %, bar down %,
+/// verdict).
+fn verdict(l: f64, se: f64, z: f64, threshold_pct: f64) -> (f64, f64, Verdict) {
+    let t = threshold_pct / 100.0;
+    let up = t.max((z * se).exp() - 1.0);
+    let down = t.max(1.0 - (-z * se).exp());
+    let change = l.exp() - 1.0;
+    let v = if change > up {
+        Verdict::Regression
+    } else if change < -down {
+        Verdict::Improvement
+    } else if change.abs() > t {
+        Verdict::WithinNoise
     } else {
         Verdict::Unchanged
     };
-    Judgement { ratio, change_pct, evidence: ev, slower_significant: slower, faster_significant: faster, verdict }
+    (up * 100.0, down * 100.0, v)
 }
 
-/// The evidence in a few words: the t-test's p in the direction the median moved, and whether
-/// the intervals are apart.
-fn evidence_text(j: &Judgement) -> String {
-    let mut parts = vec![];
-    if let Some(w) = j.evidence.welch {
-        let p = if j.change_pct >= 0.0 { w.p_slower } else { w.p_faster };
-        parts.push(if p < 1e-4 { "t-test p<1e-4".to_string() } else { format!("t-test p={p:.4}") });
+/// Judge every point and every series. `m` and `k`: the runs on each side.
+pub fn judge_all<'a>(points: &[Point<'a>], m: usize, k: usize, s: &Settings) -> Comparison<'a> {
+    let noise = if m >= 2 || k >= 2 { Noise::BetweenRuns } else { Noise::BetweenSizes };
+    // ln of each run's value, per side; None where a value is not a positive time.
+    let logs = |rows: &[&Row], st: Stat| -> Option<Vec<f64>> {
+        rows.iter().map(|r| st.of(r)).map(|v| (v > 0.0 && v.is_finite()).then(|| v.ln())).collect()
+    };
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    // A side's value: its one run's, or the geometric mean over its runs (the mean of the ln
+    // values, whose spread is the noise).
+    let side = |rows: &[&Row], st: Stat| -> f64 {
+        match logs(rows, st) {
+            Some(l) => mean(&l).exp(),
+            None => median(rows.iter().map(|r| st.of(r))),
+        }
+    };
+    let lv: Vec<Option<(Vec<f64>, Vec<f64>)>> =
+        points.iter().map(|p| logs(&p.base, s.stat).zip(logs(&p.new, s.stat))).collect();
+    let ls: Vec<Option<f64>> = lv.iter().map(|v| v.as_ref().map(|(b, n)| mean(n) - mean(b))).collect();
+
+    // Series: indices of their points, by size.
+    let mut series: Vec<(&Key, Vec<usize>)> = vec![];
+    for (i, p) in points.iter().enumerate() {
+        match series.iter_mut().find(|(k, _)| k.series() == p.key.series()) {
+            Some((_, idx)) => idx.push(i),
+            None => series.push((p.key, vec![i])),
+        }
     }
-    let word = |a: Apart| if a == Apart::Overlap { "overlap" } else { "apart" };
-    if let Some(a) = j.evidence.median_ci {
-        parts.push(format!("median CIs {}", word(a)));
+    for (_, idx) in series.iter_mut() {
+        idx.sort_by_key(|i| points[*i].key.size_bytes);
+        idx.retain(|i| ls[*i].is_some());
     }
-    if let Some(a) = j.evidence.ranges {
-        parts.push(format!("ranges {}", word(a)));
+    let scale = (1.0 / m as f64 + 1.0 / k as f64).sqrt();
+
+    // Per point: σ of one run's ln value (between runs) or of the ln ratio (between sizes), and
+    // the standard error of the point's ln ratio.
+    let mut sigma = vec![f64::NAN; points.len()];
+    let mut se = vec![f64::NAN; points.len()];
+    match noise {
+        Noise::BetweenRuns => {
+            let v: Vec<Option<f64>> = lv.iter().map(|x| x.as_ref().and_then(|(b, n)| pooled_var(&[b, n]))).collect();
+            for (_, idx) in &series {
+                let known: Vec<f64> = idx.iter().filter_map(|i| v[*i]).collect();
+                let floor = if known.is_empty() { 0.0 } else { mean(&known) };
+                for i in idx {
+                    sigma[*i] = v[*i].unwrap_or(floor).max(floor).sqrt();
+                    se[*i] = sigma[*i] * scale;
+                }
+            }
+        }
+        Noise::BetweenSizes => {
+            let steps_of = |idx: &[usize]| -> Vec<f64> {
+                let l: Vec<f64> = idx.iter().filter_map(|i| ls[*i]).collect();
+                l.windows(2).map(|w| w[1] - w[0]).collect()
+            };
+            let all: Vec<f64> = series.iter().flat_map(|(_, idx)| steps_of(idx)).collect();
+            let global = step_noise(&all).unwrap_or(0.0);
+            for (_, idx) in &series {
+                let steps = steps_of(idx);
+                let own = if steps.len() >= 3 { step_noise(&steps).unwrap_or(0.0) } else { 0.0 };
+                for i in idx {
+                    sigma[*i] = own.max(global);
+                    se[*i] = sigma[*i];
+                }
+            }
+        }
     }
-    parts.join(", ")
+
+    let n_points = ls.iter().filter(|l| l.is_some()).count();
+    let z_point = z_for(s.alpha, n_points);
+    let judged: Vec<Judgement> = points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let (b, n) = (side(&p.base, s.stat), side(&p.new, s.stat));
+            let other = ln_ratio(side(&p.base, s.stat.other()), side(&p.new, s.stat.other()))
+                .map_or(f64::NAN, |l| (l.exp() - 1.0) * 100.0);
+            let (bar_pct, bar_down_pct, v) = match ls[i] {
+                Some(l) => verdict(l, se[i], z_point, s.threshold_pct),
+                None => (f64::NAN, f64::NAN, Verdict::NoRatio),
+            };
+            let ratio = ls[i].map_or(f64::NAN, f64::exp);
+            Judgement {
+                base: b,
+                new: n,
+                ratio,
+                change_pct: (ratio - 1.0) * 100.0,
+                other_change_pct: other,
+                se: se[i],
+                bar_pct,
+                bar_down_pct,
+                verdict: v,
+            }
+        })
+        .collect();
+
+    // A series' change and its standard error. One run per side: the median of its points' ln
+    // ratios, with the median's error for independent points (1.2533 σ / √n). Several runs: each
+    // run's level (the median over sizes of its ln values against the point's mean over all
+    // runs), compared between the sides like a point — a run that is slow everywhere moves every
+    // size at once, so its sizes are not independent evidence; never below the independent bound.
+    let judged_series: Vec<(&Key, usize, f64, f64)> = series
+        .iter()
+        .filter(|(_, idx)| idx.len() >= 3)
+        .map(|(key, idx)| {
+            let n = idx.len() as f64;
+            let independent = 1.2533 * (idx.iter().map(|i| se[*i] * se[*i]).sum::<f64>() / n).sqrt() / n.sqrt();
+            match noise {
+                Noise::BetweenSizes => (*key, idx.len(), median(idx.iter().filter_map(|i| ls[*i])), independent),
+                Noise::BetweenRuns => {
+                    let level = |side: usize, run: usize| {
+                        median(idx.iter().map(|i| {
+                            let (b, nw) = lv[*i].as_ref().expect("series points have values");
+                            let reference =
+                                (b.iter().sum::<f64>() + nw.iter().sum::<f64>()) / (b.len() + nw.len()) as f64;
+                            (if side == 0 { b[run] } else { nw[run] }) - reference
+                        }))
+                    };
+                    let bl: Vec<f64> = (0..m).map(|r| level(0, r)).collect();
+                    let nl: Vec<f64> = (0..k).map(|r| level(1, r)).collect();
+                    let between = pooled_var(&[&bl, &nl]).unwrap_or(0.0).sqrt() * scale;
+                    (*key, idx.len(), mean(&nl) - mean(&bl), between.max(independent))
+                }
+            }
+        })
+        .collect();
+    let n_series = judged_series.len();
+    let z_series = z_for(s.alpha, n_series);
+    let series_out = judged_series
+        .into_iter()
+        .map(|(key, sizes, l, se)| {
+            let (bar_pct, bar_down_pct, v) = verdict(l, se, z_series, s.threshold_pct);
+            SeriesJudgement {
+                key,
+                sizes,
+                ratio: l.exp(),
+                change_pct: (l.exp() - 1.0) * 100.0,
+                se,
+                bar_pct,
+                bar_down_pct,
+                verdict: v,
+            }
+        })
+        .collect();
+
+    let typical = median(sigma.iter().copied().filter(|x| x.is_finite()));
+    Comparison {
+        noise,
+        typical_noise_pct: if typical.is_finite() { (typical.exp() - 1.0) * 100.0 } else { 0.0 },
+        z_point,
+        n_points,
+        z_series,
+        n_series,
+        points: judged,
+        series: series_out,
+        overall_change_pct: (median(ls.iter().flatten().copied()).exp() - 1.0) * 100.0,
+    }
 }
 
 /// Keys grouped into their series, in first-seen order, with the sizes of each.
@@ -342,135 +614,219 @@ fn sizes_text(sizes: &[u64]) -> String {
     }
 }
 
-fn runs_text(rows: &[Row]) -> String {
-    let mut ranks: Vec<u64> = rows.iter().filter_map(|r| r.ranks).collect();
+fn ranks_text(runs: &[Run]) -> String {
+    let mut ranks: Vec<u64> = runs.iter().flat_map(|r| r.rows.iter().filter_map(|r| r.ranks)).collect();
     ranks.sort_unstable();
     ranks.dedup();
     ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("/")
 }
 
-#[allow(clippy::too_many_arguments)]
-fn render(
-    base_name: &str,
-    new_name: &str,
-    base: &[Row],
-    new: &[Row],
-    m: &Matched,
-    judged: &[(&Row, &Row, Judgement)],
-    threshold: f64,
-    alpha: f64,
-) -> String {
-    let mut s = String::new();
+fn series_text(k: &Key) -> String {
+    format!("{} {} {} {} {}", k.collective, k.backend, k.dtype, k.op, k.placement)
+}
+
+fn render(base: &[Run], new: &[Run], m: &Matched, c: &Comparison, s: &Settings) -> String {
+    let stat = s.stat.name();
+    let mut out = String::new();
+    let names = |runs: &[Run]| runs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(" ");
     let _ = writeln!(
-        s,
-        "# compare: base {base_name} -> new {new_name}; regression = median slower by more than {threshold}% and significantly so (one-sided Welch t-test on the means at alpha {alpha}, or the medians' 95% CIs apart)"
+        out,
+        "# compare: base {} -> new {}; judged on the {stat} time per call ({} of each run{})",
+        names(base),
+        names(new),
+        s.stat.column(),
+        if base.len() > 1 || new.len() > 1 { "; a side's value is the geometric mean over its runs" } else { "" }
     );
-    let (rb, rn) = (runs_text(base), runs_text(new));
-    if rb != rn {
-        let _ = writeln!(s, "# note: the runs had different rank counts (base {rb}, new {rn})");
+    match c.noise {
+        Noise::BetweenRuns => {
+            let _ = writeln!(
+                out,
+                "# noise: between runs ({} base, {} new): the spread of each point's {stat} over the runs of each side, pooled, never below its series' average (typical {:.1}% per run)",
+                base.len(),
+                new.len(),
+                c.typical_noise_pct
+            );
+        }
+        Noise::BetweenSizes => {
+            let _ = writeln!(
+                out,
+                "# noise: one run per side, so this verdict cannot separate drift between the runs from a change: the noise is the jitter of the new/base ratio between neighbouring sizes (typical {:.1}%); give each side several runs (compare B1.csv B2.csv B3.csv -- N1.csv N2.csv N3.csv) to judge on run-to-run noise",
+                c.typical_noise_pct
+            );
+            if c.overall_change_pct.abs() > s.threshold_pct {
+                let _ = writeln!(
+                    out,
+                    "# note: the whole comparison moved by {:+.1}% (median over all points): with one run per side that may be drift between the runs as well as a change; repeat each side to tell them apart",
+                    c.overall_change_pct
+                );
+            }
+        }
     }
-    let w = judged.iter().map(|(b, _, _)| b.key.collective.len()).max().unwrap_or(0).max(10);
     let _ = writeln!(
-        s,
-        "# {:<w$} {:>7} {:>8} {:>6} {:>12} {:>12} {:>12} {:>12} {:>7} {:>8}  {:<10}  evidence",
+        out,
+        "# regression: {stat} slower by more than {}% and by more than the noise explains at alpha {} (z {:.2} over {} points, z {:.2} over {} series); `bar` is the slowdown each needed",
+        s.threshold_pct, s.alpha, c.z_point, c.n_points, c.z_series, c.n_series
+    );
+    let (rb, rn) = (ranks_text(base), ranks_text(new));
+    if rb != rn {
+        let _ = writeln!(out, "# note: the runs had different rank counts (base {rb}, new {rn})");
+    }
+    let w = m.points.iter().map(|p| p.key.collective.len()).max().unwrap_or(0).max(10);
+    let other = format!("{}_chg", s.stat.other().name());
+    let _ = writeln!(
+        out,
+        "# {:<w$} {:>7} {:>8} {:>6} {:>12} {:>12} {:>12} {:>12} {:>7} {:>8} {:>8}  {:<10}  {:>9}",
         "collective",
         "backend",
         "type",
         "redop",
         "placement",
         "size",
-        "base_med",
-        "new_med",
+        format!("base_{stat}"),
+        format!("new_{stat}"),
         "ratio",
         "change",
-        "verdict"
+        "bar",
+        "verdict",
+        other
     );
     let _ = writeln!(
-        s,
-        "# {:<w$} {:>7} {:>8} {:>6} {:>12} {:>12} {:>12} {:>12} {:>7} {:>8}",
-        "", "", "", "", "", "(B)", "(us)", "(us)", "", ""
+        out,
+        "# {:<w$} {:>7} {:>8} {:>6} {:>12} {:>12} {:>12} {:>12}",
+        "", "", "", "", "", "(B)", "(us)", "(us)"
     );
-    for (b, n, j) in judged {
-        let k = &b.key;
+    for (p, j) in m.points.iter().zip(&c.points) {
+        let k = p.key;
         let _ = writeln!(
-            s,
-            "  {:<w$} {:>7} {:>8} {:>6} {:>12} {:>12} {:>12.2} {:>12.2} {:>7.3} {:>+7.1}%  {:<10}  {}",
+            out,
+            "  {:<w$} {:>7} {:>8} {:>6} {:>12} {:>12} {:>12.2} {:>12.2} {:>7.3} {:>+7.1}% {:>+7.1}%  {:<10}  {:>+8.1}%",
             k.collective,
             k.backend,
             k.dtype,
             k.op,
             k.placement,
             k.size_bytes,
-            b.median_us,
-            n.median_us,
+            j.base,
+            j.new,
             j.ratio,
             j.change_pct,
+            j.bar_pct,
             j.verdict.word(),
-            evidence_text(j)
+            j.other_change_pct
         );
     }
-    for (name, keys) in [(base_name, &m.only_base), (new_name, &m.only_new)] {
-        for (k, sizes) in by_series(keys) {
+    if !c.series.is_empty() {
+        let _ =
+            writeln!(out, "# series: the change of each series as a whole (the median over its sizes), against the noise of that median");
+        let _ = writeln!(
+            out,
+            "# {:<w$} {:>7} {:>8} {:>6} {:>12} {:>12} {:>7} {:>8} {:>8}  verdict",
+            "collective", "backend", "type", "redop", "placement", "sizes", "ratio", "change", "bar"
+        );
+        for sj in &c.series {
+            let k = sj.key;
             let _ = writeln!(
-                s,
-                "# only in {name}: {} {} {} {} {}: {}",
+                out,
+                "= {:<w$} {:>7} {:>8} {:>6} {:>12} {:>12} {:>7.3} {:>+7.1}% {:>+7.1}%  {}",
                 k.collective,
                 k.backend,
                 k.dtype,
                 k.op,
                 k.placement,
-                sizes_text(&sizes)
+                sj.sizes,
+                sj.ratio,
+                sj.change_pct,
+                sj.bar_pct,
+                sj.verdict.word()
             );
         }
     }
-    let count = |v: Verdict| judged.iter().filter(|(_, _, j)| j.verdict == v).count();
-    for (b, n, j) in judged.iter().filter(|(_, _, j)| j.verdict == Verdict::Regression) {
+    for (what, keys) in [("base", &m.only_base), ("new", &m.only_new)] {
+        let name = match what {
+            "base" if base.len() == 1 => base[0].name.clone(),
+            "new" if new.len() == 1 => new[0].name.clone(),
+            _ => format!("the {what} runs"),
+        };
+        for (k, sizes) in by_series(keys) {
+            let _ = writeln!(out, "# only in {name}: {}: {}", series_text(k), sizes_text(&sizes));
+        }
+    }
+    if m.not_in_every_run > 0 {
         let _ = writeln!(
-            s,
-            "regressed: {}: median {:.2} -> {:.2} us ({:+.1}%; {})",
-            b.key,
-            b.median_us,
-            n.median_us,
-            j.change_pct,
-            evidence_text(j)
+            out,
+            "# note: {} point{} not in every run of {} side left out",
+            m.not_in_every_run,
+            if m.not_in_every_run == 1 { "" } else { "s" },
+            if m.not_in_every_run == 1 { "its" } else { "their" }
         );
     }
+    for (p, j) in m.points.iter().zip(&c.points).filter(|(_, j)| j.verdict == Verdict::Regression) {
+        let _ = writeln!(
+            out,
+            "regressed: {}: {stat} {:.2} -> {:.2} us ({:+.1}%, bar {:+.1}%)",
+            p.key, j.base, j.new, j.change_pct, j.bar_pct
+        );
+    }
+    for sj in c.series.iter().filter(|s| s.verdict == Verdict::Regression) {
+        let _ = writeln!(
+            out,
+            "regressed series: {} over {} sizes: {stat} ratio {:.3} ({:+.1}%, bar {:+.1}%)",
+            series_text(sj.key),
+            sj.sizes,
+            sj.ratio,
+            sj.change_pct,
+            sj.bar_pct
+        );
+    }
+    let count = |v: Verdict| c.points.iter().filter(|j| j.verdict == v).count();
+    let scount = |v: Verdict| c.series.iter().filter(|j| j.verdict == v).count();
     let regressions = count(Verdict::Regression);
     let _ = writeln!(
-        s,
-        "compare: {} point{} in common: {} regression{}, {} improved, {} beyond {}% but not significant, {} within {}%; {} only in base, {} only in new",
-        judged.len(),
-        if judged.len() == 1 { "" } else { "s" },
+        out,
+        "compare: {} point{} in common: {} regression{}, {} improved, {} beyond {}% within noise, {} within {}%; series: {} regressed, {} improved of {}; judged on the {stat}, {}; {} only in base, {} only in new",
+        c.points.len(),
+        if c.points.len() == 1 { "" } else { "s" },
         regressions,
         if regressions == 1 { "" } else { "s" },
         count(Verdict::Improvement),
-        count(Verdict::NotSignificant),
-        threshold,
+        count(Verdict::WithinNoise),
+        s.threshold_pct,
         count(Verdict::Unchanged) + count(Verdict::NoRatio),
-        threshold,
+        s.threshold_pct,
+        scount(Verdict::Regression),
+        scount(Verdict::Improvement),
+        c.series.len(),
+        match c.noise {
+            Noise::BetweenRuns => format!("{} vs {} runs", base.len(), new.len()),
+            Noise::BetweenSizes => "one run per side (drift not separable)".to_string(),
+        },
         m.only_base.len(),
         m.only_new.len()
     );
-    s
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn key(coll: &str, placement: &str, size: u64) -> Key {
+        Key {
+            collective: coll.into(),
+            backend: "mpi".into(),
+            dtype: "float".into(),
+            op: "sum".into(),
+            placement: placement.into(),
+            size_bytes: size,
+        }
+    }
+
     fn row(coll: &str, size: u64, median: f64, line: u64) -> Row {
         Row {
-            key: Key {
-                collective: coll.into(),
-                backend: "mpi".into(),
-                dtype: "float".into(),
-                op: "sum".into(),
-                placement: "out_of_place".into(),
-                size_bytes: size,
-            },
+            key: key(coll, "out-of-place", size),
             iters: 100,
             batch_iters: 1,
-            time_us: median,
+            time_us: median * 1.1,
             median_us: median,
             min_us: median * 0.9,
             max_us: median * 1.2,
@@ -483,126 +839,218 @@ mod tests {
         }
     }
 
-    fn s(mean: f64, sd: Option<f64>, n: u64, min: f64, max: f64) -> Sample {
-        Sample { mean, median: mean, stddev: sd, n, min, max, median_ci: None }
+    fn run(name: &str, rows: Vec<Row>) -> Run {
+        Run { name: name.into(), rows }
+    }
+
+    /// A run of two collectives × 12 sizes, each point's median `base(size) × f(coll, size)`.
+    fn sweep(name: &str, f: impl Fn(&str, u64) -> f64) -> Run {
+        let mut rows = vec![];
+        for coll in ["all-reduce", "all-gather"] {
+            for i in 0..12u64 {
+                let size = 8u64 << i;
+                let base = 1.0 + size as f64 / 1000.0;
+                rows.push(row(coll, size, base * f(coll, size), rows.len() as u64 + 2));
+            }
+        }
+        run(name, rows)
+    }
+
+    /// Deterministic noise in [-1, 1] from a seed and a size.
+    fn jitter(seed: u64, size: u64) -> f64 {
+        let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(size.wrapping_mul(1442695040888963407));
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xff51afd7ed558ccd);
+        x ^= x >> 33;
+        (x % 2001) as f64 / 1000.0 - 1.0
+    }
+
+    fn settings() -> Settings {
+        Settings { stat: Stat::Median, threshold_pct: 5.0, alpha: 0.05 }
+    }
+
+    fn compare<'a>(base: &'a [Run], new: &'a [Run]) -> (Matched<'a>, Comparison<'a>) {
+        let m = match_runs(base, new).unwrap();
+        let c = judge_all(&m.points, base.len(), new.len(), &settings());
+        (m, c)
+    }
+
+    fn regressions(c: &Comparison) -> (usize, usize) {
+        (
+            c.points.iter().filter(|j| j.verdict == Verdict::Regression).count(),
+            c.series.iter().filter(|j| j.verdict == Verdict::Regression).count(),
+        )
     }
 
     #[test]
     fn matching_pairs_shared_points_and_lists_the_rest() {
-        let base = vec![row("all-reduce", 8, 1.0, 2), row("all-reduce", 16, 1.0, 3), row("all-gather", 8, 1.0, 4)];
-        let new = vec![row("all-reduce", 16, 2.0, 2), row("all-reduce", 32, 1.0, 3), row("all-reduce", 8, 1.0, 4)];
-        let m = match_points(&base, &new).unwrap();
-        let pairs: Vec<(u64, u64)> = m.pairs.iter().map(|(b, n)| (b.line, n.line)).collect();
+        let base =
+            [run("b", vec![row("all-reduce", 8, 1.0, 2), row("all-reduce", 16, 1.0, 3), row("all-gather", 8, 1.0, 4)])];
+        let new = [run(
+            "n",
+            vec![row("all-reduce", 16, 2.0, 2), row("all-reduce", 32, 1.0, 3), row("all-reduce", 8, 1.0, 4)],
+        )];
+        let m = match_runs(&base, &new).unwrap();
+        let pairs: Vec<(u64, u64)> = m.points.iter().map(|p| (p.base[0].line, p.new[0].line)).collect();
         assert_eq!(pairs, vec![(2, 4), (3, 2)], "in base's order, each with its own match");
         assert_eq!(m.only_base.len(), 1);
         assert_eq!(m.only_base[0].collective, "all-gather");
         assert_eq!(m.only_new.len(), 1);
         assert_eq!(m.only_new[0].size_bytes, 32);
-        // Another placement, type or backend is another point.
+        assert_eq!(m.not_in_every_run, 0);
+        // Another placement is another point.
         let mut other = row("all-reduce", 8, 1.0, 2);
-        other.key.placement = "in_place".into();
-        let m = match_points(&base[..1], std::slice::from_ref(&other)).unwrap();
-        assert!(m.pairs.is_empty());
+        other.key.placement = "in-place".into();
+        let others = [run("o", vec![other])];
+        let m = match_runs(&base[..], &others).unwrap();
+        assert!(m.points.is_empty());
+        // Several runs a side: a point must be in every run of its side.
+        let base2 = [run("b1", base[0].rows.clone()), run("b2", base[0].rows[..2].to_vec())];
+        let m = match_runs(&base2, &new).unwrap();
+        assert_eq!(m.points.len(), 2);
+        assert_eq!(m.points[0].base.len(), 2);
+        assert_eq!(m.not_in_every_run, 1, "all-gather 8 is in b1 only");
     }
 
     #[test]
     fn a_point_twice_in_one_file_is_an_error() {
-        let base = vec![row("all-reduce", 8, 1.0, 2), row("all-reduce", 8, 1.0, 7)];
-        let (which, e) = match_points(&base, &base[..1]).unwrap_err();
-        assert_eq!(which, 0);
-        assert!(e.contains("line 7 measures the same point as line 2"), "{e}");
+        let base = [run("b.csv", vec![row("all-reduce", 8, 1.0, 2), row("all-reduce", 8, 1.0, 7)])];
+        let new = [run("n.csv", vec![row("all-reduce", 8, 1.0, 2)])];
+        let e = match_runs(&base, &new).unwrap_err();
+        assert!(e.contains("'b.csv': line 7 measures the same point as line 2"), "{e}");
     }
 
     #[test]
-    fn welch_matches_a_worked_example() {
-        // Means 10 and 12, sd 2, n 10 each: t = 2 / sqrt(0.8) = 2.236, df = 18, one-sided p ≈ 0.019.
-        let w = welch(&s(10.0, Some(2.0), 10, 0.0, 0.0), &s(12.0, Some(2.0), 10, 0.0, 0.0)).unwrap();
-        assert!((w.t - 2.2361).abs() < 1e-3, "{w:?}");
-        assert!((w.df - 18.0).abs() < 1e-9, "{w:?}");
-        assert!((w.p_slower - 0.0191).abs() < 1e-3, "{w:?}");
-        assert!((w.p_slower + w.p_faster - 1.0).abs() < 1e-12);
-        // Unequal variances and counts: Welch–Satterthwaite df lies between min(n)−1 and n1+n2−2.
-        let w = welch(&s(10.0, Some(1.0), 50, 0.0, 0.0), &s(10.5, Some(4.0), 8, 0.0, 0.0)).unwrap();
-        assert!(w.df > 7.0 && w.df < 56.0, "{w:?}");
-        // Not possible: one sample, no stddev, no spread.
-        assert_eq!(welch(&s(10.0, Some(1.0), 1, 0.0, 0.0), &s(12.0, Some(1.0), 10, 0.0, 0.0)), None);
-        assert_eq!(welch(&s(10.0, None, 10, 0.0, 0.0), &s(12.0, Some(1.0), 10, 0.0, 0.0)), None);
-        assert_eq!(welch(&s(10.0, Some(0.0), 10, 0.0, 0.0), &s(12.0, Some(0.0), 10, 0.0, 0.0)), None);
+    fn noise_helpers() {
+        assert_eq!(median([3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median([4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median([]).is_nan());
+        // Steps of ±a around a flat line: MAD a, noise 1.4826 a / √2.
+        let s = step_noise(&[0.1, -0.1, 0.1, -0.1]).unwrap();
+        assert!((s - 1.4826 * 0.1 / 2f64.sqrt()).abs() < 1e-12);
+        // Bonferroni: 0.05 over one test is the 95% one-sided quantile; over 100, 0.0005.
+        assert!((z_for(0.05, 1) - 1.6449).abs() < 1e-3);
+        assert!((z_for(0.05, 100) - 3.2905).abs() < 1e-3);
+        // Pooled variance of ln values within sides of two runs or more.
+        let v = pooled_var(&[&[0.0, 1.0], &[5.0], &[2.0, 4.0, 6.0]]).unwrap();
+        assert!((v - (0.5 + 8.0) / 3.0).abs() < 1e-12, "{v}");
+        assert_eq!(pooled_var(&[&[1.0], &[2.0]]), None);
     }
 
     #[test]
-    fn clear_slowdown_beyond_threshold_is_a_regression() {
-        let j = judge(&s(100.0, Some(5.0), 50, 90.0, 120.0), &s(130.0, Some(5.0), 50, 117.0, 156.0), 5.0, 0.05);
-        assert!((j.ratio - 1.3).abs() < 1e-12);
-        assert!((j.change_pct - 30.0).abs() < 1e-9);
-        assert!(j.slower_significant);
-        assert_eq!(j.verdict, Verdict::Regression);
-        assert_eq!(j.evidence.ranges, None, "the t-test was possible");
+    fn a_run_against_itself_is_unchanged() {
+        let a = [sweep("a", |_, _| 1.0)];
+        let (_, c) = compare(&a, &a);
+        assert_eq!(c.noise, Noise::BetweenSizes);
+        assert!(c.points.iter().all(|j| j.verdict == Verdict::Unchanged && j.ratio == 1.0));
+        assert_eq!(c.series.len(), 2, "one series per collective here");
+        assert_eq!(regressions(&c), (0, 0));
     }
 
     #[test]
-    fn noisy_slowdown_is_not_a_regression() {
-        // +10% with sd 30 on 5 samples: nowhere near significant.
-        let j = judge(&s(100.0, Some(30.0), 5, 60.0, 150.0), &s(110.0, Some(30.0), 5, 70.0, 160.0), 5.0, 0.05);
-        assert!(!j.slower_significant);
-        assert_eq!(j.verdict, Verdict::NotSignificant);
+    fn one_run_per_side_tolerates_its_own_between_size_noise() {
+        // ±20% jitter point by point: beyond the 5% threshold at many points, but the noise.
+        let a = [sweep("a", |_, s| 1.0 + 0.2 * jitter(1, s))];
+        let b = [sweep("b", |_, s| 1.0 + 0.2 * jitter(2, s))];
+        let (_, c) = compare(&a, &b);
+        assert!(c.points.iter().filter(|j| j.change_pct.abs() > 5.0).count() > 5, "the old compare would cry wolf");
+        assert!(c.typical_noise_pct > 5.0, "{}", c.typical_noise_pct);
+        assert_eq!(regressions(&c), (0, 0), "{c:?}");
+        // A whole collective 30% slower on top of it: caught, as a series at least.
+        let slow = [sweep("slow", |coll, s| (1.0 + 0.2 * jitter(2, s)) * if coll == "all-reduce" { 1.3 } else { 1.0 })];
+        let (_, c) = compare(&a, &slow);
+        let flagged: Vec<&str> =
+            c.series.iter().filter(|s| s.verdict == Verdict::Regression).map(|s| s.key.collective.as_str()).collect();
+        assert_eq!(flagged, vec!["all-reduce"], "{c:?}");
     }
 
     #[test]
-    fn tight_median_intervals_decide_when_outliers_drown_the_t_test() {
-        // Median 20 → 26 µs, intervals tight, but a few 20 ms outliers make sd ~ 900 µs.
-        let mut b = s(76.0, Some(927.0), 1990, 15.5, 24096.0);
-        let mut n = s(98.8, Some(1205.0), 1990, 20.2, 31325.0);
-        (b.median, n.median) = (20.19, 26.25);
-        assert!(welch(&b, &n).unwrap().p_slower > 0.05, "the t-test alone misses it");
-        (b.median_ci, n.median_ci) = (Some((20.0, 20.4)), Some((26.0, 26.5)));
-        let j = judge(&b, &n, 5.0, 0.05);
-        assert_eq!(j.evidence.median_ci, Some(Apart::Slower));
-        assert_eq!(j.verdict, Verdict::Regression);
-        // Overlapping intervals and a weak t-test: noise.
-        n.median_ci = Some((20.3, 26.5));
-        assert_eq!(judge(&b, &n, 5.0, 0.05).verdict, Verdict::NotSignificant);
+    fn several_runs_per_side_judge_on_between_run_noise() {
+        // Run-to-run drift of ±15% per run and collective, ±5% per point: back-to-back runs.
+        let drift = |seed: u64| {
+            move |coll: &str, s: u64| {
+                (1.0 + 0.15 * jitter(seed, coll.len() as u64)) * (1.0 + 0.05 * jitter(seed + 100, s))
+            }
+        };
+        let base: Vec<Run> = (0..3).map(|i| sweep(&format!("b{i}"), drift(i))).collect();
+        let new: Vec<Run> = (3..6).map(|i| sweep(&format!("n{i}"), drift(i))).collect();
+        let (_, c) = compare(&base, &new);
+        assert_eq!(c.noise, Noise::BetweenRuns);
+        assert_eq!(regressions(&c), (0, 0), "{c:?}");
+        // All-gather 40% slower in every new run: its series regressed, all-reduce's did not.
+        let slow: Vec<Run> = (3..6)
+            .map(|i| {
+                let d = drift(i);
+                sweep(&format!("n{i}"), move |coll, s| d(coll, s) * if coll == "all-gather" { 1.4 } else { 1.0 })
+            })
+            .collect();
+        let (_, c) = compare(&base, &slow);
+        let flagged: Vec<&str> =
+            c.series.iter().filter(|s| s.verdict == Verdict::Regression).map(|s| s.key.collective.as_str()).collect();
+        assert_eq!(flagged, vec!["all-gather"], "{c:?}");
     }
 
     #[test]
-    fn significant_but_small_slowdown_is_within_threshold() {
-        // +2%, very tight: significant, but below a 5% threshold.
-        let (b, n) = (s(100.0, Some(0.1), 1000, 99.0, 101.0), s(102.0, Some(0.1), 1000, 101.0, 103.0));
-        let j = judge(&b, &n, 5.0, 0.05);
-        assert!(j.slower_significant);
-        assert_eq!(j.verdict, Verdict::Unchanged);
-        // With a 1% threshold it is a regression.
-        assert_eq!(judge(&b, &n, 1.0, 0.05).verdict, Verdict::Regression);
+    fn one_wild_run_makes_noise_not_a_regression() {
+        // A run during which the machine was overloaded: every size of every collective 1000x
+        // slower. Among two runs a side it is noise, not evidence.
+        let base = [sweep("b1", |_, _| 1.0), sweep("b2", |_, s| 1.0 + 0.03 * jitter(7, s))];
+        let new = [sweep("n1", |_, _| 1000.0), sweep("n2", |_, s| 1.0 + 0.03 * jitter(8, s))];
+        let (_, c) = compare(&base, &new);
+        assert_eq!(regressions(&c), (0, 0), "{c:?}");
+        assert!(c.series.iter().all(|s| s.verdict == Verdict::WithinNoise));
     }
 
     #[test]
-    fn speedups_are_improvements_never_regressions() {
-        let j = judge(&s(130.0, Some(5.0), 50, 117.0, 156.0), &s(100.0, Some(5.0), 50, 90.0, 120.0), 5.0, 0.05);
-        assert!(j.faster_significant && !j.slower_significant);
-        assert_eq!(j.verdict, Verdict::Improvement);
+    fn a_clear_slowdown_of_some_sizes_is_a_point_regression() {
+        let a = [sweep("a", |_, _| 1.0)];
+        let b = [sweep("b", |coll, s| if coll == "all-reduce" && s >= 4096 { 1.3 } else { 1.0 })];
+        let (m, c) = compare(&a, &b);
+        for (p, j) in m.points.iter().zip(&c.points) {
+            let doctored = p.key.collective == "all-reduce" && p.key.size_bytes >= 4096;
+            assert_eq!(j.verdict == Verdict::Regression, doctored, "{p:?} {j:?}");
+            if doctored {
+                assert!((j.change_pct - 30.0).abs() < 1e-9);
+                assert!((j.other_change_pct - 30.0).abs() < 1e-9, "the mean moved the same way");
+            }
+        }
+        // Within the threshold is never a regression, however precise.
+        let b = [sweep("b", |coll, _| if coll == "all-reduce" { 1.04 } else { 1.0 })];
+        assert_eq!(regressions(&compare(&a, &b).1), (0, 0));
+        // Faster is an improvement.
+        let b = [sweep("b", |_, _| 0.7)];
+        let (_, c) = compare(&a, &b);
+        assert!(c.points.iter().all(|j| j.verdict == Verdict::Improvement));
+        assert_eq!(regressions(&c), (0, 0));
     }
 
     #[test]
-    fn without_spread_or_intervals_the_ranges_decide() {
-        // One sample each (no stddev, no interval): the ranges must not overlap.
-        let one = |v: f64| s(v, None, 1, v, v);
-        let j = judge(&one(100.0), &one(130.0), 5.0, 0.05);
-        assert_eq!(j.evidence, Evidence { welch: None, median_ci: None, ranges: Some(Apart::Slower) });
-        assert_eq!(j.verdict, Verdict::Regression);
-        // Overlapping ranges: not significant.
-        let j = judge(&s(100.0, None, 1, 90.0, 140.0), &s(130.0, None, 1, 120.0, 150.0), 5.0, 0.05);
-        assert_eq!(j.evidence.ranges, Some(Apart::Overlap));
-        assert_eq!(j.verdict, Verdict::NotSignificant);
-        // Zero spread on both sides: no t, ranges again.
-        let j = judge(&s(100.0, Some(0.0), 10, 100.0, 100.0), &s(130.0, Some(0.0), 10, 130.0, 130.0), 5.0, 0.05);
-        assert_eq!(j.evidence.ranges, Some(Apart::Slower));
-        assert_eq!(j.verdict, Verdict::Regression);
+    fn the_statistic_judged_is_the_one_shown() {
+        // The mean doubles (a few preempted samples), the median stays: median says ok, mean says
+        // regression, and each names the other's change.
+        let a = [sweep("a", |_, _| 1.0)];
+        let mut b = sweep("b", |_, _| 1.0);
+        for r in &mut b.rows {
+            r.time_us *= 2.0;
+        }
+        let b = [b];
+        let m = match_runs(&a, &b).unwrap();
+        let med = judge_all(&m.points, 1, 1, &settings());
+        assert!(med
+            .points
+            .iter()
+            .all(|j| j.verdict == Verdict::Unchanged && (j.other_change_pct - 100.0).abs() < 1e-9));
+        let mean = judge_all(&m.points, 1, 1, &Settings { stat: Stat::Mean, ..settings() });
+        assert!(mean.points.iter().all(|j| j.verdict == Verdict::Regression && j.other_change_pct.abs() < 1e-9));
     }
 
     #[test]
     fn a_zero_base_has_no_ratio() {
-        let j = judge(&s(0.0, Some(0.0), 10, 0.0, 0.0), &s(1.0, Some(0.1), 10, 0.9, 1.1), 5.0, 0.05);
-        assert_eq!(j.verdict, Verdict::NoRatio);
+        let a = [run("a", vec![row("all-reduce", 8, 0.0, 2)])];
+        let b = [run("b", vec![row("all-reduce", 8, 1.0, 2)])];
+        let (_, c) = compare(&a, &b);
+        assert_eq!(c.points[0].verdict, Verdict::NoRatio);
+        assert!(c.series.is_empty());
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! that work on files without MPI: `plot` and `compare`. Columns are found by name, so files
 //! with columns appended later still read; `batch_iters` (added after the first release) is
 //! optional. `--per-rank` rows (a non-empty `rank` column) are one rank's view of a point
-//! already in the file, and are skipped. Also the one-line rendering of their command-line errors.
+//! already in the file, and are skipped. Placements are read in either spelling (`out-of-place`,
+//! or `out_of_place` from files before 0.2) and given in the one. Also the one-line rendering of their command-line errors.
 
 use crate::error::{Error, Result};
 use std::fmt;
@@ -148,7 +149,11 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
                 backend: name(backend, "backend")?,
                 dtype: name(dtype, "dtype")?,
                 op: name(op, "op")?,
-                placement: name(placement, "placement")?,
+                // The one spelling (out-of-place), whatever the file's age (out_of_place).
+                placement: match crate::record::Placement::parse(text(placement)) {
+                    Some(p) => p.name().to_string(),
+                    None => name(placement, "placement")?,
+                },
                 size_bytes: int(size_bytes, "size_bytes")?,
             },
             iters: int(iters, "iters")?,
@@ -271,7 +276,7 @@ mod tests {
         assert_eq!(rows[0].line, 2);
         assert_eq!(rows[1].stddev_us, None);
         assert_eq!(rows[1].line, 4);
-        assert_eq!(rows[0].key.to_string(), "all-reduce mpi float sum out_of_place 1K");
+        assert_eq!(rows[0].key.to_string(), "all-reduce mpi float sum out-of-place 1K");
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::fmt;
 
 /// Element types a sweep can run. Names follow nccl-tests (`float` is float32).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
 pub enum DType {
     Int8,
     Uint8,
@@ -13,9 +14,12 @@ pub enum DType {
     Uint32,
     Int64,
     Uint64,
+    #[serde(rename = "half")]
     Float16,
     Bfloat16,
+    #[serde(rename = "float")]
     Float32,
+    #[serde(rename = "double")]
     Float64,
 }
 
@@ -104,6 +108,7 @@ impl fmt::Display for DType {
 /// Reduction operators. `Avg` is the sum divided by the number of ranks, as NCCL defines it
 /// (integer types truncate toward zero).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
 pub enum Op {
     Sum,
     Prod,

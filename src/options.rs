@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 /// How each rank's time is combined into the one reported (`-a`, nccl-tests' numbering).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Aggregation {
     Rank0,
     Mean,
@@ -46,6 +47,7 @@ impl Aggregation {
 
 /// The `-T` limit of a watched step that is expected to take `e` seconds.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Timeout {
     /// No `-T`: max(5 min, 20 × e), so an unattended run cannot hang forever.
     Auto,
@@ -79,6 +81,7 @@ impl Timeout {
 
 /// How sizes grow from `min_bytes` to `max_bytes`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Step {
     Factor(f64),
     Bytes(u64),
@@ -86,6 +89,7 @@ pub enum Step {
 
 /// Where the CSV goes.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CsvTarget {
     /// `results/coll-bench-<UTC time>.csv` under the working directory.
     Default,
@@ -94,6 +98,7 @@ pub enum CsvTarget {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum BackendKind {
     Mpi,
     Nccl,

@@ -10,6 +10,7 @@
 
 use crate::csvread::{self, human_bytes, Row};
 use crate::error::{exit, Error, Result};
+use crate::record::Placement;
 use clap::{Parser, ValueEnum};
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
 use plotters::coord::CoordTranslate;
@@ -37,7 +38,7 @@ struct Args {
     #[arg(short = 'o', long = "output", value_name = "FILE.svg|FILE.png", required = true)]
     output: PathBuf,
     /// Which placements to draw.
-    #[arg(long, value_enum, default_value = "out")]
+    #[arg(long, value_enum, default_value = "out-of-place")]
     placement: PlacementChoice,
     /// Which time per call to draw, and to derive the bus bandwidth from: the mean (as the
     /// table and the CSV's busbw_gbps) or the median (steadier on a noisy machine).
@@ -65,19 +66,22 @@ const MAX_SIDE: u32 = 8192;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum PlacementChoice {
-    /// in-place only
+    /// in-place only (also: in, in_place)
+    #[value(name = "in-place", aliases = ["in", "in_place"])]
     In,
-    /// out-of-place only
+    /// out-of-place only (also: out, out_of_place)
+    #[value(name = "out-of-place", aliases = ["out", "out_of_place"])]
     Out,
     /// both
     Both,
 }
 
 impl PlacementChoice {
+    /// `placement` as csvread gives it: the one spelling, whatever the file had.
     fn keeps(self, placement: &str) -> bool {
         match self {
-            PlacementChoice::In => placement == "in_place",
-            PlacementChoice::Out => placement == "out_of_place",
+            PlacementChoice::In => placement == Placement::InPlace.name(),
+            PlacementChoice::Out => placement == Placement::OutOfPlace.name(),
             PlacementChoice::Both => true,
         }
     }
@@ -624,6 +628,25 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn placement_has_one_spelling_and_reads_the_old_ones() {
+        let parse =
+            |p: &str| Args::try_parse_from(["plot", "r.csv", "-o", "x.svg", "--placement", p]).map(|a| a.placement);
+        for (p, want) in [
+            ("out-of-place", PlacementChoice::Out),
+            ("out", PlacementChoice::Out),
+            ("out_of_place", PlacementChoice::Out),
+            ("in-place", PlacementChoice::In),
+            ("in", PlacementChoice::In),
+            ("in_place", PlacementChoice::In),
+            ("both", PlacementChoice::Both),
+        ] {
+            assert_eq!(parse(p).unwrap(), want, "{p}");
+        }
+        assert!(parse("sideways").is_err());
+        assert!(PlacementChoice::Out.keeps("out-of-place") && !PlacementChoice::Out.keeps("in-place"));
+    }
     use crate::csvread::Key;
 
     fn row(coll: &str, dtype: &str, placement: &str, size: u64) -> Row {
@@ -654,13 +677,13 @@ mod tests {
     #[test]
     fn series_per_file_collective_backend_and_what_varies() {
         let a = vec![
-            row("all-reduce", "float", "out_of_place", 16),
-            row("all-reduce", "float", "in_place", 16),
-            row("all-reduce", "float", "out_of_place", 8),
-            row("barrier", "float", "out_of_place", 0),
-            row("all-gather", "float", "out_of_place", 8),
+            row("all-reduce", "float", "out-of-place", 16),
+            row("all-reduce", "float", "in-place", 16),
+            row("all-reduce", "float", "out-of-place", 8),
+            row("barrier", "float", "out-of-place", 0),
+            row("all-gather", "float", "out-of-place", 8),
         ];
-        let b = vec![row("all-reduce", "double", "out_of_place", 8)];
+        let b = vec![row("all-reduce", "double", "out-of-place", 8)];
         let names = vec!["a.csv".to_string(), "b.csv".to_string()];
         let p = Plot::build(&names, &[a.clone(), b], PlacementChoice::Out, Stat::Mean).unwrap();
         let labels: Vec<&str> = p.series.iter().map(|s| s.label.as_str()).collect();
@@ -683,14 +706,14 @@ mod tests {
 
     #[test]
     fn types_and_ops_are_named_only_where_they_differ() {
-        let mut max = row("all-reduce", "float", "out_of_place", 8);
+        let mut max = row("all-reduce", "float", "out-of-place", 8);
         max.key.op = "max".into();
-        let mut gather = row("all-gather", "float", "out_of_place", 8);
+        let mut gather = row("all-gather", "float", "out-of-place", 8);
         gather.key.op = "none".into();
         let rows = vec![
-            row("all-reduce", "float", "out_of_place", 8),
+            row("all-reduce", "float", "out-of-place", 8),
             max,
-            row("all-reduce", "double", "out_of_place", 8),
+            row("all-reduce", "double", "out-of-place", 8),
             gather,
         ];
         let p = Plot::build(&["a.csv".into()], &[rows], PlacementChoice::Out, Stat::Mean).unwrap();
@@ -708,7 +731,7 @@ mod tests {
 
     #[test]
     fn median_time_scales_the_bus_bandwidth() {
-        let mut r = row("all-reduce", "float", "out_of_place", 1000);
+        let mut r = row("all-reduce", "float", "out-of-place", 1000);
         (r.time_us, r.median_us, r.busbw_gbps) = (20.0, 10.0, 3.0);
         let p = Plot::build(&["a.csv".into()], &[vec![r]], PlacementChoice::Out, Stat::Median).unwrap();
         assert_eq!(p.series[0].points, vec![(1000, 6.0, 10.0)]);
@@ -716,7 +739,7 @@ mod tests {
 
     #[test]
     fn nothing_to_plot_is_an_error() {
-        let a = vec![row("barrier", "float", "out_of_place", 0), row("all-reduce", "float", "in_place", 8)];
+        let a = vec![row("barrier", "float", "out-of-place", 0), row("all-reduce", "float", "in-place", 8)];
         let e = Plot::build(&["a.csv".into()], &[a], PlacementChoice::Out, Stat::Mean).unwrap_err().to_string();
         assert!(e.contains("nothing to plot: no out-of-place measurement"), "{e}");
     }

@@ -7,17 +7,30 @@ use crate::stats::{RankOutlier, Summary, Warning};
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum Placement {
     OutOfPlace,
     InPlace,
 }
 
 impl Placement {
+    pub const ACCEPTED: &'static str = "out-of-place or in-place";
+
+    /// The one spelling everywhere: table, CSV, JSON, specs, plot and compare.
     pub fn name(self) -> &'static str {
         match self {
-            Placement::OutOfPlace => "out_of_place",
-            Placement::InPlace => "in_place",
+            Placement::OutOfPlace => "out-of-place",
+            Placement::InPlace => "in-place",
+        }
+    }
+
+    /// Accepts the name and the old spellings: `out_of_place`/`in_place` (CSV and JSON before
+    /// 0.2) and `out`/`in` (plot's flag before 0.2).
+    pub fn parse(s: &str) -> Option<Placement> {
+        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "out-of-place" | "out" => Some(Placement::OutOfPlace),
+            "in-place" | "in" => Some(Placement::InPlace),
+            _ => None,
         }
     }
 }
@@ -86,7 +99,8 @@ pub struct RunInfo {
     /// the backend: "Open MPI v4.1.4, …", "MPICH Version: 4.0.2", "Intel(R) MPI Library …".
     pub mpi_library: String,
     pub ranks: usize,
-    /// Hosts in order of their first rank, each with its ranks.
+    /// Hosts in order of their first rank, each with its ranks (JSON: `{"name", "ranks"}`).
+    #[serde(serialize_with = "hosts_as_objects")]
     pub hosts: Vec<(String, Vec<usize>)>,
     pub options: Options,
     /// Process id of every rank, by rank (for the header).
@@ -94,6 +108,15 @@ pub struct RunInfo {
     /// What the run changed of what was asked, once each (e.g. types the backend does not
     /// support, dropped from a list that has others).
     pub notes: Vec<String>,
+}
+
+fn hosts_as_objects<S: serde::Serializer>(hosts: &[(String, Vec<usize>)], s: S) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Host<'a> {
+        name: &'a str,
+        ranks: &'a [usize],
+    }
+    s.collect_seq(hosts.iter().map(|(name, ranks)| Host { name, ranks }))
 }
 
 /// Totals over the whole run, for the footer and the exit code.

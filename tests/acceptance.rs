@@ -13,6 +13,9 @@ use std::path::Path;
 fn written_csv(o: &std::process::Output) -> std::path::PathBuf {
     let err = stderr(o);
     let line = err.lines().find(|l| l.ends_with("(every measurement, CSV)")).unwrap_or_else(|| panic!("{err}"));
+    // With `--progress` off a terminal the bar's last frame is cleared (`\r`, ESC[2K) on the same
+    // text line: what a terminal shows is what follows the last clear.
+    let line = line.rsplit(['\r', '\u{1b}']).next().unwrap_or(line).trim_start_matches("[2K");
     let path = line.trim_start_matches("coll-bench check: wrote ").trim_end_matches(" (every measurement, CSV)");
     assert!(Path::new(path).is_absolute(), "{line}");
     assert!(stdout(o).contains(&format!("# measurements: {path}\n")), "{}", stdout(o));
@@ -48,10 +51,19 @@ max_time_us = 100000.0
 fn a_spec_that_passes_exits_0_and_writes_junit() {
     let dir = tempfile::tempdir().unwrap();
     let s = spec(dir.path(), PASSING);
-    let o = mpirun_in(dir.path(), 2, &["check", &s, "--junit", "out/j.xml"], 300);
+    let o = mpirun_in(dir.path(), 2, &["check", &s, "--junit", "out/j.xml", "--progress"], 300);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     assert!(out.contains("# 4 passed, 0 failed, 0 skipped: PASS"), "{out}");
+    // One line per rule as it finishes; the bar on stderr (asked for: under mpirun it is a pipe).
+    let done: Vec<&str> = out.lines().filter(|l| l.starts_with("# rule '")).collect();
+    assert_eq!(done.len(), 2, "{out}");
+    assert!(
+        done[0].starts_with("# rule 'modest all-reduce' (line ")
+            && done[0].contains("): PASS (2 of 2 checks passed) in "),
+        "{out}"
+    );
+    assert!(stderr(&o).contains(" points"), "{}", stderr(&o));
     assert!(
         out.lines().any(|l| l.contains("modest all-reduce (line") && l.contains("busbw") && l.ends_with("PASS")),
         "{out}"

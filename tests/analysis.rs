@@ -25,8 +25,17 @@ fn json_markdown_and_per_rank_rows() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/r.json")).unwrap()).unwrap();
+    assert_eq!(doc["schema"], "coll-bench/1");
     assert_eq!(doc["tool"], "coll-bench");
     assert_eq!(doc["complete"], true);
+    // One vocabulary: the command line's names, hosts as objects, no hidden testing options.
+    assert_eq!(doc["run"]["options"]["collectives"], serde_json::json!(["all-reduce", "all-gather"]));
+    assert_eq!(doc["run"]["options"]["dtypes"], serde_json::json!(["float"]));
+    assert_eq!(doc["run"]["hosts"][0]["ranks"], serde_json::json!([0, 1, 2]));
+    assert!(doc["run"]["hosts"][0]["name"].is_string());
+    assert!(!doc.to_string().contains("debug_"));
+    assert_eq!(doc["points"][0]["collective"], "all-reduce");
+    assert_eq!(doc["points"][0]["out_of_place"]["placement"], "out-of-place");
     assert_eq!(doc["run"]["ranks"], 3);
     assert_eq!(doc["run"]["options"]["collectives"].as_array().unwrap().len(), 2);
     assert!(doc["run"]["backend_details"][0].as_str().unwrap().contains("MPI library"));
@@ -99,5 +108,104 @@ fn plot_at_the_end_of_a_sweep() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(err.contains(needle), "{needle}: {err}");
         assert!(files(d.path()).is_empty());
+    }
+}
+
+/// `ARGS…` of coll-bench as one process (an MPI singleton, no launcher) inside a real
+/// pseudo-terminal (`script` from util-linux), so stdout and stderr are the same terminal, as
+/// for a person typing the command. Returns (exit code, everything the terminal received), or
+/// None (with SKIPPED printed) where `script` is missing.
+fn in_a_terminal(dir: &std::path::Path, args: &[&str]) -> Option<(Option<i32>, String)> {
+    if !on_path("script") {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "SKIPPED: progress in a terminal: no `script` (util-linux) on the PATH");
+        return None;
+    }
+    let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
+    let cmd: Vec<String> = std::iter::once(BIN).chain(args.iter().copied()).map(quote).collect();
+    let o = std::process::Command::new("timeout")
+        .args(["--kill-after=5", "300", "script", "-qec", &cmd.join(" "), "/dev/null"])
+        .env("TERM", "xterm")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .current_dir(dir)
+        .output()
+        .expect("script runs");
+    Some((o.status.code(), String::from_utf8_lossy(&o.stdout).into_owned()))
+}
+
+/// What the terminal shows, line by line: what is left of each line after carriage returns
+/// (the bar redraws itself over its own line), without escape sequences.
+fn screen_lines(raw: &str) -> Vec<String> {
+    raw.split('\n')
+        .map(|l| {
+            let l = l.strip_suffix('\r').unwrap_or(l);
+            let last = l.rsplit('\r').next().unwrap_or("");
+            let mut out = String::new();
+            let mut chars = last.chars();
+            while let Some(c) = chars.next() {
+                if c == '\x1b' {
+                    // CSI: ESC [ parameters, then one final letter.
+                    if chars.next() == Some('[') {
+                        for c in chars.by_ref() {
+                            if c.is_ascii_alphabetic() {
+                                break;
+                            }
+                        }
+                    }
+                } else {
+                    out.push(c);
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+#[test]
+fn progress_in_a_terminal_never_splits_a_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((code, raw)) = in_a_terminal(dir.path(), &["all-reduce", "-e", "64K", "--no-csv"]) else { return };
+    assert_eq!(code, Some(0), "{raw}");
+    // The bar was drawn (stderr is the terminal), more than once, between the rows.
+    assert!(raw.matches("/14 points").count() >= 2, "no bar drawn:\n{raw}");
+    let lines = screen_lines(&raw);
+    let table: Vec<&String> = lines.iter().filter(|l| l.contains(" float ")).filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(table.len(), 14, "every row once, whole:\n{}", lines.join("\n"));
+    for l in &table {
+        assert_eq!(l.split_whitespace().count(), 13, "a row split or joined with the bar: {l:?}");
+        assert!(!l.contains("points") && !l.contains("ETA"), "the bar and a row share a line: {l:?}");
+    }
+    assert!(lines.iter().all(|l| !(l.contains("ETA") && l.contains(" float "))), "{}", lines.join("\n"));
+}
+
+#[test]
+fn check_in_a_terminal_reports_each_rule_as_it_finishes_without_tearing() {
+    let dir = tempfile::tempdir().unwrap();
+    // One process (no launcher): bus bandwidth is 0 on one rank, so both rules judge time.
+    std::fs::write(
+        dir.path().join("spec.toml"),
+        "[settings]\nrepeats = 2\nbudget = \"5ms\"\n\n[[rule]]\nname = \"bandwidth\"\ncollective = \"all-reduce\"\n\
+         sizes = \"64K..256K\"\nmax_time_us = 1000000.0\n\n[[rule]]\nname = \"latency\"\n\
+         collective = \"all-gather\"\nsizes = \"8..1K\"\nmax_time_us = 1000000.0\n",
+    )
+    .unwrap();
+    let Some((code, raw)) = in_a_terminal(dir.path(), &["check", "spec.toml", "--progress"]) else { return };
+    assert_eq!(code, Some(0), "{raw}");
+    assert!(raw.contains(" points"), "no bar drawn:\n{raw}");
+    let lines = screen_lines(&raw);
+    let done: Vec<&String> = lines.iter().filter(|l| l.starts_with("# rule '")).collect();
+    assert_eq!(done.len(), 2, "one line per rule:\n{}", lines.join("\n"));
+    for (l, name) in done.iter().zip(["bandwidth", "latency"]) {
+        assert!(
+            l.starts_with(&format!("# rule '{name}' (line ")) && l.contains("): PASS (2 of 2 checks passed) in "),
+            "{l}"
+        );
+    }
+    // Each as the rule finished: before the verdict table.
+    let table = lines.iter().position(|l| l.starts_with("# rule ") && l.contains("collective")).expect("verdict table");
+    assert!(lines.iter().position(|l| l == done[1]).unwrap() < table);
+    for l in lines.iter().filter(|l| l.ends_with("PASS") || l.starts_with("# rule")) {
+        assert!(!l.contains("points") && !l.contains("ETA"), "the bar and a line share a line: {l:?}");
     }
 }

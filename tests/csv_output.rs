@@ -86,7 +86,7 @@ fn csv_reads_back_with_stable_columns() {
         let lib = &r[col("mpi_library")];
         let family_word = if FAMILY == "mpich" { "MPICH" } else { "Open MPI" };
         assert!(lib.contains(family_word) && !lib.contains('\n'), "mpi_library {lib:?} for {FAMILY}");
-        assert!(["out_of_place", "in_place"].contains(&&r[col("placement")]));
+        assert!(["out-of-place", "in-place"].contains(&&r[col("placement")]));
         let time: f64 = r[col("time_us")].parse().unwrap();
         let median: f64 = r[col("median_us")].parse().unwrap();
         let min: f64 = r[col("min_us")].parse().unwrap();
@@ -100,7 +100,7 @@ fn csv_reads_back_with_stable_columns() {
     }
     let colls: Vec<&str> = rows.iter().map(|r| r.get(col("collective")).unwrap()).collect();
     assert!(colls.contains(&"all-reduce") && colls.contains(&"broadcast"));
-    assert_eq!(&rows[0][col("root")], "");
+    assert_eq!(&rows[0][col("root")], "-1", "all-reduce has no root: -1, as in the table");
     assert_eq!(&rows.last().unwrap()[col("root")], "0");
     // Only rank 0 writes: exactly one file.
     assert_eq!(files(dir.path()).len(), 1);

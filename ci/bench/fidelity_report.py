@@ -7,7 +7,7 @@ for i in range(1, reps + 1):
     for r in csv.DictReader(open(f"{out}/bare-{i}.csv")):
         bare.setdefault((r["collective"], int(r["size_bytes"])), []).append(float(r["time_us"]))
     for r in csv.DictReader(open(f"{out}/coll-bench-{i}.csv")):
-        if r["placement"] == "out_of_place":
+        if r["placement"] in ("out-of-place", "out_of_place"):
             ours.setdefault((r["collective"], int(r["size_bytes"])), []).append(float(r["time_us"]))
 
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")

@@ -24,7 +24,7 @@ runs = [("netns TCP", "netns-tcp"), ("shm", "shm"), ("loopback TCP", "loopback-t
 data = {}
 for _, f in runs:
     data[f] = {int(r["size_bytes"]): r for r in csv.DictReader(open(f"{out}/{f}.csv"))
-               if r["placement"] == "out_of_place" and not r.get("rank")}
+               if r["placement"] in ("out-of-place", "out_of_place") and not r.get("rank")}
 sizes = sorted(data["shm"])
 print("| size (B) | " + " | ".join(f"{n} busbw" for n, _ in runs) + " | netns TCP time (us) | shm time (us) | shm / netns TCP |")
 print("|---:|" + "---:|" * (len(runs) + 3))

@@ -11,6 +11,7 @@ use crate::error::{exit, Error, Result};
 use crate::options::{Aggregation, CsvTarget, Options, Step};
 use crate::record::Point;
 use crate::report::csv::CsvReport;
+use crate::report::progress::{BarAwareWriter, ProgressReport};
 use crate::report::Report as _;
 use crate::stats::RankOutlier;
 use crate::sweep::Sweep;
@@ -51,6 +52,10 @@ pub struct CheckArgs {
     /// Write to the file a symbolic link at the JUnit path points at (refused by default)
     #[arg(long = "follow-symlinks")]
     pub follow_symlinks: bool,
+    /// Show a progress bar on stderr over every rule's points (automatic when rank 0's stderr
+    /// is a terminal; under mpirun it is a pipe, so ask)
+    #[arg(long = "progress")]
+    pub progress: bool,
     /// Testing only: RANK:MICROSECONDS — that rank arrives late at every timed batch
     #[arg(long = "debug-slow-rank", value_name = "RANK:US", hide = true)]
     pub debug_slow_rank: Option<String>,
@@ -62,6 +67,7 @@ pub struct CheckOptions {
     pub junit: Option<PathBuf>,
     pub csv: CsvTarget,
     pub files: crate::report::Policy,
+    pub progress: bool,
     pub debug_slow_rank: Option<(usize, u64)>,
 }
 
@@ -76,6 +82,7 @@ pub fn parse(argv: &[String]) -> Result<crate::cli::Clap<CheckOptions>> {
                 (None, false) => CsvTarget::Default,
             },
             files: crate::report::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
+            progress: a.progress,
             debug_slow_rank: a.debug_slow_rank.as_deref().map(crate::cli::parse_slow_rank).transpose()?,
         }),
         crate::cli::Clap::Info(t) => crate::cli::Clap::Info(t),
@@ -300,8 +307,16 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     world.agree(csv.as_mut().map(CsvReport::write_header).unwrap_or(Ok(())))?;
 
     let by_host = world.ranks_by_host();
+    // Rank 0: a bar over every rule's points (each repeat counts), and stdout through it.
+    let progress = if world.rank == 0 {
+        let total = spec.rules.iter().map(|r| sweep_options(r, &spec).point_count(u64::MAX - 1)).sum::<u64>()
+            * spec.repeats as u64;
+        crate::report::progress::ProgressReport::new(total, opts.progress)
+    } else {
+        None
+    };
+    let mut out = BarAwareWriter::new(std::io::stdout(), progress.as_ref().map(|p| p.bar()));
     if world.rank == 0 {
-        let mut out = std::io::stdout().lock();
         let _ = writeln!(
             out,
             "# coll-bench {} check {}: {} rule(s), median of {} repeat(s), {} ranks on {} host(s)",
@@ -316,7 +331,11 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
             let _ = writeln!(out, "# measurements: {}", p.display());
         }
     }
-    let judged = judge_rules(world, opts, &spec, &by_host, &mut csv);
+    let judged = judge_rules(world, opts, &spec, &by_host, &mut csv, progress.as_ref(), &mut out);
+    if let Some(bar) = &progress {
+        bar.finish();
+    }
+    drop(out);
     let measured_any = csv.as_ref().is_some_and(|c| c.rows() > 0);
     let verdicts = match judged {
         Ok(v) => v,
@@ -367,13 +386,16 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     world.agree(written.map(|_| if failed { exit::WRONG } else { exit::OK }))
 }
 
-/// Run and judge every rule, each measurement appended to `csv` (rank 0) as it comes.
+/// Run and judge every rule, each measurement appended to `csv` (rank 0) as it comes, the bar
+/// advanced and one line per rule printed to `out` (rank 0) as each finishes.
 fn judge_rules(
     world: &World,
     opts: &CheckOptions,
     spec: &Spec,
     by_host: &[(String, Vec<usize>)],
     csv: &mut Option<CsvReport>,
+    progress: Option<&ProgressReport>,
+    out: &mut impl Write,
 ) -> Result<Vec<Verdict>> {
     let mut verdicts = vec![];
     for rule in &spec.rules {
@@ -392,6 +414,9 @@ fn judge_rules(
                     slow_ranks: vec![],
                     seconds: 0.0,
                 });
+                if world.rank == 0 {
+                    rule_done(out, rule, &verdicts[verdicts.len() - 1..], 0.0);
+                }
                 continue;
             }
         }
@@ -407,13 +432,41 @@ fn judge_rules(
             }
             let mut sweep = Sweep::new(world, backend.as_mut(), &sweep_opts);
             sweep.run(&mut |p| {
+                if let Some(bar) = progress {
+                    bar.advance(p);
+                }
                 points.push(p.clone());
                 csv.as_mut().map(|c| c.point(&info, p)).unwrap_or(Ok(()))
             })?;
         }
-        verdicts.extend(judge(rule, &points, &world.hosts, mpi::time() - t0));
+        let seconds = mpi::time() - t0;
+        let judged = judge(rule, &points, &world.hosts, seconds);
+        if world.rank == 0 {
+            rule_done(out, rule, &judged, seconds);
+        }
+        verdicts.extend(judged);
     }
     Ok(verdicts)
+}
+
+/// One line as each rule finishes, so a long check shows where it is (the table comes at the end).
+fn rule_done(out: &mut impl Write, rule: &Rule, verdicts: &[Verdict], seconds: f64) {
+    let count = |o: Outcome| verdicts.iter().filter(|v| v.outcome == o).count();
+    let outcome = if count(Outcome::Fail) > 0 {
+        "FAIL"
+    } else if count(Outcome::Pass) > 0 {
+        "PASS"
+    } else {
+        "SKIP"
+    };
+    let _ = writeln!(
+        out,
+        "# rule '{}' (line {}): {outcome} ({} of {} checks passed) in {seconds:.1} s",
+        rule.name,
+        rule.line,
+        count(Outcome::Pass),
+        verdicts.len()
+    );
 }
 
 fn print_verdicts(verdicts: &[Verdict]) {

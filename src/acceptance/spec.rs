@@ -134,11 +134,15 @@ pub fn parse(path: &str, text: &str) -> Result<Spec, String> {
             ),
             (Some(o), false) => return Err(at(o.span(), format!("{} does not reduce; remove op", spec.name()))),
         };
-        let in_place = match r.placement.as_ref().map(|p| (p.get_ref().as_str(), p.span())) {
-            None | Some(("out-of-place", _)) => false,
-            Some(("in-place", _)) => true,
-            Some((other, span)) => {
-                return Err(at(span, format!("unknown placement '{other}'; expected out-of-place or in-place")))
+        // One spelling (out-of-place, in-place); the CSV's old out_of_place/in_place also read.
+        let in_place = match r.placement.as_ref().map(|p| (crate::record::Placement::parse(p.get_ref()), p)) {
+            None | Some((Some(crate::record::Placement::OutOfPlace), _)) => false,
+            Some((Some(crate::record::Placement::InPlace), _)) => true,
+            Some((None, p)) => {
+                return Err(at(
+                    p.span(),
+                    format!("unknown placement '{}'; expected {}", p.get_ref(), crate::record::Placement::ACCEPTED),
+                ))
             }
         };
         let range = |s: &Spanned<String>| -> Result<(u64, u64), String> {
@@ -262,6 +266,18 @@ ranks_per_node = 2
         assert_eq!(r.line, 6);
         assert_eq!(s.rules[1].ranks_per_node, Some(2));
         assert_eq!(s.rules[1].op, None);
+    }
+
+    #[test]
+    fn placement_has_one_spelling_and_reads_the_old_one() {
+        let rule = "[[rule]]\nname = \"x\"\ncollective = \"all-reduce\"\nsizes = \"1M..2M\"\n";
+        for (p, in_place) in [("in-place", true), ("out-of-place", false), ("in_place", true), ("out_of_place", false)]
+        {
+            let s = parse("s.toml", &format!("{rule}placement = \"{p}\"\n")).unwrap();
+            assert_eq!(s.rules[0].in_place, in_place, "{p}");
+        }
+        let e = err(&format!("{rule}placement = \"sideways\"\n"));
+        assert!(e.contains("line 5: unknown placement 'sideways'; expected out-of-place or in-place"), "{e}");
     }
 
     fn err(text: &str) -> String {

@@ -21,6 +21,7 @@ pub use sendrecv::partner;
 
 /// The collectives coll-bench knows, in the order `all` runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Kind {
     AllReduce,
     AllGather,
@@ -30,6 +31,7 @@ pub enum Kind {
     Gather,
     Scatter,
     AllToAll,
+    #[serde(rename = "sendrecv")]
     SendRecv,
     Barrier,
 }

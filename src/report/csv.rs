@@ -171,7 +171,7 @@ impl CsvReport {
             collective: p.collective.name(),
             dtype: p.dtype.name(),
             op: p.op.map(|o| o.name()).unwrap_or("none"),
-            root: p.root.map(|r| r.to_string()).unwrap_or_default(),
+            root: p.root.map(|r| r.to_string()).unwrap_or_else(|| "-1".into()),
             placement: m.placement.name(),
             size_bytes: p.size_bytes,
             count_elements: p.count,

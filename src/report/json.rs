@@ -2,13 +2,18 @@
 //! every point. While the run goes on the file is JSON Lines — a first line with the run
 //! (`"complete": false`), then one line per point, each appended whole and never rewritten — so
 //! a killed run leaves every point it measured; at the end the file is replaced, in one step,
-//! by one JSON document (`"complete": true`, `points`, `totals`).
+//! by one JSON document (`"complete": true`, `points`, `totals`). Every field is documented in
+//! docs/output.md (a test keeps the two in step); `"schema": "coll-bench/1"` names this layout.
 
 use super::{AppendFile, Report};
 use crate::error::Result;
 use crate::record::{Point, RunInfo, Totals};
 use serde::Serialize;
 use std::path::Path;
+
+/// The layout's name and version, in every file: a change that renames or removes a field
+/// bumps it.
+pub const SCHEMA: &str = "coll-bench/1";
 
 pub struct JsonReport {
     file: Option<AppendFile>,
@@ -17,20 +22,31 @@ pub struct JsonReport {
 
 #[derive(Serialize)]
 struct Document<'a> {
+    schema: &'static str,
     tool: &'static str,
     /// `false` in the JSON Lines form of a run still going (or killed).
     complete: bool,
-    run: &'a RunInfo,
+    run: serde_json::Value,
     points: &'a [Point],
     totals: Option<&'a Totals>,
 }
 
 /// The first line of the JSON Lines form.
 #[derive(Serialize)]
-struct Head<'a> {
+struct Head {
+    schema: &'static str,
     tool: &'static str,
     complete: bool,
-    run: &'a RunInfo,
+    run: serde_json::Value,
+}
+
+/// The run as JSON: the options a user set, without the hidden testing ones (`debug_*`).
+fn run_value(info: &RunInfo) -> serde_json::Value {
+    let mut v = serde_json::to_value(info).expect("the run serialises");
+    if let Some(o) = v.get_mut("options").and_then(|o| o.as_object_mut()) {
+        o.retain(|k, _| !k.starts_with("debug_"));
+    }
+    v
 }
 
 impl JsonReport {
@@ -62,7 +78,7 @@ impl JsonReport {
 
 impl Report for JsonReport {
     fn begin(&mut self, info: &RunInfo) -> Result<()> {
-        self.line(&Head { tool: "coll-bench", complete: false, run: info })
+        self.line(&Head { schema: SCHEMA, tool: "coll-bench", complete: false, run: run_value(info) })
     }
 
     fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()> {
@@ -78,8 +94,14 @@ impl Report for JsonReport {
     }
 
     fn end(&mut self, info: &RunInfo, totals: &Totals) -> Result<()> {
-        let doc =
-            Document { tool: "coll-bench", complete: true, run: info, points: &self.points, totals: Some(totals) };
+        let doc = Document {
+            schema: SCHEMA,
+            tool: "coll-bench",
+            complete: true,
+            run: run_value(info),
+            points: &self.points,
+            totals: Some(totals),
+        };
         let bytes = serde_json::to_vec_pretty(&doc).expect("records serialise");
         match self.file.take() {
             Some(f) => f.replace_with(&bytes),
@@ -180,5 +202,139 @@ mod tests {
             std::io::stderr(),
             "json writer: {n} points streamed in {streamed:.3} s, final document in {secs:.3} s"
         );
+    }
+
+    /// Every field path of a value: object keys joined by '.', array elements as '[]'.
+    fn paths(v: &serde_json::Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    // Both placements hold the same fields: documented once, as `<placement>`.
+                    let k = if prefix == "points[]" && (k == "out_of_place" || k == "in_place") {
+                        "<placement>"
+                    } else {
+                        k
+                    };
+                    let p = if prefix.is_empty() { k.to_string() } else { format!("{prefix}.{k}") };
+                    out.insert(p.clone());
+                    paths(x, &p, out);
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for x in a {
+                    paths(x, &format!("{prefix}[]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Documents as the writer makes them, covering every variant: each warning kind, a slow
+    /// rank, a root, and both forms of the options that have two (step, timeout, csv).
+    fn sample_documents() -> Vec<serde_json::Value> {
+        use crate::options::{CsvTarget, Step, Timeout};
+        use crate::stats::{RankOutlier, Warning};
+        let mut p = point(1024);
+        p.root = Some(0);
+        p.out_of_place.first_call_us = Some(9.0);
+        p.out_of_place.slow_ranks = vec![RankOutlier { rank: 1, time_us: 3.0, median_us: 1.5 }];
+        p.out_of_place.warnings = vec![
+            Warning::Noisy { relative_ci: 0.2 },
+            Warning::MeanOffMedian { time_us: 2.0, median_us: 1.5, outliers: 3, samples: 100 },
+        ];
+        p.in_place = p.out_of_place.clone();
+        p.in_place.placement = Placement::InPlace;
+        let mut other = info();
+        other.options.step = Step::Bytes(1024);
+        other.options.timeout = Timeout::Fixed(5.0);
+        other.options.csv = CsvTarget::Path("r.csv".into());
+        other.options.iters = Some(10);
+        other.options.warmup = Some(1);
+        other.options.debug_corrupt_rank = Some(1);
+        let mut docs = vec![];
+        for info in [info(), other] {
+            let doc = Document {
+                schema: SCHEMA,
+                tool: "coll-bench",
+                complete: true,
+                run: run_value(&info),
+                points: std::slice::from_ref(&p),
+                totals: Some(&Totals::default()),
+            };
+            docs.push(serde_json::to_value(&doc).unwrap());
+            // The JSON Lines head: its fields are the document's.
+            let head = Head { schema: SCHEMA, tool: "coll-bench", complete: false, run: run_value(&info) };
+            docs.push(serde_json::to_value(&head).unwrap());
+        }
+        docs
+    }
+
+    /// The names listed in one section of docs/output.md: table rows starting "| `name` |".
+    fn documented(section: &str) -> std::collections::BTreeSet<String> {
+        let doc = include_str!("../../docs/output.md");
+        let start = doc.find(section).unwrap_or_else(|| panic!("docs/output.md has no section {section:?}"));
+        let rest = &doc[start + section.len()..];
+        let end = rest.find("\n## ").unwrap_or(rest.len());
+        rest[..end]
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| l.split_once("` |").map(|(name, _)| name.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn docs_list_every_json_field_and_no_other() {
+        let mut written = std::collections::BTreeSet::new();
+        for d in sample_documents() {
+            paths(&d, "", &mut written);
+        }
+        let docs = documented("## JSON fields");
+        let undocumented: Vec<&String> = written.difference(&docs).collect();
+        let stale: Vec<&String> = docs.difference(&written).collect();
+        assert!(
+            undocumented.is_empty() && stale.is_empty(),
+            "docs/output.md: undocumented {undocumented:?}; documented but never written {stale:?}"
+        );
+    }
+
+    #[test]
+    fn docs_list_every_csv_column_in_order() {
+        let doc = include_str!("../../docs/output.md");
+        let start = doc.find("## CSV columns").expect("a CSV section");
+        let listed: Vec<String> = doc[start..]
+            .lines()
+            .take_while(|l| !l.starts_with("## JSON"))
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| l.split_once("` |").map(|(name, _)| name.to_string()))
+            .collect();
+        assert_eq!(listed, crate::report::csv::COLUMNS, "docs/output.md lists the CSV columns in the writer's order");
+    }
+
+    #[test]
+    fn json_speaks_the_one_vocabulary() {
+        let docs = sample_documents();
+        let d = &docs[0];
+        assert_eq!(d["schema"], "coll-bench/1");
+        assert_eq!(d["run"]["hosts"][0]["name"], "h");
+        assert_eq!(d["run"]["hosts"][0]["ranks"], serde_json::json!([0, 1]));
+        assert_eq!(d["run"]["options"]["step"], serde_json::json!({"factor": 2.0}));
+        assert_eq!(d["run"]["options"]["aggregation"], "mean");
+        assert_eq!(d["run"]["options"]["backend"], "mpi");
+        assert_eq!(d["run"]["options"]["collectives"][0], "all-reduce");
+        assert_eq!(d["run"]["options"]["dtypes"][0], "float");
+        let p = &d["points"][0];
+        assert_eq!(
+            (p["collective"].as_str(), p["dtype"].as_str(), p["op"].as_str()),
+            (Some("all-reduce"), Some("float"), Some("sum"))
+        );
+        assert_eq!(p["out_of_place"]["placement"], "out-of-place");
+        assert_eq!(p["in_place"]["placement"], "in-place");
+        assert_eq!(docs[2]["run"]["options"]["timeout"], serde_json::json!({"fixed": 5.0}));
+        let text = docs.iter().map(|d| d.to_string()).collect::<String>();
+        assert!(!text.contains("debug_"), "hidden testing options never reach the JSON");
+        // The options still round-trip (rank 0 broadcasts them as JSON).
+        let o = info().options;
+        let back: Options = serde_json::from_str(&serde_json::to_string(&o).unwrap()).unwrap();
+        assert_eq!(back, o);
     }
 }

@@ -1,0 +1,96 @@
+"""Summarise ci/bench-compare.sh: false alarms of `coll-bench compare` on back-to-back runs of the
+same sweep, and how often it catches one collective made 10/20/30% slower in the NEW runs."""
+import csv, os, platform, subprocess, sys, tempfile
+
+out, binary = sys.argv[1], sys.argv[2]
+runs = sorted(os.path.join(out, f) for f in os.listdir(out) if f.startswith("run-") and f.endswith(".csv"))
+TIMES = ["time_us", "median_us", "p95_us", "p99_us", "min_us", "max_us", "stddev_us", "ci95_lo_us", "ci95_hi_us"]
+COLLS = ["all-reduce", "all-gather", "reduce-scatter"]
+LEVELS = [1.10, 1.20, 1.30]
+tmp = tempfile.mkdtemp()
+
+
+def doctor(path, coll, factor, tag):
+    """A copy of the run with every time of `coll` scaled by `factor`."""
+    dst = os.path.join(tmp, f"{tag}-{os.path.basename(path)}")
+    with open(path, newline="") as f, open(dst, "w", newline="") as g:
+        rd = csv.reader(f)
+        wr = csv.writer(g, lineterminator="\n")
+        header = next(rd)
+        wr.writerow(header)
+        cols = [header.index(c) for c in TIMES if c in header]
+        ci = header.index("collective")
+        for row in rd:
+            if row[ci] == coll:
+                for c in cols:
+                    if row[c]:
+                        row[c] = repr(float(row[c]) * factor)
+            wr.writerow(row)
+    return dst
+
+
+def compare(base, new, *extra):
+    args = [binary, "compare", *extra, *base] + (["--", *new] if len(base) > 1 or len(new) > 1 else new)
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode not in (0, 1):
+        sys.exit(f"compare failed ({p.returncode}): {p.stderr}")
+    flagged = set()
+    for line in p.stdout.splitlines():
+        if line.startswith("regressed: ") or line.startswith("regressed series: "):
+            flagged.add(line.split(": ", 1)[1].split()[0])
+    return p.returncode, flagged, p.stdout.splitlines()[-1]
+
+
+def trials(k):
+    """Disjoint groups of 2k consecutive runs: the first k are BASE, the next k NEW."""
+    return [(runs[i:i + k], runs[i + k:i + 2 * k]) for i in range(0, len(runs) - 2 * k + 1, 2 * k)]
+
+
+def load():
+    return open(os.path.join(out, "load-start.txt")).read().split("load average:")[1].strip(), \
+        open(os.path.join(out, "load-end.txt")).read().split("load average:")[1].strip()
+
+
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
+osname = next((l.split("=", 1)[1].strip().strip('"') for l in open("/etc/os-release") if l.startswith("PRETTY_NAME=")), "?")
+wall = open(os.path.join(out, "wall-s.txt")).read().strip()
+ls, le = load()
+print("# compare: false alarms on back-to-back runs, detection of doctored slowdowns\n")
+print(f"Machine: {platform.node()}, {os.cpu_count()} cores ({cpu}), {osname}; loaded by other work at the time "
+      f"(load average at the start {ls}, at the end {le}). {len(runs)} runs of "
+      f"`mpirun -n 2 coll-bench -e 64K --budget 5ms` (all-reduce, all-gather, reduce-scatter; float sum; "
+      f"8 B .. 64 KiB; out-of-place and in-place: 84 points), back to back, under `nice -n 19`, in {wall} s. "
+      "Made by `ci/bench-compare.sh` (raw runs in results/compare-noise/, not committed).\n")
+print("Each comparison uses consecutive runs (no run in two comparisons of one mode): one run per side "
+      "(`compare run-01.csv run-02.csv`), two (`compare run-01 run-02 -- run-03 run-04`) or three per side. "
+      "A false alarm is exit 1 on undoctored runs. Detection: every NEW run's rows of one collective "
+      "(every size, both placements, every time column) scaled by 1.1, 1.2 or 1.3, one collective at a time; "
+      "caught = exit 1 naming that collective (a point or its series); `+other` counts the doctored "
+      "comparisons that also named an undoctored collective. Defaults: `--stat median --threshold 5 --alpha 0.05`.\n")
+print("| runs per side | comparisons | false alarms (exit 1) | points flagged, total | caught 10% | caught 20% | caught 30% | +other |")
+print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+details = []
+for k in (1, 2, 3):
+    ts = trials(k)
+    if not ts:
+        continue
+    alarms, points = 0, 0
+    caught = {f: 0 for f in LEVELS}
+    other = 0
+    for ti, (base, new) in enumerate(ts):
+        code, flagged, summary = compare(base, new)
+        alarms += code == 1
+        points += int(summary.split(": ", 2)[1].split()[0]) if "regression" in summary else 0
+        details.append(f"- {k} per side, {' '.join(map(os.path.basename, base))} -> "
+                       f"{' '.join(map(os.path.basename, new))}: exit {code}; `{summary}`")
+        for f in LEVELS:
+            for c in COLLS:
+                dn = [doctor(p, c, f, f"{k}-{ti}-{c}-{f}") for p in new]
+                code, flagged, _ = compare(base, dn)
+                caught[f] += code == 1 and c in flagged
+                other += bool(flagged - {c})
+    n = len(ts)
+    cells = " | ".join(f"{caught[f]}/{n * len(COLLS)}" for f in LEVELS)
+    print(f"| {k} | {n} | {alarms}/{n} | {points} | {cells} | {other}/{n * len(COLLS) * len(LEVELS)} |")
+print("\nEvery undoctored comparison's summary line:\n")
+print("\n".join(details))
