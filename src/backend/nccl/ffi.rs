@@ -12,6 +12,10 @@ use std::os::raw::{c_char, c_int, c_void};
 pub type NcclResult = c_int;
 pub type NcclComm = *mut c_void;
 pub type CudaStream = *mut c_void;
+/// `ncclDataType_t` and `ncclRedOp_t`: C enums, passed as `int` (their size is checked against a
+/// real `nccl.h` by the ABI test).
+pub type NcclDataType = c_int;
+pub type NcclRedOp = c_int;
 
 pub const NCCL_SUCCESS: NcclResult = 0;
 /// `ncclInProgress`: a non-blocking operation still running (not an error).
@@ -38,13 +42,13 @@ api! {
         comm_abort: "ncclCommAbort" => fn(NcclComm) -> NcclResult,
         comm_get_async_error: "ncclCommGetAsyncError" => fn(NcclComm, *mut NcclResult) -> NcclResult,
         get_error_string: "ncclGetErrorString" => fn(NcclResult) -> *const c_char,
-        all_reduce: "ncclAllReduce" => fn(*const c_void, *mut c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
-        all_gather: "ncclAllGather" => fn(*const c_void, *mut c_void, usize, c_int, NcclComm, CudaStream) -> NcclResult,
-        reduce_scatter: "ncclReduceScatter" => fn(*const c_void, *mut c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
-        broadcast: "ncclBroadcast" => fn(*const c_void, *mut c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
-        reduce: "ncclReduce" => fn(*const c_void, *mut c_void, usize, c_int, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
-        send: "ncclSend" => fn(*const c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
-        recv: "ncclRecv" => fn(*mut c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
+        all_reduce: "ncclAllReduce" => fn(*const c_void, *mut c_void, usize, NcclDataType, NcclRedOp, NcclComm, CudaStream) -> NcclResult,
+        all_gather: "ncclAllGather" => fn(*const c_void, *mut c_void, usize, NcclDataType, NcclComm, CudaStream) -> NcclResult,
+        reduce_scatter: "ncclReduceScatter" => fn(*const c_void, *mut c_void, usize, NcclDataType, NcclRedOp, NcclComm, CudaStream) -> NcclResult,
+        broadcast: "ncclBroadcast" => fn(*const c_void, *mut c_void, usize, NcclDataType, c_int, NcclComm, CudaStream) -> NcclResult,
+        reduce: "ncclReduce" => fn(*const c_void, *mut c_void, usize, NcclDataType, NcclRedOp, c_int, NcclComm, CudaStream) -> NcclResult,
+        send: "ncclSend" => fn(*const c_void, usize, NcclDataType, c_int, NcclComm, CudaStream) -> NcclResult,
+        recv: "ncclRecv" => fn(*mut c_void, usize, NcclDataType, c_int, NcclComm, CudaStream) -> NcclResult,
         group_start: "ncclGroupStart" => fn() -> NcclResult,
         group_end: "ncclGroupEnd" => fn() -> NcclResult,
     }

@@ -6,11 +6,16 @@
 //!
 //! Bootstrap, each step agreed across ranks so a failure anywhere is one message from rank 0:
 //! 1. every rank: load libcuda, `cuInit`, pick the GPU at its node-local rank (honouring
-//!    `CUDA_VISIBLE_DEVICES`), load NCCL and check its version, make the GPU's primary context
-//!    current, create a stream and timing events;
-//! 2. rank 0: `ncclGetUniqueId`; its 128 bytes are broadcast over MPI;
-//! 3. every rank: `ncclCommInitRank` (collective);
-//! 4. every rank's GPU (host, index, name, PCI bus id) is gathered for the header.
+//!    `CUDA_VISIBLE_DEVICES`); load NCCL and check its version (both tried before either is
+//!    agreed on);
+//! 2. where NCCL loaded on every rank — which needs no driver — rank 0 makes the unique id
+//!    (`ncclGetUniqueId`), its 128 bytes are broadcast over MPI, and every rank checks it holds
+//!    the same 128 bytes as every other (an all-gather);
+//! 3. the outcome of step 1 is agreed: the first failure is the message, libcuda's before NCCL's
+//!    (on a machine without a driver the message also says that NCCL loaded and its id went
+//!    round); then the GPU's primary context is made current, a stream and timing events created;
+//! 4. every rank: `ncclCommInitRank` (collective);
+//! 5. every rank's GPU (host, index, name, PCI bus id) is gathered for the header.
 //!
 //! Timing: a timing event is recorded on the stream before and after each batch of calls; the
 //! host waits for the second one, polling it and `ncclCommGetAsyncError`, and the sample is the
@@ -43,6 +48,11 @@ macro_rules! api {
             $(pub $field: unsafe extern "C" fn($($arg),*) -> $ret,)*
         }
         impl $name {
+            /// Every entry point as (C name, return type, parameter types), the types as written
+            /// here (for the ABI probe, [`crate::backend::nccl::abi`]).
+            pub const SIGNATURES: &'static [(&'static str, &'static str, &'static [&'static str])] =
+                &[$(($sym, stringify!($ret), &[$(stringify!($arg)),*])),*];
+
             /// Bind every entry point, or name the first one missing.
             ///
             /// # Safety
@@ -58,6 +68,7 @@ macro_rules! api {
     };
 }
 
+pub mod abi;
 pub mod cuda;
 pub mod ffi;
 pub mod gpu;
@@ -90,7 +101,7 @@ pub fn create(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     Ok(Box::new(NcclBackend::new(world, opts, &|k| std::env::var_os(k))?))
 }
 
-/// What each rank sets up on its own (bootstrap step 1).
+/// What each rank sets up on its own (bootstrap steps 1 and 3).
 struct Local {
     drv: &'static Driver,
     nccl: &'static Nccl,
@@ -106,9 +117,19 @@ struct Local {
     ctx: Context,
 }
 
-/// Step 1 on this rank: libcuda → a GPU → NCCL → context, stream, events. The first failure is
-/// the message, in that order (no libcuda, no GPU, no NCCL or too old, a CUDA error).
-fn open_local(world: &World, env: &dyn Fn(&str) -> Option<OsString>) -> std::result::Result<Local, String> {
+/// This rank's GPU, found through libcuda (step 1).
+struct Gpu {
+    drv: &'static Driver,
+    dev: cuda::CuDevice,
+    selection: gpu::Selection,
+    name: String,
+    bus_id: String,
+    driver_version: (u32, u32),
+}
+
+/// Step 1's libcuda part: libcuda → `cuInit` → the GPU of this rank. The first failure is the
+/// message (no libcuda, no GPU, too few GPUs, a CUDA error).
+fn open_gpu(world: &World, env: &dyn Fn(&str) -> Option<OsString>) -> std::result::Result<Gpu, String> {
     let host = world.host();
     let drv = cuda::load(env)?;
     drv.init(host)?;
@@ -120,11 +141,57 @@ fn open_local(world: &World, env: &dyn Fn(&str) -> Option<OsString>) -> std::res
     let name = drv.device_name(dev)?;
     let bus_id = drv.pci_bus_id(dev)?;
     let driver_version = drv.version()?;
-    let nccl = ffi::load(env)?;
-    let ctx = Context::retain(drv, dev)?;
+    Ok(Gpu { drv, dev, selection, name, bus_id, driver_version })
+}
+
+/// Step 3's local part: the GPU's context made current, a stream and the timing events.
+fn open_local(g: Gpu, nccl: &'static Nccl) -> std::result::Result<Local, String> {
+    let drv = g.drv;
+    let ctx = Context::retain(drv, g.dev)?;
     let stream = Stream::new(drv)?;
     let (start, end, sync) = (Event::new(drv)?, Event::new(drv)?, Event::new(drv)?);
+    let Gpu { selection, name, bus_id, driver_version, .. } = g;
     Ok(Local { drv, nccl, selection, name, bus_id, driver_version, start, end, sync, stream, ctx })
+}
+
+/// Step 2, where NCCL loaded on every rank: rank 0's unique id, broadcast over MPI and checked
+/// byte for byte on every rank. Returns the id and a note for messages ("NCCL 2.32.3 at PATH
+/// loaded on every rank; the unique id rank 0 made reached all 3 ranks intact"). Collective.
+fn share_unique_id(world: &World, nccl: &'static Nccl) -> Result<(UniqueId, String)> {
+    let id = if world.rank == 0 { unique_id(nccl) } else { Ok([0u8; UNIQUE_ID_BYTES]) };
+    let id = world.agree(id.map_err(Error::setup))?;
+    let bytes = world.broadcast_bytes(0, id.to_vec());
+    let mut id = UniqueId { internal: [0u8; UNIQUE_ID_BYTES] };
+    let received = bytes.len() == UNIQUE_ID_BYTES;
+    if received {
+        id.internal.copy_from_slice(&bytes);
+    }
+    let mut all = vec![0u8; UNIQUE_ID_BYTES * world.size];
+    world.comm().all_gather_into(&id.internal[..], &mut all[..]);
+    let differ: Vec<usize> =
+        all.chunks(UNIQUE_ID_BYTES).enumerate().filter(|(_, c)| *c != &id.internal[..]).map(|(r, _)| r).collect();
+    let checked = if !received {
+        Err(format!("the NCCL unique id reached rank {} as {} bytes, not {UNIQUE_ID_BYTES}", world.rank, bytes.len()))
+    } else if !differ.is_empty() {
+        Err(format!(
+            "the NCCL unique id rank 0 made is not the same on rank {} as on rank(s) {}",
+            world.rank,
+            crate::world::rank_list(&differ)
+        ))
+    } else if id.internal.iter().all(|b| *b == 0) {
+        Err("ncclGetUniqueId returned an all-zero unique id".to_string())
+    } else {
+        Ok(())
+    };
+    world.agree(checked.map_err(Error::setup))?;
+    let note = format!(
+        "NCCL {} at {} loaded on every rank; the unique id rank 0 made reached all {} rank{} intact",
+        nccl.version_string(),
+        nccl.location,
+        world.size,
+        if world.size == 1 { "" } else { "s" }
+    );
+    Ok((id, note))
 }
 
 /// An NCCL communicator: destroyed on drop, or aborted where the run failed.
@@ -224,13 +291,25 @@ impl NcclBackend {
             )));
         }
         avg_is_checkable(&opts.ops, &opts.dtypes, opts.check, world.size).map_err(Error::usage)?;
-        let local = world.agree(open_local(world, env).map_err(Error::setup))?;
-
-        let id = if world.rank == 0 { unique_id(local.nccl) } else { Ok([0u8; UNIQUE_ID_BYTES]) };
-        let id = world.agree(id.map_err(Error::setup))?;
-        let bytes = world.broadcast_bytes(0, id.to_vec());
-        let mut id = UniqueId { internal: [0u8; UNIQUE_ID_BYTES] };
-        id.internal.copy_from_slice(&bytes[..UNIQUE_ID_BYTES]);
+        // Step 1: both libraries tried before either is agreed on.
+        let gpu = open_gpu(world, env);
+        let nccl = ffi::load(env);
+        // Step 2: NCCL needs no driver for its unique id.
+        let loaded = world.sum_u64(nccl.is_ok() as u64) as usize == world.size;
+        let shared = match &nccl {
+            Ok(n) if loaded => Some(share_unique_id(world, n)?),
+            _ => None,
+        };
+        // Step 3.
+        let gpu = world.agree(gpu.map_err(Error::setup)).map_err(|e| match (e, &shared) {
+            (Error::Setup(m), Some((_, note))) => Error::setup(format!("{m} ({note})")),
+            (e, _) => e,
+        })?;
+        let nccl = world.agree(nccl.map_err(Error::setup))?;
+        let Some((id, _)) = shared else {
+            return Err(Error::setup("NCCL loaded on every rank, yet its unique id was not shared"));
+        };
+        let local = world.agree(open_local(gpu, nccl).map_err(Error::setup))?;
 
         let host = world.host().to_string();
         let comm = Comm::init(local.nccl, world.size, id, world.rank)
