@@ -12,9 +12,8 @@
 
 mod common;
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 /// Variables that steer the backend or the stand-ins: cleared, then set per test.
 const STEERING: &[&str] = &[
@@ -42,27 +41,6 @@ fn nccl_run(n: usize, args: &[&str], env: &[(&str, &str)]) -> (Output, tempfile:
     }
     let out = cmd.output().expect("the MPI launcher runs (is MPI installed? run ci/setup.sh)");
     (out, dir)
-}
-
-/// The stand-in libraries, built once per test process.
-fn fakes() -> &'static (PathBuf, PathBuf) {
-    static FAKES: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
-    FAKES.get_or_init(|| {
-        let dir = tempfile::Builder::new().prefix("coll-bench-fakes").tempdir().unwrap().keep();
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend/nccl/fake");
-        let build = |c: &str, lib: &str| {
-            let out = dir.join(lib);
-            let ok = Command::new("cc")
-                .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o"])
-                .arg(&out)
-                .arg(src.join(c))
-                .status()
-                .expect("cc runs (run ci/setup.sh)");
-            assert!(ok.success(), "building {c} failed");
-            out
-        };
-        (build("fake_cuda.c", "libcuda.so.1"), build("fake_nccl.c", "libnccl.so.2"))
-    })
 }
 
 fn fake_cuda() -> &'static str {

@@ -2,8 +2,9 @@
 //! test process.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_coll-bench");
 
@@ -131,4 +132,26 @@ pub fn files(dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// The stand-ins for libcuda and libnccl (src/backend/nccl/fake/*.c), built with `cc` once per
+/// test process: (libcuda.so.1, libnccl.so.2).
+pub fn fakes() -> &'static (PathBuf, PathBuf) {
+    static FAKES: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    FAKES.get_or_init(|| {
+        let dir = tempfile::Builder::new().prefix("coll-bench-fakes").tempdir().unwrap().keep();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend/nccl/fake");
+        let build = |c: &str, lib: &str| {
+            let out = dir.join(lib);
+            let ok = Command::new("cc")
+                .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o"])
+                .arg(&out)
+                .arg(src.join(c))
+                .status()
+                .expect("cc runs (run ci/setup.sh)");
+            assert!(ok.success(), "building {c} failed");
+            out
+        };
+        (build("fake_cuda.c", "libcuda.so.1"), build("fake_nccl.c", "libnccl.so.2"))
+    })
 }
