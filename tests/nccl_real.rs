@@ -191,3 +191,19 @@ fn the_real_library_is_found_in_a_virtualenv_and_its_unique_id_reaches_every_ran
         real_library_bootstrap(n, venv, version);
     }
 }
+
+#[test]
+fn info_reports_the_real_library_of_the_active_virtualenv() {
+    let Some(venv) = venv_or_skip("info_reports_the_real_library_of_the_active_virtualenv") else { return };
+    let path = format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    let mut cmd = launch_cmd(120);
+    cmd.args(["-n", "2", BIN, "info", "--json"]).env("VIRTUAL_ENV", venv).env("PATH", path);
+    for v in ["COLL_BENCH_NCCL_LIBRARY", "LD_LIBRARY_PATH", "CONDA_PREFIX"] {
+        cmd.env_remove(v);
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let lib = site_packages(venv).join("nvidia/nccl/lib/libnccl.so.2");
+    assert_eq!(j["hosts"][0]["fields"]["NCCL"], format!("2.32.3 at {}", lib.display()), "{}", stdout(&o));
+}

@@ -24,8 +24,8 @@ use std::io::Write;
     name = "coll-bench info",
     bin_name = "coll-bench info",
     version,
-    after_help = "Under MPI (one rank per host is enough): mpirun -n N --map-by ppr:1:node coll-bench info\n\
-Alone: coll-bench info (this host only)\n\
+    after_help = "Launch with MPI (one rank per host is enough), or alone for this host only.\n\
+Example: mpirun -n 16 --map-by ppr:1:node coll-bench info --strict\n\
 Exit codes: 0 ok (differences are reported), 1 with --strict when a host differs from the majority, 2 usage or setup error."
 )]
 pub struct InfoArgs {
