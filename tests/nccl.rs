@@ -358,3 +358,105 @@ fn cuda_visible_devices_names_the_gpu_in_the_header() {
     assert!(out.contains(": GPU 0 (CUDA_VISIBLE_DEVICES entry 3) Fake GPU 0"), "{out}");
     assert!(out.contains(": GPU 1 (CUDA_VISIBLE_DEVICES entry GPU-5d1c) Fake GPU 1"), "{out}");
 }
+
+const GPU_VALIDATE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/ci/gpu-validate.sh");
+
+#[test]
+fn gpu_validate_without_a_gpu_is_one_line_and_exit_2() {
+    if on_path("nvidia-smi") {
+        eprintln!("SKIPPED: gpu_validate_without_a_gpu_is_one_line_and_exit_2: this machine has nvidia-smi");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new("bash").arg(GPU_VALIDATE).env("OUT_DIR", dir.path().join("out")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}\n{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("ci/gpu-validate.sh: no NVIDIA GPU on this machine"), "{err}");
+    assert!(stdout(&o).is_empty() && files(dir.path()).is_empty());
+}
+
+/// The script's whole path on the stand-ins: an `nvidia-smi` that lists two fake GPUs, the fake
+/// libcuda and libnccl, and an `NCCL_TESTS_DIR` whose `*_perf` print nccl-tests' rows.
+#[test]
+fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    let perf = dir.path().join("nccl-tests");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&perf).unwrap();
+    let script = |p: &Path, text: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(p, text).unwrap();
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    script(
+        &bin.join("nvidia-smi"),
+        "#!/bin/sh\ncase \"$*\" in *driver_version*) echo 550.54;; *) echo 'Fake GPU 0'; echo 'Fake GPU 1';; esac\n",
+    );
+    for p in ["all_reduce_perf", "all_gather_perf", "alltoall_perf"] {
+        script(
+            &perf.join(p),
+            "#!/bin/sh\n[ \"${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}\" = 0 ] || exit 0\necho '#  size count type redop root time algbw busbw #wrong'\necho '       8       2  float  sum  -1  10.0  0.01  0.50  0'\necho '      64      16  float  sum  -1  10.0  0.01  0.25  0'\n",
+        );
+    }
+    let out_dir = dir.path().join("out");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let o = Command::new("timeout")
+        .args(["600", "bash", GPU_VALIDATE])
+        .env("PATH", path)
+        .env("OUT_DIR", &out_dir)
+        .env("NCCL_TESTS_DIR", &perf)
+        .env("SIZES", "-b 8 -e 64 -f 8 --budget 1ms")
+        .env("DTYPES", "int32,float")
+        .env("COLL_BENCH_CUDA_LIBRARY", fake_cuda())
+        .env("COLL_BENCH_NCCL_LIBRARY", fake_nccl())
+        .env("FAKE_CUDA_DEVICES", "2")
+        .env("COLL_BENCH_MPI", FAMILY)
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.starts_with("# coll-bench --backend nccl on 2 x Fake GPU 0\n"), "{out}");
+    for n in [1, 2] {
+        for run in ["checked", "float16-unchecked"] {
+            assert!(out.contains(&format!("| {n} | {run} | 0 | ")), "{run} on {n} ranks:\n{out}");
+        }
+    }
+    assert!(!out.contains("# Collective:"), "the runs' tables belong in their .txt files:\n{out}");
+    // 4 CSVs, every collective in each, no wrong element.
+    let csvs: Vec<_> = files(&out_dir).into_iter().filter(|p| p.extension().is_some_and(|e| e == "csv")).collect();
+    assert_eq!(csvs.len(), 4, "{csvs:?}");
+    for c in &csvs {
+        let mut rd = csv::Reader::from_path(c).unwrap();
+        let h = rd.headers().unwrap().clone();
+        let (coll, wrong) =
+            (h.iter().position(|x| x == "collective").unwrap(), h.iter().position(|x| x == "wrong").unwrap());
+        let mut seen = std::collections::BTreeSet::new();
+        for r in rd.records() {
+            let r = r.unwrap();
+            // Empty where the check was off.
+            assert!(
+                &r[wrong] == "0" || (c.to_string_lossy().contains("unchecked") && r[wrong].is_empty()),
+                "{c:?}: {r:?}"
+            );
+            seen.insert(r[coll].to_string());
+        }
+        assert_eq!(seen.len(), 10, "{c:?}: {seen:?}");
+    }
+    // The ratios, for the sizes both ran; collectives without a *_perf here are named as skipped.
+    for coll in ["all-reduce", "all-gather", "all-to-all"] {
+        for (size, theirs) in [(8, "0.500"), (64, "0.250")] {
+            let row = out
+                .lines()
+                .find(|l| l.starts_with(&format!("| 2 | {coll} | {size} | ")))
+                .unwrap_or_else(|| panic!("no ratio for {coll} at {size} B:\n{out}"));
+            let f: Vec<&str> = row.split('|').map(str::trim).collect();
+            assert_eq!(f[5], theirs, "{row}");
+            let ratio: f64 = f[6].parse().unwrap();
+            let ours: f64 = f[4].parse().unwrap();
+            assert!((ratio - ours / theirs.parse::<f64>().unwrap()).abs() < 0.01, "{row}");
+        }
+    }
+    assert!(stderr(&o).contains("reduce_perf missing; skipped reduce"), "{}", stderr(&o));
+}
