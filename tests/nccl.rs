@@ -174,7 +174,7 @@ fn nccl_too_old() {
 fn nccl_errors_at_bootstrap() {
     for (fail, needle) in [
         ("uniqueid", "NCCL error in ncclGetUniqueId: unhandled system error"),
-        ("init", "NCCL error in ncclCommInitRank: unhandled system error"),
+        ("init", "NCCL error in ncclCommInitRankConfig: unhandled system error"),
     ] {
         let env = [
             ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
@@ -459,4 +459,162 @@ fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
         }
     }
     assert!(stderr(&o).contains("reduce_perf missing; skipped reduce"), "{}", stderr(&o));
+}
+
+/// NCCL 2.28's native gather, scatter and all-to-all, where the library has them: with point-to-
+/// point switched off in the stand-in (FAKE_NCCL_FAIL=p2p), only the native calls can produce
+/// these results, exact on 1-3 ranks in both placements.
+#[test]
+fn native_gather_scatter_and_all_to_all_where_the_library_has_them() {
+    let native = fake_nccl_native().to_str().unwrap();
+    for n in 1..=3 {
+        let env = [
+            ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+            ("COLL_BENCH_NCCL_LIBRARY", native),
+            ("FAKE_CUDA_DEVICES", "3"),
+            ("FAKE_NCCL_FAIL", "p2p"),
+        ];
+        let types = if oversubscribed_mpich(n) { "int8,double" } else { "int8,uint8,int32,uint64,float,double" };
+        let args = [
+            "gather",
+            "scatter",
+            "all-to-all",
+            "-d",
+            types,
+            "-b",
+            "8",
+            "-e",
+            "64K",
+            "-f",
+            "8",
+            "--budget",
+            "2ms",
+            "--csv",
+            "run.csv",
+        ];
+        let (o, d) = nccl_run(n, &args, &env);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "{n} ranks:\n{out}\n{}", stderr(&o));
+        assert!(
+            out.contains("# NCCL: native all-to-all, gather, scatter; init non-blocking (ncclCommInitRankConfig)"),
+            "{out}"
+        );
+        assert!(out.contains("# Wrong elements       : 0 OK"), "{out}");
+        let csv = std::fs::read_to_string(d.path().join("run.csv")).unwrap();
+        let mut rd = csv::Reader::from_reader(csv.as_bytes());
+        let h = rd.headers().unwrap().clone();
+        let (wrong, placement) =
+            (h.iter().position(|c| c == "wrong").unwrap(), h.iter().position(|c| c == "placement").unwrap());
+        let mut placements = std::collections::BTreeSet::new();
+        for r in rd.records() {
+            let r = r.unwrap();
+            assert_eq!(&r[wrong], "0", "{r:?}");
+            placements.insert(r[placement].to_string());
+        }
+        assert_eq!(placements.len(), 2, "{placements:?}");
+    }
+    // Without the native calls the same run needs point-to-point, and the header says so.
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+        ("FAKE_NCCL_FAIL", "p2p"),
+    ];
+    let (o, _d) = nccl_run(2, &["gather", "-e", "1K", "--no-csv"], &env);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("NCCL error in ncclSend: invalid usage")
+            && stderr(&o).contains("fake NCCL: point-to-point is off"),
+        "{}",
+        stderr(&o)
+    );
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+    ];
+    let (o, _d) = nccl_run(2, &["gather", "-e", "1K", "--no-csv"], &env);
+    assert!(
+        stdout(&o).contains("# NCCL: all-to-all, gather, scatter as grouped send/recv; init non-blocking"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// A rank whose init fails at once: every rank leaves at once, and the line names that rank.
+#[test]
+fn an_init_that_fails_on_one_rank_is_named_and_no_rank_hangs() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "3"),
+        ("FAKE_NCCL_FAIL", "init"),
+        ("FAKE_NCCL_FAIL_RANK", "1"),
+    ];
+    let (o, d) = nccl_run(3, &["--csv", "run.csv"], &env);
+    let line = refused(
+        &o,
+        d.path(),
+        &[
+            "NCCL error in ncclCommInitRankConfig: unhandled system error",
+            "(code 2): fake NCCL: cannot reach the other ranks",
+        ],
+    );
+    assert!(line.contains("(rank 1 on ") && line.ends_with(", GPU 1)"), "{line}");
+}
+
+/// A rank whose non-blocking init fails later, or never completes: the others keep waiting (as
+/// with the real NCCL) until -T's limit, then every rank leaves; one line, exit 2, naming the
+/// rank whose init failed where one did, else the lowest rank that gave up.
+#[test]
+fn an_init_that_never_completes_ends_at_the_timeout() {
+    let run = |fail: &str, rank: &str| {
+        let env = [
+            ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+            ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+            ("FAKE_CUDA_DEVICES", "3"),
+            ("FAKE_NCCL_FAIL", fail),
+            ("FAKE_NCCL_FAIL_RANK", rank),
+        ];
+        let t0 = std::time::Instant::now();
+        let (o, d) = nccl_run(3, &["-T", "3", "--csv", "run.csv"], &env);
+        // A guard against a hang, not a timing bar (the machine may be loaded).
+        let took = t0.elapsed().as_secs_f64();
+        assert!(took < 120.0, "took {took:.1} s");
+        (o, d)
+    };
+    // Rank 1's init fails after it started: the others wait 3 s for it, the line names rank 1.
+    let (o, d) = run("init-async", "1");
+    let line = refused(
+        &o,
+        d.path(),
+        &[
+            "NCCL error in ncclCommInitRankConfig: unhandled system error",
+            "fake NCCL: bootstrap: connection to a peer refused (rank 1 on ",
+        ],
+    );
+    assert!(line.ends_with(", GPU 1)"), "{line}");
+    // Rank 2's init never completes: every rank gives up at the limit; the lowest says so.
+    let (o, d) = run("init-hang", "2");
+    let line = refused(
+        &o,
+        d.path(),
+        &["ncclCommInitRankConfig did not finish within 3 s (-T/--timeout): a rank's init failed or cannot reach the others (rank 0 on "],
+    );
+    assert!(line.ends_with(", GPU 0)"), "{line}");
+}
+
+/// NCCL before 2.14 has no non-blocking init: the blocking one, and the header says so.
+#[test]
+fn an_nccl_before_2_14_initialises_blocking() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+        ("FAKE_NCCL_VERSION", "21304"),
+    ];
+    let (o, _d) = nccl_run(2, &["-e", "1K", "--budget", "2ms", "--no-csv"], &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("# NCCL 2.13.4 (") && out.contains("; init blocking (ncclCommInitRank)"), "{out}");
 }

@@ -7,7 +7,9 @@
 //! `nccl.h` includes `cuda_runtime.h` and the 16-bit float headers for a few types only; the
 //! probe compiles against stand-ins of those ([`CUDA_STUBS`]), so no CUDA toolkit is needed.
 
-use super::ffi::{self, NcclApi, NcclComm, UniqueId, NCCL_IN_PROGRESS, NCCL_SUCCESS, UNIQUE_ID_BYTES};
+use super::ffi::{
+    self, Config, NcclApi, NcclComm, NcclOptional, UniqueId, NCCL_IN_PROGRESS, NCCL_SUCCESS, UNIQUE_ID_BYTES,
+};
 use crate::dtype::{DType, Op};
 use std::os::raw::c_int;
 
@@ -20,9 +22,6 @@ pub const CUDA_STUBS: &[(&str, &str)] = &[
     ("cuda_fp16.h", ""),
     ("cuda_bf16.h", ""),
 ];
-
-/// Functions bound outside [`NcclApi`] (looked up where present), as (name, return, parameters).
-pub const OPTIONAL: &[(&str, &str, &[&str])] = &[("ncclGetLastError", "*const c_char", &["NcclComm"])];
 
 /// The C spelling of one of our Rust parameter types, as `stringify!` writes it.
 pub fn c_type(rust: &str) -> Result<String, String> {
@@ -46,6 +45,7 @@ pub fn c_type(rust: &str) -> Result<String, String> {
         "UniqueId" => "ncclUniqueId",
         "NcclDataType" => "ncclDataType_t",
         "NcclRedOp" => "ncclRedOp_t",
+        "Config" => "ncclConfig_t",
         other => return Err(format!("no C spelling for the Rust type {other}")),
     }
     .to_string())
@@ -62,7 +62,7 @@ pub fn c_declaration(name: &str, ret: &str, args: &[&str]) -> Result<String, Str
 pub fn declarations() -> Result<Vec<(String, String)>, String> {
     NcclApi::SIGNATURES
         .iter()
-        .chain(OPTIONAL)
+        .chain(NcclOptional::SIGNATURES)
         .map(|(name, ret, args)| Ok((name.to_string(), c_declaration(name, ret, args)?)))
         .collect()
 }
@@ -108,6 +108,24 @@ pub fn constants() -> Vec<(String, i64)> {
         ("sizeof(ncclDataType_t)".into(), size(std::mem::size_of::<ffi::NcclDataType>())),
         ("sizeof(ncclRedOp_t)".into(), size(std::mem::size_of::<ffi::NcclRedOp>())),
     ];
+    // ncclConfig_t: where the fields we fill lie, and the values they are given.
+    use std::mem::offset_of;
+    for (field, at) in [
+        ("size", offset_of!(Config, size)),
+        ("magic", offset_of!(Config, magic)),
+        ("version", offset_of!(Config, version)),
+        ("blocking", offset_of!(Config, blocking)),
+        ("cgaClusterSize", offset_of!(Config, cga_cluster_size)),
+        ("minCTAs", offset_of!(Config, min_ctas)),
+        ("maxCTAs", offset_of!(Config, max_ctas)),
+        ("netName", offset_of!(Config, net_name)),
+        ("splitShare", offset_of!(Config, split_share)),
+    ] {
+        out.push((format!("offsetof(ncclConfig_t, {field})"), size(at)));
+    }
+    out.push(("NCCL_CONFIG_UNDEF_INT".into(), ffi::CONFIG_UNDEF_INT as i64));
+    out.push(("NCCL_API_MAGIC".into(), ffi::API_MAGIC as i64));
+    out.push(("NCCL_VERSION(2,14,0)".into(), ffi::CONFIG_VERSION as i64));
     out.extend(DType::ALL.iter().map(|d| (dtype_name(*d).to_string(), ffi::datatype(*d) as i64)));
     out.extend(Op::ALL.iter().map(|o| (op_name(*o).to_string(), ffi::reduce_op(*o) as i64)));
     out

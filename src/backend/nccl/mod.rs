@@ -68,6 +68,38 @@ macro_rules! api {
     };
 }
 
+/// As [`api!`], for entry points that only some versions of the library have: each field is an
+/// `Option`, `None` where the symbol is missing.
+macro_rules! optional_api {
+    ($(#[$m:meta])* pub struct $name:ident {
+        $($(#[$fm:meta])* $field:ident : $sym:literal => fn($($arg:ty),* $(,)?) -> $ret:ty,)*
+    }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy)]
+        pub struct $name {
+            $($(#[$fm])* pub $field: Option<unsafe extern "C" fn($($arg),*) -> $ret>,)*
+        }
+        impl $name {
+            /// Every entry point as (C name, return type, parameter types), as for [`api!`].
+            pub const SIGNATURES: &'static [(&'static str, &'static str, &'static [&'static str])] =
+                &[$(($sym, stringify!($ret), &[$(stringify!($arg)),*])),*];
+
+            /// Bind the entry points the library has.
+            ///
+            /// # Safety
+            /// Where the library exports these symbols, it must be with these C signatures.
+            pub unsafe fn load(lib: &'static libloading::Library) -> Self {
+                $name {
+                    $($field: lib
+                        .get::<unsafe extern "C" fn($($arg),*) -> $ret>(concat!($sym, "\0").as_bytes())
+                        .ok()
+                        .map(|s| *s),)*
+                }
+            }
+        }
+    };
+}
+
 pub mod abi;
 pub mod cuda;
 pub mod ffi;
@@ -198,15 +230,62 @@ fn share_unique_id(world: &World, nccl: &'static Nccl) -> Result<(UniqueId, Stri
 struct Comm {
     nccl: &'static Nccl,
     raw: NcclComm,
+    /// A non-blocking init still running ([`Comm::wait_ready`]).
+    pending: bool,
 }
 
 impl Comm {
-    fn init(nccl: &'static Nccl, nranks: usize, id: UniqueId, rank: usize) -> std::result::Result<Comm, String> {
+    /// Start joining the communicator: non-blocking (`ncclCommInitRankConfig`, `blocking = 0`)
+    /// where the library can, so a peer that never joins cannot hold this rank forever; else the
+    /// blocking `ncclCommInitRank`. An error here is this rank's own, found at once.
+    fn start(nccl: &'static Nccl, nranks: usize, id: UniqueId, rank: usize) -> std::result::Result<Comm, String> {
         let mut raw: NcclComm = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local; the id is the one rank 0 made, passed by value.
-        let r = unsafe { (nccl.api.comm_init_rank)(&mut raw, nranks as c_int, id, rank as c_int) };
-        nccl.check(r, "ncclCommInitRank", std::ptr::null_mut())?;
-        Ok(Comm { nccl, raw })
+        let Some(init) = nccl.non_blocking_init() else {
+            // SAFETY: out-pointer to a local; the id is the one rank 0 made, passed by value.
+            let r = unsafe { (nccl.api.comm_init_rank)(&mut raw, nranks as c_int, id, rank as c_int) };
+            nccl.check(r, "ncclCommInitRank", std::ptr::null_mut())?;
+            return Ok(Comm { nccl, raw, pending: false });
+        };
+        let mut config = ffi::Config::non_blocking();
+        // SAFETY: out-pointer and config are locals (NCCL copies the config before returning).
+        let r = unsafe { init(&mut raw, nranks as c_int, id, rank as c_int, &mut config) };
+        if r != NCCL_SUCCESS && r != NCCL_IN_PROGRESS {
+            let e = nccl.check(r, "ncclCommInitRankConfig", raw);
+            if !raw.is_null() {
+                Comm { nccl, raw, pending: false }.abort();
+            }
+            e?;
+        }
+        Ok(Comm { nccl, raw, pending: r == NCCL_IN_PROGRESS })
+    }
+
+    /// Poll a non-blocking init until it is done, fails, or outlives `limit_s` (from `-T`).
+    /// The error says whether it timed out (`true`: waiting for others) or failed here.
+    fn wait_ready(&mut self, limit_s: Option<f64>) -> std::result::Result<(), (bool, String)> {
+        let t0 = std::time::Instant::now();
+        while self.pending {
+            let mut state: c_int = NCCL_SUCCESS;
+            // SAFETY: our comm, an out-pointer to a local.
+            let r = unsafe { (self.nccl.api.comm_get_async_error)(self.raw, &mut state) };
+            self.nccl.check(r, "ncclCommGetAsyncError", self.raw).map_err(|e| (false, e))?;
+            match state {
+                NCCL_SUCCESS => self.pending = false,
+                NCCL_IN_PROGRESS => {
+                    if limit_s.is_some_and(|l| t0.elapsed().as_secs_f64() > l) {
+                        return Err((true, format!(
+                            "ncclCommInitRankConfig did not finish within {} s (-T/--timeout): a rank's init failed or cannot reach the others",
+                            limit_s.unwrap_or(0.0)
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                _ => {
+                    let text = self.nccl.error_text(state, self.raw);
+                    return Err((false, format!("NCCL error in ncclCommInitRankConfig: {text}")));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The error NCCL met in the background, if any.
@@ -311,21 +390,23 @@ impl NcclBackend {
         };
         let local = world.agree(open_local(gpu, nccl).map_err(Error::setup))?;
 
+        // Step 4: start joining (an immediate failure is agreed on at once, naming its rank), then
+        // wait for the non-blocking init within -T's limit, so a peer that never joins cannot
+        // hang the others.
         let host = world.host().to_string();
-        let comm = Comm::init(local.nccl, world.size, id, world.rank)
-            .map_err(|e| format!("{e} (rank {} on {host}, {})", world.rank, local.selection.label()));
-        let status = world.agree(comm.as_ref().map(|_| ()).map_err(|e| Error::setup(e.clone())));
-        let comm = match (status, comm) {
-            (Ok(()), Ok(c)) => c,
-            (Err(e), c) => {
-                // Another rank failed: leave without waiting for it.
-                if let Ok(c) = c {
-                    c.abort();
-                }
-                return Err(e);
-            }
-            (Ok(()), Err(_)) => unreachable!("agree returns this rank's error"),
+        let place = |e: String| format!("{e} (rank {} on {host}, {})", world.rank, local.selection.label());
+        let mut comm = agreed_comm(world, Comm::start(local.nccl, world.size, id, world.rank).map_err(place))?;
+        // A rank whose init failed is the cause; those that gave up waiting for it are not: agree
+        // on failures first, then on time-outs.
+        let (failed, timed_out) = match comm.wait_ready(opts.timeout.limit_s(0.0)) {
+            Ok(()) => (Ok(()), Ok(())),
+            Err((false, e)) => (Err(Error::setup(place(e))), Ok(())),
+            Err((true, e)) => (Ok(()), Err(Error::setup(place(e)))),
         };
+        if let Err(e) = world.agree(failed).and_then(|()| world.agree(timed_out)) {
+            comm.abort();
+            return Err(e);
+        }
 
         let details = describe_all(world, &local);
         let drv = local.drv;
@@ -430,8 +511,37 @@ impl NcclBackend {
         })
     }
 
+    /// Enqueue gather, scatter or all-to-all through the library's own call, where it has one.
+    fn call_native(&self, p: &Prepared) -> Option<std::result::Result<(), String>> {
+        let o = &self.nccl.optional;
+        let (c, s) = (self.comm.raw, self.stream.raw);
+        let ptr = |d: CuDevicePtr| d as usize as *mut c_void;
+        let check = |r, what| self.nccl.check(r, what, c);
+        // SAFETY: as in `call_once`; the signatures are nccl.h's (checked by the ABI test).
+        unsafe {
+            match p.kind {
+                Kind::Gather => {
+                    o.gather.map(|f| check(f(ptr(p.send), ptr(p.recv), p.count, p.dtype, p.root, c, s), "ncclGather"))
+                }
+                Kind::Scatter => {
+                    o.scatter.map(|f| check(f(ptr(p.send), ptr(p.recv), p.count, p.dtype, p.root, c, s), "ncclScatter"))
+                }
+                Kind::AllToAll => o.all_to_all.map(|f| {
+                    if let Some((dst, src, len)) = p.stage {
+                        self.stream.copy_on_device(dst, src, len)?;
+                    }
+                    check(f(ptr(p.send), ptr(p.recv), p.count, p.dtype, c, s), "ncclAlltoAll")
+                }),
+                _ => None,
+            }
+        }
+    }
+
     /// Enqueue one call on the stream.
     fn call_once(&self, p: &Prepared) -> std::result::Result<(), String> {
+        if let Some(r) = self.call_native(p) {
+            return r;
+        }
         let a = &self.nccl.api;
         let (c, s) = (self.comm.raw, self.stream.raw);
         let ptr = |d: CuDevicePtr| d as usize as *mut c_void;
@@ -541,6 +651,22 @@ pub fn avg_is_checkable(ops: &[Op], dtypes: &[DType], check: bool, nranks: usize
     }
 }
 
+/// Agree on a communicator: where another rank failed, abort ours (so we leave without waiting
+/// for it) and return the agreed error. Collective.
+fn agreed_comm(world: &World, comm: std::result::Result<Comm, String>) -> Result<Comm> {
+    let status = world.agree(comm.as_ref().map(|_| ()).map_err(|e| Error::setup(e.clone())));
+    match (status, comm) {
+        (Ok(()), Ok(c)) => Ok(c),
+        (Err(e), c) => {
+            if let Ok(c) = c {
+                c.abort();
+            }
+            Err(e)
+        }
+        (Ok(()), Err(e)) => Err(Error::setup(e)),
+    }
+}
+
 /// Rank 0's part of step 2.
 fn unique_id(nccl: &Nccl) -> std::result::Result<[u8; UNIQUE_ID_BYTES], String> {
     let mut id = UniqueId { internal: [0u8; UNIQUE_ID_BYTES] };
@@ -565,14 +691,25 @@ fn describe_all(world: &World, local: &Local) -> Vec<String> {
     rec[..n].copy_from_slice(&mine.as_bytes()[..n]);
     let mut all = vec![0u8; RECORD * world.size];
     world.comm().all_gather_into(&rec[..], &mut all[..]);
-    let mut lines = vec![format!(
-        "NCCL {} ({}), CUDA driver {}.{} ({})",
-        local.nccl.version_string(),
-        local.nccl.location,
-        local.driver_version.0,
-        local.driver_version.1,
-        local.drv.location
-    )];
+    let mut lines = vec![
+        format!(
+            "NCCL {} ({}), CUDA driver {}.{} ({})",
+            local.nccl.version_string(),
+            local.nccl.location,
+            local.driver_version.0,
+            local.driver_version.1,
+            local.drv.location
+        ),
+        format!(
+            "NCCL: {}; init {}",
+            local.nccl.collectives_note(),
+            if local.nccl.non_blocking_init().is_some() {
+                "non-blocking (ncclCommInitRankConfig)"
+            } else {
+                "blocking (ncclCommInitRank)"
+            }
+        ),
+    ];
     lines.extend(all.chunks(RECORD).map(|c| {
         let end = c.iter().position(|b| *b == 0).unwrap_or(c.len());
         String::from_utf8_lossy(&c[..end]).into_owned()

@@ -12,9 +12,20 @@
  * values above 127, where signed and unsigned char differ).
  *
  *   FAKE_NCCL_VERSION=CODE       ncclGetVersion's code (default 21805, NCCL 2.18.5)
- *   FAKE_NCCL_FAIL=WHAT          uniqueid: ncclGetUniqueId fails; init: ncclCommInitRank fails;
- *                                async: ncclCommGetAsyncError reports a remote error once a
- *                                collective or send/recv has been called
+ *   FAKE_NCCL_FAIL=WHAT          uniqueid: ncclGetUniqueId fails; init: ncclCommInitRank(Config)
+ *                                fails at once; init-async: a non-blocking init fails later (its
+ *                                ncclCommGetAsyncError reports it); init-hang: a non-blocking
+ *                                init never completes (neither joins the others); async: ncclCommGetAsyncError
+ *                                reports a remote error once a collective or send/recv has been
+ *                                called; p2p: ncclSend and ncclRecv fail (so only native
+ *                                all-to-all/gather/scatter can run)
+ *   FAKE_NCCL_FAIL_RANK=R        the init failures above on rank R only (default: every rank)
+ *
+ * ncclCommInitRankConfig (NCCL 2.14's config layout) with blocking = 0 returns ncclInProgress
+ * and the communicator is ready once every rank has joined (ncclCommGetAsyncError says when),
+ * so a rank whose init fails leaves the others in progress, as with the real NCCL; the blocking
+ * ncclCommInitRank waits for every rank. Built with -DFAKE_NCCL_NATIVE it also exports NCCL
+ * 2.28's native ncclAlltoAll, ncclGather and ncclScatter.
  *   FAKE_NCCL_CHANNEL_BYTES=B    largest message between two ranks (default 1 MiB)
  */
 #define _GNU_SOURCE
@@ -31,7 +42,7 @@ typedef int ncclResult_t;
 typedef struct { char internal[128]; } ncclUniqueId;
 typedef void *cudaStream_t;
 
-enum { ok = 0, system_error = 2, invalid_argument = 4, invalid_usage = 5, remote_error = 6 };
+enum { ok = 0, system_error = 2, invalid_argument = 4, invalid_usage = 5, remote_error = 6, in_progress = 7 };
 enum { PATTERN = 64 };
 
 struct channel {
@@ -54,8 +65,17 @@ struct comm {
     int nranks, rank;
     size_t cap, size;
     struct segment *seg;
+    char name[64];  /* the segment's name, removed by rank 0 once every rank has joined */
+    int joining;    /* a non-blocking init not yet complete */
+    int init_fails; /* a non-blocking init that will fail (FAKE_NCCL_FAIL=init-async) */
 };
 typedef struct comm *ncclComm_t;
+
+#define CHECK(x)                                                                                   \
+    do {                                                                                           \
+        ncclResult_t r_ = (x);                                                                     \
+        if (r_ != ok) return r_;                                                                   \
+    } while (0)
 
 static char last_error[256] = "";
 static long calls; /* collectives and sends/receives called so far */
@@ -204,10 +224,18 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
     return ok;
 }
 
-ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id, int rank) {
+/* Whether the init failure WHAT applies to this rank. */
+static int init_fails_here(const char *what, int rank) {
+    if (strcmp(fail(), what)) return 0;
+    const char *r = getenv("FAKE_NCCL_FAIL_RANK");
+    return !r || !*r || atoi(r) == rank;
+}
+
+/* Map the segment and count this rank in; the communicator is ready once every rank is. */
+static ncclResult_t join(ncclComm_t *out, int nranks, ncclUniqueId id, int rank) {
     for (int i = 0; i < PATTERN; i++)
         if ((unsigned char)id.internal[i] != id_byte(i)) return error(invalid_usage, "the unique id did not arrive intact");
-    if (!strcmp(fail(), "init")) return error(system_error, "cannot reach the other ranks");
+    if (init_fails_here("init", rank)) return error(system_error, "cannot reach the other ranks");
     if (nranks < 1 || rank < 0 || rank >= nranks) return error(invalid_argument, "bad rank or rank count");
     char name[64];
     memcpy(name, id.internal + PATTERN, sizeof name);
@@ -230,17 +258,62 @@ ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id, int 
     c->cap = cap;
     c->size = size;
     c->seg = m;
-    /* Everyone has mapped it before rank 0 removes the name. */
+    memcpy(c->name, name, sizeof c->name);
     __atomic_add_fetch(&c->seg->joined, 1, __ATOMIC_ACQ_REL);
-    while (__atomic_load_n(&c->seg->joined, __ATOMIC_ACQUIRE) < (uint64_t)nranks) pause_();
-    if (rank == 0) shm_unlink(name);
+    c->joining = 1;
     *out = c;
     return ok;
 }
 
+/* Whether every rank has joined; then rank 0 removes the segment's name (all have mapped it). */
+static int joined(ncclComm_t c) {
+    if (!c->joining) return 1;
+    if (!c->seg) return 0; /* init-hang */
+    if (__atomic_load_n(&c->seg->joined, __ATOMIC_ACQUIRE) < (uint64_t)c->nranks) return 0;
+    if (c->rank == 0) {
+        shm_unlink(c->name);
+    }
+    c->joining = 0;
+    return 1;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id, int rank) {
+    CHECK(join(out, nranks, id, rank));
+    while (!joined(*out)) pause_();
+    return ok;
+}
+
+/* NCCL 2.14's ncclConfig_t, the layout coll-bench fills. */
+typedef struct {
+    size_t size;
+    unsigned int magic, version;
+    int blocking, cgaClusterSize, minCTAs, maxCTAs;
+    const char *netName;
+    int splitShare;
+} ncclConfig_t;
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id, int rank, ncclConfig_t *config) {
+    if (config && (config->magic != 0xcafebeef || config->version < 21400 || config->size < sizeof *config))
+        return error(invalid_argument, "bad ncclConfig_t (magic, version or size)");
+    if (!config || config->blocking != 0) return ncclCommInitRank(out, nranks, id, rank);
+    int fails = init_fails_here("init-async", rank), hangs = init_fails_here("init-hang", rank);
+    if (fails || hangs) {
+        /* Never counted in: the others wait for this rank, as for a real peer that failed. */
+        struct comm *c = calloc(1, sizeof *c);
+        c->nranks = nranks;
+        c->rank = rank;
+        c->joining = 1;
+        c->init_fails = fails;
+        *out = c;
+        return in_progress;
+    }
+    CHECK(join(out, nranks, id, rank));
+    return in_progress;
+}
+
 static ncclResult_t release(ncclComm_t c) {
     if (c) {
-        munmap(c->seg, c->size);
+        if (c->seg) munmap(c->seg, c->size);
         free(c);
     }
     return ok;
@@ -248,7 +321,14 @@ static ncclResult_t release(ncclComm_t c) {
 ncclResult_t ncclCommDestroy(ncclComm_t comm) { return release(comm); }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return release(comm); }
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
-    (void)comm;
+    if (comm->joining) {
+        if (comm->init_fails) {
+            *state = error(system_error, "bootstrap: connection to a peer refused");
+        } else {
+            *state = joined(comm) ? ok : in_progress;
+        }
+        return ok;
+    }
     if (!strcmp(fail(), "async") && calls > 0) {
         *state = error(remote_error, "peer rank went away");
     } else {
@@ -261,12 +341,6 @@ static int bad(int dtype, int op) {
     calls++;
     return dtype < 0 || dtype > 9 || op < 0 || op > 4;
 }
-
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        ncclResult_t r_ = (x);                                                                     \
-        if (r_ != ok) return r_;                                                                   \
-    } while (0)
 
 /* Contributions of every rank, reduced in rank order into `out` (`mine`: this rank's). */
 static ncclResult_t gather_reduce(ncclComm_t c, const void *mine, void *out, size_t n, int dt, int op) {
@@ -382,6 +456,7 @@ ncclResult_t ncclGroupEnd(void) {
 }
 ncclResult_t ncclSend(const void *s, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st) {
     (void)st;
+    if (!strcmp(fail(), "p2p")) return error(invalid_usage, "point-to-point is off (FAKE_NCCL_FAIL=p2p)");
     if (bad(dt, 0) || peer < 0 || peer >= c->nranks) return invalid_argument;
     if (depth == 0) {
         if (peer == c->rank) return error(invalid_usage, "a send to oneself outside a group would hang");
@@ -393,6 +468,7 @@ ncclResult_t ncclSend(const void *s, size_t n, int dt, int peer, ncclComm_t c, c
 }
 ncclResult_t ncclRecv(void *r, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st) {
     (void)st;
+    if (!strcmp(fail(), "p2p")) return error(invalid_usage, "point-to-point is off (FAKE_NCCL_FAIL=p2p)");
     if (bad(dt, 0) || peer < 0 || peer >= c->nranks) return invalid_argument;
     if (depth == 0) {
         if (peer == c->rank) return error(invalid_usage, "a receive from oneself outside a group would hang");
@@ -402,3 +478,40 @@ ncclResult_t ncclRecv(void *r, size_t n, int dt, int peer, ncclComm_t c, cudaStr
     recvs[nrecv++] = (struct p2p){c, r, n * type_size[dt], peer};
     return ok;
 }
+
+#ifdef FAKE_NCCL_NATIVE
+/* NCCL 2.28's native collectives: block j of rank i's send buffer goes to rank j, which places it
+ * at block i. Every rank writes all its messages before it reads any (one-slot channels). */
+ncclResult_t ncclAlltoAll(const void *s, void *r, size_t n, int dt, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    if (bad(dt, 0)) return invalid_argument;
+    size_t b = n * type_size[dt];
+    if (s == r && c->nranks > 1) return error(invalid_usage, "in-place ncclAlltoAll");
+    for (int p = 0; p < c->nranks; p++)
+        if (p != c->rank) CHECK(put(c, p, (const char *)s + (size_t)p * b, b));
+    memmove((char *)r + (size_t)c->rank * b, (const char *)s + (size_t)c->rank * b, b);
+    for (int p = 0; p < c->nranks; p++)
+        if (p != c->rank) CHECK(take(c, p, (char *)r + (size_t)p * b, b));
+    return ok;
+}
+ncclResult_t ncclGather(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
+    size_t b = n * type_size[dt];
+    if (c->rank != root) return put(c, root, s, b);
+    memmove((char *)r + (size_t)root * b, s, b);
+    for (int p = 0; p < c->nranks; p++)
+        if (p != root) CHECK(take(c, p, (char *)r + (size_t)p * b, b));
+    return ok;
+}
+ncclResult_t ncclScatter(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
+    size_t b = n * type_size[dt];
+    if (c->rank != root) return take(c, root, r, b);
+    for (int p = 0; p < c->nranks; p++)
+        if (p != root) CHECK(put(c, p, (const char *)s + (size_t)p * b, b));
+    memmove(r, (const char *)s + (size_t)root * b, b);
+    return ok;
+}
+#endif
