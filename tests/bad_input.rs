@@ -44,6 +44,7 @@ fn names() {
     refused(2, &["all-reduce", "allscatter"], "COLLECTIVE: unknown collective 'allscatter'");
     refused(2, &["-d", "float128"], "-d/--datatype: unknown value 'float128'");
     refused(2, &["-d", "bfloat16"], "-d/--datatype: bfloat16 is not supported by the mpi backend");
+    refused(2, &["-d", "fp8e4m3"], "-d/--datatype: fp8e4m3 is not supported by the mpi backend");
     refused(2, &["-o", "xor"], "-o/--op: unknown value 'xor'");
     refused(2, &["--backend", "gloo"], "--backend");
     refused(2, &["--impl", "ring2"], "--impl");

@@ -618,3 +618,54 @@ fn an_nccl_before_2_14_initialises_blocking() {
     assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
     assert!(out.contains("# NCCL 2.13.4 (") && out.contains("; init blocking (ncclCommInitRank)"), "{out}");
 }
+
+/// The 8-bit floats: on an NCCL that has them (2.24+), every collective times them with -c 0;
+/// with the check on, or on an older NCCL, one line says why not.
+#[test]
+fn fp8_types_run_with_the_check_off_on_an_nccl_that_has_them() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+        ("FAKE_NCCL_VERSION", "22403"),
+    ];
+    let args = [
+        "all",
+        "-d",
+        "fp8e4m3,fp8e5m2",
+        "-o",
+        "sum,max",
+        "-c",
+        "0",
+        "-e",
+        "4K",
+        "-f",
+        "8",
+        "--budget",
+        "2ms",
+        "--csv",
+        "run.csv",
+    ];
+    let (o, d) = nccl_run(2, &args, &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    let csv = std::fs::read_to_string(d.path().join("run.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let h = rd.headers().unwrap().clone();
+    let (dtype, coll) =
+        (h.iter().position(|c| c == "dtype").unwrap(), h.iter().position(|c| c == "collective").unwrap());
+    let mut seen = std::collections::BTreeSet::new();
+    for r in rd.records() {
+        let r = r.unwrap();
+        seen.insert((r[dtype].to_string(), r[coll].to_string()));
+    }
+    // Both types in every collective (barrier, which moves no data of a type, runs once).
+    assert_eq!(seen.iter().filter(|(_, c)| c != "barrier").count(), 18, "{seen:?}");
+    assert!(seen.iter().any(|(_, c)| c == "barrier"), "{seen:?}");
+
+    let (o, d) = nccl_run(2, &["-d", "fp8e4m3", "--csv", "run.csv"], &env);
+    refused(&o, d.path(), &["-d/--datatype: fp8e4m3 runs on the nccl backend only with -c 0 (the exact check has no 8-bit float arithmetic yet)"]);
+    let old = [env[0], env[1], env[2], ("FAKE_NCCL_VERSION", "22304")];
+    let (o, d) = nccl_run(2, &["-d", "fp8e5m2", "-c", "0", "--csv", "run.csv"], &old);
+    refused(&o, d.path(), &["-d/--datatype: fp8e5m2 needs NCCL 2.24 or newer (this is 2.23.4)"]);
+}

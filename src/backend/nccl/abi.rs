@@ -80,6 +80,8 @@ pub fn dtype_name(d: DType) -> &'static str {
         DType::Float32 => "ncclFloat32",
         DType::Float64 => "ncclFloat64",
         DType::Bfloat16 => "ncclBfloat16",
+        DType::Fp8E4m3 => "ncclFloat8e4m3",
+        DType::Fp8E5m2 => "ncclFloat8e5m2",
     }
 }
 
@@ -126,7 +128,7 @@ pub fn constants() -> Vec<(String, i64)> {
     out.push(("NCCL_CONFIG_UNDEF_INT".into(), ffi::CONFIG_UNDEF_INT as i64));
     out.push(("NCCL_API_MAGIC".into(), ffi::API_MAGIC as i64));
     out.push(("NCCL_VERSION(2,14,0)".into(), ffi::CONFIG_VERSION as i64));
-    out.extend(DType::ALL.iter().map(|d| (dtype_name(*d).to_string(), ffi::datatype(*d) as i64)));
+    out.extend(DType::ALL.iter().chain(&DType::FP8).map(|d| (dtype_name(*d).to_string(), ffi::datatype(*d) as i64)));
     out.extend(Op::ALL.iter().map(|o| (op_name(*o).to_string(), ffi::reduce_op(*o) as i64)));
     out
 }

@@ -22,6 +22,9 @@ pub const NCCL_SUCCESS: NcclResult = 0;
 pub const NCCL_IN_PROGRESS: NcclResult = 7;
 pub const UNIQUE_ID_BYTES: usize = 128;
 
+/// The oldest NCCL with the 8-bit float types (as PyTorch gates them).
+pub const FP8_VERSION: (u32, u32) = (2, 24);
+
 /// The oldest NCCL we accept: 2.10 brought `ncclAvg` and `ncclBfloat16`.
 pub const MIN_VERSION: (u32, u32) = (2, 10);
 
@@ -144,6 +147,8 @@ pub fn datatype(d: DType) -> c_int {
         DType::Float32 => 7,
         DType::Float64 => 8,
         DType::Bfloat16 => 9,
+        DType::Fp8E4m3 => 10,
+        DType::Fp8E5m2 => 11,
     }
 }
 

@@ -738,7 +738,17 @@ impl Backend for NcclBackend {
     }
 
     fn supports(&self, dtype: DType) -> Result<()> {
+        let v = self.nccl.version;
         match dtype {
+            DType::Fp8E4m3 | DType::Fp8E5m2 if (v.0, v.1) < ffi::FP8_VERSION => Err(Error::usage(format!(
+                "-d/--datatype: {dtype} needs NCCL {}.{} or newer (this is {}); expected int8, uint8, int32, uint32, int64, uint64, half, bfloat16, float32 or float64",
+                ffi::FP8_VERSION.0,
+                ffi::FP8_VERSION.1,
+                self.nccl.version_string()
+            ))),
+            DType::Fp8E4m3 | DType::Fp8E5m2 if self.check => Err(Error::usage(format!(
+                "-d/--datatype: {dtype} runs on the nccl backend only with -c 0 (the exact check has no 8-bit float arithmetic yet); expected int8, uint8, int32, uint32, int64, uint64, float32 or float64, or add -c 0"
+            ))),
             DType::Float16 | DType::Bfloat16 if self.check => Err(Error::usage(format!(
                 "-d/--datatype: {dtype} runs on the nccl backend only with -c 0 (the exact check has no 16-bit float arithmetic yet); expected int8, uint8, int32, uint32, int64, uint64, float32 or float64, or add -c 0"
             ))),

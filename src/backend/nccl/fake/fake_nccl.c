@@ -6,7 +6,8 @@
  * names in the unique id. Collectives are built from those channels and reduce in rank order, so
  * every rank gets the same result. Avg is NCCL's: integers sum then divide, float32 and float64
  * multiply each input by 1/n before summing (rounded unless n is a power of two). float16 and
- * bfloat16 move but do not reduce (coll-bench runs them only with -c 0).
+ * bfloat16 (and, from FAKE_NCCL_VERSION 22400 on, the 8-bit floats) move but do not reduce
+ * (coll-bench runs them only with -c 0).
  *
  * ncclCommInitRank checks that the unique id arrived byte for byte (its first 64 bytes include
  * values above 127, where signed and unsigned char differ).
@@ -85,7 +86,7 @@ static const char *fail(void) {
     return v ? v : "";
 }
 static unsigned char id_byte(int i) { return (unsigned char)(i * 37 + 200); }
-static const size_t type_size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+static const size_t type_size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
 
 static ncclResult_t error(ncclResult_t r, const char *what) {
     snprintf(last_error, sizeof last_error, "fake NCCL: %s", what);
@@ -162,7 +163,7 @@ static void reduce(void *acc, const void *x, size_t n, int dt, int op) {
     case 5: REDUCE_INT(uint64_t, uint64_t); break;
     case 7: REDUCE_FLOAT(float); break;
     case 8: REDUCE_FLOAT(double); break;
-    default: break; /* float16, bfloat16: no arithmetic here */
+    default: break; /* float16, bfloat16, 8-bit floats: no arithmetic here */
     }
 }
 
@@ -192,9 +193,12 @@ static void finish_avg(void *acc, size_t n, int dt, int op, int nranks) {
     }
 }
 
-ncclResult_t ncclGetVersion(int *v) {
+static int env_version(void) {
     const char *e = getenv("FAKE_NCCL_VERSION");
-    *v = e && *e ? atoi(e) : 21805;
+    return e && *e ? atoi(e) : 21805;
+}
+ncclResult_t ncclGetVersion(int *v) {
+    *v = env_version();
     return ok;
 }
 const char *ncclGetErrorString(ncclResult_t r) {
@@ -339,7 +343,8 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
 
 static int bad(int dtype, int op) {
     calls++;
-    return dtype < 0 || dtype > 9 || op < 0 || op > 4;
+    if (dtype >= 10 && env_version() < 22400) return 1; /* the 8-bit floats came with NCCL 2.24 */
+    return dtype < 0 || dtype > 11 || op < 0 || op > 4;
 }
 
 /* Contributions of every rank, reduced in rank order into `out` (`mine`: this rank's). */
