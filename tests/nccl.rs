@@ -461,7 +461,7 @@ fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
     assert!(stderr(&o).contains("reduce_perf missing; skipped reduce"), "{}", stderr(&o));
 }
 
-/// NCCL 2.28's native gather, scatter and all-to-all, where the library has them: with point-to-
+/// The library's native gather, scatter and all-to-all, where the library has them: with point-to-
 /// point switched off in the stand-in (FAKE_NCCL_FAIL=p2p), only the native calls can produce
 /// these results, exact on 1-3 ranks in both placements.
 #[test]

@@ -135,7 +135,7 @@ pub fn files(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 /// The stand-ins for libcuda and libnccl (src/backend/nccl/fake/*.c), built with `cc` once per
-/// test process: (libcuda.so.1, libnccl.so.2, and libnccl.so.2 with NCCL 2.28's native
+/// test process: (libcuda.so.1, libnccl.so.2, and libnccl.so.2 with newer NCCLs' native
 /// all-to-all, gather and scatter).
 pub fn fakes() -> &'static (PathBuf, PathBuf) {
     let f = all_fakes();

@@ -16,18 +16,18 @@
  *   FAKE_NCCL_FAIL=WHAT          uniqueid: ncclGetUniqueId fails; init: ncclCommInitRank(Config)
  *                                fails at once; init-async: a non-blocking init fails later (its
  *                                ncclCommGetAsyncError reports it); init-hang: a non-blocking
- *                                init never completes (neither joins the others); async: ncclCommGetAsyncError
- *                                reports a remote error once a collective or send/recv has been
- *                                called; p2p: ncclSend and ncclRecv fail (so only native
+ *                                init never completes (nor joins the others); async:
+ *                                ncclCommGetAsyncError reports a remote error once a collective
+ *                                or send/recv has been called; p2p: ncclSend and ncclRecv fail (so only native
  *                                all-to-all/gather/scatter can run)
  *   FAKE_NCCL_FAIL_RANK=R        the init failures above on rank R only (default: every rank)
+ *   FAKE_NCCL_CHANNEL_BYTES=B    largest message between two ranks (default 1 MiB)
  *
  * ncclCommInitRankConfig (NCCL 2.14's config layout) with blocking = 0 returns ncclInProgress
  * and the communicator is ready once every rank has joined (ncclCommGetAsyncError says when),
  * so a rank whose init fails leaves the others in progress, as with the real NCCL; the blocking
- * ncclCommInitRank waits for every rank. Built with -DFAKE_NCCL_NATIVE it also exports NCCL
- * 2.28's native ncclAlltoAll, ncclGather and ncclScatter.
- *   FAKE_NCCL_CHANNEL_BYTES=B    largest message between two ranks (default 1 MiB)
+ * ncclCommInitRank waits for every rank. Built with -DFAKE_NCCL_NATIVE it also exports newer
+ * NCCLs' native ncclAlltoAll, ncclGather and ncclScatter (2.32 has them).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -485,7 +485,7 @@ ncclResult_t ncclRecv(void *r, size_t n, int dt, int peer, ncclComm_t c, cudaStr
 }
 
 #ifdef FAKE_NCCL_NATIVE
-/* NCCL 2.28's native collectives: block j of rank i's send buffer goes to rank j, which places it
+/* The native collectives: block j of rank i's send buffer goes to rank j, which places it
  * at block i. Every rank writes all its messages before it reads any (one-slot channels). */
 ncclResult_t ncclAlltoAll(const void *s, void *r, size_t n, int dt, ncclComm_t c, cudaStream_t st) {
     (void)st;
