@@ -511,12 +511,36 @@ impl NcclBackend {
         })
     }
 
+    /// `Ok` once NCCL has taken call `what` (result `r`): on a non-blocking communicator any call
+    /// may answer `ncclInProgress`, and the next call may come only once `ncclCommGetAsyncError`
+    /// no longer says so. (A wait that never ends is the watchdog's, armed around each batch.)
+    fn settle(&self, r: c_int, what: &str) -> std::result::Result<(), String> {
+        let c = self.comm.raw;
+        if r != NCCL_IN_PROGRESS {
+            return self.nccl.check(r, what, c);
+        }
+        loop {
+            let mut state: c_int = NCCL_SUCCESS;
+            // SAFETY: our comm, an out-pointer to a local.
+            let q = unsafe { (self.nccl.api.comm_get_async_error)(c, &mut state) };
+            self.nccl.check(q, "ncclCommGetAsyncError", c)?;
+            match state {
+                NCCL_SUCCESS => return Ok(()),
+                NCCL_IN_PROGRESS => std::thread::yield_now(),
+                _ => {
+                    let text = self.nccl.error_text(state, c);
+                    return Err(format!("NCCL reported an asynchronous error: {text} (after {what})"));
+                }
+            }
+        }
+    }
+
     /// Enqueue gather, scatter or all-to-all through the library's own call, where it has one.
     fn call_native(&self, p: &Prepared) -> Option<std::result::Result<(), String>> {
         let o = &self.nccl.optional;
         let (c, s) = (self.comm.raw, self.stream.raw);
         let ptr = |d: CuDevicePtr| d as usize as *mut c_void;
-        let check = |r, what| self.nccl.check(r, what, c);
+        let check = |r, what| self.settle(r, what);
         // SAFETY: as in `call_once`; the signatures are nccl.h's (checked by the ABI test).
         unsafe {
             match p.kind {
@@ -546,7 +570,7 @@ impl NcclBackend {
         let (c, s) = (self.comm.raw, self.stream.raw);
         let ptr = |d: CuDevicePtr| d as usize as *mut c_void;
         let me = self.rank as c_int;
-        let check = |r, what| self.nccl.check(r, what, c);
+        let check = |r, what| self.settle(r, what);
         // SAFETY: the addresses lie in our device buffers, which `allocate` sized for the largest
         // layout; the comm and stream are ours.
         unsafe {

@@ -26,7 +26,9 @@
  * ncclCommInitRankConfig (NCCL 2.14's config layout) with blocking = 0 returns ncclInProgress
  * and the communicator is ready once every rank has joined (ncclCommGetAsyncError says when),
  * so a rank whose init fails leaves the others in progress, as with the real NCCL; the blocking
- * ncclCommInitRank waits for every rank. Built with -DFAKE_NCCL_NATIVE it also exports newer
+ * ncclCommInitRank waits for every rank. On a non-blocking communicator ncclAllReduce and
+ * ncclGroupEnd answer ncclInProgress (the work is done; ncclCommGetAsyncError then says so), as
+ * the real NCCL may. Built with -DFAKE_NCCL_NATIVE it also exports newer
  * NCCLs' native ncclAlltoAll, ncclGather and ncclScatter (2.32 has them).
  */
 #define _GNU_SOURCE
@@ -68,6 +70,7 @@ struct comm {
     struct segment *seg;
     char name[64];  /* the segment's name, removed by rank 0 once every rank has joined */
     int joining;    /* a non-blocking init not yet complete */
+    int nonblocking; /* made by a non-blocking init: calls answer ncclInProgress, then are done */
     int init_fails; /* a non-blocking init that will fail (FAKE_NCCL_FAIL=init-async) */
 };
 typedef struct comm *ncclComm_t;
@@ -312,6 +315,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id
         return in_progress;
     }
     CHECK(join(out, nranks, id, rank));
+    (*out)->nonblocking = 1;
     return in_progress;
 }
 
@@ -384,7 +388,8 @@ ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, ncc
         if (p != c->rank) CHECK(put(c, p, mine, b));
     ncclResult_t res = gather_reduce(c, mine, r, n, dt, op);
     free(mine);
-    return res;
+    /* As a non-blocking communicator may: "in progress" (done by the next ncclCommGetAsyncError). */
+    return res == ok && c->nonblocking ? in_progress : res;
 }
 
 ncclResult_t ncclAllGather(const void *s, void *r, size_t n, int dt, ncclComm_t c, cudaStream_t st) {
@@ -454,10 +459,11 @@ ncclResult_t ncclGroupEnd(void) {
     if (depth == 0) return error(invalid_usage, "ncclGroupEnd without ncclGroupStart");
     if (--depth > 0) return ok;
     ncclResult_t r = ok;
+    int nonblocking = (nsend && sends[0].comm->nonblocking) || (nrecv && recvs[0].comm->nonblocking);
     for (int i = 0; i < nsend && r == ok; i++) r = put(sends[i].comm, sends[i].peer, sends[i].buf, sends[i].bytes);
     for (int i = 0; i < nrecv && r == ok; i++) r = take(recvs[i].comm, recvs[i].peer, recvs[i].buf, recvs[i].bytes);
     nsend = nrecv = 0;
-    return r;
+    return r == ok && nonblocking ? in_progress : r;
 }
 ncclResult_t ncclSend(const void *s, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st) {
     (void)st;
