@@ -70,5 +70,8 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "Each of the 4 ranks of \`info\` runs MPI_Init; one rank per host and library-steering"
   echo "environment looks NCCL and libcuda up (the NCCL search runs python3, ~0.3-1 s on this loaded"
   echo "machine), and the others take its answer; before that change 4 ranks took 2.0-3.0 s here."
+  echo
+  echo "Not in these numbers: on a brand-new Debian 12, \\`ci/setup.sh\\` first installs python3-pip and"
+  echo "python3-venv where \\`python3 -m pip\\` or \\`venv\\` is missing (this VM's python3 had both)."
 } >"$OUT"
 cat "$OUT"
