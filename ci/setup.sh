@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Install what coll-bench needs to build and run: an MPI family (library, headers, compiler
-# wrapper, launcher), libclang (rsmpi's bindgen loads it), a C compiler, pkg-config, and ip/tc
-# for the multi-host test bed. Each need is judged by the file the build or the tests really use,
-# not by a look-alike (LLVM's libclang-cpp.so is not the libclang bindgen loads). Idempotent:
+# wrapper, launcher), libclang (rsmpi's bindgen loads it), a C compiler, pkg-config, ip/tc
+# for the multi-host test bed, and python3 with pip and venv (the real-NCCL tests). Each need is
+# judged by the file the build or the tests really use, not by a look-alike (LLVM's
+# libclang-cpp.so is not the libclang bindgen loads). Idempotent:
 # installs only what is missing, with one `apt-get update` first. Needs root (or sudo) for
 # apt-get; on a machine without apt-get it names the packages to install and exits 2.
 #
@@ -53,6 +54,11 @@ command -v pkg-config >/dev/null 2>&1 || add pkg-config "pkg-config"
 # ip and tc, for the multi-host test bed (ci/netns-bed.sh, tests/multihost.rs).
 { { command -v tc || [ -x /usr/sbin/tc ] || [ -x /sbin/tc ]; } && { command -v ip || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ]; }; } >/dev/null 2>&1 \
   || add iproute2 "ip and tc (iproute2)"
+
+# python3 with pip and venv, for the tests against the real NCCL (ci/nccl-wheel.sh fetches the
+# nvidia-nccl-cu12 wheel with pip into a virtualenv); without them those tests print SKIPPED.
+{ command -v python3 && python3 -m pip --version; } >/dev/null 2>&1 || add python3-pip "python3 with pip (python3 -m pip)"
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || add python3-venv "python3's venv module"
 
 if [ ${#need[@]} -gt 0 ]; then
   if ! command -v apt-get >/dev/null 2>&1; then

@@ -37,13 +37,13 @@ pub fn main() -> i32 {
     // `coll-bench help [SUBCOMMAND]` is `coll-bench [SUBCOMMAND] --help`.
     if argv.get(1).map(String::as_str) == Some("help") {
         match argv.get(2).map(String::as_str) {
-            None | Some("check" | "pairs" | "plot" | "compare" | "spec") if argv.len() <= 3 => {
+            None | Some("check" | "pairs" | "info" | "plot" | "compare" | "spec") if argv.len() <= 3 => {
                 argv = argv.iter().take(1).chain(argv.get(2)).cloned().chain(["--help".to_string()]).collect();
             }
             _ => {
                 if launcher_rank().unwrap_or(0) == 0 {
                     let asked = argv[2..].join(" ");
-                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, pairs, plot, compare, spec, or none (coll-bench help [SUBCOMMAND])");
+                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, pairs, info, plot, compare, spec, or none (coll-bench help [SUBCOMMAND])");
                 }
                 return exit::ERROR;
             }
@@ -141,6 +141,7 @@ enum Plan {
     Sweep(Box<Options>),
     Pairs(Box<crate::pairs::PairsOptions>),
     Check(Box<crate::acceptance::CheckOptions>),
+    HostInfo(Box<crate::info::InfoOptions>),
 }
 
 /// Every rank must run rank 0's plan: rank 0 broadcasts its parse, every rank compares.
@@ -149,6 +150,7 @@ fn agree_plan(world: &World, parsed: Result<Parsed>) -> Result<Plan> {
         Ok(Parsed::Run(o)) => Ok(Plan::Sweep(o)),
         Ok(Parsed::Pairs(o)) => Ok(Plan::Pairs(o)),
         Ok(Parsed::Check(o)) => Ok(Plan::Check(o)),
+        Ok(Parsed::HostInfo(o)) => Ok(Plan::HostInfo(o)),
         Ok(Parsed::Info(_)) => Err(Error::usage("--help/--version given on some ranks only")),
         Err(e) => Err(e),
     };
@@ -351,6 +353,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
         Plan::Sweep(o) => *o,
         Plan::Pairs(o) => return crate::pairs::run(world, &o),
         Plan::Check(o) => return crate::acceptance::run(world, &o),
+        Plan::HostInfo(o) => return crate::info::run(world, &o, env),
     };
     world.agree(opts.validate_for_world(world.size))?;
     // Outputs first: a run that would fail on one fails before anything is allocated.

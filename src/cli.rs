@@ -15,6 +15,7 @@ Subcommands (`coll-bench help SUBCOMMAND` for each one's flags):
   (none)   the sweep: time collectives across message sizes (this help)
   check    judge the cluster against an acceptance spec (TOML); exit 1 when a rule fails
   pairs    point-to-point latency and bandwidth between every pair of ranks; names the slow pairs
+  info     what every host has (MPI, CPU, memory, network, NCCL, GPUs); names the hosts that differ
   plot     draw bus bandwidth and time against size from CSVs (SVG or PNG); no MPI needed
   compare  compare runs' CSVs point by point; exit 1 on a slowdown beyond run-to-run noise; no MPI needed
   spec     `spec from-run RUN.csv --margin 30%`: an acceptance spec from a known-good run; no MPI needed
@@ -143,6 +144,8 @@ pub enum Parsed {
     Pairs(Box<crate::pairs::PairsOptions>),
     /// `coll-bench check SPEC.toml …`
     Check(Box<crate::acceptance::CheckOptions>),
+    /// `coll-bench info …`
+    HostInfo(Box<crate::info::InfoOptions>),
     /// `--help` or `--version`: the text to print (once) and exit 0.
     Info(String),
 }
@@ -184,6 +187,12 @@ pub fn parse(argv: &[String]) -> Result<Parsed> {
     if argv.get(1).map(String::as_str) == Some("check") {
         return Ok(match crate::acceptance::parse(&argv[1..])? {
             Clap::Args(o) => Parsed::Check(Box::new(o)),
+            Clap::Info(t) => Parsed::Info(t),
+        });
+    }
+    if argv.get(1).map(String::as_str) == Some("info") {
+        return Ok(match crate::info::parse(&argv[1..])? {
+            Clap::Args(o) => Parsed::HostInfo(Box::new(o)),
             Clap::Info(t) => Parsed::Info(t),
         });
     }

@@ -21,9 +21,17 @@ pub enum DType {
     Float32,
     #[serde(rename = "double")]
     Float64,
+    /// 8-bit float, 4 exponent and 3 mantissa bits (NCCL's `ncclFloat8e4m3`).
+    Fp8E4m3,
+    /// 8-bit float, 5 exponent and 2 mantissa bits (NCCL's `ncclFloat8e5m2`).
+    Fp8E5m2,
 }
 
 impl DType {
+    /// The 8-bit floats: named explicitly (`-d fp8e4m3,fp8e5m2`), not part of `all`, which keeps
+    /// to the ten types nccl-tests has always had.
+    pub const FP8: [DType; 2] = [DType::Fp8E4m3, DType::Fp8E5m2];
+
     pub const ALL: [DType; 10] = [
         DType::Int8,
         DType::Uint8,
@@ -50,6 +58,8 @@ impl DType {
             DType::Bfloat16 => "bfloat16",
             DType::Float32 => "float",
             DType::Float64 => "double",
+            DType::Fp8E4m3 => "fp8e4m3",
+            DType::Fp8E5m2 => "fp8e5m2",
         }
     }
 
@@ -66,16 +76,18 @@ impl DType {
             "bfloat16" | "bf16" => DType::Bfloat16,
             "float32" | "f32" | "float" => DType::Float32,
             "float64" | "f64" | "double" => DType::Float64,
+            "fp8e4m3" | "f8e4m3" | "float8e4m3" => DType::Fp8E4m3,
+            "fp8e5m2" | "f8e5m2" | "float8e5m2" => DType::Fp8E5m2,
             _ => return None,
         })
     }
 
     pub const ACCEPTED: &'static str =
-        "int8, uint8, int32, uint32, int64, uint64, float16 (half), bfloat16, float32 (float), float64 (double) or all";
+        "int8, uint8, int32, uint32, int64, uint64, float16 (half), bfloat16, float32 (float), float64 (double), fp8e4m3, fp8e5m2 or all";
 
     pub fn size(self) -> usize {
         match self {
-            DType::Int8 | DType::Uint8 => 1,
+            DType::Int8 | DType::Uint8 | DType::Fp8E4m3 | DType::Fp8E5m2 => 1,
             DType::Float16 | DType::Bfloat16 => 2,
             DType::Int32 | DType::Uint32 | DType::Float32 => 4,
             DType::Int64 | DType::Uint64 | DType::Float64 => 8,
@@ -83,7 +95,10 @@ impl DType {
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, DType::Float16 | DType::Bfloat16 | DType::Float32 | DType::Float64)
+        matches!(
+            self,
+            DType::Float16 | DType::Bfloat16 | DType::Float32 | DType::Float64 | DType::Fp8E4m3 | DType::Fp8E5m2
+        )
     }
 
     /// Largest value of the exact test patterns for this type (values stay below it), chosen so
@@ -92,6 +107,9 @@ impl DType {
     pub fn pattern_modulus(self) -> u64 {
         match self {
             DType::Int8 | DType::Uint8 => 101,
+            // Integers up to 2^(mantissa bits + 1) are exact: 16 for e4m3, 8 for e5m2.
+            DType::Fp8E4m3 => 16,
+            DType::Fp8E5m2 => 8,
             DType::Bfloat16 => 251,
             DType::Float16 => 2039,
             _ => 16_777_213,
@@ -235,7 +253,7 @@ float_element!(f32, DType::Float32);
 float_element!(f64, DType::Float64);
 
 /// Run `$body` with `$t` bound to the Rust type of `$dtype`; `$unsupported` for the types with no
-/// host arithmetic here (float16, bfloat16).
+/// host arithmetic here (float16, bfloat16, the 8-bit floats).
 #[macro_export]
 macro_rules! with_element {
     ($dtype:expr, $t:ident => $body:expr, else $unsupported:expr) => {
@@ -272,7 +290,10 @@ macro_rules! with_element {
                 type $t = f64;
                 $body
             }
-            $crate::dtype::DType::Float16 | $crate::dtype::DType::Bfloat16 => $unsupported,
+            $crate::dtype::DType::Float16
+            | $crate::dtype::DType::Bfloat16
+            | $crate::dtype::DType::Fp8E4m3
+            | $crate::dtype::DType::Fp8E5m2 => $unsupported,
         }
     };
 }
@@ -337,7 +358,7 @@ mod tests {
 
     #[test]
     fn names_round_trip() {
-        for d in DType::ALL {
+        for d in DType::ALL.into_iter().chain(DType::FP8) {
             assert_eq!(DType::parse(d.name()), Some(d));
         }
         for o in Op::ALL {

@@ -6,7 +6,8 @@
 //! [`backend`] (MPI, NCCL) and produces plain records ([`record`]) → reports ([`report`]: table,
 //! CSV) on rank 0. [`world`] holds everything MPI-wide (ranks, node split, agreement);
 //! [`launch`] cross-checks MPI's view of the job with the launcher's environment; [`check`]
-//! makes exact input patterns and verifies outputs; [`stats`] summarises samples.
+//! makes exact input patterns and verifies outputs; [`stats`] summarises samples. [`info`] reports
+//! what every host has (versions, CPU, memory, network, NCCL, GPUs) and which hosts differ.
 
 pub mod acceptance;
 pub mod app;
@@ -18,6 +19,7 @@ pub mod compare;
 pub mod csvread;
 pub mod dtype;
 pub mod error;
+pub mod info;
 pub mod launch;
 pub mod memory;
 pub mod options;

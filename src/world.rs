@@ -162,6 +162,20 @@ impl World {
         all
     }
 
+    /// Every rank's byte string (of any length), on every rank, indexed by rank. Collective.
+    pub fn all_gather_bytes(&self, bytes: &[u8]) -> Vec<Vec<u8>> {
+        use mpi::datatype::PartitionMut;
+        let counts: Vec<i32> = self.all_gather(bytes.len() as i32);
+        let displs: Vec<i32> = counts.iter().scan(0, |at, c| Some(std::mem::replace(at, *at + c))).collect();
+        let total = counts.iter().map(|c| *c as usize).sum();
+        let mut all = vec![0u8; total];
+        {
+            let mut parts = PartitionMut::new(&mut all[..], counts.clone(), &displs[..]);
+            self.world.all_gather_varcount_into(bytes, &mut parts);
+        }
+        counts.iter().zip(&displs).map(|(c, d)| all[*d as usize..(*d + *c) as usize].to_vec()).collect()
+    }
+
     /// Combine per-iteration samples across ranks element by element with `agg`; the result is
     /// valid on rank 0 only (other ranks get an empty vector). Collective.
     pub fn combine_samples(&self, agg: Aggregation, samples: &[f64]) -> Vec<f64> {

@@ -44,6 +44,7 @@ fn names() {
     refused(2, &["all-reduce", "allscatter"], "COLLECTIVE: unknown collective 'allscatter'");
     refused(2, &["-d", "float128"], "-d/--datatype: unknown value 'float128'");
     refused(2, &["-d", "bfloat16"], "-d/--datatype: bfloat16 is not supported by the mpi backend");
+    refused(2, &["-d", "fp8e4m3"], "-d/--datatype: fp8e4m3 is not supported by the mpi backend");
     refused(2, &["-o", "xor"], "-o/--op: unknown value 'xor'");
     refused(2, &["--backend", "gloo"], "--backend");
     refused(2, &["--impl", "ring2"], "--impl");
@@ -120,9 +121,9 @@ fn help_lists_every_subcommand_and_help_sub_works() {
         .take_while(|l| !l.trim().is_empty())
         .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
         .collect();
-    assert_eq!(block, ["(none)", "check", "pairs", "plot", "compare", "spec"], "{text}");
+    assert_eq!(block, ["(none)", "check", "pairs", "info", "plot", "compare", "spec"], "{text}");
     assert!(!text.contains("next;"), "the tagline still promises NCCL for later: {text}");
-    for sub in ["check", "pairs", "plot", "compare", "spec"] {
+    for sub in ["check", "pairs", "info", "plot", "compare", "spec"] {
         let (o, _d) = mpirun(2, &["help", sub]);
         let text = stdout(&o);
         assert_eq!(o.status.code(), Some(0), "help {sub}: {}", stderr(&o));

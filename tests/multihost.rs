@@ -280,3 +280,34 @@ fn a_link_down_ends_every_rank_through_the_watchdog() {
     // 14 sizes × 2 placements in all; the cut comes after the second.
     assert!(rows.len() >= 2 && rows.len() < 28, "{} rows", rows.len());
 }
+
+/// `coll-bench info` across two hosts, one of which has a variable the other does not: one entry
+/// per host, every field present, and the odd host named in the last lines (a tie of one rank
+/// each goes to the lowest rank's host, so the second host is the one that differs).
+#[test]
+fn info_names_the_host_that_differs() {
+    let Some(bed) = Bed::up("info_names_the_host_that_differs", 2) else { return };
+    let (h1, h2) = (bed.host(1), bed.host(2));
+    let o = Command::new("timeout")
+        .args(["--kill-after=5", "120", "bash", BED_SCRIPT, "mpirun", "-q", "--bind-to", "none", "-hostfile"])
+        .arg(&bed.hostfile)
+        .args(["-n", "1", "-host", &h1, "-x", "NCCL_SOCKET_IFNAME=eth0", BIN, "info", "--strict", ":"])
+        .args(["-n", "1", "-host", &h2, "-x", "NCCL_SOCKET_IFNAME=ib0", BIN, "info", "--strict"])
+        .current_dir(bed.dir())
+        .env("CB_NETNS_PREFIX", &bed.prefix)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .output()
+        .expect("timeout and bash run");
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "--strict with a host that differs:\n{out}\n{}", stderr(&o));
+    assert!(out.starts_with("# coll-bench info: 2 ranks on 2 hosts\n"), "{out}");
+    assert!(out.contains(&format!("\n## {h1} (rank 0)\n")) && out.contains(&format!("\n## {h2} (rank 1)\n")), "{out}");
+    for f in ["coll-bench", "MPI library", "launcher", "memory", "network interfaces", "NCCL", "GPUs"] {
+        assert_eq!(out.lines().filter(|l| l.starts_with(f) && l.contains(" : ")).count(), 2, "{f}:\n{out}");
+    }
+    let last: Vec<&str> = out.trim_end().lines().rev().take(2).collect();
+    assert_eq!(last[1], "# Differ from the majority: 1", "{out}");
+    // Nothing else differs between the two namespace hosts (same interfaces, same machine).
+    assert_eq!(last[0], format!("# {h2} (rank 1): env NCCL_SOCKET_IFNAME = ib0 (majority: eth0)"), "{out}");
+}

@@ -12,9 +12,8 @@
 
 mod common;
 use common::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
 /// Variables that steer the backend or the stand-ins: cleared, then set per test.
 const STEERING: &[&str] = &[
@@ -42,27 +41,6 @@ fn nccl_run(n: usize, args: &[&str], env: &[(&str, &str)]) -> (Output, tempfile:
     }
     let out = cmd.output().expect("the MPI launcher runs (is MPI installed? run ci/setup.sh)");
     (out, dir)
-}
-
-/// The stand-in libraries, built once per test process.
-fn fakes() -> &'static (PathBuf, PathBuf) {
-    static FAKES: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
-    FAKES.get_or_init(|| {
-        let dir = tempfile::Builder::new().prefix("coll-bench-fakes").tempdir().unwrap().keep();
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend/nccl/fake");
-        let build = |c: &str, lib: &str| {
-            let out = dir.join(lib);
-            let ok = Command::new("cc")
-                .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o"])
-                .arg(&out)
-                .arg(src.join(c))
-                .status()
-                .expect("cc runs (run ci/setup.sh)");
-            assert!(ok.success(), "building {c} failed");
-            out
-        };
-        (build("fake_cuda.c", "libcuda.so.1"), build("fake_nccl.c", "libnccl.so.2"))
-    })
 }
 
 fn fake_cuda() -> &'static str {
@@ -196,7 +174,7 @@ fn nccl_too_old() {
 fn nccl_errors_at_bootstrap() {
     for (fail, needle) in [
         ("uniqueid", "NCCL error in ncclGetUniqueId: unhandled system error"),
-        ("init", "NCCL error in ncclCommInitRank: unhandled system error"),
+        ("init", "NCCL error in ncclCommInitRankConfig: unhandled system error"),
     ] {
         let env = [
             ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
@@ -379,4 +357,315 @@ fn cuda_visible_devices_names_the_gpu_in_the_header() {
     assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
     assert!(out.contains(": GPU 0 (CUDA_VISIBLE_DEVICES entry 3) Fake GPU 0"), "{out}");
     assert!(out.contains(": GPU 1 (CUDA_VISIBLE_DEVICES entry GPU-5d1c) Fake GPU 1"), "{out}");
+}
+
+const GPU_VALIDATE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/ci/gpu-validate.sh");
+
+#[test]
+fn gpu_validate_without_a_gpu_is_one_line_and_exit_2() {
+    if on_path("nvidia-smi") {
+        eprintln!("SKIPPED: gpu_validate_without_a_gpu_is_one_line_and_exit_2: this machine has nvidia-smi");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = Command::new("bash").arg(GPU_VALIDATE).env("OUT_DIR", dir.path().join("out")).output().unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}\n{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("ci/gpu-validate.sh: no NVIDIA GPU on this machine"), "{err}");
+    assert!(stdout(&o).is_empty() && files(dir.path()).is_empty());
+}
+
+/// The script's whole path on the stand-ins: an `nvidia-smi` that lists two fake GPUs, the fake
+/// libcuda and libnccl, and an `NCCL_TESTS_DIR` whose `*_perf` print nccl-tests' rows.
+#[test]
+fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    let perf = dir.path().join("nccl-tests");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&perf).unwrap();
+    let script = |p: &Path, text: &str| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::write(p, text).unwrap();
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o755)).unwrap();
+    };
+    script(
+        &bin.join("nvidia-smi"),
+        "#!/bin/sh\ncase \"$*\" in *driver_version*) echo 550.54;; *) echo 'Fake GPU 0'; echo 'Fake GPU 1';; esac\n",
+    );
+    for p in ["all_reduce_perf", "all_gather_perf", "alltoall_perf"] {
+        script(
+            &perf.join(p),
+            "#!/bin/sh\n[ \"${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}\" = 0 ] || exit 0\necho '#  size count type redop root time algbw busbw #wrong'\necho '       8       2  float  sum  -1  10.0  0.01  0.50  0'\necho '      64      16  float  sum  -1  10.0  0.01  0.25  0'\n",
+        );
+    }
+    let out_dir = dir.path().join("out");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let o = Command::new("timeout")
+        .args(["600", "bash", GPU_VALIDATE])
+        .env("PATH", path)
+        .env("OUT_DIR", &out_dir)
+        .env("NCCL_TESTS_DIR", &perf)
+        .env("SIZES", "-b 8 -e 64 -f 8 --budget 1ms")
+        .env("DTYPES", "int32,float")
+        .env("COLL_BENCH_CUDA_LIBRARY", fake_cuda())
+        .env("COLL_BENCH_NCCL_LIBRARY", fake_nccl())
+        .env("FAKE_CUDA_DEVICES", "2")
+        .env("COLL_BENCH_MPI", FAMILY)
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.starts_with("# coll-bench --backend nccl on 2 x Fake GPU 0\n"), "{out}");
+    for n in [1, 2] {
+        for run in ["checked", "float16-unchecked"] {
+            assert!(out.contains(&format!("| {n} | {run} | 0 | ")), "{run} on {n} ranks:\n{out}");
+        }
+    }
+    assert!(!out.contains("# Collective:"), "the runs' tables belong in their .txt files:\n{out}");
+    // 4 CSVs, every collective in each, no wrong element.
+    let csvs: Vec<_> = files(&out_dir).into_iter().filter(|p| p.extension().is_some_and(|e| e == "csv")).collect();
+    assert_eq!(csvs.len(), 4, "{csvs:?}");
+    for c in &csvs {
+        let mut rd = csv::Reader::from_path(c).unwrap();
+        let h = rd.headers().unwrap().clone();
+        let (coll, wrong) =
+            (h.iter().position(|x| x == "collective").unwrap(), h.iter().position(|x| x == "wrong").unwrap());
+        let mut seen = std::collections::BTreeSet::new();
+        for r in rd.records() {
+            let r = r.unwrap();
+            // Empty where the check was off.
+            assert!(
+                &r[wrong] == "0" || (c.to_string_lossy().contains("unchecked") && r[wrong].is_empty()),
+                "{c:?}: {r:?}"
+            );
+            seen.insert(r[coll].to_string());
+        }
+        assert_eq!(seen.len(), 10, "{c:?}: {seen:?}");
+    }
+    // The ratios, for the sizes both ran; collectives without a *_perf here are named as skipped.
+    for coll in ["all-reduce", "all-gather", "all-to-all"] {
+        for (size, theirs) in [(8, "0.500"), (64, "0.250")] {
+            let row = out
+                .lines()
+                .find(|l| l.starts_with(&format!("| 2 | {coll} | {size} | ")))
+                .unwrap_or_else(|| panic!("no ratio for {coll} at {size} B:\n{out}"));
+            let f: Vec<&str> = row.split('|').map(str::trim).collect();
+            assert_eq!(f[5], theirs, "{row}");
+            let ratio: f64 = f[6].parse().unwrap();
+            let ours: f64 = f[4].parse().unwrap();
+            assert!((ratio - ours / theirs.parse::<f64>().unwrap()).abs() < 0.01, "{row}");
+        }
+    }
+    assert!(stderr(&o).contains("reduce_perf missing; skipped reduce"), "{}", stderr(&o));
+}
+
+/// The library's native gather, scatter and all-to-all, where the library has them: with point-to-
+/// point switched off in the stand-in (FAKE_NCCL_FAIL=p2p), only the native calls can produce
+/// these results, exact on 1-3 ranks in both placements.
+#[test]
+fn native_gather_scatter_and_all_to_all_where_the_library_has_them() {
+    let native = fake_nccl_native().to_str().unwrap();
+    for n in 1..=3 {
+        let env = [
+            ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+            ("COLL_BENCH_NCCL_LIBRARY", native),
+            ("FAKE_CUDA_DEVICES", "3"),
+            ("FAKE_NCCL_FAIL", "p2p"),
+        ];
+        let types = if oversubscribed_mpich(n) { "int8,double" } else { "int8,uint8,int32,uint64,float,double" };
+        let args = [
+            "gather",
+            "scatter",
+            "all-to-all",
+            "-d",
+            types,
+            "-b",
+            "8",
+            "-e",
+            "64K",
+            "-f",
+            "8",
+            "--budget",
+            "2ms",
+            "--csv",
+            "run.csv",
+        ];
+        let (o, d) = nccl_run(n, &args, &env);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "{n} ranks:\n{out}\n{}", stderr(&o));
+        assert!(
+            out.contains("# NCCL: native all-to-all, gather, scatter; init non-blocking (ncclCommInitRankConfig)"),
+            "{out}"
+        );
+        assert!(out.contains("# Wrong elements       : 0 OK"), "{out}");
+        let csv = std::fs::read_to_string(d.path().join("run.csv")).unwrap();
+        let mut rd = csv::Reader::from_reader(csv.as_bytes());
+        let h = rd.headers().unwrap().clone();
+        let (wrong, placement) =
+            (h.iter().position(|c| c == "wrong").unwrap(), h.iter().position(|c| c == "placement").unwrap());
+        let mut placements = std::collections::BTreeSet::new();
+        for r in rd.records() {
+            let r = r.unwrap();
+            assert_eq!(&r[wrong], "0", "{r:?}");
+            placements.insert(r[placement].to_string());
+        }
+        assert_eq!(placements.len(), 2, "{placements:?}");
+    }
+    // Without the native calls the same run needs point-to-point, and the header says so.
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+        ("FAKE_NCCL_FAIL", "p2p"),
+    ];
+    let (o, _d) = nccl_run(2, &["gather", "-e", "1K", "--no-csv"], &env);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("NCCL error in ncclSend: invalid usage")
+            && stderr(&o).contains("fake NCCL: point-to-point is off"),
+        "{}",
+        stderr(&o)
+    );
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+    ];
+    let (o, _d) = nccl_run(2, &["gather", "-e", "1K", "--no-csv"], &env);
+    assert!(
+        stdout(&o).contains("# NCCL: all-to-all, gather, scatter as grouped send/recv; init non-blocking"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// A rank whose init fails at once: every rank leaves at once, and the line names that rank.
+#[test]
+fn an_init_that_fails_on_one_rank_is_named_and_no_rank_hangs() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "3"),
+        ("FAKE_NCCL_FAIL", "init"),
+        ("FAKE_NCCL_FAIL_RANK", "1"),
+    ];
+    let (o, d) = nccl_run(3, &["--csv", "run.csv"], &env);
+    let line = refused(
+        &o,
+        d.path(),
+        &[
+            "NCCL error in ncclCommInitRankConfig: unhandled system error",
+            "(code 2): fake NCCL: cannot reach the other ranks",
+        ],
+    );
+    assert!(line.contains("(rank 1 on ") && line.ends_with(", GPU 1)"), "{line}");
+}
+
+/// A rank whose non-blocking init fails later, or never completes: the others keep waiting (as
+/// with the real NCCL) until -T's limit, then every rank leaves; one line, exit 2, naming the
+/// rank whose init failed where one did, else the lowest rank that gave up.
+#[test]
+fn an_init_that_never_completes_ends_at_the_timeout() {
+    let run = |fail: &str, rank: &str| {
+        let env = [
+            ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+            ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+            ("FAKE_CUDA_DEVICES", "3"),
+            ("FAKE_NCCL_FAIL", fail),
+            ("FAKE_NCCL_FAIL_RANK", rank),
+        ];
+        let t0 = std::time::Instant::now();
+        let (o, d) = nccl_run(3, &["-T", "3", "--csv", "run.csv"], &env);
+        // A guard against a hang, not a timing bar (the machine may be loaded).
+        let took = t0.elapsed().as_secs_f64();
+        assert!(took < 120.0, "took {took:.1} s");
+        (o, d)
+    };
+    // Rank 1's init fails after it started: the others wait 3 s for it, the line names rank 1.
+    let (o, d) = run("init-async", "1");
+    let line = refused(
+        &o,
+        d.path(),
+        &[
+            "NCCL error in ncclCommInitRankConfig: unhandled system error",
+            "fake NCCL: bootstrap: connection to a peer refused (rank 1 on ",
+        ],
+    );
+    assert!(line.ends_with(", GPU 1)"), "{line}");
+    // Rank 2's init never completes: every rank gives up at the limit; the lowest says so.
+    let (o, d) = run("init-hang", "2");
+    let line = refused(
+        &o,
+        d.path(),
+        &["ncclCommInitRankConfig did not finish within 3 s (-T/--timeout): a rank's init failed or cannot reach the others (rank 0 on "],
+    );
+    assert!(line.ends_with(", GPU 0)"), "{line}");
+}
+
+/// NCCL before 2.14 has no non-blocking init: the blocking one, and the header says so.
+#[test]
+fn an_nccl_before_2_14_initialises_blocking() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+        ("FAKE_NCCL_VERSION", "21304"),
+    ];
+    let (o, _d) = nccl_run(2, &["-e", "1K", "--budget", "2ms", "--no-csv"], &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("# NCCL 2.13.4 (") && out.contains("; init blocking (ncclCommInitRank)"), "{out}");
+}
+
+/// The 8-bit floats: on an NCCL that has them (2.24+), every collective times them with -c 0;
+/// with the check on, or on an older NCCL, one line says why not.
+#[test]
+fn fp8_types_run_with_the_check_off_on_an_nccl_that_has_them() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+        ("FAKE_NCCL_VERSION", "22403"),
+    ];
+    let args = [
+        "all",
+        "-d",
+        "fp8e4m3,fp8e5m2",
+        "-o",
+        "sum,max",
+        "-c",
+        "0",
+        "-e",
+        "4K",
+        "-f",
+        "8",
+        "--budget",
+        "2ms",
+        "--csv",
+        "run.csv",
+    ];
+    let (o, d) = nccl_run(2, &args, &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    let csv = std::fs::read_to_string(d.path().join("run.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let h = rd.headers().unwrap().clone();
+    let (dtype, coll) =
+        (h.iter().position(|c| c == "dtype").unwrap(), h.iter().position(|c| c == "collective").unwrap());
+    let mut seen = std::collections::BTreeSet::new();
+    for r in rd.records() {
+        let r = r.unwrap();
+        seen.insert((r[dtype].to_string(), r[coll].to_string()));
+    }
+    // Both types in every collective (barrier, which moves no data of a type, runs once).
+    assert_eq!(seen.iter().filter(|(_, c)| c != "barrier").count(), 18, "{seen:?}");
+    assert!(seen.iter().any(|(_, c)| c == "barrier"), "{seen:?}");
+
+    let (o, d) = nccl_run(2, &["-d", "fp8e4m3", "--csv", "run.csv"], &env);
+    refused(&o, d.path(), &["-d/--datatype: fp8e4m3 runs on the nccl backend only with -c 0 (the exact check has no 8-bit float arithmetic yet)"]);
+    let old = [env[0], env[1], env[2], ("FAKE_NCCL_VERSION", "22304")];
+    let (o, d) = nccl_run(2, &["-d", "fp8e5m2", "-c", "0", "--csv", "run.csv"], &old);
+    refused(&o, d.path(), &["-d/--datatype: fp8e5m2 needs NCCL 2.24 or newer (this is 2.23.4)"]);
 }

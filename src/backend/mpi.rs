@@ -93,7 +93,7 @@ fn datatype(d: DType) -> Option<ffi::MPI_Datatype> {
             DType::Uint64 => ffi::RSMPI_UINT64_T,
             DType::Float32 => ffi::RSMPI_FLOAT,
             DType::Float64 => ffi::RSMPI_DOUBLE,
-            DType::Float16 | DType::Bfloat16 => return None,
+            DType::Float16 | DType::Bfloat16 | DType::Fp8E4m3 | DType::Fp8E5m2 => return None,
         })
     }
 }
@@ -367,7 +367,7 @@ impl Backend for MpiBackend {
         match datatype(dtype) {
             Some(_) => Ok(()),
             None => Err(Error::usage(format!(
-                "-d/--datatype: {dtype} is not supported by the mpi backend (MPI has no standard 16-bit float type); expected int8, uint8, int32, uint32, int64, uint64, float32 or float64"
+                "-d/--datatype: {dtype} is not supported by the mpi backend (MPI has no standard 16- or 8-bit float type); expected int8, uint8, int32, uint32, int64, uint64, float32 or float64"
             ))),
         }
     }

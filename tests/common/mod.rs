@@ -2,8 +2,9 @@
 //! test process.
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_coll-bench");
 
@@ -131,4 +132,46 @@ pub fn files(dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// The stand-ins for libcuda and libnccl (src/backend/nccl/fake/*.c), built with `cc` once per
+/// test process: (libcuda.so.1, libnccl.so.2, and libnccl.so.2 with newer NCCLs' native
+/// all-to-all, gather and scatter).
+pub fn fakes() -> &'static (PathBuf, PathBuf) {
+    let f = all_fakes();
+    // A reference to the first two of the three.
+    static PAIR: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    PAIR.get_or_init(|| (f.0.clone(), f.1.clone()))
+}
+
+/// The stand-in libnccl.so.2 that also exports ncclAlltoAll, ncclGather and ncclScatter.
+pub fn fake_nccl_native() -> &'static Path {
+    &all_fakes().2
+}
+
+fn all_fakes() -> &'static (PathBuf, PathBuf, PathBuf) {
+    static FAKES: OnceLock<(PathBuf, PathBuf, PathBuf)> = OnceLock::new();
+    FAKES.get_or_init(|| {
+        let dir = tempfile::Builder::new().prefix("coll-bench-fakes").tempdir().unwrap().keep();
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend/nccl/fake");
+        let build = |c: &str, lib: &str, flags: &[&str]| {
+            let out = dir.join(lib);
+            std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+            let ok = Command::new("cc")
+                .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
+                .args(flags)
+                .arg("-o")
+                .arg(&out)
+                .arg(src.join(c))
+                .status()
+                .expect("cc runs (run ci/setup.sh)");
+            assert!(ok.success(), "building {c} failed");
+            out
+        };
+        (
+            build("fake_cuda.c", "libcuda.so.1", &[]),
+            build("fake_nccl.c", "libnccl.so.2", &[]),
+            build("fake_nccl.c", "native/libnccl.so.2", &["-DFAKE_NCCL_NATIVE"]),
+        )
+    })
 }

@@ -32,6 +32,7 @@ api! {
         device_get: "cuDeviceGet" => fn(*mut CuDevice, c_int) -> CuResult,
         device_get_name: "cuDeviceGetName" => fn(*mut c_char, c_int, CuDevice) -> CuResult,
         device_get_pci_bus_id: "cuDeviceGetPCIBusId" => fn(*mut c_char, c_int, CuDevice) -> CuResult,
+        device_total_mem: "cuDeviceTotalMem_v2" => fn(*mut usize, CuDevice) -> CuResult,
         primary_ctx_retain: "cuDevicePrimaryCtxRetain" => fn(*mut CuContext, CuDevice) -> CuResult,
         primary_ctx_release: "cuDevicePrimaryCtxRelease_v2" => fn(CuDevice) -> CuResult,
         ctx_set_current: "cuCtxSetCurrent" => fn(CuContext) -> CuResult,
@@ -178,6 +179,14 @@ impl Driver {
 
     pub fn pci_bus_id(&self, d: CuDevice) -> Result<String, String> {
         self.string("cuDeviceGetPCIBusId", self.api.device_get_pci_bus_id, d)
+    }
+
+    /// The device's memory in bytes (needs no context).
+    pub fn total_mem(&self, d: CuDevice) -> Result<usize, String> {
+        let mut bytes = 0usize;
+        // SAFETY: out-pointer to a local.
+        self.check(unsafe { (self.api.device_total_mem)(&mut bytes, d) }, "cuDeviceTotalMem")?;
+        Ok(bytes)
     }
 
     /// Free and total bytes of the current context's device.

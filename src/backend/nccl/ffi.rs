@@ -7,16 +7,23 @@ use super::search::{self, Candidate};
 use crate::dtype::{DType, Op};
 use libloading::Library;
 use std::ffi::{CStr, OsString};
-use std::os::raw::{c_char, c_int, c_void};
+use std::os::raw::{c_char, c_int, c_uint, c_void};
 
 pub type NcclResult = c_int;
 pub type NcclComm = *mut c_void;
 pub type CudaStream = *mut c_void;
+/// `ncclDataType_t` and `ncclRedOp_t`: C enums, passed as `int` (their size is checked against a
+/// real `nccl.h` by the ABI test).
+pub type NcclDataType = c_int;
+pub type NcclRedOp = c_int;
 
 pub const NCCL_SUCCESS: NcclResult = 0;
 /// `ncclInProgress`: a non-blocking operation still running (not an error).
 pub const NCCL_IN_PROGRESS: NcclResult = 7;
 pub const UNIQUE_ID_BYTES: usize = 128;
+
+/// The oldest NCCL with the 8-bit float types (as PyTorch gates them).
+pub const FP8_VERSION: (u32, u32) = (2, 24);
 
 /// The oldest NCCL we accept: 2.10 brought `ncclAvg` and `ncclBfloat16`.
 pub const MIN_VERSION: (u32, u32) = (2, 10);
@@ -38,23 +45,79 @@ api! {
         comm_abort: "ncclCommAbort" => fn(NcclComm) -> NcclResult,
         comm_get_async_error: "ncclCommGetAsyncError" => fn(NcclComm, *mut NcclResult) -> NcclResult,
         get_error_string: "ncclGetErrorString" => fn(NcclResult) -> *const c_char,
-        all_reduce: "ncclAllReduce" => fn(*const c_void, *mut c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
-        all_gather: "ncclAllGather" => fn(*const c_void, *mut c_void, usize, c_int, NcclComm, CudaStream) -> NcclResult,
-        reduce_scatter: "ncclReduceScatter" => fn(*const c_void, *mut c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
-        broadcast: "ncclBroadcast" => fn(*const c_void, *mut c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
-        reduce: "ncclReduce" => fn(*const c_void, *mut c_void, usize, c_int, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
-        send: "ncclSend" => fn(*const c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
-        recv: "ncclRecv" => fn(*mut c_void, usize, c_int, c_int, NcclComm, CudaStream) -> NcclResult,
+        all_reduce: "ncclAllReduce" => fn(*const c_void, *mut c_void, usize, NcclDataType, NcclRedOp, NcclComm, CudaStream) -> NcclResult,
+        all_gather: "ncclAllGather" => fn(*const c_void, *mut c_void, usize, NcclDataType, NcclComm, CudaStream) -> NcclResult,
+        reduce_scatter: "ncclReduceScatter" => fn(*const c_void, *mut c_void, usize, NcclDataType, NcclRedOp, NcclComm, CudaStream) -> NcclResult,
+        broadcast: "ncclBroadcast" => fn(*const c_void, *mut c_void, usize, NcclDataType, c_int, NcclComm, CudaStream) -> NcclResult,
+        reduce: "ncclReduce" => fn(*const c_void, *mut c_void, usize, NcclDataType, NcclRedOp, c_int, NcclComm, CudaStream) -> NcclResult,
+        send: "ncclSend" => fn(*const c_void, usize, NcclDataType, c_int, NcclComm, CudaStream) -> NcclResult,
+        recv: "ncclRecv" => fn(*mut c_void, usize, NcclDataType, c_int, NcclComm, CudaStream) -> NcclResult,
         group_start: "ncclGroupStart" => fn() -> NcclResult,
         group_end: "ncclGroupEnd" => fn() -> NcclResult,
+    }
+}
+
+optional_api! {
+    /// Entry points of newer NCCLs, used where the library has them.
+    pub struct NcclOptional {
+        /// NCCL 2.13: the detail behind the last error of a comm.
+        get_last_error: "ncclGetLastError" => fn(NcclComm) -> *const c_char,
+        /// NCCL 2.14: init with a config (non-blocking).
+        comm_init_rank_config: "ncclCommInitRankConfig" => fn(*mut NcclComm, c_int, UniqueId, c_int, *mut Config) -> NcclResult,
+        /// Newer NCCLs (2.32 has them): native all-to-all, gather and scatter.
+        all_to_all: "ncclAlltoAll" => fn(*const c_void, *mut c_void, usize, NcclDataType, NcclComm, CudaStream) -> NcclResult,
+        gather: "ncclGather" => fn(*const c_void, *mut c_void, usize, NcclDataType, c_int, NcclComm, CudaStream) -> NcclResult,
+        scatter: "ncclScatter" => fn(*const c_void, *mut c_void, usize, NcclDataType, c_int, NcclComm, CudaStream) -> NcclResult,
+    }
+}
+
+/// `NCCL_CONFIG_UNDEF_INT`: "library default" for an int field of the config.
+pub const CONFIG_UNDEF_INT: c_int = c_int::MIN;
+/// `NCCL_API_MAGIC`, the config's `magic`.
+pub const API_MAGIC: c_uint = 0xcafe_beef;
+/// The config layout we fill, NCCL 2.14's (`NCCL_VERSION(2,14,0)`); newer libraries read a config
+/// by its `size` and `version`, keeping their defaults for the fields it lacks.
+pub const CONFIG_VERSION: c_uint = 21400;
+/// The oldest NCCL whose init we run non-blocking (`ncclCommInitRankConfig` with `blocking = 0`).
+pub const NON_BLOCKING_INIT: (u32, u32) = (2, 14);
+
+/// `ncclConfig_t`, the fields NCCL 2.14 has (the ABI test checks their offsets against a real
+/// `nccl.h`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct Config {
+    pub size: usize,
+    pub magic: c_uint,
+    pub version: c_uint,
+    pub blocking: c_int,
+    pub cga_cluster_size: c_int,
+    pub min_ctas: c_int,
+    pub max_ctas: c_int,
+    pub net_name: *const c_char,
+    pub split_share: c_int,
+}
+
+impl Config {
+    /// `NCCL_CONFIG_INITIALIZER` with `blocking = 0`.
+    pub fn non_blocking() -> Config {
+        Config {
+            size: std::mem::size_of::<Config>(),
+            magic: API_MAGIC,
+            version: CONFIG_VERSION,
+            blocking: 0,
+            cga_cluster_size: CONFIG_UNDEF_INT,
+            min_ctas: CONFIG_UNDEF_INT,
+            max_ctas: CONFIG_UNDEF_INT,
+            net_name: std::ptr::null(),
+            split_share: CONFIG_UNDEF_INT,
+        }
     }
 }
 
 /// The loaded library. Leaked on purpose (`&'static`): never unloaded under NCCL's own threads.
 pub struct Nccl {
     pub api: NcclApi,
-    /// `ncclGetLastError` (NCCL 2.13 and newer): the detail behind the last error of a comm.
-    last_error: Option<unsafe extern "C" fn(NcclComm) -> *const c_char>,
+    pub optional: NcclOptional,
     pub version: (u32, u32, u32),
     /// The file that was loaded, for the header.
     pub location: String,
@@ -84,6 +147,8 @@ pub fn datatype(d: DType) -> c_int {
         DType::Float32 => 7,
         DType::Float64 => 8,
         DType::Bfloat16 => 9,
+        DType::Fp8E4m3 => 10,
+        DType::Fp8E5m2 => 11,
     }
 }
 
@@ -172,10 +237,9 @@ pub fn from_library(lib: Library, shown: &str) -> Result<&'static Nccl, String> 
     // SAFETY: the signatures above are those of nccl.h.
     let api = unsafe { NcclApi::load(lib) }
         .map_err(|missing| format!("NCCL at {location} is incomplete: missing {missing}"))?;
-    // SAFETY: const char* ncclGetLastError(ncclComm_t), where present.
-    let last_error =
-        unsafe { lib.get::<unsafe extern "C" fn(NcclComm) -> *const c_char>(b"ncclGetLastError\0") }.ok().map(|s| *s);
-    Ok(Box::leak(Box::new(Nccl { api, last_error, version, location })))
+    // SAFETY: the signatures are those of nccl.h, where the library has them.
+    let optional = unsafe { NcclOptional::load(lib) };
+    Ok(Box::leak(Box::new(Nccl { api, optional, version, location })))
 }
 
 impl Nccl {
@@ -190,7 +254,7 @@ impl Nccl {
                 CStr::from_ptr(p).to_string_lossy().into_owned()
             }
         };
-        let detail = match self.last_error {
+        let detail = match self.optional.get_last_error {
             // SAFETY: a null comm is accepted (the last error of the thread).
             Some(f) => unsafe {
                 let p = f(comm);
@@ -220,6 +284,29 @@ impl Nccl {
 
     pub fn version_string(&self) -> String {
         format!("{}.{}.{}", self.version.0, self.version.1, self.version.2)
+    }
+
+    /// `ncclCommInitRankConfig`, where the library has it and is new enough to run it
+    /// non-blocking.
+    pub fn non_blocking_init(
+        &self,
+    ) -> Option<unsafe extern "C" fn(*mut NcclComm, c_int, UniqueId, c_int, *mut Config) -> NcclResult> {
+        self.optional.comm_init_rank_config.filter(|_| (self.version.0, self.version.1) >= NON_BLOCKING_INIT)
+    }
+
+    /// How gather, scatter and all-to-all run: "native all-to-all, gather, scatter", or which
+    /// of them are grouped send/recv.
+    pub fn collectives_note(&self) -> String {
+        let o = &self.optional;
+        let all =
+            [("all-to-all", o.all_to_all.is_some()), ("gather", o.gather.is_some()), ("scatter", o.scatter.is_some())];
+        let native: Vec<&str> = all.iter().filter(|(_, n)| *n).map(|(k, _)| *k).collect();
+        let grouped: Vec<&str> = all.iter().filter(|(_, n)| !*n).map(|(k, _)| *k).collect();
+        match (native.is_empty(), grouped.is_empty()) {
+            (true, _) => format!("{} as grouped send/recv", grouped.join(", ")),
+            (_, true) => format!("native {}", native.join(", ")),
+            _ => format!("native {}; {} as grouped send/recv", native.join(", "), grouped.join(", ")),
+        }
     }
 }
 

@@ -6,11 +6,16 @@
 //!
 //! Bootstrap, each step agreed across ranks so a failure anywhere is one message from rank 0:
 //! 1. every rank: load libcuda, `cuInit`, pick the GPU at its node-local rank (honouring
-//!    `CUDA_VISIBLE_DEVICES`), load NCCL and check its version, make the GPU's primary context
-//!    current, create a stream and timing events;
-//! 2. rank 0: `ncclGetUniqueId`; its 128 bytes are broadcast over MPI;
-//! 3. every rank: `ncclCommInitRank` (collective);
-//! 4. every rank's GPU (host, index, name, PCI bus id) is gathered for the header.
+//!    `CUDA_VISIBLE_DEVICES`); load NCCL and check its version (both tried before either is
+//!    agreed on);
+//! 2. where NCCL loaded on every rank — which needs no driver — rank 0 makes the unique id
+//!    (`ncclGetUniqueId`), its 128 bytes are broadcast over MPI, and every rank checks it holds
+//!    the same 128 bytes as every other (an all-gather);
+//! 3. the outcome of step 1 is agreed: the first failure is the message, libcuda's before NCCL's
+//!    (on a machine without a driver the message also says that NCCL loaded and its id went
+//!    round); then the GPU's primary context is made current, a stream and timing events created;
+//! 4. every rank: `ncclCommInitRank` (collective);
+//! 5. every rank's GPU (host, index, name, PCI bus id) is gathered for the header.
 //!
 //! Timing: a timing event is recorded on the stream before and after each batch of calls; the
 //! host waits for the second one, polling it and `ncclCommGetAsyncError`, and the sample is the
@@ -43,6 +48,11 @@ macro_rules! api {
             $(pub $field: unsafe extern "C" fn($($arg),*) -> $ret,)*
         }
         impl $name {
+            /// Every entry point as (C name, return type, parameter types), the types as written
+            /// here (for the ABI probe, [`crate::backend::nccl::abi`]).
+            pub const SIGNATURES: &'static [(&'static str, &'static str, &'static [&'static str])] =
+                &[$(($sym, stringify!($ret), &[$(stringify!($arg)),*])),*];
+
             /// Bind every entry point, or name the first one missing.
             ///
             /// # Safety
@@ -58,6 +68,39 @@ macro_rules! api {
     };
 }
 
+/// As [`api!`], for entry points that only some versions of the library have: each field is an
+/// `Option`, `None` where the symbol is missing.
+macro_rules! optional_api {
+    ($(#[$m:meta])* pub struct $name:ident {
+        $($(#[$fm:meta])* $field:ident : $sym:literal => fn($($arg:ty),* $(,)?) -> $ret:ty,)*
+    }) => {
+        $(#[$m])*
+        #[derive(Clone, Copy)]
+        pub struct $name {
+            $($(#[$fm])* pub $field: Option<unsafe extern "C" fn($($arg),*) -> $ret>,)*
+        }
+        impl $name {
+            /// Every entry point as (C name, return type, parameter types), as for [`api!`].
+            pub const SIGNATURES: &'static [(&'static str, &'static str, &'static [&'static str])] =
+                &[$(($sym, stringify!($ret), &[$(stringify!($arg)),*])),*];
+
+            /// Bind the entry points the library has.
+            ///
+            /// # Safety
+            /// Where the library exports these symbols, it must be with these C signatures.
+            pub unsafe fn load(lib: &'static libloading::Library) -> Self {
+                $name {
+                    $($field: lib
+                        .get::<unsafe extern "C" fn($($arg),*) -> $ret>(concat!($sym, "\0").as_bytes())
+                        .ok()
+                        .map(|s| *s),)*
+                }
+            }
+        }
+    };
+}
+
+pub mod abi;
 pub mod cuda;
 pub mod ffi;
 pub mod gpu;
@@ -90,7 +133,7 @@ pub fn create(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     Ok(Box::new(NcclBackend::new(world, opts, &|k| std::env::var_os(k))?))
 }
 
-/// What each rank sets up on its own (bootstrap step 1).
+/// What each rank sets up on its own (bootstrap steps 1 and 3).
 struct Local {
     drv: &'static Driver,
     nccl: &'static Nccl,
@@ -106,9 +149,19 @@ struct Local {
     ctx: Context,
 }
 
-/// Step 1 on this rank: libcuda → a GPU → NCCL → context, stream, events. The first failure is
-/// the message, in that order (no libcuda, no GPU, no NCCL or too old, a CUDA error).
-fn open_local(world: &World, env: &dyn Fn(&str) -> Option<OsString>) -> std::result::Result<Local, String> {
+/// This rank's GPU, found through libcuda (step 1).
+struct Gpu {
+    drv: &'static Driver,
+    dev: cuda::CuDevice,
+    selection: gpu::Selection,
+    name: String,
+    bus_id: String,
+    driver_version: (u32, u32),
+}
+
+/// Step 1's libcuda part: libcuda → `cuInit` → the GPU of this rank. The first failure is the
+/// message (no libcuda, no GPU, too few GPUs, a CUDA error).
+fn open_gpu(world: &World, env: &dyn Fn(&str) -> Option<OsString>) -> std::result::Result<Gpu, String> {
     let host = world.host();
     let drv = cuda::load(env)?;
     drv.init(host)?;
@@ -120,26 +173,119 @@ fn open_local(world: &World, env: &dyn Fn(&str) -> Option<OsString>) -> std::res
     let name = drv.device_name(dev)?;
     let bus_id = drv.pci_bus_id(dev)?;
     let driver_version = drv.version()?;
-    let nccl = ffi::load(env)?;
-    let ctx = Context::retain(drv, dev)?;
+    Ok(Gpu { drv, dev, selection, name, bus_id, driver_version })
+}
+
+/// Step 3's local part: the GPU's context made current, a stream and the timing events.
+fn open_local(g: Gpu, nccl: &'static Nccl) -> std::result::Result<Local, String> {
+    let drv = g.drv;
+    let ctx = Context::retain(drv, g.dev)?;
     let stream = Stream::new(drv)?;
     let (start, end, sync) = (Event::new(drv)?, Event::new(drv)?, Event::new(drv)?);
+    let Gpu { selection, name, bus_id, driver_version, .. } = g;
     Ok(Local { drv, nccl, selection, name, bus_id, driver_version, start, end, sync, stream, ctx })
+}
+
+/// Step 2, where NCCL loaded on every rank: rank 0's unique id, broadcast over MPI and checked
+/// byte for byte on every rank. Returns the id and a note for messages ("NCCL 2.32.3 at PATH
+/// loaded on every rank; the unique id rank 0 made reached all 3 ranks intact"). Collective.
+fn share_unique_id(world: &World, nccl: &'static Nccl) -> Result<(UniqueId, String)> {
+    let id = if world.rank == 0 { unique_id(nccl) } else { Ok([0u8; UNIQUE_ID_BYTES]) };
+    let id = world.agree(id.map_err(Error::setup))?;
+    let bytes = world.broadcast_bytes(0, id.to_vec());
+    let mut id = UniqueId { internal: [0u8; UNIQUE_ID_BYTES] };
+    let received = bytes.len() == UNIQUE_ID_BYTES;
+    if received {
+        id.internal.copy_from_slice(&bytes);
+    }
+    let mut all = vec![0u8; UNIQUE_ID_BYTES * world.size];
+    world.comm().all_gather_into(&id.internal[..], &mut all[..]);
+    let differ: Vec<usize> =
+        all.chunks(UNIQUE_ID_BYTES).enumerate().filter(|(_, c)| *c != &id.internal[..]).map(|(r, _)| r).collect();
+    let checked = if !received {
+        Err(format!("the NCCL unique id reached rank {} as {} bytes, not {UNIQUE_ID_BYTES}", world.rank, bytes.len()))
+    } else if !differ.is_empty() {
+        Err(format!(
+            "the NCCL unique id rank 0 made is not the same on rank {} as on rank(s) {}",
+            world.rank,
+            crate::world::rank_list(&differ)
+        ))
+    } else if id.internal.iter().all(|b| *b == 0) {
+        Err("ncclGetUniqueId returned an all-zero unique id".to_string())
+    } else {
+        Ok(())
+    };
+    world.agree(checked.map_err(Error::setup))?;
+    let note = format!(
+        "NCCL {} at {} loaded on every rank; the unique id rank 0 made reached all {} rank{} intact",
+        nccl.version_string(),
+        nccl.location,
+        world.size,
+        if world.size == 1 { "" } else { "s" }
+    );
+    Ok((id, note))
 }
 
 /// An NCCL communicator: destroyed on drop, or aborted where the run failed.
 struct Comm {
     nccl: &'static Nccl,
     raw: NcclComm,
+    /// A non-blocking init still running ([`Comm::wait_ready`]).
+    pending: bool,
 }
 
 impl Comm {
-    fn init(nccl: &'static Nccl, nranks: usize, id: UniqueId, rank: usize) -> std::result::Result<Comm, String> {
+    /// Start joining the communicator: non-blocking (`ncclCommInitRankConfig`, `blocking = 0`)
+    /// where the library can, so a peer that never joins cannot hold this rank forever; else the
+    /// blocking `ncclCommInitRank`. An error here is this rank's own, found at once.
+    fn start(nccl: &'static Nccl, nranks: usize, id: UniqueId, rank: usize) -> std::result::Result<Comm, String> {
         let mut raw: NcclComm = std::ptr::null_mut();
-        // SAFETY: out-pointer to a local; the id is the one rank 0 made, passed by value.
-        let r = unsafe { (nccl.api.comm_init_rank)(&mut raw, nranks as c_int, id, rank as c_int) };
-        nccl.check(r, "ncclCommInitRank", std::ptr::null_mut())?;
-        Ok(Comm { nccl, raw })
+        let Some(init) = nccl.non_blocking_init() else {
+            // SAFETY: out-pointer to a local; the id is the one rank 0 made, passed by value.
+            let r = unsafe { (nccl.api.comm_init_rank)(&mut raw, nranks as c_int, id, rank as c_int) };
+            nccl.check(r, "ncclCommInitRank", std::ptr::null_mut())?;
+            return Ok(Comm { nccl, raw, pending: false });
+        };
+        let mut config = ffi::Config::non_blocking();
+        // SAFETY: out-pointer and config are locals (NCCL copies the config before returning).
+        let r = unsafe { init(&mut raw, nranks as c_int, id, rank as c_int, &mut config) };
+        if r != NCCL_SUCCESS && r != NCCL_IN_PROGRESS {
+            let e = nccl.check(r, "ncclCommInitRankConfig", raw);
+            if !raw.is_null() {
+                Comm { nccl, raw, pending: false }.abort();
+            }
+            e?;
+        }
+        Ok(Comm { nccl, raw, pending: r == NCCL_IN_PROGRESS })
+    }
+
+    /// Poll a non-blocking init until it is done, fails, or outlives `limit_s` (from `-T`).
+    /// The error says whether it timed out (`true`: waiting for others) or failed here.
+    fn wait_ready(&mut self, limit_s: Option<f64>) -> std::result::Result<(), (bool, String)> {
+        let t0 = std::time::Instant::now();
+        while self.pending {
+            let mut state: c_int = NCCL_SUCCESS;
+            // SAFETY: our comm, an out-pointer to a local.
+            let r = unsafe { (self.nccl.api.comm_get_async_error)(self.raw, &mut state) };
+            self.nccl.check(r, "ncclCommGetAsyncError", self.raw).map_err(|e| (false, e))?;
+            match state {
+                NCCL_SUCCESS => self.pending = false,
+                NCCL_IN_PROGRESS => {
+                    if limit_s.is_some_and(|l| t0.elapsed().as_secs_f64() > l) {
+                        return Err((true, format!(
+                            "ncclCommInitRankConfig did not finish within {} s (-T/--timeout): a rank's init failed or cannot reach the others",
+                            limit_s.unwrap_or(0.0)
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                _ => {
+                    let text = self.nccl.error_text(state, self.raw);
+                    return Err((false, format!("NCCL error in ncclCommInitRankConfig: {text}")));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The error NCCL met in the background, if any.
@@ -224,29 +370,43 @@ impl NcclBackend {
             )));
         }
         avg_is_checkable(&opts.ops, &opts.dtypes, opts.check, world.size).map_err(Error::usage)?;
-        let local = world.agree(open_local(world, env).map_err(Error::setup))?;
-
-        let id = if world.rank == 0 { unique_id(local.nccl) } else { Ok([0u8; UNIQUE_ID_BYTES]) };
-        let id = world.agree(id.map_err(Error::setup))?;
-        let bytes = world.broadcast_bytes(0, id.to_vec());
-        let mut id = UniqueId { internal: [0u8; UNIQUE_ID_BYTES] };
-        id.internal.copy_from_slice(&bytes[..UNIQUE_ID_BYTES]);
-
-        let host = world.host().to_string();
-        let comm = Comm::init(local.nccl, world.size, id, world.rank)
-            .map_err(|e| format!("{e} (rank {} on {host}, {})", world.rank, local.selection.label()));
-        let status = world.agree(comm.as_ref().map(|_| ()).map_err(|e| Error::setup(e.clone())));
-        let comm = match (status, comm) {
-            (Ok(()), Ok(c)) => c,
-            (Err(e), c) => {
-                // Another rank failed: leave without waiting for it.
-                if let Ok(c) = c {
-                    c.abort();
-                }
-                return Err(e);
-            }
-            (Ok(()), Err(_)) => unreachable!("agree returns this rank's error"),
+        // Step 1: both libraries tried before either is agreed on.
+        let gpu = open_gpu(world, env);
+        let nccl = ffi::load(env);
+        // Step 2: NCCL needs no driver for its unique id.
+        let loaded = world.sum_u64(nccl.is_ok() as u64) as usize == world.size;
+        let shared = match &nccl {
+            Ok(n) if loaded => Some(share_unique_id(world, n)?),
+            _ => None,
         };
+        // Step 3.
+        let gpu = world.agree(gpu.map_err(Error::setup)).map_err(|e| match (e, &shared) {
+            (Error::Setup(m), Some((_, note))) => Error::setup(format!("{m} ({note})")),
+            (e, _) => e,
+        })?;
+        let nccl = world.agree(nccl.map_err(Error::setup))?;
+        let Some((id, _)) = shared else {
+            return Err(Error::setup("NCCL loaded on every rank, yet its unique id was not shared"));
+        };
+        let local = world.agree(open_local(gpu, nccl).map_err(Error::setup))?;
+
+        // Step 4: start joining (an immediate failure is agreed on at once, naming its rank), then
+        // wait for the non-blocking init within -T's limit, so a peer that never joins cannot
+        // hang the others.
+        let host = world.host().to_string();
+        let place = |e: String| format!("{e} (rank {} on {host}, {})", world.rank, local.selection.label());
+        let mut comm = agreed_comm(world, Comm::start(local.nccl, world.size, id, world.rank).map_err(place))?;
+        // A rank whose init failed is the cause; those that gave up waiting for it are not: agree
+        // on failures first, then on time-outs.
+        let (failed, timed_out) = match comm.wait_ready(opts.timeout.limit_s(0.0)) {
+            Ok(()) => (Ok(()), Ok(())),
+            Err((false, e)) => (Err(Error::setup(place(e))), Ok(())),
+            Err((true, e)) => (Ok(()), Err(Error::setup(place(e)))),
+        };
+        if let Err(e) = world.agree(failed).and_then(|()| world.agree(timed_out)) {
+            comm.abort();
+            return Err(e);
+        }
 
         let details = describe_all(world, &local);
         let drv = local.drv;
@@ -351,13 +511,66 @@ impl NcclBackend {
         })
     }
 
+    /// `Ok` once NCCL has taken call `what` (result `r`): on a non-blocking communicator any call
+    /// may answer `ncclInProgress`, and the next call may come only once `ncclCommGetAsyncError`
+    /// no longer says so. (A wait that never ends is the watchdog's, armed around each batch.)
+    fn settle(&self, r: c_int, what: &str) -> std::result::Result<(), String> {
+        let c = self.comm.raw;
+        if r != NCCL_IN_PROGRESS {
+            return self.nccl.check(r, what, c);
+        }
+        loop {
+            let mut state: c_int = NCCL_SUCCESS;
+            // SAFETY: our comm, an out-pointer to a local.
+            let q = unsafe { (self.nccl.api.comm_get_async_error)(c, &mut state) };
+            self.nccl.check(q, "ncclCommGetAsyncError", c)?;
+            match state {
+                NCCL_SUCCESS => return Ok(()),
+                NCCL_IN_PROGRESS => std::thread::yield_now(),
+                _ => {
+                    let text = self.nccl.error_text(state, c);
+                    return Err(format!("NCCL reported an asynchronous error: {text} (after {what})"));
+                }
+            }
+        }
+    }
+
+    /// Enqueue gather, scatter or all-to-all through the library's own call, where it has one.
+    fn call_native(&self, p: &Prepared) -> Option<std::result::Result<(), String>> {
+        let o = &self.nccl.optional;
+        let (c, s) = (self.comm.raw, self.stream.raw);
+        let ptr = |d: CuDevicePtr| d as usize as *mut c_void;
+        let check = |r, what| self.settle(r, what);
+        // SAFETY: as in `call_once`; the signatures are nccl.h's (checked by the ABI test).
+        unsafe {
+            match p.kind {
+                Kind::Gather => {
+                    o.gather.map(|f| check(f(ptr(p.send), ptr(p.recv), p.count, p.dtype, p.root, c, s), "ncclGather"))
+                }
+                Kind::Scatter => {
+                    o.scatter.map(|f| check(f(ptr(p.send), ptr(p.recv), p.count, p.dtype, p.root, c, s), "ncclScatter"))
+                }
+                Kind::AllToAll => o.all_to_all.map(|f| {
+                    if let Some((dst, src, len)) = p.stage {
+                        self.stream.copy_on_device(dst, src, len)?;
+                    }
+                    check(f(ptr(p.send), ptr(p.recv), p.count, p.dtype, c, s), "ncclAlltoAll")
+                }),
+                _ => None,
+            }
+        }
+    }
+
     /// Enqueue one call on the stream.
     fn call_once(&self, p: &Prepared) -> std::result::Result<(), String> {
+        if let Some(r) = self.call_native(p) {
+            return r;
+        }
         let a = &self.nccl.api;
         let (c, s) = (self.comm.raw, self.stream.raw);
         let ptr = |d: CuDevicePtr| d as usize as *mut c_void;
         let me = self.rank as c_int;
-        let check = |r, what| self.nccl.check(r, what, c);
+        let check = |r, what| self.settle(r, what);
         // SAFETY: the addresses lie in our device buffers, which `allocate` sized for the largest
         // layout; the comm and stream are ours.
         unsafe {
@@ -462,6 +675,22 @@ pub fn avg_is_checkable(ops: &[Op], dtypes: &[DType], check: bool, nranks: usize
     }
 }
 
+/// Agree on a communicator: where another rank failed, abort ours (so we leave without waiting
+/// for it) and return the agreed error. Collective.
+fn agreed_comm(world: &World, comm: std::result::Result<Comm, String>) -> Result<Comm> {
+    let status = world.agree(comm.as_ref().map(|_| ()).map_err(|e| Error::setup(e.clone())));
+    match (status, comm) {
+        (Ok(()), Ok(c)) => Ok(c),
+        (Err(e), c) => {
+            if let Ok(c) = c {
+                c.abort();
+            }
+            Err(e)
+        }
+        (Ok(()), Err(e)) => Err(Error::setup(e)),
+    }
+}
+
 /// Rank 0's part of step 2.
 fn unique_id(nccl: &Nccl) -> std::result::Result<[u8; UNIQUE_ID_BYTES], String> {
     let mut id = UniqueId { internal: [0u8; UNIQUE_ID_BYTES] };
@@ -486,14 +715,25 @@ fn describe_all(world: &World, local: &Local) -> Vec<String> {
     rec[..n].copy_from_slice(&mine.as_bytes()[..n]);
     let mut all = vec![0u8; RECORD * world.size];
     world.comm().all_gather_into(&rec[..], &mut all[..]);
-    let mut lines = vec![format!(
-        "NCCL {} ({}), CUDA driver {}.{} ({})",
-        local.nccl.version_string(),
-        local.nccl.location,
-        local.driver_version.0,
-        local.driver_version.1,
-        local.drv.location
-    )];
+    let mut lines = vec![
+        format!(
+            "NCCL {} ({}), CUDA driver {}.{} ({})",
+            local.nccl.version_string(),
+            local.nccl.location,
+            local.driver_version.0,
+            local.driver_version.1,
+            local.drv.location
+        ),
+        format!(
+            "NCCL: {}; init {}",
+            local.nccl.collectives_note(),
+            if local.nccl.non_blocking_init().is_some() {
+                "non-blocking (ncclCommInitRankConfig)"
+            } else {
+                "blocking (ncclCommInitRank)"
+            }
+        ),
+    ];
     lines.extend(all.chunks(RECORD).map(|c| {
         let end = c.iter().position(|b| *b == 0).unwrap_or(c.len());
         String::from_utf8_lossy(&c[..end]).into_owned()
@@ -522,7 +762,17 @@ impl Backend for NcclBackend {
     }
 
     fn supports(&self, dtype: DType) -> Result<()> {
+        let v = self.nccl.version;
         match dtype {
+            DType::Fp8E4m3 | DType::Fp8E5m2 if (v.0, v.1) < ffi::FP8_VERSION => Err(Error::usage(format!(
+                "-d/--datatype: {dtype} needs NCCL {}.{} or newer (this is {}); expected int8, uint8, int32, uint32, int64, uint64, half, bfloat16, float32 or float64",
+                ffi::FP8_VERSION.0,
+                ffi::FP8_VERSION.1,
+                self.nccl.version_string()
+            ))),
+            DType::Fp8E4m3 | DType::Fp8E5m2 if self.check => Err(Error::usage(format!(
+                "-d/--datatype: {dtype} runs on the nccl backend only with -c 0 (the exact check has no 8-bit float arithmetic yet); expected int8, uint8, int32, uint32, int64, uint64, float32 or float64, or add -c 0"
+            ))),
             DType::Float16 | DType::Bfloat16 if self.check => Err(Error::usage(format!(
                 "-d/--datatype: {dtype} runs on the nccl backend only with -c 0 (the exact check has no 16-bit float arithmetic yet); expected int8, uint8, int32, uint32, int64, uint64, float32 or float64, or add -c 0"
             ))),

@@ -5,6 +5,7 @@
  *
  *   FAKE_CUDA_DEVICES=N       N devices (default 1); 0: cuInit fails as on a machine with no GPU
  *   FAKE_CUDA_FREE_BYTES=B    what cuMemGetInfo reports free (default 4 GiB)
+ *   FAKE_CUDA_TOTAL_BYTES=B   what cuDeviceTotalMem reports (default 16 GiB)
  *   FAKE_CUDA_NOT_READY=K     cuEventQuery answers "not ready" K times after each record
  */
 #include <stdint.h>
@@ -40,6 +41,11 @@ CUresult cuDeviceGet(CUdevice *d, int ordinal) {
 CUresult cuDeviceGetName(char *name, int len, CUdevice d) { snprintf(name, (size_t)len, "Fake GPU %d", d); return 0; }
 CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d) {
     snprintf(id, (size_t)len, "0000:%02X:00.0", d + 1);
+    return 0;
+}
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d) {
+    (void)d;
+    *bytes = (size_t)env_long("FAKE_CUDA_TOTAL_BYTES", 16L << 30);
     return 0;
 }
 CUresult cuDevicePrimaryCtxRetain(void **ctx, CUdevice d) { *ctx = P(0x1000 + d); return 0; }

@@ -6,16 +6,30 @@
  * names in the unique id. Collectives are built from those channels and reduce in rank order, so
  * every rank gets the same result. Avg is NCCL's: integers sum then divide, float32 and float64
  * multiply each input by 1/n before summing (rounded unless n is a power of two). float16 and
- * bfloat16 move but do not reduce (coll-bench runs them only with -c 0).
+ * bfloat16 (and, from FAKE_NCCL_VERSION 22400 on, the 8-bit floats) move but do not reduce
+ * (coll-bench runs them only with -c 0).
  *
  * ncclCommInitRank checks that the unique id arrived byte for byte (its first 64 bytes include
  * values above 127, where signed and unsigned char differ).
  *
  *   FAKE_NCCL_VERSION=CODE       ncclGetVersion's code (default 21805, NCCL 2.18.5)
- *   FAKE_NCCL_FAIL=WHAT          uniqueid: ncclGetUniqueId fails; init: ncclCommInitRank fails;
- *                                async: ncclCommGetAsyncError reports a remote error once a
- *                                collective or send/recv has been called
+ *   FAKE_NCCL_FAIL=WHAT          uniqueid: ncclGetUniqueId fails; init: ncclCommInitRank(Config)
+ *                                fails at once; init-async: a non-blocking init fails later (its
+ *                                ncclCommGetAsyncError reports it); init-hang: a non-blocking
+ *                                init never completes (nor joins the others); async:
+ *                                ncclCommGetAsyncError reports a remote error once a collective
+ *                                or send/recv has been called; p2p: ncclSend and ncclRecv fail (so only native
+ *                                all-to-all/gather/scatter can run)
+ *   FAKE_NCCL_FAIL_RANK=R        the init failures above on rank R only (default: every rank)
  *   FAKE_NCCL_CHANNEL_BYTES=B    largest message between two ranks (default 1 MiB)
+ *
+ * ncclCommInitRankConfig (NCCL 2.14's config layout) with blocking = 0 returns ncclInProgress
+ * and the communicator is ready once every rank has joined (ncclCommGetAsyncError says when),
+ * so a rank whose init fails leaves the others in progress, as with the real NCCL; the blocking
+ * ncclCommInitRank waits for every rank. On a non-blocking communicator ncclAllReduce and
+ * ncclGroupEnd answer ncclInProgress (the work is done; ncclCommGetAsyncError then says so), as
+ * the real NCCL may. Built with -DFAKE_NCCL_NATIVE it also exports newer
+ * NCCLs' native ncclAlltoAll, ncclGather and ncclScatter (2.32 has them).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -31,7 +45,7 @@ typedef int ncclResult_t;
 typedef struct { char internal[128]; } ncclUniqueId;
 typedef void *cudaStream_t;
 
-enum { ok = 0, system_error = 2, invalid_argument = 4, invalid_usage = 5, remote_error = 6 };
+enum { ok = 0, system_error = 2, invalid_argument = 4, invalid_usage = 5, remote_error = 6, in_progress = 7 };
 enum { PATTERN = 64 };
 
 struct channel {
@@ -54,8 +68,18 @@ struct comm {
     int nranks, rank;
     size_t cap, size;
     struct segment *seg;
+    char name[64];  /* the segment's name, removed by rank 0 once every rank has joined */
+    int joining;    /* a non-blocking init not yet complete */
+    int nonblocking; /* made by a non-blocking init: calls answer ncclInProgress, then are done */
+    int init_fails; /* a non-blocking init that will fail (FAKE_NCCL_FAIL=init-async) */
 };
 typedef struct comm *ncclComm_t;
+
+#define CHECK(x)                                                                                   \
+    do {                                                                                           \
+        ncclResult_t r_ = (x);                                                                     \
+        if (r_ != ok) return r_;                                                                   \
+    } while (0)
 
 static char last_error[256] = "";
 static long calls; /* collectives and sends/receives called so far */
@@ -65,7 +89,7 @@ static const char *fail(void) {
     return v ? v : "";
 }
 static unsigned char id_byte(int i) { return (unsigned char)(i * 37 + 200); }
-static const size_t type_size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+static const size_t type_size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
 
 static ncclResult_t error(ncclResult_t r, const char *what) {
     snprintf(last_error, sizeof last_error, "fake NCCL: %s", what);
@@ -142,7 +166,7 @@ static void reduce(void *acc, const void *x, size_t n, int dt, int op) {
     case 5: REDUCE_INT(uint64_t, uint64_t); break;
     case 7: REDUCE_FLOAT(float); break;
     case 8: REDUCE_FLOAT(double); break;
-    default: break; /* float16, bfloat16: no arithmetic here */
+    default: break; /* float16, bfloat16, 8-bit floats: no arithmetic here */
     }
 }
 
@@ -172,9 +196,12 @@ static void finish_avg(void *acc, size_t n, int dt, int op, int nranks) {
     }
 }
 
-ncclResult_t ncclGetVersion(int *v) {
+static int env_version(void) {
     const char *e = getenv("FAKE_NCCL_VERSION");
-    *v = e && *e ? atoi(e) : 21805;
+    return e && *e ? atoi(e) : 21805;
+}
+ncclResult_t ncclGetVersion(int *v) {
+    *v = env_version();
     return ok;
 }
 const char *ncclGetErrorString(ncclResult_t r) {
@@ -204,10 +231,18 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
     return ok;
 }
 
-ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id, int rank) {
+/* Whether the init failure WHAT applies to this rank. */
+static int init_fails_here(const char *what, int rank) {
+    if (strcmp(fail(), what)) return 0;
+    const char *r = getenv("FAKE_NCCL_FAIL_RANK");
+    return !r || !*r || atoi(r) == rank;
+}
+
+/* Map the segment and count this rank in; the communicator is ready once every rank is. */
+static ncclResult_t join(ncclComm_t *out, int nranks, ncclUniqueId id, int rank) {
     for (int i = 0; i < PATTERN; i++)
         if ((unsigned char)id.internal[i] != id_byte(i)) return error(invalid_usage, "the unique id did not arrive intact");
-    if (!strcmp(fail(), "init")) return error(system_error, "cannot reach the other ranks");
+    if (init_fails_here("init", rank)) return error(system_error, "cannot reach the other ranks");
     if (nranks < 1 || rank < 0 || rank >= nranks) return error(invalid_argument, "bad rank or rank count");
     char name[64];
     memcpy(name, id.internal + PATTERN, sizeof name);
@@ -230,17 +265,63 @@ ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id, int 
     c->cap = cap;
     c->size = size;
     c->seg = m;
-    /* Everyone has mapped it before rank 0 removes the name. */
+    memcpy(c->name, name, sizeof c->name);
     __atomic_add_fetch(&c->seg->joined, 1, __ATOMIC_ACQ_REL);
-    while (__atomic_load_n(&c->seg->joined, __ATOMIC_ACQUIRE) < (uint64_t)nranks) pause_();
-    if (rank == 0) shm_unlink(name);
+    c->joining = 1;
     *out = c;
     return ok;
 }
 
+/* Whether every rank has joined; then rank 0 removes the segment's name (all have mapped it). */
+static int joined(ncclComm_t c) {
+    if (!c->joining) return 1;
+    if (!c->seg) return 0; /* init-hang */
+    if (__atomic_load_n(&c->seg->joined, __ATOMIC_ACQUIRE) < (uint64_t)c->nranks) return 0;
+    if (c->rank == 0) {
+        shm_unlink(c->name);
+    }
+    c->joining = 0;
+    return 1;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id, int rank) {
+    CHECK(join(out, nranks, id, rank));
+    while (!joined(*out)) pause_();
+    return ok;
+}
+
+/* NCCL 2.14's ncclConfig_t, the layout coll-bench fills. */
+typedef struct {
+    size_t size;
+    unsigned int magic, version;
+    int blocking, cgaClusterSize, minCTAs, maxCTAs;
+    const char *netName;
+    int splitShare;
+} ncclConfig_t;
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id, int rank, ncclConfig_t *config) {
+    if (config && (config->magic != 0xcafebeef || config->version < 21400 || config->size < sizeof *config))
+        return error(invalid_argument, "bad ncclConfig_t (magic, version or size)");
+    if (!config || config->blocking != 0) return ncclCommInitRank(out, nranks, id, rank);
+    int fails = init_fails_here("init-async", rank), hangs = init_fails_here("init-hang", rank);
+    if (fails || hangs) {
+        /* Never counted in: the others wait for this rank, as for a real peer that failed. */
+        struct comm *c = calloc(1, sizeof *c);
+        c->nranks = nranks;
+        c->rank = rank;
+        c->joining = 1;
+        c->init_fails = fails;
+        *out = c;
+        return in_progress;
+    }
+    CHECK(join(out, nranks, id, rank));
+    (*out)->nonblocking = 1;
+    return in_progress;
+}
+
 static ncclResult_t release(ncclComm_t c) {
     if (c) {
-        munmap(c->seg, c->size);
+        if (c->seg) munmap(c->seg, c->size);
         free(c);
     }
     return ok;
@@ -248,7 +329,14 @@ static ncclResult_t release(ncclComm_t c) {
 ncclResult_t ncclCommDestroy(ncclComm_t comm) { return release(comm); }
 ncclResult_t ncclCommAbort(ncclComm_t comm) { return release(comm); }
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
-    (void)comm;
+    if (comm->joining) {
+        if (comm->init_fails) {
+            *state = error(system_error, "bootstrap: connection to a peer refused");
+        } else {
+            *state = joined(comm) ? ok : in_progress;
+        }
+        return ok;
+    }
     if (!strcmp(fail(), "async") && calls > 0) {
         *state = error(remote_error, "peer rank went away");
     } else {
@@ -259,14 +347,9 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
 
 static int bad(int dtype, int op) {
     calls++;
-    return dtype < 0 || dtype > 9 || op < 0 || op > 4;
+    if (dtype >= 10 && env_version() < 22400) return 1; /* the 8-bit floats came with NCCL 2.24 */
+    return dtype < 0 || dtype > 11 || op < 0 || op > 4;
 }
-
-#define CHECK(x)                                                                                   \
-    do {                                                                                           \
-        ncclResult_t r_ = (x);                                                                     \
-        if (r_ != ok) return r_;                                                                   \
-    } while (0)
 
 /* Contributions of every rank, reduced in rank order into `out` (`mine`: this rank's). */
 static ncclResult_t gather_reduce(ncclComm_t c, const void *mine, void *out, size_t n, int dt, int op) {
@@ -305,7 +388,8 @@ ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, ncc
         if (p != c->rank) CHECK(put(c, p, mine, b));
     ncclResult_t res = gather_reduce(c, mine, r, n, dt, op);
     free(mine);
-    return res;
+    /* As a non-blocking communicator may: "in progress" (done by the next ncclCommGetAsyncError). */
+    return res == ok && c->nonblocking ? in_progress : res;
 }
 
 ncclResult_t ncclAllGather(const void *s, void *r, size_t n, int dt, ncclComm_t c, cudaStream_t st) {
@@ -375,13 +459,15 @@ ncclResult_t ncclGroupEnd(void) {
     if (depth == 0) return error(invalid_usage, "ncclGroupEnd without ncclGroupStart");
     if (--depth > 0) return ok;
     ncclResult_t r = ok;
+    int nonblocking = (nsend && sends[0].comm->nonblocking) || (nrecv && recvs[0].comm->nonblocking);
     for (int i = 0; i < nsend && r == ok; i++) r = put(sends[i].comm, sends[i].peer, sends[i].buf, sends[i].bytes);
     for (int i = 0; i < nrecv && r == ok; i++) r = take(recvs[i].comm, recvs[i].peer, recvs[i].buf, recvs[i].bytes);
     nsend = nrecv = 0;
-    return r;
+    return r == ok && nonblocking ? in_progress : r;
 }
 ncclResult_t ncclSend(const void *s, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st) {
     (void)st;
+    if (!strcmp(fail(), "p2p")) return error(invalid_usage, "point-to-point is off (FAKE_NCCL_FAIL=p2p)");
     if (bad(dt, 0) || peer < 0 || peer >= c->nranks) return invalid_argument;
     if (depth == 0) {
         if (peer == c->rank) return error(invalid_usage, "a send to oneself outside a group would hang");
@@ -393,6 +479,7 @@ ncclResult_t ncclSend(const void *s, size_t n, int dt, int peer, ncclComm_t c, c
 }
 ncclResult_t ncclRecv(void *r, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st) {
     (void)st;
+    if (!strcmp(fail(), "p2p")) return error(invalid_usage, "point-to-point is off (FAKE_NCCL_FAIL=p2p)");
     if (bad(dt, 0) || peer < 0 || peer >= c->nranks) return invalid_argument;
     if (depth == 0) {
         if (peer == c->rank) return error(invalid_usage, "a receive from oneself outside a group would hang");
@@ -402,3 +489,40 @@ ncclResult_t ncclRecv(void *r, size_t n, int dt, int peer, ncclComm_t c, cudaStr
     recvs[nrecv++] = (struct p2p){c, r, n * type_size[dt], peer};
     return ok;
 }
+
+#ifdef FAKE_NCCL_NATIVE
+/* The native collectives: block j of rank i's send buffer goes to rank j, which places it
+ * at block i. Every rank writes all its messages before it reads any (one-slot channels). */
+ncclResult_t ncclAlltoAll(const void *s, void *r, size_t n, int dt, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    if (bad(dt, 0)) return invalid_argument;
+    size_t b = n * type_size[dt];
+    if (s == r && c->nranks > 1) return error(invalid_usage, "in-place ncclAlltoAll");
+    for (int p = 0; p < c->nranks; p++)
+        if (p != c->rank) CHECK(put(c, p, (const char *)s + (size_t)p * b, b));
+    memmove((char *)r + (size_t)c->rank * b, (const char *)s + (size_t)c->rank * b, b);
+    for (int p = 0; p < c->nranks; p++)
+        if (p != c->rank) CHECK(take(c, p, (char *)r + (size_t)p * b, b));
+    return ok;
+}
+ncclResult_t ncclGather(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
+    size_t b = n * type_size[dt];
+    if (c->rank != root) return put(c, root, s, b);
+    memmove((char *)r + (size_t)root * b, s, b);
+    for (int p = 0; p < c->nranks; p++)
+        if (p != root) CHECK(take(c, p, (char *)r + (size_t)p * b, b));
+    return ok;
+}
+ncclResult_t ncclScatter(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
+    size_t b = n * type_size[dt];
+    if (c->rank != root) return take(c, root, r, b);
+    for (int p = 0; p < c->nranks; p++)
+        if (p != root) CHECK(put(c, p, (const char *)s + (size_t)p * b, b));
+    memmove(r, (const char *)s + (size_t)root * b, b);
+    return ok;
+}
+#endif

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Validate the nccl backend on this machine's GPUs, for the day one is available:
+#
+#   bash ci/gpu-validate.sh            # 1 to N local GPUs (N: all that nvidia-smi lists, or $GPUS)
+#   NCCL_TESTS_DIR=~/nccl-tests/build bash ci/gpu-validate.sh
+#
+# For each rank count 1..N, one rank per GPU on this host: every collective, with the exact check
+# on, for every type the check can judge (integers, float, double; avg only on power-of-two
+# counts, where NCCL's pre-multiplied average is exact), then half and bfloat16 with -c 0. The
+# CSVs (and each run's table, .txt) go under results/gpu-<GPU name>/ (ranks and check in the
+# name), with a summary printed at the end; exit 1 if any run failed (wrong elements, or an
+# error). With NCCL_TESTS_DIR pointing at a build of nccl-tests, its *_perf binaries run at the
+# same sizes (float, sum, out of place) and the summary gives, per collective and size,
+# coll-bench's busbw / nccl-tests' busbw.
+#
+# Without an NVIDIA GPU (no nvidia-smi, or it lists none) it says so in one line and exits 2.
+# SIZES (default "-b 8 -e 256M -f 4") sets the sweep (other flags may ride along); DTYPES the
+# checked types (default every type the check can judge); OUT_DIR the output directory;
+# COLL_BENCH_MPI picks the MPI (ci/env.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+gpus=""
+if command -v nvidia-smi >/dev/null 2>&1; then
+  gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || true)
+fi
+if [ -z "$gpus" ]; then
+  echo "ci/gpu-validate.sh: no NVIDIA GPU on this machine (nvidia-smi missing or lists none); run it where the nccl backend has GPUs to use" >&2
+  exit 2
+fi
+count=$(printf '%s\n' "$gpus" | wc -l)
+n_max=${GPUS:-$count}
+if ! [[ "$n_max" =~ ^[1-9][0-9]*$ ]] || [ "$n_max" -gt "$count" ]; then
+  echo "ci/gpu-validate.sh: GPUS=$n_max is not a count from 1 to the $count GPU(s) nvidia-smi lists" >&2
+  exit 2
+fi
+name=$(printf '%s\n' "$gpus" | head -n1)
+slug=$(printf '%s' "$name" | tr -c 'A-Za-z0-9._-' '-' | tr -s '-' | sed 's/^-//; s/-$//')
+out=${OUT_DIR:-results/gpu-$slug}
+mkdir -p "$out"
+read -r -a sizes <<<"${SIZES:--b 8 -e 256M -f 4}"
+
+. ci/env.sh
+cargo build --release --quiet
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+exact=${DTYPES:-int8,uint8,int32,uint32,int64,uint64,float,double}
+rc=0
+summary=$out/summary-$stamp.md
+{
+  echo "# coll-bench --backend nccl on $count x $name"
+  echo
+  echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(hostname), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)."
+  echo "Driver: $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -n1)."
+  echo
+  echo "| ranks | run | exit | CSV |"
+  echo "|---|---|---|---|"
+} >"$summary"
+
+run() { # ranks label args…
+  local n=$1 label=$2
+  shift 2
+  local csv=$out/$label-$n-ranks-$stamp.csv log=$out/$label-$n-ranks-$stamp.txt
+  set +e
+  "${MPIRUN[@]}" -n "$n" "$COLL_BENCH_BIN" --backend nccl all "${sizes[@]}" --csv "$csv" "$@" >"$log" 2>&1
+  local r=$?
+  set -e
+  [ "$r" -eq 0 ] || echo "ci/gpu-validate.sh: $label on $n rank(s) exited $r: $(grep -m1 'error' "$log" || tail -n1 "$log")" >&2
+  echo "| $n | $label | $r | $csv |" >>"$summary"
+  [ "$r" -eq 0 ] || rc=1
+}
+
+for n in $(seq 1 "$n_max"); do
+  ops="sum,prod,min,max"
+  if [ $((n & (n - 1))) -eq 0 ]; then ops="all"; fi
+  run "$n" checked -d "$exact" -o "$ops"
+  run "$n" float16-unchecked -d half,bfloat16 -o all -c 0
+done
+
+# nccl-tests beside it: float, sum, out of place, at the same sizes.
+if [ -n "${NCCL_TESTS_DIR:-}" ]; then
+  declare -A perf=([all-reduce]=all_reduce_perf [all-gather]=all_gather_perf [reduce-scatter]=reduce_scatter_perf
+                   [broadcast]=broadcast_perf [reduce]=reduce_perf [all-to-all]=alltoall_perf
+                   [gather]=gather_perf [scatter]=scatter_perf [sendrecv]=sendrecv_perf)
+  echo >>"$summary"
+  echo "## coll-bench / nccl-tests busbw (float, sum, out of place)" >>"$summary"
+  for n in $(seq 1 "$n_max"); do
+    ours=$out/checked-$n-ranks-$stamp.csv
+    for coll in "${!perf[@]}"; do
+      bin=$NCCL_TESTS_DIR/${perf[$coll]}
+      [ -x "$bin" ] || { echo "ci/gpu-validate.sh: $bin missing; skipped $coll" >&2; continue; }
+      log=$out/nccl-tests-$coll-$n-ranks-$stamp.txt
+      "${MPIRUN[@]}" -n "$n" "$bin" "${sizes[@]}" -g 1 -d float -o sum >"$log" 2>&1 || { rc=1; continue; }
+      # nccl-tests rows: size count type redop root time algbw busbw #wrong (out of place) ...
+      awk -v coll="$coll" -v n="$n" -v ours="$ours" '
+        BEGIN {
+          FS = ","
+          while ((getline line < ours) > 0) {
+            split(line, f, ",")
+            if (!hdr) { for (i = 1; i in f; i++) col[f[i]] = i; hdr = 1; continue }
+            if (f[col["collective"]] == coll && f[col["dtype"]] == "float" && f[col["placement"]] == "out_of_place" \
+                && (f[col["op"]] == "sum" || f[col["op"]] == "none"))
+              bw[f[col["size_bytes"]]] = f[col["busbw_gbps"]]
+          }
+          FS = " "
+        }
+        /^ *[0-9]/ && NF >= 8 {
+          size = $1; theirs = $8
+          if ((size in bw) && theirs > 0) printf "| %d | %s | %s | %.3f | %.3f | %.3f |\n", n, coll, size, bw[size], theirs, bw[size] / theirs
+        }' "$log" >>"$summary.rows"
+    done
+  done
+  {
+    echo
+    echo "| ranks | collective | size (B) | coll-bench busbw | nccl-tests busbw | ratio |"
+    echo "|---|---|---|---|---|---|"
+    sort -t'|' -k2,2n -k3,3 -k4,4n "$summary.rows" 2>/dev/null || true
+  } >>"$summary"
+  rm -f "$summary.rows"
+fi
+
+cat "$summary"
+exit "$rc"

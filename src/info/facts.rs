@@ -1,0 +1,405 @@
+//! What one rank sees of its host: each fact as (field, value), the value `absent` where the host
+//! does not have it. The readers take the root of `/proc` and `/sys` and the environment as
+//! parameters, so they are unit-tested on a fake tree.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+pub const ABSENT: &str = "absent";
+
+/// The variables reported (those in effect whose names start with one of these).
+pub const ENV_PREFIXES: &[&str] = &["NCCL_", "UCX_", "OMPI_MCA_", "FI_"];
+
+/// The fields every rank reports, in order (the environment's variables follow, as `env NAME`).
+pub const FIELDS: &[&str] = &[
+    "coll-bench",
+    "MPI library",
+    "launcher",
+    "CPU model",
+    "cores",
+    "NUMA nodes",
+    "memory",
+    "locked-memory limit",
+    "network interfaces",
+    "InfiniBand",
+    "NCCL",
+    "CUDA driver",
+    "GPUs",
+];
+
+fn read(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+/// `model name` from `/proc/cpuinfo` (x86), else `Model`/`CPU part` (Arm), else absent.
+pub fn cpu_model(proc_root: &Path) -> String {
+    let Some(text) = read(&proc_root.join("cpuinfo")) else { return ABSENT.into() };
+    for key in ["model name", "Model", "cpu model", "CPU part"] {
+        let found = text.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == key).then(|| v.trim().to_string())
+        });
+        if let Some(v) = found.filter(|v| !v.is_empty()) {
+            return v;
+        }
+    }
+    ABSENT.into()
+}
+
+/// CPUs in a list like `0-3,8,10-11` (the format of `/sys/devices/system/cpu/online`).
+pub fn count_cpu_list(list: &str) -> Option<usize> {
+    let mut n = 0;
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                n += b.checked_sub(a)? + 1;
+            }
+            None => {
+                part.trim().parse::<usize>().ok()?;
+                n += 1;
+            }
+        }
+    }
+    Some(n)
+}
+
+/// Online CPUs, and how many this process may run on.
+pub fn cores(sys_root: &Path) -> String {
+    let online = read(&sys_root.join("devices/system/cpu/online")).and_then(|l| count_cpu_list(&l));
+    let usable = std::thread::available_parallelism().map(|n| n.get()).ok();
+    match (online, usable) {
+        (Some(o), Some(u)) if o != u => format!("{o} online, {u} usable by this rank"),
+        (Some(o), _) => format!("{o} online"),
+        (None, Some(u)) => format!("{u} usable by this rank"),
+        (None, None) => ABSENT.into(),
+    }
+}
+
+/// `nodeN` directories under `/sys/devices/system/node`.
+pub fn numa_nodes(sys_root: &Path) -> String {
+    let Ok(rd) = std::fs::read_dir(sys_root.join("devices/system/node")) else { return ABSENT.into() };
+    let n = rd
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            name.strip_prefix("node").is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .count();
+    if n == 0 {
+        ABSENT.into()
+    } else {
+        n.to_string()
+    }
+}
+
+/// `MemTotal`, in whole GiB (so hosts that differ by a few reserved MiB read the same).
+pub fn memory(proc_root: &Path) -> String {
+    let kib = read(&proc_root.join("meminfo")).and_then(|t| {
+        t.lines().find_map(|l| l.strip_prefix("MemTotal:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
+    });
+    match kib {
+        Some(k) => format!("{} GiB", (k as f64 / (1024.0 * 1024.0)).round() as u64),
+        None => ABSENT.into(),
+    }
+}
+
+/// `ulimit -l` as this rank has it: soft limit (and hard where it differs).
+pub fn locked_memory() -> String {
+    let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: out-pointer to a local.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) } != 0 {
+        return ABSENT.into();
+    }
+    let show = |v: libc::rlim_t| {
+        if v == libc::RLIM_INFINITY {
+            "unlimited".to_string()
+        } else {
+            crate::size::human(v)
+        }
+    };
+    if r.rlim_cur == r.rlim_max {
+        show(r.rlim_cur)
+    } else {
+        format!("{} (hard {})", show(r.rlim_cur), show(r.rlim_max))
+    }
+}
+
+/// Each interface under `/sys/class/net` but loopback: `NAME STATE SPEED mtu N`, sorted by name.
+pub fn interfaces(sys_root: &Path) -> String {
+    let Ok(rd) = std::fs::read_dir(sys_root.join("class/net")) else { return ABSENT.into() };
+    let mut names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    names.retain(|n| n != "lo");
+    names.sort();
+    if names.is_empty() {
+        return ABSENT.into();
+    }
+    let items: Vec<String> = names
+        .iter()
+        .map(|n| {
+            let dir = sys_root.join("class/net").join(n);
+            let state = read(&dir.join("operstate")).unwrap_or_else(|| "unknown".into());
+            // Reading `speed` fails (EINVAL) on interfaces that are down or have no link speed.
+            let speed = read(&dir.join("speed"))
+                .and_then(|s| s.parse::<i64>().ok())
+                .filter(|s| *s > 0)
+                .map(|s| format!(" {s}Mb/s"))
+                .unwrap_or_default();
+            let mtu = read(&dir.join("mtu")).map(|m| format!(" mtu {m}")).unwrap_or_default();
+            format!("{n} {state}{speed}{mtu}")
+        })
+        .collect();
+    items.join("; ")
+}
+
+/// Each port under `/sys/class/infiniband`: `DEVICE/PORT STATE RATE`, sorted.
+pub fn infiniband(sys_root: &Path) -> String {
+    let Ok(rd) = std::fs::read_dir(sys_root.join("class/infiniband")) else { return ABSENT.into() };
+    let mut devs: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    devs.sort();
+    let mut items = vec![];
+    for d in devs {
+        let ports = sys_root.join("class/infiniband").join(&d).join("ports");
+        let mut nums: Vec<String> = std::fs::read_dir(&ports)
+            .map(|rd| rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        nums.sort();
+        for p in nums {
+            let dir = ports.join(&p);
+            // "4: ACTIVE" → "ACTIVE"; "100 Gb/sec (4X EDR)" as is.
+            let state = read(&dir.join("state"))
+                .map(|s| s.split_once(':').map(|(_, v)| v.trim().to_string()).unwrap_or(s))
+                .unwrap_or_else(|| "unknown".into());
+            let rate = read(&dir.join("rate")).map(|r| format!(" {r}")).unwrap_or_default();
+            items.push(format!("{d}/{p} {state}{rate}"));
+        }
+    }
+    if items.is_empty() {
+        ABSENT.into()
+    } else {
+        items.join("; ")
+    }
+}
+
+/// The `NCCL_*`, `UCX_*`, `OMPI_MCA_*` and `FI_*` variables set, sorted by name, less the
+/// launcher's bookkeeping ([`launcher_internal`]).
+pub fn variables(env: &HashMap<String, String>) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = env
+        .iter()
+        .filter(|(k, _)| ENV_PREFIXES.iter().any(|p| k.starts_with(p)) && !launcher_internal(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// The launcher by its variables, with its view of the job (not this rank's number, which
+/// differs on every rank by design).
+pub fn launcher(env: &HashMap<String, String>) -> String {
+    match crate::launch::from_env(env) {
+        Ok(Some(v)) => {
+            let name = v.source.trim_end_matches(" environment");
+            let mut s = name.to_string();
+            if let Some(n) = v.size {
+                s.push_str(&format!(", {n} rank{}", if n == 1 { "" } else { "s" }));
+            }
+            if let Some(l) = v.local_size {
+                s.push_str(&format!(", {l} on this host"));
+            }
+            s
+        }
+        Ok(None) => "none (started without a launcher)".into(),
+        Err(e) => format!("unreadable ({e})"),
+    }
+}
+
+/// NCCL as the nccl backend would find it: `VERSION at PATH`, or absent.
+#[cfg(feature = "nccl")]
+pub fn nccl(env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> String {
+    match crate::backend::nccl::ffi::load(env) {
+        Ok(n) => format!("{} at {}", n.version_string(), n.location),
+        Err(_) => ABSENT.into(),
+    }
+}
+
+#[cfg(not(feature = "nccl"))]
+pub fn nccl(_env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> String {
+    "absent (built without the nccl feature)".into()
+}
+
+/// The CUDA driver (`VERSION at PATH`) and its GPUs (`N: NAME (BUS ID, MEMORY)`), or absent.
+#[cfg(feature = "nccl")]
+pub fn cuda(env: &dyn Fn(&str) -> Option<std::ffi::OsString>, host: &str) -> (String, String) {
+    use crate::backend::nccl::cuda;
+    let Ok(drv) = cuda::load(env) else { return (ABSENT.into(), ABSENT.into()) };
+    let driver = match drv.version() {
+        Ok((a, b)) => format!("{a}.{b} at {}", drv.location),
+        Err(e) => format!("at {} ({e})", drv.location),
+    };
+    if drv.init(host).is_err() {
+        return (driver, ABSENT.into());
+    }
+    let gpus = (|| -> Result<String, String> {
+        let n = drv.device_count()?;
+        let mut items = vec![];
+        for i in 0..n {
+            let d = drv.device(i)?;
+            let mem = crate::size::human(drv.total_mem(d)? as u64);
+            items.push(format!("{i}: {} ({}, {mem})", drv.device_name(d)?, drv.pci_bus_id(d)?));
+        }
+        Ok(if items.is_empty() { ABSENT.into() } else { items.join("; ") })
+    })();
+    (driver, gpus.unwrap_or_else(|e| format!("unreadable ({e})")))
+}
+
+#[cfg(not(feature = "nccl"))]
+pub fn cuda(_env: &dyn Fn(&str) -> Option<std::ffi::OsString>, _host: &str) -> (String, String) {
+    (ABSENT.into(), ABSENT.into())
+}
+
+/// The variables that steer where NCCL and libcuda are found (and which GPUs are seen): ranks of
+/// one host with the same values find the same libraries, so one of them looks for all.
+pub const LIBRARY_VARS: &[&str] = &[
+    "COLL_BENCH_NCCL_LIBRARY",
+    "COLL_BENCH_CUDA_LIBRARY",
+    "LD_LIBRARY_PATH",
+    "VIRTUAL_ENV",
+    "CONDA_PREFIX",
+    "HOME",
+    "PATH",
+    "CUDA_VISIBLE_DEVICES",
+];
+
+/// NCCL, the CUDA driver and the GPUs, as [`nccl`] and [`cuda`] find them: the slow part (the
+/// NCCL search runs python3 to list its package directories, and loads the library).
+pub fn libraries(env: &HashMap<String, String>, host: &str) -> [String; 3] {
+    let getenv = |k: &str| env.get(k).map(std::ffi::OsString::from);
+    let (driver, gpus) = cuda(&getenv, host);
+    [nccl(&getenv), driver, gpus]
+}
+
+/// Launcher bookkeeping that Open MPI's mpirun puts in each rank's environment (its session,
+/// this rank's number, the daemon's address): not settings, and different on every rank or host.
+pub fn launcher_internal(name: &str) -> bool {
+    ["OMPI_MCA_orte_", "OMPI_MCA_ess"].iter().any(|p| name.starts_with(p))
+        || ["OMPI_MCA_pmix", "OMPI_MCA_initial_wdir", "OMPI_MCA_shmem_RUNTIME_QUERY_hint"].contains(&name)
+}
+
+/// Everything this rank sees, in [`FIELDS`] order (`libs`: from [`libraries`]), then `env NAME`
+/// for each variable.
+pub fn collect(mpi_library: &str, env: &HashMap<String, String>, libs: [String; 3]) -> Vec<(String, String)> {
+    let proc_root = Path::new("/proc");
+    let sys_root = Path::new("/sys");
+    let [nccl, driver, gpus] = libs;
+    let build = format!(
+        "{}, built against {} ({})",
+        env!("CARGO_PKG_VERSION"),
+        env!("COLL_BENCH_MPI_FAMILY"),
+        env!("COLL_BENCH_MPICC")
+    );
+    let values = [
+        build,
+        mpi_library.to_string(),
+        launcher(env),
+        cpu_model(proc_root),
+        cores(sys_root),
+        numa_nodes(sys_root),
+        memory(proc_root),
+        locked_memory(),
+        interfaces(sys_root),
+        infiniband(sys_root),
+        nccl,
+        driver,
+        gpus,
+    ];
+    let mut out: Vec<(String, String)> = FIELDS.iter().map(|f| f.to_string()).zip(values).collect();
+    out.extend(variables(env).into_iter().map(|(k, v)| (format!("env {k}"), v)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn put(root: &Path, rel: &str, text: &str) {
+        let p = root.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+
+    #[test]
+    fn a_host_is_read_from_proc_and_sys() {
+        let t = tempfile::tempdir().unwrap();
+        let (proc_root, sys_root) = (t.path().join("proc"), t.path().join("sys"));
+        put(&proc_root, "cpuinfo", "processor\t: 0\nmodel name\t: AMD EPYC 7763 64-Core Processor\n\nprocessor\t: 1\n");
+        put(&proc_root, "meminfo", "MemTotal:       24591308 kB\nMemFree:  1 kB\n");
+        put(&sys_root, "devices/system/cpu/online", "0-3,8,10-11\n");
+        fs::create_dir_all(sys_root.join("devices/system/node/node0")).unwrap();
+        fs::create_dir_all(sys_root.join("devices/system/node/node1")).unwrap();
+        fs::create_dir_all(sys_root.join("devices/system/node/possible-not-a-node")).unwrap();
+        put(&sys_root, "class/net/eth0/operstate", "up\n");
+        put(&sys_root, "class/net/eth0/speed", "25000\n");
+        put(&sys_root, "class/net/eth0/mtu", "9000\n");
+        put(&sys_root, "class/net/eth1/operstate", "down\n");
+        put(&sys_root, "class/net/eth1/speed", "-1\n");
+        put(&sys_root, "class/net/lo/operstate", "unknown\n");
+        put(&sys_root, "class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
+        put(&sys_root, "class/infiniband/mlx5_0/ports/1/rate", "100 Gb/sec (4X EDR)\n");
+
+        assert_eq!(cpu_model(&proc_root), "AMD EPYC 7763 64-Core Processor");
+        assert_eq!(memory(&proc_root), "23 GiB");
+        assert!(cores(&sys_root).starts_with("7 online"), "{}", cores(&sys_root));
+        assert_eq!(numa_nodes(&sys_root), "2");
+        assert_eq!(interfaces(&sys_root), "eth0 up 25000Mb/s mtu 9000; eth1 down");
+        assert_eq!(infiniband(&sys_root), "mlx5_0/1 ACTIVE 100 Gb/sec (4X EDR)");
+
+        // A host without them.
+        let empty = t.path().join("nothing");
+        for v in [cpu_model(&empty), memory(&empty), numa_nodes(&empty), interfaces(&empty), infiniband(&empty)] {
+            assert_eq!(v, ABSENT);
+        }
+    }
+
+    #[test]
+    fn cpu_lists_are_counted() {
+        assert_eq!(count_cpu_list("0-3,8,10-11\n"), Some(7));
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("x"), None);
+    }
+
+    #[test]
+    fn only_the_networking_variables_are_reported_sorted() {
+        let env: HashMap<String, String> = [
+            ("NCCL_DEBUG", "INFO"),
+            ("PATH", "/bin"),
+            ("FI_PROVIDER", "efa"),
+            ("OMPI_MCA_btl", "tcp,self"),
+            ("OMPI_COMM_WORLD_RANK", "0"),
+            ("OMPI_MCA_ess_base_vpid", "3"),
+            ("OMPI_MCA_orte_hnp_uri", "1.0;tcp://10.0.0.1:5"),
+            ("UCX_TLS", "rc"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let names: Vec<String> = variables(&env).into_iter().map(|(k, _)| k).collect();
+        assert_eq!(names, ["FI_PROVIDER", "NCCL_DEBUG", "OMPI_MCA_btl", "UCX_TLS"]);
+    }
+
+    #[test]
+    fn the_launcher_is_named_with_its_view_of_the_job() {
+        let env = |v: &[(&str, &str)]| -> HashMap<String, String> {
+            v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let ompi = env(&[
+            ("OMPI_COMM_WORLD_RANK", "2"),
+            ("OMPI_COMM_WORLD_SIZE", "4"),
+            ("OMPI_COMM_WORLD_LOCAL_RANK", "0"),
+            ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
+        ]);
+        assert_eq!(launcher(&ompi), "Open MPI, 4 ranks, 2 on this host");
+        assert_eq!(launcher(&env(&[])), "none (started without a launcher)");
+    }
+}

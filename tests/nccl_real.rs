@@ -1,0 +1,209 @@
+//! The NCCL backend against the real NCCL library, on a machine without a GPU.
+//!
+//! `ci/nccl-wheel.sh` fetches the `nvidia-nccl-cu12` wheel with pip (once; it is cached under
+//! target/nccl-wheel) and installs it into a virtualenv as pip would. Then:
+//! - ABI: a C probe, compiled with `cc` against the wheel's `nccl.h`, re-declares every function
+//!   we bind with our parameter lists and prints every constant, enum value and struct size we
+//!   use (src/backend/nccl/abi.rs); any difference fails, naming the item and both values;
+//! - the real library in the real paths: with the virtualenv active and no override, coll-bench
+//!   finds libnccl through its search order, loads it, rank 0 makes a real unique id, MPI
+//!   broadcasts it and every rank checks it holds the same 128 bytes; then the missing CUDA
+//!   driver ends the run as without NCCL (one line, exit 2), saying that NCCL got that far.
+//!
+//! Where the wheel cannot be fetched, each test prints `SKIPPED: reason` and passes.
+#![cfg(feature = "nccl")]
+
+mod common;
+use coll_bench::backend::nccl::abi;
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// The virtualenv holding the wheel, or why there is none.
+fn venv() -> &'static Result<PathBuf, String> {
+    static VENV: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    VENV.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/nccl-wheel.sh");
+        let out = Command::new("bash").arg(script).output().map_err(|e| format!("bash ci/nccl-wheel.sh: {e}"))?;
+        let text = stdout(&out);
+        let last = text.lines().last().unwrap_or("").trim().to_string();
+        match out.status.code() {
+            Some(0) if Path::new(&last).is_dir() => Ok(PathBuf::from(last)),
+            _ => Err(last.strip_prefix("SKIPPED: ").map(str::to_string).unwrap_or_else(|| {
+                format!("ci/nccl-wheel.sh failed ({:?}): {text}{}", out.status.code(), stderr(&out))
+            })),
+        }
+    })
+}
+
+/// The virtualenv, or `None` after printing `SKIPPED: test: reason`.
+fn venv_or_skip(test: &str) -> Option<&'static Path> {
+    match venv() {
+        Ok(p) => Some(p),
+        Err(why) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {why}");
+            None
+        }
+    }
+}
+
+/// The wheel's package directory inside the virtualenv (`lib/python3.X/site-packages`).
+fn site_packages(venv: &Path) -> PathBuf {
+    let lib = venv.join("lib");
+    let py = std::fs::read_dir(&lib)
+        .unwrap()
+        .flatten()
+        .find(|e| e.file_name().to_string_lossy().starts_with("python3"))
+        .expect("a python3.X directory in the virtualenv");
+    py.path().join("site-packages")
+}
+
+fn include_dir(venv: &Path) -> PathBuf {
+    site_packages(venv).join("nvidia/nccl/include")
+}
+
+/// Compile the probe against `include` (with the CUDA stand-ins) and run it: Ok(output), or
+/// Err(the compiler's diagnostics).
+fn run_probe(include: &Path, dir: &Path) -> Result<String, String> {
+    let stubs = dir.join("cuda-stubs");
+    std::fs::create_dir_all(&stubs).unwrap();
+    for (name, text) in abi::CUDA_STUBS {
+        std::fs::write(stubs.join(name), text).unwrap();
+    }
+    let src = dir.join("probe.c");
+    std::fs::write(&src, abi::probe_source().unwrap()).unwrap();
+    let exe = dir.join("probe");
+    let cc = Command::new("cc")
+        .args(["-std=gnu11", "-Wall", "-Werror", "-fmax-errors=1000"])
+        .arg("-I")
+        .arg(&stubs)
+        .arg("-I")
+        .arg(include)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("cc runs (run ci/setup.sh)");
+    if !cc.status.success() {
+        return Err(stderr(&cc));
+    }
+    let out = Command::new(&exe).output().unwrap();
+    assert!(out.status.success(), "the probe failed: {}", stderr(&out));
+    Ok(stdout(&out))
+}
+
+/// Every mismatch between our bindings and the header in `include`, one line each.
+fn mismatches(include: &Path) -> (Vec<String>, String) {
+    let dir = tempfile::tempdir().unwrap();
+    match run_probe(include, dir.path()) {
+        Ok(out) => (abi::compare(&out), out),
+        Err(diag) => {
+            let c = abi::conflicts(&diag);
+            assert!(!c.is_empty(), "the probe did not compile, and not for a conflicting declaration:\n{diag}");
+            (c, String::new())
+        }
+    }
+}
+
+#[test]
+fn our_bindings_match_the_real_nccl_h() {
+    let Some(venv) = venv_or_skip("our_bindings_match_the_real_nccl_h") else { return };
+    let (bad, out) = mismatches(&include_dir(venv));
+    assert!(bad.is_empty(), "coll-bench's NCCL bindings differ from the wheel's nccl.h:\n{}", bad.join("\n"));
+    // Every value was printed and compared, and the header is the pinned wheel's.
+    assert_eq!(out.lines().count(), abi::constants().len() + 2, "{out}");
+    assert_eq!(abi::printed(&out, "NCCL_VERSION_CODE"), Some("23203"), "{out}");
+}
+
+#[test]
+fn the_abi_check_names_a_changed_value_and_a_changed_signature() {
+    let Some(venv) = venv_or_skip("the_abi_check_names_a_changed_value_and_a_changed_signature") else { return };
+    // The real header with one enum value and one parameter type changed.
+    let real = std::fs::read_to_string(include_dir(venv).join("nccl.h")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let value = real.replacen("ncclInProgress              =  7", "ncclInProgress              =  9", 1);
+    assert_ne!(value, real, "the header no longer spells ncclInProgress as expected");
+    std::fs::write(dir.path().join("nccl.h"), &value).unwrap();
+    let (bad, _) = mismatches(dir.path());
+    assert_eq!(bad, vec!["ncclInProgress: coll-bench 7, nccl.h 9"]);
+
+    let sig = real.replacen(
+        "ncclResult_t  ncclSend(const void* sendbuff, size_t count, ncclDataType_t datatype, int peer,",
+        "ncclResult_t  ncclSend(const void* sendbuff, int count, ncclDataType_t datatype, int peer,",
+        1,
+    );
+    assert_ne!(sig, real, "the header no longer spells ncclSend as expected");
+    std::fs::write(dir.path().join("nccl.h"), &sig).unwrap();
+    let (bad, _) = mismatches(dir.path());
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].starts_with("ncclSend: coll-bench binds ncclResult_t(const void *, size_t,"), "{bad:?}");
+    assert!(bad[0].contains(", nccl.h declares ncclResult_t(const void *, int,"), "{bad:?}");
+}
+
+/// `--backend nccl` on `n` ranks with the virtualenv active (as `activate` leaves it) and none
+/// of our override variables: NCCL found, loaded, its id shared, then no CUDA driver.
+fn real_library_bootstrap(n: usize, venv: &Path, version: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    let mut cmd = launch_cmd(600);
+    cmd.args(["-n", &n.to_string(), BIN, "--backend", "nccl", "--csv", "run.csv"]).current_dir(dir.path());
+    for v in ["COLL_BENCH_NCCL_LIBRARY", "COLL_BENCH_CUDA_LIBRARY", "LD_LIBRARY_PATH", "CONDA_PREFIX"] {
+        cmd.env_remove(v);
+    }
+    cmd.env("VIRTUAL_ENV", venv).env("PATH", path);
+    let o = cmd.output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{n} ranks:\n{}\n{err}", stdout(&o));
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{n} ranks, expected one line:\n{err}");
+    let line = lines[0];
+    assert!(line.starts_with("coll-bench: error: no CUDA driver: libcuda.so.1 or libcuda.so not found"), "{line}");
+    // The library the search found, its version (the header's), and the id check on every rank.
+    let lib = site_packages(venv).join("nvidia/nccl/lib/libnccl.so.2");
+    let want = format!(
+        "(NCCL {version} at {} loaded on every rank; the unique id rank 0 made reached all {n} rank{} intact)",
+        lib.display(),
+        if n == 1 { "" } else { "s" }
+    );
+    assert!(line.ends_with(&want), "{line}\nwanted the end: {want}");
+    assert!(stdout(&o).is_empty() && files(dir.path()).is_empty(), "{}", stdout(&o));
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn the_real_library_is_found_in_a_virtualenv_and_its_unique_id_reaches_every_rank() {
+    let test = "the_real_library_is_found_in_a_virtualenv_and_its_unique_id_reaches_every_rank";
+    let Some(venv) = venv_or_skip(test) else { return };
+    let have_cuda =
+        Command::new("ldconfig").arg("-p").output().map(|o| stdout(&o).contains("libcuda.so")).unwrap_or(false);
+    if have_cuda {
+        eprintln!("SKIPPED: {test}: this machine has libcuda, so the run would go past the driver");
+        return;
+    }
+    // The header's version is the one the library reports (checked in the message).
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_probe(&include_dir(venv), dir.path()).unwrap();
+    let version = abi::printed(&out, "version").unwrap();
+    assert_eq!(version, "2.32.3");
+    for n in 1..=3 {
+        real_library_bootstrap(n, venv, version);
+    }
+}
+
+#[test]
+fn info_reports_the_real_library_of_the_active_virtualenv() {
+    let Some(venv) = venv_or_skip("info_reports_the_real_library_of_the_active_virtualenv") else { return };
+    let path = format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default());
+    let mut cmd = launch_cmd(120);
+    cmd.args(["-n", "2", BIN, "info", "--json"]).env("VIRTUAL_ENV", venv).env("PATH", path);
+    for v in ["COLL_BENCH_NCCL_LIBRARY", "LD_LIBRARY_PATH", "CONDA_PREFIX"] {
+        cmd.env_remove(v);
+    }
+    let o = cmd.output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let lib = site_packages(venv).join("nvidia/nccl/lib/libnccl.so.2");
+    assert_eq!(j["hosts"][0]["fields"]["NCCL"], format!("2.32.3 at {}", lib.display()), "{}", stdout(&o));
+}
