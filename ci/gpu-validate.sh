@@ -97,7 +97,7 @@ if [ -n "${NCCL_TESTS_DIR:-}" ]; then
           while ((getline line < ours) > 0) {
             split(line, f, ",")
             if (!hdr) { for (i = 1; i in f; i++) col[f[i]] = i; hdr = 1; continue }
-            if (f[col["collective"]] == coll && f[col["dtype"]] == "float" && f[col["placement"]] == "out_of_place" \
+            if (f[col["collective"]] == coll && f[col["dtype"]] == "float" && (f[col["placement"]] == "out-of-place" || f[col["placement"]] == "out_of_place") \
                 && (f[col["op"]] == "sum" || f[col["op"]] == "none"))
               bw[f[col["size_bytes"]]] = f[col["busbw_gbps"]]
           }
