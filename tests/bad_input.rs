@@ -154,8 +154,9 @@ fn ranks_given_different_options_stop_together() {
 }
 
 #[test]
-fn ring_only_for_all_reduce() {
-    refused(2, &["--impl", "ring"], "--impl ring: implements all-reduce only, not all-gather");
+fn own_implementations_only_for_what_they_implement() {
+    refused(2, &["--impl", "ring", "broadcast"], "--impl ring: implements all-reduce, all-gather, reduce-scatter only, not broadcast");
+    refused(2, &["--impl", "recursive-doubling"], "--impl recursive-doubling: implements all-reduce only, not all-gather");
 }
 
 /// The other MPI family's launcher starting this build (both installed, as on our CI): every rank

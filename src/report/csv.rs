@@ -98,6 +98,10 @@ struct Row<'a> {
 
 pub struct CsvReport {
     file: AppendFile,
+    /// Columns appended after [`COLUMNS`] (tune: algorithm, algorithm_id, is_default) and the
+    /// values the next rows carry in them.
+    extra_columns: Vec<String>,
+    extra: Vec<String>,
 }
 
 fn opt(v: Option<u64>) -> String {
@@ -116,7 +120,19 @@ fn num(v: f64) -> String {
 impl CsvReport {
     /// Write to a file created before the run (see [`super::outfile`]).
     pub fn new(file: AppendFile) -> CsvReport {
-        CsvReport { file }
+        CsvReport { file, extra_columns: vec![], extra: vec![] }
+    }
+
+    /// A CSV with more columns after the sweep's; [`CsvReport::set_extra`] fills them.
+    pub fn with_extra(file: AppendFile, columns: &[&str]) -> CsvReport {
+        let extra_columns: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
+        let extra = vec![String::new(); columns.len()];
+        CsvReport { file, extra_columns, extra }
+    }
+
+    /// The values of the extra columns for the rows written from now on.
+    pub fn set_extra(&mut self, values: Vec<String>) {
+        self.extra = values;
     }
 
     /// The path as given or chosen.
@@ -196,7 +212,12 @@ impl CsvReport {
                 f.clear();
             }
         }
-        self.write(row)
+        if self.extra_columns.is_empty() {
+            self.write(row)
+        } else {
+            let extra = self.extra.clone();
+            self.write((row, extra))
+        }
     }
 }
 
@@ -222,7 +243,10 @@ fn warning_kind(w: &crate::stats::Warning) -> &'static str {
 
 impl Report for CsvReport {
     fn begin(&mut self, _info: &RunInfo) -> Result<()> {
-        self.write(COLUMNS)
+        let mut header: Vec<&str> = COLUMNS.to_vec();
+        let extra = self.extra_columns.clone();
+        header.extend(extra.iter().map(String::as_str));
+        self.write(header)
     }
 
     fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()> {
