@@ -12,19 +12,10 @@ pub struct Cvar {
     pub index: c_int,
     pub name: String,
     pub description: String,
-    /// `MPI_T_SCOPE_*` (MPI_T_SCOPE_CONSTANT and _READONLY cannot be written).
-    pub scope: c_int,
     /// The enumeration's items (value, name), when the library attaches one.
     pub items: Option<Vec<(i32, String)>>,
     /// One 4-byte value (the only kind `tune` reads and writes).
     pub is_int: bool,
-}
-
-impl Cvar {
-    /// Whether the library says the variable can never be written at run time.
-    pub fn read_only(&self) -> bool {
-        self.scope == ffi::MPI_T_SCOPE_CONSTANT as c_int || self.scope == ffi::MPI_T_SCOPE_READONLY as c_int
-    }
 }
 
 /// The tool interface, initialised for as long as this lives (after `MPI_Init`).
@@ -61,6 +52,7 @@ impl Tool {
                 let mut name = vec![0 as c_char; 256];
                 let mut desc = vec![0 as c_char; 4096];
                 let (mut name_len, mut desc_len) = (name.len() as c_int, desc.len() as c_int);
+                // Scope and binding are not trusted: MPICH 4.0 leaves them unset; a write says.
                 let (mut verbosity, mut bind, mut scope): (c_int, c_int, c_int) = (0, 0, -1);
                 let mut dtype: ffi::MPI_Datatype = std::mem::zeroed();
                 let mut enumtype: ffi::MPI_T_enum = std::ptr::null_mut();
@@ -86,7 +78,7 @@ impl Tool {
                 let mut size: c_int = 0;
                 let is_int = ffi::MPI_Type_size(dtype, &mut size) == 0 && size == 4;
                 let items = (!enumtype.is_null()).then(|| enum_items(enumtype));
-                out.push(Cvar { index, name, description: text(&desc), scope, items, is_int });
+                out.push(Cvar { index, name, description: text(&desc), items, is_int });
             }
             out
         }

@@ -412,6 +412,7 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
             continue;
         }
         let mut choices = vec![];
+        let first_measured = measured_lines.len();
         print_table(world, kind, &d.candidates, &sizes, &results, &mut |i, size, c| {
             if let Some(r) = c.rule {
                 let cand = &d.candidates[r];
@@ -453,6 +454,20 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
                     if let (Some((alg, name, _)), Some(var)) = (count.first(), &d.var) {
                         if *alg != 0 {
                             environment.push((var.name.clone(), name.clone()));
+                        }
+                        // What the file applies at every size is this one algorithm: record its times.
+                        let j = d.candidates.iter().position(|c| match c.source {
+                            Source::Library(v) => v == *alg,
+                            Source::Default => *alg == 0,
+                            Source::Own(_) => false,
+                        });
+                        for m in &mut measured_lines[first_measured..] {
+                            let p = j.and_then(|j| results[j].iter().find(|p| p.size_bytes == m.size_bytes));
+                            m.algorithm = name.clone();
+                            m.chosen_us = match p.map(outcome) {
+                                Some(Outcome::Time(t)) => t,
+                                _ => f64::NAN,
+                            };
                         }
                     }
                 }
