@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
     after_help = "\
 Launch with MPI, on the layout you will run: mpirun -n 16 -H node1:8,node2:8 coll-bench tune [OPTIONS] [COLLECTIVE]...
 Collectives: all-reduce, all-gather, reduce-scatter, broadcast, all-to-all, reduce [default: the first five].
-The sweep's flags apply (-b, -e, -f, --budget, -d and -o: the first type and op, --csv, --plot, ...).
+The sweep's flags apply (-b, -e, -f, --budget [default here: 20ms], -d and -o: the first type and op, --csv, --plot, ...).
 Examples:
   mpirun -n 2 coll-bench tune reduce-scatter -b 64K -e 4M --write-rules rs.rules
   mpirun -n 2 coll-bench tune --verify rs.rules       # the library's default with the file applied
@@ -67,6 +67,10 @@ pub struct TuneOptions {
 /// reaching it (timings of a loaded machine taken minutes apart).
 pub const VERIFY_TOLERANCE: f64 = 0.25;
 
+/// tune's time budget per size, placement and candidate when `--budget` is not given (the
+/// sweep's is 50 ms): 20 ms still gives hundreds of calls at small sizes.
+pub const DEFAULT_BUDGET_S: f64 = 0.02;
+
 pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
     let a: TuneArgs = match crate::cli::clap_parse(argv)? {
         Clap::Args(a) => a,
@@ -93,6 +97,10 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
     }
     sweep.dtypes.truncate(1);
     sweep.ops.truncate(1);
+    // Many candidates per size: a shorter budget than the sweep's, unless one is given.
+    if !argv.iter().any(|a| a == "--budget" || a.starts_with("--budget=")) {
+        sweep.budget_s = DEFAULT_BUDGET_S;
+    }
     Ok(Clap::Args(TuneOptions { sweep, write_rules: a.write_rules, verify: a.verify }))
 }
 
