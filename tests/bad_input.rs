@@ -155,8 +155,16 @@ fn ranks_given_different_options_stop_together() {
 
 #[test]
 fn own_implementations_only_for_what_they_implement() {
-    refused(2, &["--impl", "ring", "broadcast"], "--impl ring: implements all-reduce, all-gather, reduce-scatter only, not broadcast");
-    refused(2, &["--impl", "recursive-doubling"], "--impl recursive-doubling: implements all-reduce only, not all-gather");
+    refused(
+        2,
+        &["--impl", "ring", "broadcast"],
+        "--impl ring: implements all-reduce, all-gather, reduce-scatter only, not broadcast",
+    );
+    refused(
+        2,
+        &["--impl", "recursive-doubling"],
+        "--impl recursive-doubling: implements all-reduce only, not all-gather",
+    );
 }
 
 /// The other MPI family's launcher starting this build (both installed, as on our CI): every rank

@@ -43,13 +43,32 @@ fn check_reduce_scatter_tune(n: usize) {
     let o = tune(
         dir.path(),
         n,
-        &["reduce-scatter", "-b", "64K", "-e", "4M", "-f", step, "-n", "3", "-w", "1", "--csv", "rs.csv", "--write-rules", "rs.rules"],
+        &[
+            "reduce-scatter",
+            "-b",
+            "64K",
+            "-e",
+            "4M",
+            "-f",
+            step,
+            "-n",
+            "3",
+            "-w",
+            "1",
+            "--csv",
+            "rs.csv",
+            "--write-rules",
+            "rs.rules",
+        ],
         &[],
     );
     let (out, err) = (stdout(&o), stderr(&o));
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(!out.contains("WRONG"), "{out}");
-    let listed = out.lines().find(|l| l.starts_with("# reduce-scatter: ") && l.contains("candidates")).unwrap_or_else(|| panic!("{out}"));
+    let listed = out
+        .lines()
+        .find(|l| l.starts_with("# reduce-scatter: ") && l.contains("candidates"))
+        .unwrap_or_else(|| panic!("{out}"));
     for name in reduce_scatter_algorithms() {
         assert!(listed.contains(&format!(":{name}")), "{name} missing from {listed}");
     }
@@ -116,18 +135,51 @@ fn open_mpi_applies_the_rules_file() {
         "# coll-bench-rules openmpi\n# a comment\n1   # collectives\n0   # all-gather\n1   # communicator sizes\n4   # ranks\n1   # message-size rules\n0 6 0 0   # from 0 B: two_proc\n",
     )
     .unwrap();
-    let env = [("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"), ("OMPI_MCA_coll_tuned_dynamic_rules_filename", file.to_str().unwrap())];
+    let env = [
+        ("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
+        ("OMPI_MCA_coll_tuned_dynamic_rules_filename", file.to_str().unwrap()),
+    ];
     let args = ["all-gather", "-b", "1K", "-e", "1K", "-n", "2", "--no-csv"];
     let with = mpirun_env(dir.path(), 4, &args, &env, 120);
     assert_ne!(with.status.code(), Some(0), "the two-process rule was not applied: {}", stdout(&with));
     let without = mpirun_env(dir.path(), 4, &args, &env[..1], 120);
     assert_eq!(without.status.code(), Some(0), "{}", stderr(&without));
 
-    let o = tune(dir.path(), 2, &["all-reduce", "reduce-scatter", "-b", "1K", "-e", "1M", "-f", "32", "-n", "3", "-w", "1", "--no-csv", "--write-rules", "t.rules"], &[]);
+    let o = tune(
+        dir.path(),
+        2,
+        &[
+            "all-reduce",
+            "reduce-scatter",
+            "-b",
+            "1K",
+            "-e",
+            "1M",
+            "-f",
+            "32",
+            "-n",
+            "3",
+            "-w",
+            "1",
+            "--no-csv",
+            "--write-rules",
+            "t.rules",
+        ],
+        &[],
+    );
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     let rules = dir.path().join("t.rules");
-    let env = [("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"), ("OMPI_MCA_coll_tuned_dynamic_rules_filename", rules.to_str().unwrap())];
-    let o = mpirun_env(dir.path(), 2, &["all-reduce", "reduce-scatter", "-b", "1K", "-e", "1M", "-f", "4", "-n", "3", "--no-csv"], &env, 300);
+    let env = [
+        ("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
+        ("OMPI_MCA_coll_tuned_dynamic_rules_filename", rules.to_str().unwrap()),
+    ];
+    let o = mpirun_env(
+        dir.path(),
+        2,
+        &["all-reduce", "reduce-scatter", "-b", "1K", "-e", "1M", "-f", "4", "-n", "3", "--no-csv"],
+        &env,
+        300,
+    );
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     assert!(rows(&o).iter().all(|r| r[8] == "0" && r[12] == "0"), "{}", stdout(&o));
 }

@@ -329,7 +329,12 @@ impl MpiBackend {
                 status,
             );
             let sum = std::slice::from_raw_parts_mut(inc, bytes);
-            crate::dtype::combine_into(dtype, op, sum, std::slice::from_raw_parts(input.add(recv_block * bytes), bytes));
+            crate::dtype::combine_into(
+                dtype,
+                op,
+                sum,
+                std::slice::from_raw_parts(input.add(recv_block * bytes), bytes),
+            );
             std::mem::swap(&mut acc, &mut inc);
         }
         std::ptr::copy_nonoverlapping(acc, out, bytes);

@@ -34,7 +34,9 @@ impl Tool {
         // SAFETY: plain out-parameter; MPI_T may be initialised more than once.
         let rc = unsafe { ffi::MPI_T_init_thread(ffi::RSMPI_THREAD_SINGLE, &mut provided) };
         if rc != 0 {
-            return Err(Error::setup(format!("the MPI library's tool interface (MPI_T_init_thread) failed with code {rc}")));
+            return Err(Error::setup(format!(
+                "the MPI library's tool interface (MPI_T_init_thread) failed with code {rc}"
+            )));
         }
         Ok(Tool { _private: () })
     }
@@ -87,8 +89,7 @@ impl Tool {
     /// The current value of an integer variable.
     pub fn read(&self, var: &Cvar) -> Result<i32> {
         let mut value: [c_int; 4] = [0; 4];
-        self.with_handle(var, |h| unsafe { ffi::MPI_T_cvar_read(h, value.as_mut_ptr() as *mut _) })
-            .map(|_| value[0])
+        self.with_handle(var, |h| unsafe { ffi::MPI_T_cvar_read(h, value.as_mut_ptr() as *mut _) }).map(|_| value[0])
     }
 
     /// Set an integer variable; the error names the library's refusal.

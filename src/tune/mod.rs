@@ -79,7 +79,8 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
     let named = !a.sweep.collectives.is_empty();
     let mut sweep = a.sweep.into_options().map_err(|e| Error::usage(format!("tune {e}")))?;
     if !named {
-        sweep.collectives = vec![Kind::AllReduce, Kind::AllGather, Kind::ReduceScatter, Kind::Broadcast, Kind::AllToAll];
+        sweep.collectives =
+            vec![Kind::AllReduce, Kind::AllGather, Kind::ReduceScatter, Kind::Broadcast, Kind::AllToAll];
     }
     if let Some(k) = sweep.collectives.iter().find(|k| !TUNABLE.contains(k)) {
         return Err(Error::usage(format!(
@@ -121,9 +122,12 @@ pub fn prepare_environment(argv: &[String]) -> std::result::Result<(), String> {
         }
     };
     set("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
-    let verify = argv.iter().position(|a| a == "--verify").and_then(|i| argv.get(i + 1)).map(PathBuf::from).or_else(|| {
-        argv.iter().find_map(|a| a.strip_prefix("--verify=")).map(PathBuf::from)
-    });
+    let verify = argv
+        .iter()
+        .position(|a| a == "--verify")
+        .and_then(|i| argv.get(i + 1))
+        .map(PathBuf::from)
+        .or_else(|| argv.iter().find_map(|a| a.strip_prefix("--verify=")).map(PathBuf::from));
     if let Some(path) = verify {
         let file = rules::read(&path).map_err(|e| e.to_string())?;
         match file.library {
@@ -179,7 +183,8 @@ fn discover(tool: &Tool, library: Library, kind: Kind, nranks: usize, all: &[Cva
                     (None, Library::Mpich) => algorithms::parse_mpich_description(&c.description),
                     (None, _) => vec![],
                 };
-                let dynamic = std::env::var("OMPI_MCA_coll_tuned_use_dynamic_rules").map(|v| truthy(&v)).unwrap_or(false);
+                let dynamic =
+                    std::env::var("OMPI_MCA_coll_tuned_use_dynamic_rules").map(|v| truthy(&v)).unwrap_or(false);
                 if library == Library::OpenMpi && !dynamic {
                     note = Some(format!(
                         "{name} takes effect only with coll_tuned_use_dynamic_rules on, which was set off at launch and is read-only once MPI runs"
@@ -202,7 +207,10 @@ fn discover(tool: &Tool, library: Library, kind: Kind, nranks: usize, all: &[Cva
     }
     for imp in [Implementation::Ring, Implementation::RecursiveDoubling] {
         if imp.provides(kind) && imp.unfit(nranks).is_none() {
-            candidates.push(Candidate { name: format!("{}(coll-bench)", imp.name()), source: Source::Own(imp.name().into()) });
+            candidates.push(Candidate {
+                name: format!("{}(coll-bench)", imp.name()),
+                source: Source::Own(imp.name().into()),
+            });
         }
     }
     Discovered { var, candidates, note }
@@ -336,8 +344,22 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     let hosts = world.ranks_by_host();
     say(world, &format!("# coll-bench {} tune", env!("CARGO_PKG_VERSION")));
     say(world, &format!("# MPI library: {}", world.library_version));
-    say(world, &format!("# ranks: {} on {} host(s): {}", world.size, hosts.len(), hosts.iter().map(|(h, r)| format!("{h}:{}", r.len())).collect::<Vec<_>>().join(", ")));
-    say(world, &format!("# type {}, op {}; median time per call (us, out-of-place), timed and checked as the sweep does", opts.dtypes[0], opts.ops[0]));
+    say(
+        world,
+        &format!(
+            "# ranks: {} on {} host(s): {}",
+            world.size,
+            hosts.len(),
+            hosts.iter().map(|(h, r)| format!("{h}:{}", r.len())).collect::<Vec<_>>().join(", ")
+        ),
+    );
+    say(
+        world,
+        &format!(
+            "# type {}, op {}; median time per call (us, out-of-place), timed and checked as the sweep does",
+            opts.dtypes[0], opts.ops[0]
+        ),
+    );
     if verify.is_some() {
         say(world, "# --verify: the library's default with the file applied, against the times the file records");
     }
@@ -352,11 +374,15 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
         if verify.is_some() {
             d.candidates.truncate(1);
         } else {
-            let names: Vec<String> = d.candidates.iter().map(|c| match &c.source {
-                Source::Default => "default".to_string(),
-                Source::Library(v) => format!("{v}:{}", c.name),
-                Source::Own(_) => c.name.clone(),
-            }).collect();
+            let names: Vec<String> = d
+                .candidates
+                .iter()
+                .map(|c| match &c.source {
+                    Source::Default => "default".to_string(),
+                    Source::Library(v) => format!("{v}:{}", c.name),
+                    Source::Own(_) => c.name.clone(),
+                })
+                .collect();
             say(world, &format!("# {kind}: {} candidates: {}", names.len(), names.join(", ")));
             if let Some(n) = &d.note {
                 say(world, &format!("# {kind}: cannot force the library's algorithms: {n}; measuring its default and coll-bench's own only"));
@@ -548,8 +574,7 @@ fn print_table(
     say(world, &format!("# {:>11}", "size (B)"));
     say(world, &head);
     for (i, &size) in sizes.iter().enumerate() {
-        let outcomes: Vec<Outcome> =
-            results.iter().map(|r| r.get(i).map(outcome).unwrap_or(Outcome::Absent)).collect();
+        let outcomes: Vec<Outcome> = results.iter().map(|r| r.get(i).map(outcome).unwrap_or(Outcome::Absent)).collect();
         let c = choose(&sources, &outcomes);
         let mut line = format!("  {size:>11}");
         for (j, cand) in cands.iter().enumerate() {
@@ -568,16 +593,23 @@ fn print_table(
 /// choice, and the default now with the file applied. Returns whether any size missed.
 fn print_verify(world: &World, kind: Kind, sizes: &[u64], now: &[Point], file: &rules::RulesFile) -> bool {
     say(world, &format!("# {kind}: the library's default with the file applied (us)"));
-    say(world, &format!("# {:>11}  {:>10}  {:>10}  {:>10}  {:>8}  verdict", "size (B)", "before", "chosen", "now", "speed-up"));
+    say(
+        world,
+        &format!("# {:>11}  {:>10}  {:>10}  {:>10}  {:>8}  verdict", "size (B)", "before", "chosen", "now", "speed-up"),
+    );
     let mut missed = false;
     for (i, &size) in sizes.iter().enumerate() {
         let Some(m) = file.measured.iter().find(|m| m.kind == kind && m.size_bytes == size) else { continue };
         let Some(p) = now.get(i) else { continue };
         let (now_s, verdict) = match outcome(p) {
             Outcome::Time(t) => {
-                let ok = t <= m.chosen_us * (1.0 + VERIFY_TOLERANCE) || t <= m.default_us * (1.0 + VERIFY_TOLERANCE) && m.algorithm == "default";
+                let ok = t <= m.chosen_us * (1.0 + VERIFY_TOLERANCE)
+                    || t <= m.default_us * (1.0 + VERIFY_TOLERANCE) && m.algorithm == "default";
                 missed |= !ok;
-                (format!("{t:.1}"), if ok { format!("ok ({})", m.algorithm) } else { format!("MISSED ({} expected)", m.algorithm) })
+                (
+                    format!("{t:.1}"),
+                    if ok { format!("ok ({})", m.algorithm) } else { format!("MISSED ({} expected)", m.algorithm) },
+                )
             }
             o => {
                 missed = true;
@@ -588,7 +620,10 @@ fn print_verify(world: &World, kind: Kind, sizes: &[u64], now: &[Point], file: &
             Outcome::Time(t) if t > 0.0 => format!("{:.2}x", m.default_us / t),
             _ => "-".into(),
         };
-        say(world, &format!("  {size:>11}  {:>10.1}  {:>10.1}  {now_s:>10}  {speed:>8}  {verdict}", m.default_us, m.chosen_us));
+        say(
+            world,
+            &format!("  {size:>11}  {:>10.1}  {:>10.1}  {now_s:>10}  {speed:>8}  {verdict}", m.default_us, m.chosen_us),
+        );
     }
     missed
 }

@@ -113,7 +113,10 @@ impl RulesFile {
                     t.push_str(&format!("{id}   # {}\n1   # communicator sizes\n", c.kind.name()));
                     t.push_str(&format!("{}   # ranks\n{}   # message-size rules\n", c.comm_size, c.rules.len()));
                     for r in &c.rules {
-                        t.push_str(&format!("{} {} 0 0   # from {} B: {}\n", r.from_bytes, r.algorithm, r.from_bytes, r.name));
+                        t.push_str(&format!(
+                            "{} {} 0 0   # from {} B: {}\n",
+                            r.from_bytes, r.algorithm, r.from_bytes, r.name
+                        ));
                     }
                 }
             }
@@ -141,19 +144,24 @@ impl RulesFile {
     /// MPI's reader would: integers in order, the first rule of each set from 0).
     pub fn parse(text: &str) -> std::result::Result<RulesFile, String> {
         let first = text.lines().next().unwrap_or("");
-        let library = match first.strip_prefix("# coll-bench-rules ").map(str::trim) {
-            Some("openmpi") => Library::OpenMpi,
-            Some("mpich") => Library::Mpich,
-            Some("other") => Library::Other,
-            _ => return Err("not a rules file written by coll-bench tune --write-rules (no '# coll-bench-rules' first line)".into()),
-        };
+        let library =
+            match first.strip_prefix("# coll-bench-rules ").map(str::trim) {
+                Some("openmpi") => Library::OpenMpi,
+                Some("mpich") => Library::Mpich,
+                Some("other") => Library::Other,
+                _ => return Err(
+                    "not a rules file written by coll-bench tune --write-rules (no '# coll-bench-rules' first line)"
+                        .into(),
+                ),
+            };
         let mut measured = vec![];
         let mut environment = vec![];
         let mut numbers: Vec<i64> = vec![];
         for (i, line) in text.lines().enumerate() {
             if let Some(rest) = line.strip_prefix("# coll-bench-measured ") {
                 let f: Vec<&str> = rest.split_whitespace().collect();
-                let bad = || format!("line {}: a measured line needs: collective size algorithm default_us chosen_us", i + 1);
+                let bad =
+                    || format!("line {}: a measured line needs: collective size algorithm default_us chosen_us", i + 1);
                 if f.len() != 5 {
                     return Err(bad());
                 }
@@ -273,11 +281,8 @@ mod tests {
         let text = f.text("/shared/rules.conf", &["tuned on 4 ranks".to_string()]);
         assert!(text.contains("coll_tuned_dynamic_rules_filename = /shared/rules.conf"), "{text}");
         // The integers Open MPI reads, in its order: 2 collectives; id 13, 1 comm size, 4 ranks, 3 rules …
-        let numbers: Vec<&str> = text
-            .lines()
-            .map(|l| l.split('#').next().unwrap().trim())
-            .filter(|l| !l.is_empty())
-            .collect();
+        let numbers: Vec<&str> =
+            text.lines().map(|l| l.split('#').next().unwrap().trim()).filter(|l| !l.is_empty()).collect();
         assert_eq!(numbers[..8], ["2", "13", "1", "4", "3", "0 0 0 0", "262144 2 0 0", "1048576 3 0 0"]);
         let back = RulesFile::parse(&text).unwrap();
         assert_eq!(back.library, Library::OpenMpi);
