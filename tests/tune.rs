@@ -144,6 +144,12 @@ fn open_mpi_applies_the_rules_file() {
     assert_ne!(with.status.code(), Some(0), "the two-process rule was not applied: {}", stdout(&with));
     let without = mpirun_env(dir.path(), 4, &args, &env[..1], 120);
     assert_eq!(without.status.code(), Some(0), "{}", stderr(&without));
+    // `tune --verify` applies the file itself, before MPI_Init: the same rule breaks its run.
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("# coll-bench-measured all-gather 1024 two_proc 10 10\n");
+    std::fs::write(&file, text).unwrap();
+    let verify = tune(dir.path(), 4, &["--verify", file.to_str().unwrap(), "-n", "2", "--no-csv"], &[]);
+    assert_ne!(verify.status.code(), Some(0), "--verify did not apply the file: {}", stdout(&verify));
 
     let o = tune(
         dir.path(),
