@@ -30,8 +30,8 @@ pub enum Outcome {
 }
 
 /// A rule switches away from the library's default only when the gain is larger than this
-/// factor: below it, the difference is within the noise of a loaded machine, and keeping the
-/// default cannot make a size slower.
+/// factor and significant (the 95% intervals of the two medians do not overlap, where both are
+/// known): otherwise the difference is noise, and keeping the default cannot make a size slower.
 pub const MIN_GAIN: f64 = 1.05;
 
 /// The choice at one size.
@@ -48,8 +48,9 @@ pub struct Choice {
 }
 
 /// Choose at one size. Ties go to the earlier candidate (the default comes first, then the
-/// library's algorithms in its order, then ours).
-pub fn choose(sources: &[Source], outcomes: &[Outcome]) -> Choice {
+/// library's algorithms in its order, then ours). `intervals`: each candidate's 95% interval of
+/// its median (lo, hi), where known.
+pub fn choose(sources: &[Source], outcomes: &[Outcome], intervals: &[Option<(f64, f64)>]) -> Choice {
     let time = |i: usize| match outcomes[i] {
         Outcome::Time(t) if t.is_finite() => Some(t),
         _ => None,
@@ -67,7 +68,13 @@ pub fn choose(sources: &[Source], outcomes: &[Outcome]) -> Choice {
     let default = sources.iter().position(|s| *s == Source::Default).and_then(|i| time(i).map(|t| (i, t)));
     let lib_best = fastest(&|i| sources[i].selectable());
     let rule = match (default, lib_best) {
-        (Some((d, dt)), Some((l, lt))) => Some(if lt * MIN_GAIN < dt { l } else { d }),
+        (Some((d, dt)), Some((l, lt))) => {
+            let apart = match (intervals.get(l).copied().flatten(), intervals.get(d).copied().flatten()) {
+                (Some((_, l_hi)), Some((d_lo, _))) => l_hi < d_lo,
+                _ => true,
+            };
+            Some(if lt * MIN_GAIN < dt && apart { l } else { d })
+        }
         (None, Some((l, _))) => Some(l),
         (d, None) => d.map(|(d, _)| d),
     };
@@ -89,7 +96,7 @@ mod tests {
     #[test]
     fn the_fastest_wins_and_the_rule_takes_the_fastest_selectable() {
         let o = [Outcome::Time(600.0), Outcome::Time(500.0), Outcome::Time(170.0), Outcome::Time(100.0)];
-        let c = choose(&sources(), &o);
+        let c = choose(&sources(), &o, &[]);
         assert_eq!(c.best, Some(3));
         assert_eq!(c.rule, Some(2));
         assert!((c.speedup.unwrap() - 6.0).abs() < 1e-9);
@@ -98,29 +105,41 @@ mod tests {
     #[test]
     fn ties_and_small_gains_keep_the_default() {
         let o = [Outcome::Time(100.0), Outcome::Time(100.0), Outcome::Time(99.0), Outcome::Absent];
-        let c = choose(&sources(), &o);
+        let c = choose(&sources(), &o, &[]);
         assert_eq!(c.best, Some(2));
         assert_eq!(c.rule, Some(0), "1% is noise: keep the default");
         let o = [Outcome::Time(100.0), Outcome::Time(100.0), Outcome::Time(100.0), Outcome::Time(100.0)];
-        let c = choose(&sources(), &o);
+        let c = choose(&sources(), &o, &[]);
         assert_eq!((c.best, c.rule), (Some(0), Some(0)));
         assert_eq!(c.speedup, Some(1.0));
         // A tie between two library algorithms goes to the first.
         let o = [Outcome::Time(300.0), Outcome::Time(100.0), Outcome::Time(100.0), Outcome::Absent];
-        assert_eq!(choose(&sources(), &o).rule, Some(1));
+        assert_eq!(choose(&sources(), &o, &[]).rule, Some(1));
+    }
+
+    #[test]
+    fn a_gain_within_the_noise_keeps_the_default() {
+        let o = [Outcome::Time(100.0), Outcome::Time(80.0), Outcome::Time(90.0), Outcome::Absent];
+        // 80 against 100, but the intervals overlap: noise.
+        let ci = [Some((70.0, 130.0)), Some((60.0, 110.0)), None, None];
+        let c = choose(&sources(), &o, &ci);
+        assert_eq!((c.best, c.rule), (Some(1), Some(0)));
+        // Apart: switch.
+        let ci = [Some((95.0, 105.0)), Some((78.0, 82.0)), None, None];
+        assert_eq!(choose(&sources(), &o, &ci).rule, Some(1));
     }
 
     #[test]
     fn wrong_results_are_never_chosen() {
         let o = [Outcome::Time(600.0), Outcome::Wrong(3), Outcome::Time(400.0), Outcome::Wrong(1)];
-        let c = choose(&sources(), &o);
+        let c = choose(&sources(), &o, &[]);
         assert_eq!((c.best, c.rule), (Some(2), Some(2)));
         // A wrong default: the rule must name a correct library algorithm.
         let o = [Outcome::Wrong(5), Outcome::Time(500.0), Outcome::Wrong(1), Outcome::Time(10.0)];
-        let c = choose(&sources(), &o);
+        let c = choose(&sources(), &o, &[]);
         assert_eq!((c.best, c.rule, c.speedup), (Some(3), Some(1), None));
         // Nothing correct.
         let o = [Outcome::Wrong(5), Outcome::Wrong(1), Outcome::Absent, Outcome::Wrong(2)];
-        assert_eq!(choose(&sources(), &o), Choice { best: None, rule: None, speedup: None });
+        assert_eq!(choose(&sources(), &o, &[]), Choice { best: None, rule: None, speedup: None });
     }
 }

@@ -575,7 +575,15 @@ fn print_table(
     say(world, &head);
     for (i, &size) in sizes.iter().enumerate() {
         let outcomes: Vec<Outcome> = results.iter().map(|r| r.get(i).map(outcome).unwrap_or(Outcome::Absent)).collect();
-        let c = choose(&sources, &outcomes);
+        let intervals: Vec<Option<(f64, f64)>> = results
+            .iter()
+            .map(|r| {
+                r.get(i)
+                    .map(|p| (p.out_of_place.summary.ci95_lo_us, p.out_of_place.summary.ci95_hi_us))
+                    .filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && hi >= lo)
+            })
+            .collect();
+        let c = choose(&sources, &outcomes, &intervals);
         let mut line = format!("  {size:>11}");
         for (j, cand) in cands.iter().enumerate() {
             let mark = if c.best == Some(j) { "*" } else { "" };
