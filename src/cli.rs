@@ -574,8 +574,15 @@ mod tests {
             (&["-r", "-1"], "-r/--root"),
             (&["all-reduce", "allscatter"], "COLLECTIVE: unknown collective 'allscatter'"),
             (&["--backend", "gloo"], "--backend"),
-            (&["--impl", "ring"], "--impl ring: implements all-reduce only, not all-gather"),
-            (&["--impl", "ring", "all-reduce", "--backend", "nccl"], "--impl ring: the ring runs on the mpi backend"),
+            (
+                &["--impl", "ring", "broadcast"],
+                "--impl ring: implements all-reduce, all-gather, reduce-scatter only, not broadcast",
+            ),
+            (
+                &["--impl", "recursive-doubling"],
+                "--impl recursive-doubling: implements all-reduce only, not all-gather",
+            ),
+            (&["--impl", "ring", "all-reduce", "--backend", "nccl"], "--impl ring: runs on the mpi backend"),
             (&["--budget", "0s"], "--budget"),
             (&["--ci-target", "-1"], "--ci-target"),
             (&["--ci-target", "lots"], "--ci-target"),

@@ -33,15 +33,17 @@ use std::path::{Path, PathBuf};
 #[derive(Parser, Debug)]
 #[command(
     name = "coll-bench tune",
+    bin_name = "coll-bench tune",
+    version,
+    allow_negative_numbers = true,
     about = "Time every algorithm the MPI library offers (and coll-bench's own) per collective and size; \
              write the library's tuning file",
     after_help = "\
 Launch with MPI, on the layout you will run: mpirun -n 16 -H node1:8,node2:8 coll-bench tune [OPTIONS] [COLLECTIVE]...
 Collectives: all-reduce, all-gather, reduce-scatter, broadcast, all-to-all, reduce [default: the first five].
 The sweep's flags apply (-b, -e, -f, --budget [default here: 20ms], -d and -o: the first type and op, --csv, --plot, ...).
-Examples:
-  mpirun -n 2 coll-bench tune reduce-scatter -b 64K -e 4M --write-rules rs.rules
-  mpirun -n 2 coll-bench tune --verify rs.rules       # the library's default with the file applied
+Example: mpirun -n 2 coll-bench tune reduce-scatter -b 64K -e 4M --write-rules rs.rules
+Then:    mpirun -n 2 coll-bench tune --verify rs.rules   (the library's default with the file applied)
 Exit codes: 0 ok, 1 a wrong result (that algorithm is disqualified) or --verify missed, 2 usage or setup error."
 )]
 pub struct TuneArgs {
@@ -77,6 +79,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
         Clap::Info(t) => return Ok(Clap::Info(t)),
     };
     let named = !a.sweep.collectives.is_empty();
+    let (json, markdown, progress) = (a.sweep.json.is_some(), a.sweep.markdown.is_some(), a.sweep.progress);
     let mut sweep = a.sweep.into_options().map_err(|e| Error::usage(format!("tune {e}")))?;
     if !named {
         sweep.collectives =
@@ -91,6 +94,11 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
     if sweep.backend != crate::options::BackendKind::Mpi || sweep.implementation != "native" {
         return Err(Error::usage(
             "tune: --backend and --impl are chosen by tune (it tunes the MPI library and runs coll-bench's own implementations itself)",
+        ));
+    }
+    if json || markdown || progress {
+        return Err(Error::usage(
+            "tune: --json, --markdown and --progress are the sweep's; tune writes --csv, --plot and --write-rules",
         ));
     }
     if a.write_rules.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
