@@ -37,13 +37,13 @@ pub fn main() -> i32 {
     // `coll-bench help [SUBCOMMAND]` is `coll-bench [SUBCOMMAND] --help`.
     if argv.get(1).map(String::as_str) == Some("help") {
         match argv.get(2).map(String::as_str) {
-            None | Some("check" | "pairs" | "info" | "plot" | "compare" | "spec") if argv.len() <= 3 => {
+            None | Some("check" | "tune" | "pairs" | "info" | "plot" | "compare" | "spec") if argv.len() <= 3 => {
                 argv = argv.iter().take(1).chain(argv.get(2)).cloned().chain(["--help".to_string()]).collect();
             }
             _ => {
                 if launcher_rank().unwrap_or(0) == 0 {
                     let asked = argv[2..].join(" ");
-                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, pairs, info, plot, compare, spec, or none (coll-bench help [SUBCOMMAND])");
+                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, tune, pairs, info, plot, compare, spec, or none (coll-bench help [SUBCOMMAND])");
                 }
                 return exit::ERROR;
             }
@@ -68,6 +68,16 @@ pub fn main() -> i32 {
     }
     // The launcher's view, read before MPI_Init (a singleton Open MPI sets its own variables).
     let env = environment();
+    // tune: what the MPI library reads only at start-up (after `env`, which must show the
+    // launcher's view only).
+    if matches!(parsed, Ok(Parsed::Tune(_))) {
+        if let Err(line) = crate::tune::prepare_environment(&argv) {
+            if launcher_rank().unwrap_or(0) == 0 {
+                eprintln!("coll-bench: error: {line}");
+            }
+            return exit::ERROR;
+        }
+    }
     let world = match World::init() {
         Ok(w) => w,
         Err(e) => {
@@ -142,6 +152,7 @@ enum Plan {
     Pairs(Box<crate::pairs::PairsOptions>),
     Check(Box<crate::acceptance::CheckOptions>),
     HostInfo(Box<crate::info::InfoOptions>),
+    Tune(Box<crate::tune::TuneOptions>),
 }
 
 /// Every rank must run rank 0's plan: rank 0 broadcasts its parse, every rank compares.
@@ -151,6 +162,7 @@ fn agree_plan(world: &World, parsed: Result<Parsed>) -> Result<Plan> {
         Ok(Parsed::Pairs(o)) => Ok(Plan::Pairs(o)),
         Ok(Parsed::Check(o)) => Ok(Plan::Check(o)),
         Ok(Parsed::HostInfo(o)) => Ok(Plan::HostInfo(o)),
+        Ok(Parsed::Tune(o)) => Ok(Plan::Tune(o)),
         Ok(Parsed::Info(_)) => Err(Error::usage("--help/--version given on some ranks only")),
         Err(e) => Err(e),
     };
@@ -354,6 +366,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
         Plan::Pairs(o) => return crate::pairs::run(world, &o),
         Plan::Check(o) => return crate::acceptance::run(world, &o),
         Plan::HostInfo(o) => return crate::info::run(world, &o, env),
+        Plan::Tune(o) => return crate::tune::run(world, &o),
     };
     world.agree(opts.validate_for_world(world.size))?;
     // Outputs first: a run that would fail on one fails before anything is allocated.

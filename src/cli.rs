@@ -14,6 +14,7 @@ const AFTER_HELP: &str = "\
 Subcommands (`coll-bench help SUBCOMMAND` for each one's flags):
   (none)   the sweep: time collectives across message sizes (this help)
   check    judge the cluster against an acceptance spec (TOML); exit 1 when a rule fails
+  tune     which algorithm the MPI library should use per collective and size; writes its tuning file
   pairs    point-to-point latency and bandwidth between every pair of ranks; names the slow pairs
   info     what every host has (MPI, CPU, memory, network, NCCL, GPUs); names the hosts that differ
   plot     draw bus bandwidth and time against size from CSVs (SVG or PNG); no MPI needed
@@ -83,8 +84,8 @@ pub struct Args {
     /// Communication backend: mpi (CPU buffers) or nccl (GPU buffers, one GPU per rank)
     #[arg(long = "backend", value_name = "NAME", default_value = "mpi")]
     pub backend: String,
-    /// Implementation of the collectives within the backend: native (the library's own) or ring
-    /// (all-reduce as a ring over MPI_Sendrecv)
+    /// Implementation of the collectives within the backend: native (the library's own), ring
+    /// (all-reduce, reduce-scatter, all-gather over MPI_Sendrecv) or recursive-doubling (all-reduce)
     #[arg(long = "impl", value_name = "NAME", default_value = "native")]
     pub implementation: String,
     /// Write results as CSV to PATH [default: results/coll-bench-<UTC time>.csv]
@@ -146,6 +147,8 @@ pub enum Parsed {
     Check(Box<crate::acceptance::CheckOptions>),
     /// `coll-bench info …`
     HostInfo(Box<crate::info::InfoOptions>),
+    /// `coll-bench tune …`
+    Tune(Box<crate::tune::TuneOptions>),
     /// `--help` or `--version`: the text to print (once) and exit 0.
     Info(String),
 }
@@ -181,6 +184,12 @@ pub fn parse(argv: &[String]) -> Result<Parsed> {
     if argv.get(1).map(String::as_str) == Some("pairs") {
         return Ok(match crate::pairs::parse(&argv[1..])? {
             Clap::Args(o) => Parsed::Pairs(Box::new(o)),
+            Clap::Info(t) => Parsed::Info(t),
+        });
+    }
+    if argv.get(1).map(String::as_str) == Some("tune") {
+        return Ok(match crate::tune::parse(&argv[1..])? {
+            Clap::Args(o) => Parsed::Tune(Box::new(o)),
             Clap::Info(t) => Parsed::Info(t),
         });
     }
@@ -350,13 +359,19 @@ impl Args {
                 crate::backend::IMPLEMENTATIONS.join(" or ")
             )));
         }
-        if implementation == "ring" {
+        if let Some(imp) = crate::backend::mpi::Implementation::parse(&implementation)
+            .filter(|i| *i != crate::backend::mpi::Implementation::Native)
+        {
             if backend != BackendKind::Mpi {
-                return Err(Error::usage("--impl ring: the ring runs on the mpi backend; expected --backend mpi"));
-            }
-            if let Some(k) = collectives.iter().find(|k| **k != Kind::AllReduce) {
                 return Err(Error::usage(format!(
-                    "--impl ring: implements all-reduce only, not {k}; expected all-reduce alone, or --impl native"
+                    "--impl {implementation}: runs on the mpi backend; expected --backend mpi"
+                )));
+            }
+            if let Some(k) = collectives.iter().find(|k| !imp.provides(**k)) {
+                let offered: Vec<&str> = Kind::ALL.iter().filter(|k| imp.provides(**k)).map(|k| k.name()).collect();
+                return Err(Error::usage(format!(
+                    "--impl {implementation}: implements {} only, not {k}; expected those, or --impl native",
+                    offered.join(", ")
                 )));
             }
         }
@@ -569,8 +584,15 @@ mod tests {
             (&["-r", "-1"], "-r/--root"),
             (&["all-reduce", "allscatter"], "COLLECTIVE: unknown collective 'allscatter'"),
             (&["--backend", "gloo"], "--backend"),
-            (&["--impl", "ring"], "--impl ring: implements all-reduce only, not all-gather"),
-            (&["--impl", "ring", "all-reduce", "--backend", "nccl"], "--impl ring: the ring runs on the mpi backend"),
+            (
+                &["--impl", "ring", "broadcast"],
+                "--impl ring: implements all-reduce, all-gather, reduce-scatter only, not broadcast",
+            ),
+            (
+                &["--impl", "recursive-doubling"],
+                "--impl recursive-doubling: implements all-reduce only, not all-gather",
+            ),
+            (&["--impl", "ring", "all-reduce", "--backend", "nccl"], "--impl ring: runs on the mpi backend"),
             (&["--budget", "0s"], "--budget"),
             (&["--ci-target", "-1"], "--ci-target"),
             (&["--ci-target", "lots"], "--ci-target"),

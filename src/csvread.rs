@@ -1,9 +1,11 @@
 //! Reading our CSV back (the columns of [`crate::report::csv::COLUMNS`]), for the subcommands
 //! that work on files without MPI: `plot` and `compare`. Columns are found by name, so files
 //! with columns appended later still read; `batch_iters` (added after the first release) is
-//! optional. `--per-rank` rows (a non-empty `rank` column) are one rank's view of a point
-//! already in the file, and are skipped. Placements are read in either spelling (`out-of-place`,
-//! or `out_of_place` from files before 0.2) and given in the one. Also the one-line rendering of their command-line errors.
+//! optional. A `coll-bench tune` CSV's `algorithm` column joins the backend (`mpi/ring`), so
+//! each algorithm is a series of its own. `--per-rank` rows (a non-empty `rank` column) are one
+//! rank's view of a point already in the file, and are skipped. Placements are read in either
+//! spelling (`out-of-place`, or `out_of_place` from files before 0.2) and given in the one. Also
+//! the one-line rendering of their command-line errors.
 
 use crate::error::{Error, Result};
 use std::fmt;
@@ -110,6 +112,8 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
     let hosts_col = col("hosts");
     let rank_col = col("rank");
     let ci_cols = col("ci95_lo_us").zip(col("ci95_hi_us"));
+    // `coll-bench tune`'s CSV: one series per algorithm, named as backend/algorithm.
+    let algorithm_col = col("algorithm");
     let [backend, collective, dtype, op, placement, size_bytes, iters, time_us, busbw_gbps, median_us, min_us, max_us, stddev_us] =
         idx[..]
     else {
@@ -146,7 +150,10 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
         rows.push(Row {
             key: Key {
                 collective: name(collective, "collective")?,
-                backend: name(backend, "backend")?,
+                backend: match algorithm_col.map(text).filter(|a| !a.is_empty()) {
+                    Some(alg) => format!("{}/{alg}", name(backend, "backend")?),
+                    None => name(backend, "backend")?,
+                },
                 dtype: name(dtype, "dtype")?,
                 op: name(op, "op")?,
                 // The one spelling (out-of-place), whatever the file's age (out_of_place).

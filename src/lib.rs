@@ -30,5 +30,6 @@ pub mod report;
 pub mod size;
 pub mod stats;
 pub mod sweep;
+pub mod tune;
 pub mod watchdog;
 pub mod world;

@@ -121,9 +121,9 @@ fn help_lists_every_subcommand_and_help_sub_works() {
         .take_while(|l| !l.trim().is_empty())
         .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
         .collect();
-    assert_eq!(block, ["(none)", "check", "pairs", "info", "plot", "compare", "spec"], "{text}");
+    assert_eq!(block, ["(none)", "check", "tune", "pairs", "info", "plot", "compare", "spec"], "{text}");
     assert!(!text.contains("next;"), "the tagline still promises NCCL for later: {text}");
-    for sub in ["check", "pairs", "info", "plot", "compare", "spec"] {
+    for sub in ["check", "tune", "pairs", "info", "plot", "compare", "spec"] {
         let (o, _d) = mpirun(2, &["help", sub]);
         let text = stdout(&o);
         assert_eq!(o.status.code(), Some(0), "help {sub}: {}", stderr(&o));
@@ -155,8 +155,17 @@ fn ranks_given_different_options_stop_together() {
 }
 
 #[test]
-fn ring_only_for_all_reduce() {
-    refused(2, &["--impl", "ring"], "--impl ring: implements all-reduce only, not all-gather");
+fn own_implementations_only_for_what_they_implement() {
+    refused(
+        2,
+        &["--impl", "ring", "broadcast"],
+        "--impl ring: implements all-reduce, all-gather, reduce-scatter only, not broadcast",
+    );
+    refused(
+        2,
+        &["--impl", "recursive-doubling"],
+        "--impl recursive-doubling: implements all-reduce only, not all-gather",
+    );
 }
 
 /// The other MPI family's launcher starting this build (both installed, as on our CI): every rank

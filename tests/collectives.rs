@@ -157,6 +157,35 @@ fn table_numbers_are_consistent() {
     assert!((busbw - algbw * 1.5).abs() <= 0.011 + busbw * 0.01, "{r:?}");
 }
 
+/// coll-bench's own reduce-scatter and all-gather rings and recursive-doubling all-reduce (tune's
+/// candidates) are exact in both placements on 1 to 4 ranks; recursive doubling refuses a rank
+/// count that is not a power of two.
+#[test]
+fn own_rings_and_recursive_doubling_are_exact() {
+    for n in 1..=4 {
+        let types = if oversubscribed_mpich(n) { "int8,double" } else { "int8,int32,uint64,float,double" };
+        let common = ["-d", types, "-o", "all", "-b", "8", "-e", "96K", "-f", "49", "-n", "3", "--no-csv"];
+        let mut runs: Vec<(Vec<&str>, &str)> = vec![(vec!["reduce-scatter", "all-gather", "--impl", "ring"], "ring")];
+        if n != 3 {
+            runs.push((vec!["all-reduce", "--impl", "recursive-doubling"], "recursive-doubling"));
+        }
+        for (args, name) in runs {
+            let mut full = args.clone();
+            full.extend(common);
+            let (o, _d) = mpirun(n, &full);
+            let out = stdout(&o);
+            assert_eq!(o.status.code(), Some(0), "n={n} {name}\n{out}{}", stderr(&o));
+            assert!(out.contains(&format!("# implementation: {name}")), "{out}");
+            let rows = rows(&o);
+            assert!(!rows.is_empty(), "{out}");
+            assert!(rows.iter().all(|r| r[8] == "0" && r[12] == "0"), "n={n} {name}\n{out}");
+        }
+    }
+    let (o, _d) = mpirun(3, &["all-reduce", "--impl", "recursive-doubling", "--no-csv"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stderr(&o).contains("power-of-two"), "{}", stderr(&o));
+}
+
 #[test]
 fn ring_all_reduce_beside_the_library_s_own() {
     for n in 1..=4 {
@@ -184,7 +213,10 @@ fn ring_all_reduce_beside_the_library_s_own() {
         );
         let out = stdout(&o);
         assert_eq!(o.status.code(), Some(0), "n={n}\n{out}{}", stderr(&o));
-        assert!(out.contains("# implementation: ring (all-reduce over MPI_Sendrecv)"), "{out}");
+        assert!(
+            out.contains("# implementation: ring (all-reduce, reduce-scatter, all-gather over MPI_Sendrecv)"),
+            "{out}"
+        );
         let rows = rows(&o);
         assert_eq!(rows.len(), types.split(',').count() * 5 * 5, "n={n}");
         assert!(rows.iter().all(|r| r[8] == "0" && r[12] == "0"), "n={n}\n{out}");

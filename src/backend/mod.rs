@@ -4,6 +4,7 @@
 
 mod host;
 pub mod mpi;
+pub mod mpit;
 /// GPU collectives through NCCL (`--backend nccl`); a stand-in that refuses it in a build
 /// without the `nccl` feature.
 #[cfg(feature = "nccl")]
@@ -19,7 +20,7 @@ use crate::dtype::{DType, Op};
 use crate::error::Result;
 
 /// Implementations of the collectives a backend may offer (`--impl`).
-pub const IMPLEMENTATIONS: &[&str] = &["native", "ring"];
+pub const IMPLEMENTATIONS: &[&str] = &["native", "ring", "recursive-doubling"];
 
 /// One call: which collective, on what, where.
 #[derive(Clone, Copy, Debug)]

@@ -3,8 +3,9 @@
 //! All FFI detail of the backend stays in this file.
 //!
 //! Another implementation of a collective is one more arm in [`Implementation`] and one more
-//! name in `IMPLEMENTATIONS`, chosen by `--impl`: `ring` (all-reduce as a ring over
-//! `MPI_Sendrecv`) sits beside the library's own.
+//! name in `IMPLEMENTATIONS`, chosen by `--impl`: `ring` (all-reduce, reduce-scatter and
+//! all-gather as rings over `MPI_Sendrecv`) and `recursive-doubling` (all-reduce) sit beside the
+//! library's own; `coll-bench tune` times them beside the library's algorithms.
 
 use super::{Backend, Buf, Call, HostBuffer};
 use crate::check::SENTINEL;
@@ -25,10 +26,13 @@ extern "C" {
 pub enum Implementation {
     /// The MPI library's own collective (`MPI_Allreduce`, …).
     Native,
-    /// A ring over point-to-point `MPI_Sendrecv` (all-reduce only): reduce-scatter then
-    /// all-gather in n−1 steps each, the textbook bandwidth-optimal algorithm, to set beside
-    /// the library's own.
+    /// Rings over point-to-point `MPI_Sendrecv`: all-reduce as reduce-scatter then all-gather
+    /// in n−1 steps each (the textbook bandwidth-optimal algorithm); reduce-scatter and
+    /// all-gather as the one ring each.
     Ring,
+    /// All-reduce by recursive doubling: log2(n) exchanges of the whole buffer with the rank
+    /// whose number differs in one bit (a power-of-two rank count only).
+    RecursiveDoubling,
 }
 
 impl Implementation {
@@ -36,7 +40,16 @@ impl Implementation {
         match name {
             "native" => Some(Implementation::Native),
             "ring" => Some(Implementation::Ring),
+            "recursive-doubling" => Some(Implementation::RecursiveDoubling),
             _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Implementation::Native => "native",
+            Implementation::Ring => "ring",
+            Implementation::RecursiveDoubling => "recursive-doubling",
         }
     }
 
@@ -44,8 +57,15 @@ impl Implementation {
     pub fn provides(self, kind: Kind) -> bool {
         match self {
             Implementation::Native => true,
-            Implementation::Ring => kind == Kind::AllReduce,
+            Implementation::Ring => matches!(kind, Kind::AllReduce | Kind::ReduceScatter | Kind::AllGather),
+            Implementation::RecursiveDoubling => kind == Kind::AllReduce,
         }
+    }
+
+    /// Why this implementation cannot run on `nranks` ranks, if it cannot.
+    pub fn unfit(self, nranks: usize) -> Option<String> {
+        (self == Implementation::RecursiveDoubling && !nranks.is_power_of_two())
+            .then(|| format!("recursive doubling needs a power-of-two rank count, not {nranks}"))
     }
 }
 
@@ -60,7 +80,7 @@ pub struct MpiBackend {
     arrival_delay: Option<std::time::Duration>,
     send: HostBuffer,
     recv: HostBuffer,
-    /// The ring's incoming chunk.
+    /// Our own implementations' incoming data.
     scratch: HostBuffer,
 }
 
@@ -75,6 +95,9 @@ struct Prepared {
     root: c_int,
     partner: c_int,
     in_place: bool,
+    /// Where the input is, in place too (our own implementations need it; MPI is given
+    /// `MPI_IN_PLACE`).
+    input: *const c_void,
     /// Avg on MPI: sum, then divide this many bytes at `avg_at` by the rank count.
     avg: Option<(DType, *mut u8, usize)>,
     /// Element type and op, for reductions done here (the ring).
@@ -119,8 +142,14 @@ impl MpiBackend {
         arrival_delay: Option<std::time::Duration>,
     ) -> Result<MpiBackend> {
         let implementation = Implementation::parse(implementation).ok_or_else(|| {
-            Error::usage(format!("--impl: '{implementation}' is not offered by the mpi backend; expected native"))
+            Error::usage(format!(
+                "--impl: '{implementation}' is not offered by the mpi backend; expected {}",
+                super::IMPLEMENTATIONS.join(", ")
+            ))
         })?;
+        if let Some(why) = implementation.unfit(world.size) {
+            return Err(Error::usage(format!("--impl {}: {why}", implementation.name())));
+        }
         Ok(MpiBackend {
             comm: world.comm().as_raw(),
             rank: world.rank,
@@ -135,6 +164,12 @@ impl MpiBackend {
         })
     }
 
+    /// Run on `comm` from now on instead of the world's (tune: a fresh duplicate made after
+    /// forcing an algorithm, which the library reads when a communicator is created).
+    pub fn use_comm(&mut self, comm: &DupComm) {
+        self.comm = comm.0;
+    }
+
     fn prepare(&mut self, call: &Call) -> Result<Prepared> {
         let dtype = datatype(call.dtype).ok_or_else(|| {
             Error::usage(format!("-d/--datatype: {} is not supported by the mpi backend", call.dtype))
@@ -147,6 +182,7 @@ impl MpiBackend {
         let at = |base: *mut u8, elems: usize| if base.is_null() { base } else { unsafe { base.add(elems * elem) } };
         let is_root = self.rank == call.root;
         // (send pointer, receive pointer) as the MPI call wants them.
+        let input = if call.in_place { at(recv_base, l.in_place_input) } else { send_base } as *const c_void;
         let (send, recv): (*const c_void, *mut c_void) = if !call.in_place {
             (send_base as *const c_void, recv_base as *mut c_void)
         } else {
@@ -186,6 +222,7 @@ impl MpiBackend {
             root: call.root as c_int,
             partner: partner(self.rank, self.nranks) as c_int,
             in_place: call.in_place,
+            input,
             avg,
             elem: (call.dtype, call.op),
         })
@@ -250,42 +287,174 @@ impl MpiBackend {
         }
     }
 
+    /// Ring reduce-scatter (`MPI_Reduce_scatter_block`'s contract): block b of the result is the
+    /// reduction of every rank's input block b; this rank keeps block `rank`. The partial sum
+    /// travels the ring: at each step a rank adds its own input block to what it received and
+    /// passes it on. SAFETY: as `call_once`; `scratch` holds two blocks.
+    unsafe fn ring_reduce_scatter(&self, p: &Prepared) {
+        let (dtype, op) = p.elem;
+        let elem = dtype.size();
+        let count = p.count as usize;
+        let n = self.nranks;
+        let bytes = count * elem;
+        let input = p.input as *const u8;
+        let out = p.recv as *mut u8;
+        if count == 0 {
+            return;
+        }
+        if n == 1 {
+            std::ptr::copy(input, out, bytes);
+            return;
+        }
+        let (right, left) = (((self.rank + 1) % n) as c_int, ((self.rank + n - 1) % n) as c_int);
+        let status = ffi::RSMPI_STATUS_IGNORE;
+        let (mut acc, mut inc) = (self.scratch.raw(), self.scratch.raw().add(bytes));
+        // Step s sends the partial sum of block (rank − s − 1) and receives that of (rank − s − 2).
+        for step in 0..n - 1 {
+            let send_block = (self.rank + 2 * n - step - 1) % n;
+            let recv_block = (self.rank + 2 * n - step - 2) % n;
+            let send: *const u8 = if step == 0 { input.add(send_block * bytes) } else { acc };
+            ffi::MPI_Sendrecv(
+                send as *const c_void,
+                p.count,
+                p.dtype,
+                right,
+                3,
+                inc as *mut c_void,
+                p.count,
+                p.dtype,
+                left,
+                3,
+                self.comm,
+                status,
+            );
+            let sum = std::slice::from_raw_parts_mut(inc, bytes);
+            crate::dtype::combine_into(
+                dtype,
+                op,
+                sum,
+                std::slice::from_raw_parts(input.add(recv_block * bytes), bytes),
+            );
+            std::mem::swap(&mut acc, &mut inc);
+        }
+        std::ptr::copy_nonoverlapping(acc, out, bytes);
+    }
+
+    /// Ring all-gather: n−1 steps, each passing on the block received the step before.
+    /// SAFETY: as `call_once`.
+    unsafe fn ring_all_gather(&self, p: &Prepared) {
+        let elem = p.elem.0.size();
+        let count = p.count as usize;
+        let n = self.nranks;
+        let bytes = count * elem;
+        let out = p.recv as *mut u8;
+        if count == 0 {
+            return;
+        }
+        if !p.in_place {
+            std::ptr::copy_nonoverlapping(p.input as *const u8, out.add(self.rank * bytes), bytes);
+        }
+        let (right, left) = (((self.rank + 1) % n) as c_int, ((self.rank + n - 1) % n) as c_int);
+        let status = ffi::RSMPI_STATUS_IGNORE;
+        for step in 0..n - 1 {
+            let send_block = (self.rank + n - step) % n;
+            let recv_block = (self.rank + 2 * n - step - 1) % n;
+            ffi::MPI_Sendrecv(
+                out.add(send_block * bytes) as *const c_void,
+                p.count,
+                p.dtype,
+                right,
+                4,
+                out.add(recv_block * bytes) as *mut c_void,
+                p.count,
+                p.dtype,
+                left,
+                4,
+                self.comm,
+                status,
+            );
+        }
+    }
+
+    /// Recursive-doubling all-reduce (power-of-two rank counts): exchange the whole buffer with
+    /// rank ^ 1, rank ^ 2, … and combine. SAFETY: as `call_once`; `scratch` holds a buffer.
+    unsafe fn recursive_doubling_all_reduce(&self, p: &Prepared) {
+        let (dtype, op) = p.elem;
+        let bytes = p.count as usize * dtype.size();
+        let recv = p.recv as *mut u8;
+        if !p.in_place && bytes > 0 {
+            std::ptr::copy_nonoverlapping(p.send as *const u8, recv, bytes);
+        }
+        if bytes == 0 {
+            return;
+        }
+        let scratch = self.scratch.raw();
+        let status = ffi::RSMPI_STATUS_IGNORE;
+        let mut mask = 1;
+        while mask < self.nranks {
+            let peer = (self.rank ^ mask) as c_int;
+            ffi::MPI_Sendrecv(
+                recv as *const c_void,
+                p.count,
+                p.dtype,
+                peer,
+                5,
+                scratch as *mut c_void,
+                p.count,
+                p.dtype,
+                peer,
+                5,
+                self.comm,
+                status,
+            );
+            let acc = std::slice::from_raw_parts_mut(recv, bytes);
+            crate::dtype::combine_into(dtype, op, acc, std::slice::from_raw_parts(scratch, bytes));
+            mask <<= 1;
+        }
+    }
+
     /// One call of the collective. SAFETY: the pointers in `p` point into our buffers, which
     /// `allocate` sized for the largest layout.
-    unsafe fn call_once(&self, p: &Prepared) {
+    unsafe fn call_once(&self, p: &Prepared) -> c_int {
         let c = self.comm;
+        let mut rc = 0;
         match (self.implementation, p.kind) {
             (Implementation::Ring, Kind::AllReduce) => self.ring_all_reduce(p),
-            (Implementation::Ring, _) => unreachable!("--impl ring is refused up front for other collectives"),
+            (Implementation::Ring, Kind::ReduceScatter) => self.ring_reduce_scatter(p),
+            (Implementation::Ring, Kind::AllGather) => self.ring_all_gather(p),
+            (Implementation::RecursiveDoubling, Kind::AllReduce) => self.recursive_doubling_all_reduce(p),
+            (Implementation::Ring | Implementation::RecursiveDoubling, _) => {
+                unreachable!("--impl is refused up front for collectives it does not provide")
+            }
             (Implementation::Native, Kind::AllReduce) => {
-                ffi::MPI_Allreduce(p.send, p.recv, p.count, p.dtype, p.op, c);
+                rc = ffi::MPI_Allreduce(p.send, p.recv, p.count, p.dtype, p.op, c);
             }
             (Implementation::Native, Kind::AllGather) => {
-                ffi::MPI_Allgather(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c);
+                rc = ffi::MPI_Allgather(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c);
             }
             (Implementation::Native, Kind::ReduceScatter) => {
-                ffi::MPI_Reduce_scatter_block(p.send, p.recv, p.count, p.dtype, p.op, c);
+                rc = ffi::MPI_Reduce_scatter_block(p.send, p.recv, p.count, p.dtype, p.op, c);
             }
             (Implementation::Native, Kind::Broadcast) => {
                 // One buffer in MPI: the root sends from its send buffer (out of place) and the
                 // others receive into their receive buffers.
                 let buf = if self.rank as c_int == p.root { p.send as *mut c_void } else { p.recv };
-                ffi::MPI_Bcast(buf, p.count, p.dtype, p.root, c);
+                rc = ffi::MPI_Bcast(buf, p.count, p.dtype, p.root, c);
             }
             (Implementation::Native, Kind::Reduce) => {
-                ffi::MPI_Reduce(p.send, p.recv, p.count, p.dtype, p.op, p.root, c);
+                rc = ffi::MPI_Reduce(p.send, p.recv, p.count, p.dtype, p.op, p.root, c);
             }
             (Implementation::Native, Kind::Gather) => {
-                ffi::MPI_Gather(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, p.root, c);
+                rc = ffi::MPI_Gather(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, p.root, c);
             }
             (Implementation::Native, Kind::Scatter) => {
-                ffi::MPI_Scatter(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, p.root, c);
+                rc = ffi::MPI_Scatter(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, p.root, c);
             }
             (Implementation::Native, Kind::AllToAll) => {
-                ffi::MPI_Alltoall(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c);
+                rc = ffi::MPI_Alltoall(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c);
             }
             (Implementation::Native, Kind::Barrier) => {
-                ffi::MPI_Barrier(c);
+                rc = ffi::MPI_Barrier(c);
             }
             (Implementation::Native, Kind::SendRecv) => {
                 let me = self.rank as c_int;
@@ -308,12 +477,51 @@ impl MpiBackend {
         if let Some((dtype, ptr, len)) = p.avg {
             divide_by_ranks(dtype, std::slice::from_raw_parts_mut(ptr, len), self.nranks);
         }
+        rc
     }
 
     fn buffer(&mut self, buf: Buf) -> &mut HostBuffer {
         match buf {
             Buf::Send => &mut self.send,
             Buf::Recv => &mut self.recv,
+        }
+    }
+}
+
+/// The MPI library's text for an error code.
+fn error_string(rc: c_int) -> String {
+    let mut buf = vec![0 as std::os::raw::c_char; 512];
+    let mut len: c_int = 0;
+    // SAFETY: the buffer holds MPI_MAX_ERROR_STRING (256 in both families) and more.
+    unsafe {
+        ffi::MPI_Error_string(rc, buf.as_mut_ptr(), &mut len);
+    }
+    let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+    format!("error {rc}: {}", String::from_utf8_lossy(&bytes))
+}
+
+/// A duplicate of the world's communicator (`MPI_Comm_dup`), freed when dropped. Collective.
+/// Errors on it return to the caller (`MPI_ERRORS_RETURN`): an algorithm the library refuses
+/// for this communicator (Open MPI's two-process ones on more ranks) is reported, not fatal.
+pub struct DupComm(ffi::MPI_Comm);
+
+impl DupComm {
+    pub fn of_world(world: &World) -> DupComm {
+        // SAFETY: MPI is initialised; `c` is written by MPI_Comm_dup.
+        unsafe {
+            let mut c: ffi::MPI_Comm = std::mem::zeroed();
+            ffi::MPI_Comm_dup(world.comm().as_raw(), &mut c);
+            ffi::MPI_Comm_set_errhandler(c, ffi::RSMPI_ERRORS_RETURN);
+            DupComm(c)
+        }
+    }
+}
+
+impl Drop for DupComm {
+    fn drop(&mut self) {
+        // SAFETY: a communicator we created; every rank drops it at the same point.
+        unsafe {
+            ffi::MPI_Comm_free(&mut self.0);
         }
     }
 }
@@ -358,7 +566,8 @@ impl Backend for MpiBackend {
     fn describe(&self) -> Vec<String> {
         let imp = match self.implementation {
             Implementation::Native => "native (the MPI library's own collectives)",
-            Implementation::Ring => "ring (all-reduce over MPI_Sendrecv)",
+            Implementation::Ring => "ring (all-reduce, reduce-scatter, all-gather over MPI_Sendrecv)",
+            Implementation::RecursiveDoubling => "recursive-doubling (all-reduce over MPI_Sendrecv)",
         };
         vec![format!("MPI library: {}", self.version), format!("implementation: {imp}")]
     }
@@ -379,9 +588,9 @@ impl Backend for MpiBackend {
         self.scratch = HostBuffer::empty();
         self.send = HostBuffer::new(send_bytes, 0)?;
         self.recv = HostBuffer::new(recv_bytes, SENTINEL)?;
-        if self.implementation == Implementation::Ring {
-            // One chunk: at most ⌈count / n⌉ elements of at most 8 bytes.
-            self.scratch = HostBuffer::new(recv_bytes / self.nranks + 64, 0)?;
+        if self.implementation != Implementation::Native {
+            // Recursive doubling receives a whole buffer; the rings at most two blocks.
+            self.scratch = HostBuffer::new(send_bytes.max(recv_bytes) + 64, 0)?;
         }
         Ok(())
     }
@@ -416,7 +625,10 @@ impl Backend for MpiBackend {
                     t0 = ffi::RSMPI_Wtime();
                 }
                 for _ in 0..batch {
-                    self.call_once(&p);
+                    let rc = self.call_once(&p);
+                    if rc != 0 {
+                        return Err(Error::setup(format!("the MPI library failed the call: {}", error_string(rc))));
+                    }
                     if self.blocking {
                         ffi::MPI_Barrier(self.comm);
                     }

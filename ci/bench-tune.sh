@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# coll-bench tune's bars (issue 13), Open MPI, 2 local ranks:
+#  1. `tune` of the core three, 8 B .. 64 MiB, finishes in <= 3 minutes (wall time of the launch).
+#  2. With the rules file tune writes for reduce-scatter, the library's default path is >= 2x
+#     faster at 1 MiB than without it, and no size is slower beyond noise. Measured as ratios
+#     within one run: plain sweeps of reduce-scatter without and with the file applied
+#     (OMPI_MCA_coll_tuned_use_dynamic_rules=1 + ..._dynamic_rules_filename), alternating REPS
+#     times each (default 3); per size the median over the runs of each run's median time.
+# Prints a Markdown report on stdout (results/tune-vm.md); the load average is shown, because the
+# machine may be shared.
+# Usage: bash ci/bench-tune.sh [REPS]     (SKIP_CORE=1: part 2 only)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. ci/env.sh
+cargo build --release --quiet
+reps=${1:-3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+load0=$(load)
+core_s=-1
+if [ "${SKIP_CORE:-0}" != 1 ]; then
+  t0=$(date +%s.%N)
+  "${MPIRUN[@]}" -n 2 "$COLL_BENCH_BIN" tune all-reduce all-gather reduce-scatter -b 8 -e 64M --csv "$tmp/core.csv" > "$tmp/core.txt"
+  t1=$(date +%s.%N)
+  core_s=$(echo "$t1 - $t0" | bc -l)
+fi
+
+"${MPIRUN[@]}" -n 2 "$COLL_BENCH_BIN" tune reduce-scatter -b 8 -e 64M --no-csv --write-rules "$tmp/rs.rules" > "$tmp/rs.txt"
+for i in $(seq "$reps"); do
+  "${MPIRUN[@]}" -n 2 "$COLL_BENCH_BIN" reduce-scatter -b 8 -e 64M --csv "$tmp/without-$i.csv" > /dev/null
+  OMPI_MCA_coll_tuned_use_dynamic_rules=1 OMPI_MCA_coll_tuned_dynamic_rules_filename="$tmp/rs.rules" \
+    "${MPIRUN[@]}" -n 2 "$COLL_BENCH_BIN" reduce-scatter -b 8 -e 64M --csv "$tmp/with-$i.csv" > /dev/null
+done
+load1=$(load)
+python3 - "$tmp" "$reps" "$core_s" "$load0" "$load1" <<'PY'
+import csv, statistics, subprocess, sys
+tmp, reps, core_s, load0, load1 = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4], sys.argv[5]
+def medians(path):
+    out = {}
+    for r in csv.DictReader(open(path)):
+        if r["placement"] in ("out-of-place", "out_of_place") and not r["rank"]:
+            out[int(r["size_bytes"])] = float(r["median_us"])
+    return out
+without = [medians(f"{tmp}/without-{i}.csv") for i in range(1, reps + 1)]
+with_ = [medians(f"{tmp}/with-{i}.csv") for i in range(1, reps + 1)]
+sizes = sorted(without[0])
+host = subprocess.run(["hostname"], capture_output=True, text=True).stdout.strip()
+cores = subprocess.run(["nproc"], capture_output=True, text=True).stdout.strip()
+lib = next(csv.DictReader(open(f"{tmp}/with-1.csv")))["mpi_library"].split(",")[0]
+rules = [l.rstrip() for l in open(f"{tmp}/rs.rules") if l.strip() and not l.startswith("# coll-bench-measured")]
+print("# coll-bench tune: speed bars\n")
+print(f"Machine: `{host}` (VM), {cores} cores, Debian 12, {lib}; 2 local ranks (shared memory).")
+print(f"Load average before / after: {load0} / {load1} (the machine was shared with other work).")
+print("Produced by `bash ci/bench-tune.sh`.\n")
+print("## 1. Tune of the core three, 8 B .. 64 MiB\n")
+if core_s < 0:
+    print("Not run (SKIP_CORE=1).\n")
+else:
+    calls = sum((int(r["warmup_iters"]) + int(r["iters"]) + 1) * float(r["median_us"]) for r in csv.DictReader(open(f"{tmp}/core.csv"))) / 1e6
+    print(f"`tune all-reduce all-gather reduce-scatter -b 8 -e 64M` (default 20 ms budget per point): "
+          f"**{core_s:.0f} s** wall (bar: <= 180 s): {'PASS' if core_s <= 180 else 'FAIL'}. "
+          f"Its calls at their median time (warm-up + timed + check, both placements, from its CSV): {calls:.0f} s.\n")
+print("## 2. Reduce-scatter with tune's rules file\n")
+print("The file tune wrote (`tune reduce-scatter -b 8 -e 64M --write-rules`), without its measured lines:\n")
+print("```\n" + "\n".join(rules) + "\n```\n")
+print(f"Plain sweeps `reduce-scatter -b 8 -e 64M` without and with the file applied, alternating, {reps} each;")
+print("per size the median over the runs of each run's median time per call (out of place). Ratio = without / with.\n")
+print("| size (B) | without (us) | with (us) | ratio |\n|---:|---:|---:|---:|")
+ratios = {}
+for s in sizes:
+    a = statistics.median(w[s] for w in without)
+    b = statistics.median(w[s] for w in with_)
+    ratios[s] = a / b
+    print(f"| {s} | {a:.1f} | {b:.1f} | {a / b:.2f} |")
+r1m = ratios.get(1 << 20)
+slow = [s for s, r in ratios.items() if r < 0.8]
+print()
+print(f"- 1 MiB: ratio **{r1m:.2f}** (bar: >= 2): {'PASS' if r1m and r1m >= 2 else 'FAIL'}.")
+print(f"- Sizes slower with the file by more than 20% (this machine's run-to-run noise): "
+      f"{', '.join(map(str, slow)) if slow else 'none'}: {'PASS' if not slow else 'FAIL'}.")
+PY

@@ -1,0 +1,645 @@
+//! `coll-bench tune`: for each collective × size, time every algorithm the MPI library reports
+//! (forced through its control variable and a fresh communicator) and coll-bench's own
+//! implementations, exactly as the sweep times and checks; report the fastest per size and the
+//! speed-up over the library's default; write the library's own tuning file (`--write-rules`);
+//! and, with `--verify FILE`, time the library's default with that file applied.
+//!
+//! algorithms.rs: what the library reports; choose.rs: the choice per size; rules.rs: the file.
+
+pub mod algorithms;
+pub mod choose;
+pub mod rules;
+
+use crate::backend::mpi::{DupComm, Implementation, MpiBackend};
+use crate::backend::mpit::{Cvar, Tool};
+use crate::backend::Backend;
+use crate::cli::{Args, Clap};
+use crate::collective::{Convention, Kind};
+use crate::error::{exit, Error, Result};
+use crate::options::{CsvTarget, Options};
+use crate::record::{Point, RunInfo};
+use crate::report::csv::CsvReport;
+use crate::report::Report;
+use crate::sweep::{buffer_bytes, Sweep};
+use crate::world::World;
+use algorithms::{Library, TUNABLE};
+use choose::{choose, Outcome, Source};
+use clap::Parser;
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// `coll-bench tune`: which algorithm this MPI should use at each size.
+#[derive(Parser, Debug)]
+#[command(
+    name = "coll-bench tune",
+    bin_name = "coll-bench tune",
+    version,
+    allow_negative_numbers = true,
+    about = "Time every algorithm the MPI library offers (and coll-bench's own) per collective and size; \
+             write the library's tuning file",
+    after_help = "\
+Launch with MPI, on the layout you will run: mpirun -n 16 -H node1:8,node2:8 coll-bench tune [OPTIONS] [COLLECTIVE]...
+Collectives: all-reduce, all-gather, reduce-scatter, broadcast, all-to-all, reduce [default: the first five].
+The sweep's flags apply (-b, -e, -f, --budget [default here: 20ms], -d and -o: the first type and op, --csv, --plot, ...).
+Example: mpirun -n 2 coll-bench tune reduce-scatter -b 64K -e 4M --write-rules rs.rules
+Then:    mpirun -n 2 coll-bench tune --verify rs.rules   (the library's default with the file applied)
+Exit codes: 0 ok, 1 a wrong result (that algorithm is disqualified) or --verify missed, 2 usage or setup error."
+)]
+pub struct TuneArgs {
+    #[command(flatten)]
+    pub sweep: Args,
+    /// Write the library's own tuning file (Open MPI dynamic rules; MPICH CVAR lines) to FILE
+    #[arg(long = "write-rules", value_name = "FILE")]
+    pub write_rules: Option<PathBuf>,
+    /// Time the library's default with FILE (from --write-rules) applied, at the sizes it was
+    /// tuned at, against the times recorded in it
+    #[arg(long = "verify", value_name = "FILE", conflicts_with = "write_rules")]
+    pub verify: Option<PathBuf>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TuneOptions {
+    pub sweep: Options,
+    pub write_rules: Option<PathBuf>,
+    pub verify: Option<PathBuf>,
+}
+
+/// How much slower than tune's time the default with the file may be and still count as
+/// reaching it (timings of a loaded machine taken minutes apart).
+pub const VERIFY_TOLERANCE: f64 = 0.25;
+
+/// tune's time budget per size, placement and candidate when `--budget` is not given (the
+/// sweep's is 50 ms): 20 ms still gives hundreds of calls at small sizes.
+pub const DEFAULT_BUDGET_S: f64 = 0.02;
+
+pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
+    let a: TuneArgs = match crate::cli::clap_parse(argv)? {
+        Clap::Args(a) => a,
+        Clap::Info(t) => return Ok(Clap::Info(t)),
+    };
+    let named = !a.sweep.collectives.is_empty();
+    let (json, markdown, progress) = (a.sweep.json.is_some(), a.sweep.markdown.is_some(), a.sweep.progress);
+    let mut sweep = a.sweep.into_options().map_err(|e| Error::usage(format!("tune {e}")))?;
+    if !named {
+        sweep.collectives =
+            vec![Kind::AllReduce, Kind::AllGather, Kind::ReduceScatter, Kind::Broadcast, Kind::AllToAll];
+    }
+    if let Some(k) = sweep.collectives.iter().find(|k| !TUNABLE.contains(k)) {
+        return Err(Error::usage(format!(
+            "tune COLLECTIVE: {k} cannot be tuned (its library choice does not depend on the size, or it has none); \
+             expected all-reduce, all-gather, reduce-scatter, broadcast, all-to-all or reduce"
+        )));
+    }
+    if sweep.backend != crate::options::BackendKind::Mpi || sweep.implementation != "native" {
+        return Err(Error::usage(
+            "tune: --backend and --impl are chosen by tune (it tunes the MPI library and runs coll-bench's own implementations itself)",
+        ));
+    }
+    if json || markdown || progress {
+        return Err(Error::usage(
+            "tune: --json, --markdown and --progress are the sweep's; tune writes --csv, --plot and --write-rules",
+        ));
+    }
+    if a.write_rules.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+        return Err(Error::usage("tune --write-rules: empty path; expected a file path, e.g. results/tune.rules"));
+    }
+    sweep.dtypes.truncate(1);
+    sweep.ops.truncate(1);
+    // Many candidates per size: a shorter budget than the sweep's, unless one is given.
+    if !argv.iter().any(|a| a == "--budget" || a.starts_with("--budget=")) {
+        sweep.budget_s = DEFAULT_BUDGET_S;
+    }
+    Ok(Clap::Args(TuneOptions { sweep, write_rules: a.write_rules, verify: a.verify }))
+}
+
+fn truthy(v: &str) -> bool {
+    matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "y" | "t" | "enabled")
+}
+
+/// Before `MPI_Init`, on every rank: what the library reads only at start-up. Open MPI forces
+/// algorithms only with `coll_tuned_use_dynamic_rules` on (read-only once MPI runs), which
+/// changes nothing else (algorithm 0 is its default decision); `--verify FILE` applies the
+/// file (Open MPI: its rules file; MPICH: its variables). A variable the user set is left alone.
+/// Returns one line on an unreadable `--verify` file.
+pub fn prepare_environment(argv: &[String]) -> std::result::Result<(), String> {
+    let set = |k: &str, v: &str| {
+        if std::env::var_os(k).is_none() {
+            // SAFETY (edition 2021: safe): single-threaded, before MPI_Init starts any thread.
+            std::env::set_var(k, v);
+        }
+    };
+    set("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
+    let verify = argv
+        .iter()
+        .position(|a| a == "--verify")
+        .and_then(|i| argv.get(i + 1))
+        .map(PathBuf::from)
+        .or_else(|| argv.iter().find_map(|a| a.strip_prefix("--verify=")).map(PathBuf::from));
+    if let Some(path) = verify {
+        let file = rules::read(&path).map_err(|e| e.to_string())?;
+        match file.library {
+            Library::OpenMpi => {
+                let abs = std::fs::canonicalize(&path).unwrap_or(path);
+                std::env::set_var("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
+                std::env::set_var("OMPI_MCA_coll_tuned_dynamic_rules_filename", abs);
+            }
+            _ => {
+                for (k, v) in &file.environment {
+                    std::env::set_var(k, v);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One candidate of a collective.
+struct Candidate {
+    name: String,
+    source: Source,
+}
+
+impl Candidate {
+    fn id(&self) -> String {
+        match &self.source {
+            Source::Default => "0".into(),
+            Source::Library(v) => v.to_string(),
+            Source::Own(_) => String::new(),
+        }
+    }
+}
+
+/// A collective's variable and candidates, or why the library's algorithms cannot be forced.
+struct Discovered {
+    var: Option<Cvar>,
+    candidates: Vec<Candidate>,
+    note: Option<String>,
+}
+
+fn discover(tool: &Tool, library: Library, kind: Kind, nranks: usize, all: &[Cvar]) -> Discovered {
+    let mut candidates = vec![Candidate { name: "default".into(), source: Source::Default }];
+    let mut note = None;
+    let mut var = None;
+    match library.variable(kind) {
+        None => note = Some("this MPI library reports no algorithm variable coll-bench knows".to_string()),
+        Some(name) => match all.iter().find(|c| c.name == name) {
+            None => note = Some(format!("the library reports no {name}")),
+            Some(c) => {
+                let items = match (&c.items, library) {
+                    (Some(items), _) => items.clone(),
+                    (None, Library::Mpich) => algorithms::parse_mpich_description(&c.description),
+                    (None, _) => vec![],
+                };
+                let dynamic =
+                    std::env::var("OMPI_MCA_coll_tuned_use_dynamic_rules").map(|v| truthy(&v)).unwrap_or(false);
+                if library == Library::OpenMpi && !dynamic {
+                    note = Some(format!(
+                        "{name} takes effect only with coll_tuned_use_dynamic_rules on, which was set off at launch and is read-only once MPI runs"
+                    ));
+                } else if !c.is_int || items.is_empty() {
+                    note = Some(format!("{name} lists no algorithms tune can set"));
+                } else if let Err(e) = tool.read(c) {
+                    note = Some(e.to_string());
+                } else {
+                    candidates.extend(
+                        items
+                            .iter()
+                            .filter(|(v, _)| *v != 0)
+                            .map(|(v, n)| Candidate { name: n.clone(), source: Source::Library(*v) }),
+                    );
+                    var = Some(c.clone());
+                }
+            }
+        },
+    }
+    for imp in [Implementation::Ring, Implementation::RecursiveDoubling] {
+        if imp.provides(kind) && imp.unfit(nranks).is_none() {
+            candidates.push(Candidate {
+                name: format!("{}(coll-bench)", imp.name()),
+                source: Source::Own(imp.name().into()),
+            });
+        }
+    }
+    Discovered { var, candidates, note }
+}
+
+/// One candidate's points, timed and checked by the sweep on a fresh communicator.
+fn measure(world: &World, opts: &Options, implementation: &str) -> Result<Vec<Point>> {
+    let comm = DupComm::of_world(world);
+    let mut backend = world.agree(MpiBackend::new(world, implementation, opts.blocking, None))?;
+    backend.use_comm(&comm);
+    let (send, recv) = buffer_bytes(opts, world.size, world.rank, Convention::Mpi);
+    world.agree(backend.allocate(send, recv))?;
+    let mut points = vec![];
+    Sweep::new(world, &mut backend, opts).run(&mut |p| {
+        points.push(p.clone());
+        Ok(())
+    })?;
+    drop(backend);
+    drop(comm);
+    Ok(points)
+}
+
+/// A point's outcome: wrong (either placement), or its out-of-place median time per call,
+/// which a few preempted calls on a loaded machine do not move as they move the mean (the
+/// median is known on rank 0, which chooses; elsewhere the mean stands in).
+fn outcome(p: &Point) -> Outcome {
+    let wrong: u64 = p.measurements().iter().map(|m| m.wrong.unwrap_or(0) + m.out_of_bounds.unwrap_or(0)).sum();
+    let median = p.out_of_place.summary.median_us;
+    if wrong > 0 {
+        Outcome::Wrong(wrong)
+    } else if median.is_finite() && median > 0.0 {
+        Outcome::Time(median)
+    } else {
+        Outcome::Time(p.out_of_place.time_us)
+    }
+}
+
+/// Print on rank 0 and flush.
+fn say(world: &World, line: &str) {
+    if world.rank == 0 {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+}
+
+/// The tune CSV: the sweep's columns plus these.
+pub const EXTRA_COLUMNS: [&str; 3] = ["algorithm", "algorithm_id", "is_default"];
+
+fn check_outputs(o: &TuneOptions) -> Result<()> {
+    let mut outputs: Vec<(&str, &Path)> = vec![];
+    if let CsvTarget::Path(p) = &o.sweep.csv {
+        outputs.push(("--csv", p));
+    }
+    if let Some(p) = &o.write_rules {
+        outputs.push(("--write-rules", p));
+    }
+    if let Some(p) = &o.sweep.plot {
+        outputs.push(("--plot", p));
+    }
+    let inputs: Vec<(&str, &Path)> = o.verify.iter().map(|p| ("--verify", p.as_path())).collect();
+    crate::report::outfile::check(&outputs, &inputs, o.sweep.files)
+}
+
+pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
+    let mut opts = o.sweep.clone();
+    let library = Library::of(&world.library_version);
+    let verify = match &o.verify {
+        Some(p) => Some(world.agree(rules::read(p))?),
+        None => None,
+    };
+    if let Some(v) = &verify {
+        let mut kinds: Vec<Kind> = vec![];
+        for m in &v.measured {
+            if !kinds.contains(&m.kind) {
+                kinds.push(m.kind);
+            }
+        }
+        if kinds.is_empty() {
+            return world.agree(Err(Error::usage("tune --verify: the file records no measurements to compare with")));
+        }
+        opts.collectives = kinds;
+        opts.min_bytes = v.measured.iter().map(|m| m.size_bytes).min().unwrap_or(8);
+        opts.max_bytes = v.measured.iter().map(|m| m.size_bytes).max().unwrap_or(8);
+        opts.step = crate::options::Step::Factor(2.0);
+    }
+    world.agree(opts.validate_for_world(world.size))?;
+    world.agree(crate::backend::mpi::known_faults(world, &opts))?;
+    world.agree(if world.rank == 0 { check_outputs(o) } else { Ok(()) })?;
+    // Memory: the largest collective's buffers, plus our implementations' scratch.
+    let (send, recv) = buffer_bytes(&opts, world.size, world.rank, Convention::Mpi);
+    let need = crate::memory::per_rank_need(send as u64, (recv as u64) * 2, true);
+    if let Some(avail) = crate::memory::available_bytes() {
+        world.agree(crate::memory::check_fit("-e/--maxbytes", need, world.local_size, avail, world.host()))?;
+    }
+
+    let tool = world.agree(Tool::init())?;
+    let all_vars = tool.cvars(&|n| n.contains("algorithm") || n.contains("ALGORITHM"));
+
+    let now = chrono::Utc::now();
+    let info = RunInfo {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        timestamp: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        backend: "mpi".into(),
+        backend_details: vec![format!("MPI library: {}", world.library_version)],
+        mpi_library: world.library_version.clone(),
+        ranks: world.size,
+        hosts: world.ranks_by_host(),
+        options: opts.clone(),
+        pids: world.all_gather(std::process::id()),
+        notes: vec![],
+    };
+    let csv = if world.rank == 0 {
+        let made = match &opts.csv {
+            CsvTarget::Off => Ok(None),
+            CsvTarget::Path(p) => crate::report::AppendFile::create("--csv", p, opts.files).map(Some),
+            CsvTarget::Default => crate::report::create_default_csv("--csv", "coll-bench-tune", &now).map(Some),
+        };
+        made.map(|f| f.map(|f| CsvReport::with_extra_columns(f, &EXTRA_COLUMNS)))
+    } else {
+        Ok(None)
+    };
+    let mut csv = world.agree(csv)?;
+    let csv_path = csv.as_ref().map(|c| c.path().to_path_buf());
+    if let Some(c) = csv.as_mut() {
+        world.agree(c.begin(&info))?;
+    } else {
+        world.agree(Ok(()))?;
+    }
+
+    let hosts = world.ranks_by_host();
+    say(world, &format!("# coll-bench {} tune", env!("CARGO_PKG_VERSION")));
+    say(world, &format!("# MPI library: {}", world.library_version));
+    say(
+        world,
+        &format!(
+            "# ranks: {} on {} host(s): {}",
+            world.size,
+            hosts.len(),
+            hosts.iter().map(|(h, r)| format!("{h}:{}", r.len())).collect::<Vec<_>>().join(", ")
+        ),
+    );
+    say(
+        world,
+        &format!(
+            "# type {}, op {}; median time per call (us, out-of-place), timed and checked as the sweep does",
+            opts.dtypes[0], opts.ops[0]
+        ),
+    );
+    if verify.is_some() {
+        say(world, "# --verify: the library's default with the file applied, against the times the file records");
+    }
+
+    let mut any_wrong = false;
+    let mut missed = false;
+    let mut collective_rules = vec![];
+    let mut environment = vec![];
+    let mut measured_lines = vec![];
+    for &kind in &opts.collectives {
+        let mut d = discover(&tool, library, kind, world.size, &all_vars);
+        if verify.is_some() {
+            d.candidates.truncate(1);
+        } else {
+            let names: Vec<String> = d
+                .candidates
+                .iter()
+                .map(|c| match &c.source {
+                    Source::Default => "default".to_string(),
+                    Source::Library(v) => format!("{v}:{}", c.name),
+                    Source::Own(_) => c.name.clone(),
+                })
+                .collect();
+            say(world, &format!("# {kind}: {} candidates: {}", names.len(), names.join(", ")));
+            if let Some(n) = &d.note {
+                say(world, &format!("# {kind}: cannot force the library's algorithms: {n}; measuring its default and coll-bench's own only"));
+            }
+        }
+        let original = match &d.var {
+            Some(v) => Some(world.agree(tool.read(v))?),
+            None => None,
+        };
+        let mut one = opts.clone();
+        one.collectives = vec![kind];
+        let mut results: Vec<Vec<Point>> = vec![];
+        for cand in &d.candidates {
+            let implementation = match &cand.source {
+                Source::Own(name) => name.as_str(),
+                _ => "native",
+            };
+            if let (Some(var), Some(orig)) = (&d.var, original) {
+                let value = match cand.source {
+                    Source::Library(v) => v,
+                    _ => orig,
+                };
+                let forced = tool.write(var, value).and_then(|_| tool.read(var)).and_then(|back| {
+                    if back == value {
+                        Ok(())
+                    } else {
+                        Err(Error::setup(format!("{}: wrote {value}, the library reports {back}", var.name)))
+                    }
+                });
+                world.agree(forced)?;
+            }
+            let points = match world.agree(measure(world, &one, implementation)) {
+                Ok(p) => p,
+                Err(e) => {
+                    say(world, &format!("# {kind}: {} failed and is left out: {e}", cand.name));
+                    vec![]
+                }
+            };
+            for p in &points {
+                if let Outcome::Wrong(n) = outcome(p) {
+                    any_wrong = true;
+                    say(world, &format!(
+                        "WRONG: {kind} {} at {} B: {n} wrong elements (or bytes out of bounds): disqualified at this size",
+                        cand.name, p.size_bytes
+                    ));
+                }
+                if let Some(c) = csv.as_mut() {
+                    let default = matches!(cand.source, Source::Default);
+                    c.set_extra(vec![cand.name.clone(), cand.id(), default.to_string()]);
+                    c.point(&info, p)?;
+                }
+            }
+            results.push(points);
+        }
+        if let (Some(var), Some(orig)) = (&d.var, original) {
+            world.agree(tool.write(var, orig))?;
+        }
+        let sizes: Vec<u64> = results.first().map(|r| r.iter().map(|p| p.size_bytes).collect()).unwrap_or_default();
+        if let Some(v) = &verify {
+            missed |= print_verify(world, kind, &sizes, &results[0], v);
+            continue;
+        }
+        let mut choices = vec![];
+        let first_measured = measured_lines.len();
+        print_table(world, kind, &d.candidates, &sizes, &results, &mut |i, size, c| {
+            if let Some(r) = c.rule {
+                let cand = &d.candidates[r];
+                let alg = match cand.source {
+                    Source::Library(v) => v,
+                    _ => 0,
+                };
+                choices.push((size, alg, if alg == 0 { "default".to_string() } else { cand.name.clone() }));
+                let t = |j: usize| match outcome(&results[j][i]) {
+                    Outcome::Time(t) => t,
+                    _ => f64::NAN,
+                };
+                measured_lines.push(rules::Measured {
+                    kind,
+                    size_bytes: size,
+                    algorithm: if alg == 0 { "default".to_string() } else { cand.name.clone() },
+                    default_us: t(0),
+                    chosen_us: t(r),
+                });
+            }
+        });
+        if d.var.is_some() {
+            match library {
+                Library::OpenMpi => collective_rules.push(rules::CollectiveRules {
+                    kind,
+                    comm_size: world.size,
+                    rules: rules::size_rules(&choices),
+                }),
+                _ => {
+                    // One algorithm for every size: the one chosen at most sizes (the default on a tie).
+                    let mut count: Vec<(i32, String, usize)> = vec![];
+                    for (_, alg, name) in &choices {
+                        match count.iter_mut().find(|(a, _, _)| a == alg) {
+                            Some(c) => c.2 += 1,
+                            None => count.push((*alg, name.clone(), 1)),
+                        }
+                    }
+                    count.sort_by_key(|(a, _, n)| (std::cmp::Reverse(*n), *a));
+                    if let (Some((alg, name, _)), Some(var)) = (count.first(), &d.var) {
+                        if *alg != 0 {
+                            environment.push((var.name.clone(), name.clone()));
+                        }
+                        // What the file applies at every size is this one algorithm: record its times.
+                        let j = d.candidates.iter().position(|c| match c.source {
+                            Source::Library(v) => v == *alg,
+                            Source::Default => *alg == 0,
+                            Source::Own(_) => false,
+                        });
+                        for m in &mut measured_lines[first_measured..] {
+                            let p = j.and_then(|j| results[j].iter().find(|p| p.size_bytes == m.size_bytes));
+                            m.algorithm = name.clone();
+                            m.chosen_us = match p.map(outcome) {
+                                Some(Outcome::Time(t)) => t,
+                                _ => f64::NAN,
+                            };
+                        }
+                    }
+                }
+            }
+        }
+    }
+    drop(tool);
+
+    let mut ended: Result<()> = Ok(());
+    if let (Some(path), 0) = (&o.write_rules, world.rank) {
+        let file = rules::RulesFile { library, collectives: collective_rules, environment, measured: measured_lines };
+        let abs = std::fs::canonicalize(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))
+            .map(|d| d.join(path.file_name().unwrap_or_default()))
+            .unwrap_or_else(|_| path.clone());
+        let header = vec![
+            format!("written by coll-bench {} tune at {}", env!("CARGO_PKG_VERSION"), info.timestamp),
+            format!("MPI library: {}", world.library_version),
+            format!("tuned on {} ranks, {} host(s); the best algorithm depends on ranks per host and host count: tune on the layout you run", world.size, hosts.len()),
+        ];
+        let text = file.text(&abs.display().to_string(), &header);
+        ended = crate::report::outfile::replace("--write-rules", path, text.as_bytes(), opts.files, false);
+        if ended.is_ok() {
+            say(world, &format!("# rules written to {}", path.display()));
+            match library {
+                Library::OpenMpi => say(world, &format!(
+                    "# apply: mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename {} ...",
+                    abs.display()
+                )),
+                _ => say(world, "# apply: export the file's MPIR_CVAR_... lines in the job's environment (one algorithm for every size)"),
+            }
+            say(world, &format!("# verify: mpirun ... coll-bench tune --verify {}", path.display()));
+        }
+    }
+    drop(csv);
+    if let (Some(plot), Some(csv), 0, Ok(())) = (&opts.plot, &csv_path, world.rank, &ended) {
+        ended = crate::plot::plot_run(csv, plot, opts.files);
+    }
+    world.agree(ended)?;
+    // The verdict is rank 0's (it holds the medians).
+    let missed = world.max_u64(u64::from(missed && world.rank == 0)) > 0;
+    Ok(if any_wrong || missed { exit::WRONG } else { exit::OK })
+}
+
+fn fmt_outcome(o: Outcome) -> String {
+    match o {
+        Outcome::Time(t) => format!("{t:.1}"),
+        Outcome::Wrong(_) => "WRONG".into(),
+        Outcome::Absent => "-".into(),
+    }
+}
+
+/// The table of one collective: size × candidate, the fastest marked `*`, the rule's choice
+/// and the speed-up of the fastest over the default. `each(index, size, choice)` per size.
+fn print_table(
+    world: &World,
+    kind: Kind,
+    cands: &[Candidate],
+    sizes: &[u64],
+    results: &[Vec<Point>],
+    each: &mut dyn FnMut(usize, u64, &choose::Choice),
+) {
+    let sources: Vec<Source> = cands.iter().map(|c| c.source.clone()).collect();
+    let width = |c: &Candidate| c.name.len().max(9);
+    let mut head = format!("# {kind:>11}");
+    for c in cands {
+        head.push_str(&format!("  {:>w$}", c.name, w = width(c)));
+    }
+    head.push_str("  fastest / library file's choice / speed-up of fastest over default");
+    say(world, &format!("# {kind}: median time per call (us); * fastest; (coll-bench) implementations cannot be selected through the library"));
+    say(world, &format!("# {:>11}", "size (B)"));
+    say(world, &head);
+    for (i, &size) in sizes.iter().enumerate() {
+        let outcomes: Vec<Outcome> = results.iter().map(|r| r.get(i).map(outcome).unwrap_or(Outcome::Absent)).collect();
+        let intervals: Vec<Option<(f64, f64)>> = results
+            .iter()
+            .map(|r| {
+                r.get(i)
+                    .map(|p| (p.out_of_place.summary.ci95_lo_us, p.out_of_place.summary.ci95_hi_us))
+                    .filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && hi >= lo)
+            })
+            .collect();
+        let c = choose(&sources, &outcomes, &intervals);
+        let mut line = format!("  {size:>11}");
+        for (j, cand) in cands.iter().enumerate() {
+            let mark = if c.best == Some(j) { "*" } else { "" };
+            line.push_str(&format!("  {:>w$}", format!("{}{mark}", fmt_outcome(outcomes[j])), w = width(cand)));
+        }
+        let name = |x: Option<usize>| x.map(|k| cands[k].name.as_str()).unwrap_or("none correct");
+        let speed = c.speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into());
+        line.push_str(&format!("  {} / {} / {speed}", name(c.best), name(c.rule)));
+        say(world, &line);
+        each(i, size, &c);
+    }
+}
+
+/// The verify table: per size the time recorded before (the default), the time of the file's
+/// choice, and the default now with the file applied. Returns whether any size missed.
+fn print_verify(world: &World, kind: Kind, sizes: &[u64], now: &[Point], file: &rules::RulesFile) -> bool {
+    say(world, &format!("# {kind}: the library's default with the file applied (us)"));
+    say(
+        world,
+        &format!("# {:>11}  {:>10}  {:>10}  {:>10}  {:>8}  verdict", "size (B)", "before", "chosen", "now", "speed-up"),
+    );
+    let mut missed = false;
+    for (i, &size) in sizes.iter().enumerate() {
+        let Some(m) = file.measured.iter().find(|m| m.kind == kind && m.size_bytes == size) else { continue };
+        let Some(p) = now.get(i) else { continue };
+        let (now_s, verdict) = match outcome(p) {
+            Outcome::Time(t) => {
+                let ok = t <= m.chosen_us * (1.0 + VERIFY_TOLERANCE)
+                    || t <= m.default_us * (1.0 + VERIFY_TOLERANCE) && m.algorithm == "default";
+                missed |= !ok;
+                (
+                    format!("{t:.1}"),
+                    if ok { format!("ok ({})", m.algorithm) } else { format!("MISSED ({} expected)", m.algorithm) },
+                )
+            }
+            o => {
+                missed = true;
+                (fmt_outcome(o), "WRONG".to_string())
+            }
+        };
+        let speed = match outcome(p) {
+            Outcome::Time(t) if t > 0.0 => format!("{:.2}x", m.default_us / t),
+            _ => "-".into(),
+        };
+        say(
+            world,
+            &format!("  {size:>11}  {:>10.1}  {:>10.1}  {now_s:>10}  {speed:>8}  {verdict}", m.default_us, m.chosen_us),
+        );
+    }
+    missed
+}

@@ -1,0 +1,324 @@
+//! The library's own tuning file, written from tune's choices and read back for `--verify`.
+//!
+//! Open MPI: the dynamic rules file `coll_tuned_dynamic_rules_filename` reads (the classic
+//! format of `coll_tuned_dynamic_file.c`: whitespace-separated integers, `#` to the end of a
+//! line is a comment): the number of collectives; per collective its id (`COLLTYPE_T`), the
+//! number of communicator sizes, and per communicator size the size, the number of message-size
+//! rules and per rule `from_bytes algorithm fan-in/out segment-size` (the first from 0). The
+//! message size is the whole buffer, as coll-bench's size column. Open MPI 4.1 applies a
+//! communicator-size rule to that size and larger.
+//!
+//! MPICH: `MPIR_CVAR_<COLL>_INTRA_ALGORITHM=name` lines (one algorithm for every size: MPICH's
+//! per-size selection lives in its JSON tuning file, which tune does not write).
+//!
+//! Both carry tune's measurements as `# coll-bench-measured` comment lines, which `--verify`
+//! compares the library's default against.
+
+use super::algorithms::Library;
+use crate::collective::Kind;
+use crate::error::{Error, Result};
+
+/// One message-size rule: from this size (bytes) on, this algorithm (0: the library's default).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SizeRule {
+    pub from_bytes: u64,
+    pub algorithm: i32,
+    pub name: String,
+}
+
+/// A collective's rules for one communicator size.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CollectiveRules {
+    pub kind: Kind,
+    pub comm_size: usize,
+    pub rules: Vec<SizeRule>,
+}
+
+/// What tune measured at one size: the library's default and the algorithm the file selects.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    pub kind: Kind,
+    pub size_bytes: u64,
+    pub algorithm: String,
+    pub default_us: f64,
+    pub chosen_us: f64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct RulesFile {
+    pub library: Library,
+    pub collectives: Vec<CollectiveRules>,
+    /// MPICH: the environment lines (variable, algorithm name).
+    pub environment: Vec<(String, String)>,
+    pub measured: Vec<Measured>,
+}
+
+/// Open MPI's collective ids (`COLLTYPE_T` in `coll_base_functions.h`).
+pub fn open_mpi_id(kind: Kind) -> Option<u32> {
+    Some(match kind {
+        Kind::AllGather => 0,
+        Kind::AllReduce => 2,
+        Kind::AllToAll => 3,
+        Kind::Broadcast => 7,
+        Kind::Reduce => 11,
+        Kind::ReduceScatter => 13,
+        _ => return None,
+    })
+}
+
+fn kind_of_id(id: u32) -> Option<Kind> {
+    super::algorithms::TUNABLE.into_iter().find(|k| open_mpi_id(*k) == Some(id))
+}
+
+/// Rules from the choice at each measured size (ascending): one rule from 0, then one where
+/// the choice changes.
+pub fn size_rules(choices: &[(u64, i32, String)]) -> Vec<SizeRule> {
+    let mut out: Vec<SizeRule> = vec![];
+    for (size, alg, name) in choices {
+        match out.last() {
+            Some(last) if last.algorithm == *alg => {}
+            Some(_) => out.push(SizeRule { from_bytes: *size, algorithm: *alg, name: name.clone() }),
+            None => out.push(SizeRule { from_bytes: 0, algorithm: *alg, name: name.clone() }),
+        }
+    }
+    out
+}
+
+impl RulesFile {
+    /// The file's text. `path` is where it will live, for the lines that apply it.
+    pub fn text(&self, path: &str, header: &[String]) -> String {
+        let mut t = String::new();
+        let lib = match self.library {
+            Library::OpenMpi => "openmpi",
+            Library::Mpich => "mpich",
+            Library::Other => "other",
+        };
+        t.push_str(&format!("# coll-bench-rules {lib}\n"));
+        for h in header {
+            t.push_str(&format!("# {h}\n"));
+        }
+        match self.library {
+            Library::OpenMpi => {
+                t.push_str("# Apply (every rank must read this file):\n");
+                t.push_str(&format!(
+                    "#   mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename {path} ...\n"
+                ));
+                t.push_str("#   or in $HOME/.openmpi/mca-params.conf (or <prefix>/etc/openmpi-mca-params.conf):\n");
+                t.push_str(&format!(
+                    "#     coll_tuned_use_dynamic_rules = 1\n#     coll_tuned_dynamic_rules_filename = {path}\n"
+                ));
+                t.push_str(&format!("{}   # collectives\n", self.collectives.len()));
+                for c in &self.collectives {
+                    let id = open_mpi_id(c.kind).expect("tunable collectives have an id");
+                    t.push_str(&format!("{id}   # {}\n1   # communicator sizes\n", c.kind.name()));
+                    t.push_str(&format!("{}   # ranks\n{}   # message-size rules\n", c.comm_size, c.rules.len()));
+                    for r in &c.rules {
+                        t.push_str(&format!(
+                            "{} {} 0 0   # from {} B: {}\n",
+                            r.from_bytes, r.algorithm, r.from_bytes, r.name
+                        ));
+                    }
+                }
+            }
+            Library::Mpich | Library::Other => {
+                t.push_str("# Apply: export these in the job's environment (or pass them with mpiexec -genv).\n");
+                for (var, value) in &self.environment {
+                    t.push_str(&format!("{var}={value}\n"));
+                }
+            }
+        }
+        for m in &self.measured {
+            t.push_str(&format!(
+                "# coll-bench-measured {} {} {} {} {}\n",
+                m.kind.name(),
+                m.size_bytes,
+                m.algorithm,
+                m.default_us,
+                m.chosen_us
+            ));
+        }
+        t
+    }
+
+    /// Read a file written by [`RulesFile::text`] (and, for Open MPI, check its rules as Open
+    /// MPI's reader would: integers in order, the first rule of each set from 0).
+    pub fn parse(text: &str) -> std::result::Result<RulesFile, String> {
+        let first = text.lines().next().unwrap_or("");
+        let library =
+            match first.strip_prefix("# coll-bench-rules ").map(str::trim) {
+                Some("openmpi") => Library::OpenMpi,
+                Some("mpich") => Library::Mpich,
+                Some("other") => Library::Other,
+                _ => return Err(
+                    "not a rules file written by coll-bench tune --write-rules (no '# coll-bench-rules' first line)"
+                        .into(),
+                ),
+            };
+        let mut measured = vec![];
+        let mut environment = vec![];
+        let mut numbers: Vec<i64> = vec![];
+        for (i, line) in text.lines().enumerate() {
+            if let Some(rest) = line.strip_prefix("# coll-bench-measured ") {
+                let f: Vec<&str> = rest.split_whitespace().collect();
+                let bad =
+                    || format!("line {}: a measured line needs: collective size algorithm default_us chosen_us", i + 1);
+                if f.len() != 5 {
+                    return Err(bad());
+                }
+                measured.push(Measured {
+                    kind: Kind::parse(f[0]).ok_or_else(bad)?,
+                    size_bytes: f[1].parse().map_err(|_| bad())?,
+                    algorithm: f[2].to_string(),
+                    default_us: f[3].parse().map_err(|_| bad())?,
+                    chosen_us: f[4].parse().map_err(|_| bad())?,
+                });
+                continue;
+            }
+            let body = line.split('#').next().unwrap_or("").trim();
+            if body.is_empty() {
+                continue;
+            }
+            match library {
+                Library::OpenMpi => {
+                    for w in body.split_whitespace() {
+                        numbers.push(w.parse().map_err(|_| format!("line {}: '{w}' is not a whole number", i + 1))?);
+                    }
+                }
+                _ => {
+                    let (var, value) =
+                        body.split_once('=').ok_or_else(|| format!("line {}: expected VARIABLE=value", i + 1))?;
+                    environment.push((var.trim().to_string(), value.trim().to_string()));
+                }
+            }
+        }
+        let collectives = if library == Library::OpenMpi { open_mpi_rules(&numbers)? } else { vec![] };
+        Ok(RulesFile { library, collectives, environment, measured })
+    }
+}
+
+fn open_mpi_rules(numbers: &[i64]) -> std::result::Result<Vec<CollectiveRules>, String> {
+    let mut it = numbers.iter().copied();
+    let mut next = |what: &str| it.next().filter(|v| *v >= 0).ok_or_else(|| format!("missing or negative {what}"));
+    let mut out = vec![];
+    for _ in 0..next("number of collectives")? {
+        let id = next("collective id")?;
+        let kind = kind_of_id(id as u32).ok_or_else(|| format!("collective id {id} is not one tune writes"))?;
+        for _ in 0..next("number of communicator sizes")? {
+            let comm_size = next("communicator size")? as usize;
+            let mut rules = vec![];
+            for r in 0..next("number of message-size rules")? {
+                let from_bytes = next("message size")? as u64;
+                let algorithm = next("algorithm")? as i32;
+                next("fan-in/out")?;
+                next("segment size")?;
+                if r == 0 && from_bytes != 0 {
+                    return Err(format!("{kind}: the first message-size rule must start at 0, not {from_bytes}"));
+                }
+                if rules.last().is_some_and(|l: &SizeRule| l.from_bytes >= from_bytes) {
+                    return Err(format!("{kind}: message sizes must increase ({from_bytes} after a larger one)"));
+                }
+                rules.push(SizeRule { from_bytes, algorithm, name: String::new() });
+            }
+            out.push(CollectiveRules { kind, comm_size, rules });
+        }
+    }
+    if it.next().is_some() {
+        return Err("numbers left over after the last rule".into());
+    }
+    Ok(out)
+}
+
+/// Read `path` for `--verify`, with the flag in the error.
+pub fn read(path: &std::path::Path) -> Result<RulesFile> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::usage(format!("tune --verify: cannot read '{}': {e}", path.display())))?;
+    RulesFile::parse(&text).map_err(|why| Error::usage(format!("tune --verify: '{}': {why}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> RulesFile {
+        let choices = vec![
+            (65536, 0, "default".to_string()),
+            (131072, 0, "default".to_string()),
+            (262144, 2, "recursive_doubling".to_string()),
+            (524288, 2, "recursive_doubling".to_string()),
+            (1048576, 3, "recursive_halving".to_string()),
+        ];
+        RulesFile {
+            library: Library::OpenMpi,
+            collectives: vec![
+                CollectiveRules { kind: Kind::ReduceScatter, comm_size: 4, rules: size_rules(&choices) },
+                CollectiveRules {
+                    kind: Kind::AllReduce,
+                    comm_size: 4,
+                    rules: size_rules(&[(8, 4, "ring".to_string())]),
+                },
+            ],
+            environment: vec![],
+            measured: vec![Measured {
+                kind: Kind::ReduceScatter,
+                size_bytes: 1048576,
+                algorithm: "recursive_halving".into(),
+                default_us: 594.5,
+                chosen_us: 169.25,
+            }],
+        }
+    }
+
+    #[test]
+    fn size_rules_start_at_zero_and_change_only_where_the_choice_does() {
+        let r = &sample().collectives[0].rules;
+        let got: Vec<(u64, i32)> = r.iter().map(|r| (r.from_bytes, r.algorithm)).collect();
+        assert_eq!(got, [(0, 0), (262144, 2), (1048576, 3)]);
+    }
+
+    #[test]
+    fn open_mpi_rules_read_back_as_written() {
+        let f = sample();
+        let text = f.text("/shared/rules.conf", &["tuned on 4 ranks".to_string()]);
+        assert!(text.contains("coll_tuned_dynamic_rules_filename = /shared/rules.conf"), "{text}");
+        // The integers Open MPI reads, in its order: 2 collectives; id 13, 1 comm size, 4 ranks, 3 rules …
+        let numbers: Vec<&str> =
+            text.lines().map(|l| l.split('#').next().unwrap().trim()).filter(|l| !l.is_empty()).collect();
+        assert_eq!(numbers[..8], ["2", "13", "1", "4", "3", "0 0 0 0", "262144 2 0 0", "1048576 3 0 0"]);
+        let back = RulesFile::parse(&text).unwrap();
+        assert_eq!(back.library, Library::OpenMpi);
+        assert_eq!(back.collectives.len(), 2);
+        assert_eq!(back.collectives[0].kind, Kind::ReduceScatter);
+        assert_eq!(back.collectives[0].comm_size, 4);
+        let got: Vec<(u64, i32)> = back.collectives[0].rules.iter().map(|r| (r.from_bytes, r.algorithm)).collect();
+        assert_eq!(got, [(0, 0), (262144, 2), (1048576, 3)]);
+        assert_eq!(back.collectives[1].kind, Kind::AllReduce);
+        assert_eq!(back.measured, f.measured);
+    }
+
+    #[test]
+    fn bad_files_are_refused_with_the_reason() {
+        assert!(RulesFile::parse("1\n13\n").unwrap_err().contains("coll-bench-rules"));
+        let e = RulesFile::parse("# coll-bench-rules openmpi\n1\n13\n1\n2\n1\n64 2 0 0\n").unwrap_err();
+        assert!(e.contains("must start at 0"), "{e}");
+        let e = RulesFile::parse("# coll-bench-rules openmpi\n1\n13\n1\n2\n2\n0 2 0 0\n0 1 0 0\n").unwrap_err();
+        assert!(e.contains("increase"), "{e}");
+        let e = RulesFile::parse("# coll-bench-rules openmpi\n1\n13\n1\n2\n").unwrap_err();
+        assert!(e.contains("missing"), "{e}");
+        let e = RulesFile::parse("# coll-bench-rules openmpi\n1\n9\n1\n2\n1\n0 1 0 0\n").unwrap_err();
+        assert!(e.contains("id 9"), "{e}");
+        let e = RulesFile::parse("# coll-bench-rules mpich\nMPIR_CVAR_X\n").unwrap_err();
+        assert!(e.contains("VARIABLE=value"), "{e}");
+    }
+
+    #[test]
+    fn mpich_environment_lines_read_back() {
+        let f = RulesFile {
+            library: Library::Mpich,
+            collectives: vec![],
+            environment: vec![("MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM".into(), "pairwise".into())],
+            measured: vec![],
+        };
+        let back = RulesFile::parse(&f.text("x", &[])).unwrap();
+        assert_eq!(back, f);
+    }
+}

@@ -1,0 +1,215 @@
+//! `coll-bench tune`: every algorithm the library reports is timed and checked, the rules file
+//! is one the library accepts and applies, `--verify` runs the default with it, bad input is
+//! one line and exit 2. No timing is judged here (the machine is shared and noisy): the bars are
+//! measured by ci/bench-tune.sh.
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::Output;
+
+/// The algorithm names the library's own tool lists for reduce-scatter (`MPI_Reduce_scatter_block`):
+/// Open MPI's `ompi_info` (independent of MPI_T), MPICH 4.0's documented list.
+fn reduce_scatter_algorithms() -> Vec<String> {
+    if FAMILY == "mpich" {
+        return ["noncommutative", "recursive_doubling", "pairwise", "recursive_halving"].map(String::from).to_vec();
+    }
+    let out = std::process::Command::new("ompi_info")
+        .args(["--param", "coll", "tuned", "--level", "9", "--parsable"])
+        .output()
+        .expect("ompi_info runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let prefix = "mca:coll:tuned:param:coll_tuned_reduce_scatter_block_algorithm:enumerator:value:";
+    let names: Vec<String> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .filter_map(|v| v.split_once(':'))
+        .filter(|(v, _)| *v != "0")
+        .map(|(_, n)| n.to_string())
+        .collect();
+    assert!(names.len() >= 2, "ompi_info lists the algorithms: {text}");
+    names
+}
+
+fn tune(dir: &Path, n: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut full = vec!["tune"];
+    full.extend_from_slice(args);
+    mpirun_env(dir, n, &full, env, 600)
+}
+
+fn check_reduce_scatter_tune(n: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    // MPICH with more ranks than cores pays a scheduler quantum per call: fewer sizes there.
+    let step = if oversubscribed_mpich(n) { "8" } else { "2" };
+    let o = tune(
+        dir.path(),
+        n,
+        &[
+            "reduce-scatter",
+            "-b",
+            "64K",
+            "-e",
+            "4M",
+            "-f",
+            step,
+            "-n",
+            "3",
+            "-w",
+            "1",
+            "--csv",
+            "rs.csv",
+            "--write-rules",
+            "rs.rules",
+        ],
+        &[],
+    );
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(!out.contains("WRONG"), "{out}");
+    let listed = out
+        .lines()
+        .find(|l| l.starts_with("# reduce-scatter: ") && l.contains("candidates"))
+        .unwrap_or_else(|| panic!("{out}"));
+    for name in reduce_scatter_algorithms() {
+        assert!(listed.contains(&format!(":{name}")), "{name} missing from {listed}");
+    }
+    assert!(listed.contains("ring(coll-bench)"), "{listed}");
+    // The CSV: the sweep's columns plus algorithm, algorithm_id, is_default; every candidate ×
+    // size × placement, every one correct.
+    let mut r = csv::Reader::from_path(dir.path().join("rs.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|c| c == name).unwrap_or_else(|| panic!("no {name} in {h:?}"));
+    let last: Vec<&str> = h.iter().skip(h.len() - 3).collect();
+    assert_eq!(last, ["algorithm", "algorithm_id", "is_default"]);
+    let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
+    let candidates = listed.split(" candidates: ").nth(1).unwrap().split(", ").count();
+    let sizes = if step == "8" { 3 } else { 7 };
+    assert_eq!(rows.len(), candidates * sizes * 2, "{out}");
+    assert!(rows.iter().all(|r| &r[col("wrong")] == "0"), "a wrong result in the CSV");
+    let defaults = rows.iter().filter(|r| &r[col("is_default")] == "true").count();
+    assert_eq!(defaults, sizes * 2);
+    assert!(rows.iter().any(|r| &r[col("algorithm")] == "ring(coll-bench)" && r[col("algorithm_id")].is_empty()));
+    // The rules file: the library's own format, read back by --verify.
+    let rules = std::fs::read_to_string(dir.path().join("rs.rules")).unwrap();
+    match FAMILY {
+        "mpich" => assert!(rules.starts_with("# coll-bench-rules mpich"), "{rules}"),
+        _ => {
+            assert!(rules.starts_with("# coll-bench-rules openmpi"), "{rules}");
+            assert!(rules.contains("coll_tuned_dynamic_rules_filename"), "{rules}");
+            assert!(rules.contains("13   # reduce-scatter"), "{rules}");
+        }
+    }
+    assert_eq!(rules.matches("# coll-bench-measured reduce-scatter").count(), sizes, "{rules}");
+    let o = tune(dir.path(), n, &["--verify", "rs.rules", "-n", "3", "-w", "1", "--no-csv"], &[]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    // The verdict is timing (exit 0 or 1); correctness is not.
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{out}\n{err}");
+    assert!(!out.contains("WRONG"), "{out}");
+    let verdicts = out.lines().filter(|l| l.contains("ok (") || l.contains("MISSED (")).count();
+    assert_eq!(verdicts, sizes, "{out}");
+}
+
+#[test]
+fn reduce_scatter_on_2_ranks_lists_and_checks_every_algorithm() {
+    check_reduce_scatter_tune(2);
+}
+
+#[test]
+fn reduce_scatter_on_4_ranks_lists_and_checks_every_algorithm() {
+    check_reduce_scatter_tune(4);
+}
+
+/// Open MPI reads and applies a file in the format tune writes (its comments included): a rule
+/// selecting all-gather's two-process algorithm for a 4-rank communicator makes the library
+/// refuse every all-gather, so the sweep fails with the file and passes without it. Then a file
+/// tune wrote, applied the way it says, leaves a sweep correct.
+#[test]
+fn open_mpi_applies_the_rules_file() {
+    if FAMILY != "openmpi" {
+        eprintln!("SKIPPED: open_mpi_applies_the_rules_file: the dynamic rules file is Open MPI's");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two-proc.rules");
+    std::fs::write(
+        &file,
+        "# coll-bench-rules openmpi\n# a comment\n1   # collectives\n0   # all-gather\n1   # communicator sizes\n4   # ranks\n1   # message-size rules\n0 6 0 0   # from 0 B: two_proc\n",
+    )
+    .unwrap();
+    let env = [
+        ("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
+        ("OMPI_MCA_coll_tuned_dynamic_rules_filename", file.to_str().unwrap()),
+    ];
+    let args = ["all-gather", "-b", "1K", "-e", "1K", "-n", "2", "--no-csv"];
+    let with = mpirun_env(dir.path(), 4, &args, &env, 120);
+    assert_ne!(with.status.code(), Some(0), "the two-process rule was not applied: {}", stdout(&with));
+    let without = mpirun_env(dir.path(), 4, &args, &env[..1], 120);
+    assert_eq!(without.status.code(), Some(0), "{}", stderr(&without));
+    // `tune --verify` applies the file itself, before MPI_Init: the same rule breaks its run.
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("# coll-bench-measured all-gather 1024 two_proc 10 10\n");
+    std::fs::write(&file, text).unwrap();
+    let verify = tune(dir.path(), 4, &["--verify", file.to_str().unwrap(), "-n", "2", "--no-csv"], &[]);
+    assert_ne!(verify.status.code(), Some(0), "--verify did not apply the file: {}", stdout(&verify));
+
+    let o = tune(
+        dir.path(),
+        2,
+        &[
+            "all-reduce",
+            "reduce-scatter",
+            "-b",
+            "1K",
+            "-e",
+            "1M",
+            "-f",
+            "32",
+            "-n",
+            "3",
+            "-w",
+            "1",
+            "--no-csv",
+            "--write-rules",
+            "t.rules",
+        ],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let rules = dir.path().join("t.rules");
+    let env = [
+        ("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
+        ("OMPI_MCA_coll_tuned_dynamic_rules_filename", rules.to_str().unwrap()),
+    ];
+    let o = mpirun_env(
+        dir.path(),
+        2,
+        &["all-reduce", "reduce-scatter", "-b", "1K", "-e", "1M", "-f", "4", "-n", "3", "--no-csv"],
+        &env,
+        300,
+    );
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(rows(&o).iter().all(|r| r[8] == "0" && r[12] == "0"), "{}", stdout(&o));
+}
+
+fn refused(args: &[&str], needle: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("taken.rules"), "mine\n").unwrap();
+    let o = tune(dir.path(), 2, args, &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{args:?}: {err}");
+    assert!(lines[0].contains(needle), "{args:?}: {needle:?} not in {err}");
+    assert!(stdout(&o).is_empty(), "{args:?}: measured before refusing: {}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(dir.path().join("taken.rules")).unwrap(), "mine\n");
+    assert_eq!(files(dir.path()).len(), 1, "{:?}", files(dir.path()));
+}
+
+#[test]
+fn bad_input_is_one_line_and_exit_2_before_measuring() {
+    refused(&["gather"], "tune COLLECTIVE: gather cannot be tuned");
+    refused(&["--impl", "ring"], "tune: --backend and --impl");
+    refused(&["--json", "t.json"], "tune: --json, --markdown and --progress");
+    refused(&["reduce-scatter", "--write-rules", "taken.rules"], "--write-rules");
+    refused(&["--verify", "missing.rules"], "tune --verify: cannot read 'missing.rules'");
+    refused(&["--verify", "taken.rules"], "not a rules file written by coll-bench tune");
+}
