@@ -185,7 +185,10 @@ fn a_link_down_ends_every_rank_through_the_watchdog() {
     let Some(bed) = Bed::up("a_link_down_ends_every_rank_through_the_watchdog", 2) else { return };
     let wrapper = concat!(env!("CARGO_MANIFEST_DIR"), "/ci/netns/record-rank.sh");
     let dir = bed.dir().to_str().unwrap();
-    let limit_s = 5.0;
+    // -T 10 against 100 ms batches: a batch must run 100 times slower than its budget to trip the
+    // limit before the cut (with -T 5 and 300 ms batches, a run beside a full test suite on 2
+    // cores tripped it in the 8 B step, every rank answering, before the link went down).
+    let limit_s = 10.0;
     let cut_at = std::thread::scope(|s| {
         let cutter = s.spawn(|| {
             let csv = bed.dir().join("run.csv");
@@ -201,7 +204,7 @@ fn a_link_down_ends_every_rank_through_the_watchdog() {
         });
         let started = Instant::now();
         let args =
-            ["all-reduce", "-b", "8", "-e", "64K", "-f", "2", "--budget", "300ms", "-T", "5", "--csv", "run.csv"];
+            ["all-reduce", "-b", "8", "-e", "64K", "-f", "2", "--budget", "100ms", "-T", "10", "--csv", "run.csv"];
         let o = bed.mpirun(4, "node", &[wrapper, dir, BIN], &args, 90);
         let took = started.elapsed().as_secs_f64();
         let (cut_at, cut) = cutter.join().unwrap();
@@ -261,12 +264,17 @@ fn a_link_down_ends_every_rank_through_the_watchdog() {
             );
         }
         if let Ok(ended) = read("end").trim().parse::<f64>() {
-            // At most the limit, plus twice the batch's expected time (about 0.3 s here), plus
+            // At most the limit, plus twice the batch's expected time (about 0.1 s here), plus
             // the tick, after the cut (less when the batch that hung began well before it); then
-            // the inquiry over the side channel: 1 s for answers, and 1 s more on host 2, whose
-            // ranks wait for the silent lower ranks of host 1 to speak first.
+            // the inquiry over the side channel: a fifth of -T (1 to 5 s) for answers, and as
+            // long again on host 2, whose ranks wait for the silent lower ranks of host 1 to
+            // speak first.
+            let ask = (limit_s / 5.0_f64).clamp(1.0, 5.0);
             let after = ended - cut_at;
-            assert!(after > 0.0 && after < limit_s + 4.0, "rank {rank} ended {after:.2} s after the cut: {err}");
+            assert!(
+                after > 0.0 && after < limit_s + 2.0 * ask + 2.0,
+                "rank {rank} ended {after:.2} s after the cut: {err}"
+            );
         }
     }
     assert!(lines_seen >= 1, "no rank said which call hung");
