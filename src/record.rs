@@ -64,6 +64,30 @@ pub struct Measurement {
     pub warnings: Vec<Warning>,
 }
 
+#[cfg(test)]
+impl Measurement {
+    /// A plausible measurement for unit tests: 10 calls of 1.5 us on 2 ranks, checked, no
+    /// warnings; tests change the fields they look at.
+    pub fn sample(placement: Placement) -> Measurement {
+        Measurement {
+            placement,
+            warmup_iters: 1,
+            iters: 10,
+            batch: 1,
+            time_us: 1.5,
+            algbw_gbps: 0.1,
+            busbw_gbps: 0.1,
+            summary: Summary::default(),
+            per_rank_us: vec![1.5, 1.5],
+            wrong: Some(0),
+            out_of_bounds: Some(0),
+            first_call_us: None,
+            slow_ranks: vec![],
+            warnings: vec![],
+        }
+    }
+}
+
 /// One size of one collective × type × op: both placements.
 #[derive(Clone, Debug, Serialize)]
 pub struct Point {

@@ -554,24 +554,16 @@ mod tests {
     use crate::collective::Kind;
     use crate::dtype::{DType, Op};
     use crate::record::{Measurement, Placement};
-    use crate::stats::Summary;
 
     fn m(placement: Placement, time_us: f64, busbw: f64, wrong: u64, slow: &[usize]) -> Measurement {
         Measurement {
-            placement,
-            warmup_iters: 1,
-            iters: 10,
-            batch: 1,
             time_us,
             algbw_gbps: busbw,
             busbw_gbps: busbw,
-            summary: Summary::default(),
             per_rank_us: vec![],
             wrong: Some(wrong),
-            out_of_bounds: Some(0),
-            first_call_us: None,
             slow_ranks: slow.iter().map(|r| RankOutlier { rank: *r, time_us: 1.0, median_us: 2.0 }).collect(),
-            warnings: vec![],
+            ..Measurement::sample(placement)
         }
     }
 

@@ -120,22 +120,7 @@ mod tests {
     use crate::report::Policy;
 
     fn m(placement: Placement) -> Measurement {
-        Measurement {
-            placement,
-            warmup_iters: 1,
-            iters: 10,
-            batch: 1,
-            time_us: 1.5,
-            algbw_gbps: 0.1,
-            busbw_gbps: 0.1,
-            summary: Default::default(),
-            per_rank_us: vec![1.5, 1.5],
-            wrong: Some(0),
-            out_of_bounds: Some(0),
-            first_call_us: None,
-            slow_ranks: vec![],
-            warnings: vec![],
-        }
+        Measurement::sample(placement)
     }
 
     fn point(size: u64) -> Point {

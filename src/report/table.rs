@@ -275,22 +275,7 @@ mod tests {
     use crate::stats::Warning;
 
     fn m(placement: Placement, warnings: Vec<Warning>) -> Measurement {
-        Measurement {
-            placement,
-            warmup_iters: 1,
-            iters: 10,
-            batch: 1,
-            time_us: 1.5,
-            algbw_gbps: 0.1,
-            busbw_gbps: 0.1,
-            summary: Default::default(),
-            per_rank_us: vec![1.5, 1.5],
-            wrong: Some(0),
-            out_of_bounds: Some(0),
-            first_call_us: None,
-            slow_ranks: vec![],
-            warnings,
-        }
+        Measurement { warnings, ..Measurement::sample(placement) }
     }
 
     fn point(kind: Kind, size: u64, warnings: Vec<Warning>) -> Point {
