@@ -25,8 +25,9 @@
 //! Exit 1 if any point or series regressed, 0 if none, 2 on error. Points only in one side are
 //! listed, never judged.
 
-use crate::csvread::{self, human_bytes, Key, Row};
+use crate::csvread::{self, Key, Row};
 use crate::error::{exit, Error, Result};
+use crate::size::human;
 use clap::Parser;
 use statrs::distribution::{ContinuousCDF, Normal};
 use std::collections::{HashMap, HashSet};
@@ -196,10 +197,10 @@ fn run(args: &Args) -> Result<(String, i32)> {
         )));
     }
     let settings = Settings { stat, threshold_pct, alpha };
-    let c = judge_all(&m.points, base.len(), new.len(), &settings);
+    let c = classify_all(&m.points, base.len(), new.len(), &settings);
     let text = render(&base, &new, &m, &c, &settings);
-    let regressed = c.points.iter().any(|j| j.verdict == Verdict::Regression)
-        || c.series.iter().any(|s| s.verdict == Verdict::Regression);
+    let regressed = c.points.iter().any(|j| j.verdict == Change::Regression)
+        || c.series.iter().any(|s| s.verdict == Change::Regression);
     Ok((text, if regressed { exit::WRONG } else { exit::OK }))
 }
 
@@ -290,8 +291,9 @@ pub enum Noise {
     BetweenSizes,
 }
 
+/// How a point or a series changed, as `classify` sees it against the threshold and the noise.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Change {
     /// Slower beyond the threshold and beyond what the noise explains.
     Regression,
     /// Faster beyond both.
@@ -304,14 +306,14 @@ pub enum Verdict {
     NoRatio,
 }
 
-impl Verdict {
+impl Change {
     fn word(self) -> &'static str {
         match self {
-            Verdict::Regression => "REGRESSION",
-            Verdict::Improvement => "improved",
-            Verdict::WithinNoise => "noise",
-            Verdict::Unchanged => "ok",
-            Verdict::NoRatio => "n/a",
+            Change::Regression => "REGRESSION",
+            Change::Improvement => "improved",
+            Change::WithinNoise => "noise",
+            Change::Unchanged => "ok",
+            Change::NoRatio => "n/a",
         }
     }
 }
@@ -334,7 +336,7 @@ pub struct Judgement {
     pub bar_pct: f64,
     /// The speed-up (percent, positive) beyond which it is an improvement.
     pub bar_down_pct: f64,
-    pub verdict: Verdict,
+    pub verdict: Change,
 }
 
 /// One series' judgement: the median of its points' ln-ratios.
@@ -348,7 +350,7 @@ pub struct SeriesJudgement<'a> {
     pub se: f64,
     pub bar_pct: f64,
     pub bar_down_pct: f64,
-    pub verdict: Verdict,
+    pub verdict: Change,
 }
 
 /// The whole comparison.
@@ -416,25 +418,25 @@ pub fn z_for(alpha: f64, tests: usize) -> f64 {
 
 /// The verdict on a change of `l` (ln ratio) with standard error `se`: (bar up %, bar down %,
 /// verdict).
-fn verdict(l: f64, se: f64, z: f64, threshold_pct: f64) -> (f64, f64, Verdict) {
+fn classify(l: f64, se: f64, z: f64, threshold_pct: f64) -> (f64, f64, Change) {
     let t = threshold_pct / 100.0;
     let up = t.max((z * se).exp() - 1.0);
     let down = t.max(1.0 - (-z * se).exp());
     let change = l.exp() - 1.0;
     let v = if change > up {
-        Verdict::Regression
+        Change::Regression
     } else if change < -down {
-        Verdict::Improvement
+        Change::Improvement
     } else if change.abs() > t {
-        Verdict::WithinNoise
+        Change::WithinNoise
     } else {
-        Verdict::Unchanged
+        Change::Unchanged
     };
     (up * 100.0, down * 100.0, v)
 }
 
 /// Judge every point and every series. `m` and `k`: the runs on each side.
-pub fn judge_all<'a>(points: &[Point<'a>], m: usize, k: usize, s: &Settings) -> Comparison<'a> {
+pub fn classify_all<'a>(points: &[Point<'a>], m: usize, k: usize, s: &Settings) -> Comparison<'a> {
     let noise = if m >= 2 || k >= 2 { Noise::BetweenRuns } else { Noise::BetweenSizes };
     // ln of each run's value, per side; None where a value is not a positive time.
     let logs = |rows: &[&Row], st: Stat| -> Option<Vec<f64>> {
@@ -511,8 +513,8 @@ pub fn judge_all<'a>(points: &[Point<'a>], m: usize, k: usize, s: &Settings) -> 
             let other = ln_ratio(side(&p.base, s.stat.other()), side(&p.new, s.stat.other()))
                 .map_or(f64::NAN, |l| (l.exp() - 1.0) * 100.0);
             let (bar_pct, bar_down_pct, v) = match ls[i] {
-                Some(l) => verdict(l, se[i], z_point, s.threshold_pct),
-                None => (f64::NAN, f64::NAN, Verdict::NoRatio),
+                Some(l) => classify(l, se[i], z_point, s.threshold_pct),
+                None => (f64::NAN, f64::NAN, Change::NoRatio),
             };
             let ratio = ls[i].map_or(f64::NAN, f64::exp);
             Judgement {
@@ -564,7 +566,7 @@ pub fn judge_all<'a>(points: &[Point<'a>], m: usize, k: usize, s: &Settings) -> 
     let series_out = judged_series
         .into_iter()
         .map(|(key, sizes, l, se)| {
-            let (bar_pct, bar_down_pct, v) = verdict(l, se, z_series, s.threshold_pct);
+            let (bar_pct, bar_down_pct, v) = classify(l, se, z_series, s.threshold_pct);
             SeriesJudgement {
                 key,
                 sizes,
@@ -606,7 +608,7 @@ fn by_series<'a>(keys: &[&'a Key]) -> Vec<(&'a Key, Vec<u64>)> {
 
 fn sizes_text(sizes: &[u64]) -> String {
     let n = sizes.len();
-    let list: Vec<String> = sizes.iter().map(|s| human_bytes(*s)).collect();
+    let list: Vec<String> = sizes.iter().map(|s| human(*s)).collect();
     if n <= 6 {
         format!("{} size{} ({})", n, if n == 1 { "" } else { "s" }, list.join(" "))
     } else {
@@ -625,97 +627,145 @@ fn series_text(k: &Key) -> String {
     format!("{} {} {} {} {}", k.collective, k.backend, k.dtype, k.op, k.placement)
 }
 
+/// What the text of a comparison is made from: both sides' runs, their matched points, the
+/// judgement and its settings.
+struct Report<'r, 'a> {
+    base: &'r [Run],
+    new: &'r [Run],
+    matched: &'r Matched<'a>,
+    comparison: &'r Comparison<'a>,
+    settings: &'r Settings,
+}
+
 fn render(base: &[Run], new: &[Run], m: &Matched, c: &Comparison, s: &Settings) -> String {
-    let stat = s.stat.name();
-    let mut out = String::new();
-    let names = |runs: &[Run]| runs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(" ");
-    let _ = writeln!(
-        out,
-        "# compare: base {} -> new {}; judged on the {stat} time per call ({} of each run{})",
-        names(base),
-        names(new),
-        s.stat.column(),
-        if base.len() > 1 || new.len() > 1 { "; a side's value is the geometric mean over its runs" } else { "" }
-    );
-    match c.noise {
-        Noise::BetweenRuns => {
-            let _ = writeln!(
-                out,
-                "# noise: between runs ({} base, {} new): the spread of each point's {stat} over the runs of each side, pooled, never below its series' average (typical {:.1}% per run)",
-                base.len(),
-                new.len(),
-                c.typical_noise_pct
-            );
-        }
-        Noise::BetweenSizes => {
-            let _ = writeln!(
-                out,
-                "# noise: one run per side, so this verdict cannot separate drift between the runs from a change: the noise is the jitter of the new/base ratio between neighbouring sizes (typical {:.1}%); give each side several runs (compare B1.csv B2.csv B3.csv -- N1.csv N2.csv N3.csv) to judge on run-to-run noise",
-                c.typical_noise_pct
-            );
-            if c.overall_change_pct.abs() > s.threshold_pct {
-                let _ = writeln!(
-                    out,
-                    "# note: the whole comparison moved by {:+.1}% (median over all points): with one run per side that may be drift between the runs as well as a change; repeat each side to tell them apart",
-                    c.overall_change_pct
-                );
-            }
-        }
+    Report { base, new, matched: m, comparison: c, settings: s }.render()
+}
+
+impl Report<'_, '_> {
+    /// The header, the table of points, the table of series, the unmatched points, one line per
+    /// regression and the summary line.
+    fn render(&self) -> String {
+        let mut out = String::new();
+        self.header(&mut out);
+        self.points_table(&mut out);
+        self.series_table(&mut out);
+        self.unmatched(&mut out);
+        self.regressions(&mut out);
+        self.summary(&mut out);
+        out
     }
-    let _ = writeln!(
-        out,
-        "# regression: {stat} slower by more than {}% and by more than the noise explains at alpha {} (z {:.2} over {} points, z {:.2} over {} series); `bar` is the slowdown each needed",
-        s.threshold_pct, s.alpha, c.z_point, c.n_points, c.z_series, c.n_series
-    );
-    let (rb, rn) = (ranks_text(base), ranks_text(new));
-    if rb != rn {
-        let _ = writeln!(out, "# note: the runs had different rank counts (base {rb}, new {rn})");
-    }
-    let w = m.points.iter().map(|p| p.key.collective.len()).max().unwrap_or(0).max(10);
-    let other = format!("{}_chg", s.stat.other().name());
-    let _ = writeln!(
-        out,
-        "# {:<w$} {:>7} {:>8} {:>6} {:>12} {:>12} {:>12} {:>12} {:>7} {:>8} {:>8}  {:<10}  {:>9}",
-        "collective",
-        "backend",
-        "type",
-        "redop",
-        "placement",
-        "size",
-        format!("base_{stat}"),
-        format!("new_{stat}"),
-        "ratio",
-        "change",
-        "bar",
-        "verdict",
-        other
-    );
-    let _ = writeln!(
-        out,
-        "# {:<w$} {:>7} {:>8} {:>6} {:>12} {:>12} {:>12} {:>12}",
-        "", "", "", "", "", "(B)", "(us)", "(us)"
-    );
-    for (p, j) in m.points.iter().zip(&c.points) {
-        let k = p.key;
+
+    /// `# compare:` what is judged, how the noise was estimated, what counts as a regression.
+    fn header(&self, out: &mut String) {
+        let (base, new, c, s) = (self.base, self.new, self.comparison, self.settings);
+        let stat = s.stat.name();
+        let names = |runs: &[Run]| runs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(" ");
         let _ = writeln!(
             out,
-            "  {:<w$} {:>7} {:>8} {:>6} {:>12} {:>12} {:>12.2} {:>12.2} {:>7.3} {:>+7.1}% {:>+7.1}%  {:<10}  {:>+8.1}%",
-            k.collective,
-            k.backend,
-            k.dtype,
-            k.op,
-            k.placement,
-            k.size_bytes,
-            j.base,
-            j.new,
-            j.ratio,
-            j.change_pct,
-            j.bar_pct,
-            j.verdict.word(),
-            j.other_change_pct
+            "# compare: base {} -> new {}; judged on the {stat} time per call ({} of each run{})",
+            names(base),
+            names(new),
+            s.stat.column(),
+            if base.len() > 1 || new.len() > 1 { "; a side's value is the geometric mean over its runs" } else { "" }
         );
+        match c.noise {
+            Noise::BetweenRuns => {
+                let _ = writeln!(
+                    out,
+                    "# noise: between runs ({} base, {} new): the spread of each point's {stat} over the runs of each side, pooled, never below its series' average (typical {:.1}% per run)",
+                    base.len(),
+                    new.len(),
+                    c.typical_noise_pct
+                );
+            }
+            Noise::BetweenSizes => {
+                let _ = writeln!(
+                    out,
+                    "# noise: one run per side, so this verdict cannot separate drift between the runs from a change: the noise is the jitter of the new/base ratio between neighbouring sizes (typical {:.1}%); give each side several runs (compare B1.csv B2.csv B3.csv -- N1.csv N2.csv N3.csv) to judge on run-to-run noise",
+                    c.typical_noise_pct
+                );
+                if c.overall_change_pct.abs() > s.threshold_pct {
+                    let _ = writeln!(
+                        out,
+                        "# note: the whole comparison moved by {:+.1}% (median over all points): with one run per side that may be drift between the runs as well as a change; repeat each side to tell them apart",
+                        c.overall_change_pct
+                    );
+                }
+            }
+        }
+        let _ = writeln!(
+            out,
+            "# regression: {stat} slower by more than {}% and by more than the noise explains at alpha {} (z {:.2} over {} points, z {:.2} over {} series); `bar` is the slowdown each needed",
+            s.threshold_pct, s.alpha, c.z_point, c.n_points, c.z_series, c.n_series
+        );
+        let (rb, rn) = (ranks_text(base), ranks_text(new));
+        if rb != rn {
+            let _ = writeln!(out, "# note: the runs had different rank counts (base {rb}, new {rn})");
+        }
     }
-    if !c.series.is_empty() {
+
+    /// Width of the collective column.
+    fn width(&self) -> usize {
+        self.matched.points.iter().map(|p| p.key.collective.len()).max().unwrap_or(0).max(10)
+    }
+
+    /// One row per shared point.
+    fn points_table(&self, out: &mut String) {
+        let (m, c, s) = (self.matched, self.comparison, self.settings);
+        let stat = s.stat.name();
+        let w = self.width();
+        let other = format!("{}_chg", s.stat.other().name());
+        let _ = writeln!(
+            out,
+            "# {:<w$} {:>7} {:>8} {:>6} {:>12} {:>12} {:>12} {:>12} {:>7} {:>8} {:>8}  {:<10}  {:>9}",
+            "collective",
+            "backend",
+            "type",
+            "redop",
+            "placement",
+            "size",
+            format!("base_{stat}"),
+            format!("new_{stat}"),
+            "ratio",
+            "change",
+            "bar",
+            "verdict",
+            other
+        );
+        let _ = writeln!(
+            out,
+            "# {:<w$} {:>7} {:>8} {:>6} {:>12} {:>12} {:>12} {:>12}",
+            "", "", "", "", "", "(B)", "(us)", "(us)"
+        );
+        for (p, j) in m.points.iter().zip(&c.points) {
+            let k = p.key;
+            let _ = writeln!(
+                out,
+                "  {:<w$} {:>7} {:>8} {:>6} {:>12} {:>12} {:>12.2} {:>12.2} {:>7.3} {:>+7.1}% {:>+7.1}%  {:<10}  {:>+8.1}%",
+                k.collective,
+                k.backend,
+                k.dtype,
+                k.op,
+                k.placement,
+                k.size_bytes,
+                j.base,
+                j.new,
+                j.ratio,
+                j.change_pct,
+                j.bar_pct,
+                j.verdict.word(),
+                j.other_change_pct
+            );
+        }
+    }
+
+    /// One row per series of three sizes or more, when there is one.
+    fn series_table(&self, out: &mut String) {
+        let c = self.comparison;
+        if c.series.is_empty() {
+            return;
+        }
+        let w = self.width();
         let _ =
             writeln!(out, "# series: the change of each series as a whole (the median over its sizes), against the noise of that median");
         let _ = writeln!(
@@ -741,69 +791,85 @@ fn render(base: &[Run], new: &[Run], m: &Matched, c: &Comparison, s: &Settings) 
             );
         }
     }
-    for (what, keys) in [("base", &m.only_base), ("new", &m.only_new)] {
-        let name = match what {
-            "base" if base.len() == 1 => base[0].name.clone(),
-            "new" if new.len() == 1 => new[0].name.clone(),
-            _ => format!("the {what} runs"),
-        };
-        for (k, sizes) in by_series(keys) {
-            let _ = writeln!(out, "# only in {name}: {}: {}", series_text(k), sizes_text(&sizes));
+
+    /// Points only one side has, by series; and how many some run of a side lacks.
+    fn unmatched(&self, out: &mut String) {
+        let (base, new, m) = (self.base, self.new, self.matched);
+        for (what, keys) in [("base", &m.only_base), ("new", &m.only_new)] {
+            let name = match what {
+                "base" if base.len() == 1 => base[0].name.clone(),
+                "new" if new.len() == 1 => new[0].name.clone(),
+                _ => format!("the {what} runs"),
+            };
+            for (k, sizes) in by_series(keys) {
+                let _ = writeln!(out, "# only in {name}: {}: {}", series_text(k), sizes_text(&sizes));
+            }
+        }
+        if m.not_in_every_run > 0 {
+            let _ = writeln!(
+                out,
+                "# note: {} point{} not in every run of {} side left out",
+                m.not_in_every_run,
+                if m.not_in_every_run == 1 { "" } else { "s" },
+                if m.not_in_every_run == 1 { "its" } else { "their" }
+            );
         }
     }
-    if m.not_in_every_run > 0 {
+
+    /// One `regressed:` line per point and one `regressed series:` line per series.
+    fn regressions(&self, out: &mut String) {
+        let (m, c) = (self.matched, self.comparison);
+        let stat = self.settings.stat.name();
+        for (p, j) in m.points.iter().zip(&c.points).filter(|(_, j)| j.verdict == Change::Regression) {
+            let _ = writeln!(
+                out,
+                "regressed: {}: {stat} {:.2} -> {:.2} us ({:+.1}%, bar {:+.1}%)",
+                p.key, j.base, j.new, j.change_pct, j.bar_pct
+            );
+        }
+        for sj in c.series.iter().filter(|s| s.verdict == Change::Regression) {
+            let _ = writeln!(
+                out,
+                "regressed series: {} over {} sizes: {stat} ratio {:.3} ({:+.1}%, bar {:+.1}%)",
+                series_text(sj.key),
+                sj.sizes,
+                sj.ratio,
+                sj.change_pct,
+                sj.bar_pct
+            );
+        }
+    }
+
+    /// The last line: the counts.
+    fn summary(&self, out: &mut String) {
+        let (base, new, m, c, s) = (self.base, self.new, self.matched, self.comparison, self.settings);
+        let stat = s.stat.name();
+        let count = |v: Change| c.points.iter().filter(|j| j.verdict == v).count();
+        let scount = |v: Change| c.series.iter().filter(|j| j.verdict == v).count();
+        let regressions = count(Change::Regression);
         let _ = writeln!(
             out,
-            "# note: {} point{} not in every run of {} side left out",
-            m.not_in_every_run,
-            if m.not_in_every_run == 1 { "" } else { "s" },
-            if m.not_in_every_run == 1 { "its" } else { "their" }
+            "compare: {} point{} in common: {} regression{}, {} improved, {} beyond {}% within noise, {} within {}%; series: {} regressed, {} improved of {}; judged on the {stat}, {}; {} only in base, {} only in new",
+            c.points.len(),
+            if c.points.len() == 1 { "" } else { "s" },
+            regressions,
+            if regressions == 1 { "" } else { "s" },
+            count(Change::Improvement),
+            count(Change::WithinNoise),
+            s.threshold_pct,
+            count(Change::Unchanged) + count(Change::NoRatio),
+            s.threshold_pct,
+            scount(Change::Regression),
+            scount(Change::Improvement),
+            c.series.len(),
+            match c.noise {
+                Noise::BetweenRuns => format!("{} vs {} runs", base.len(), new.len()),
+                Noise::BetweenSizes => "one run per side (drift not separable)".to_string(),
+            },
+            m.only_base.len(),
+            m.only_new.len()
         );
     }
-    for (p, j) in m.points.iter().zip(&c.points).filter(|(_, j)| j.verdict == Verdict::Regression) {
-        let _ = writeln!(
-            out,
-            "regressed: {}: {stat} {:.2} -> {:.2} us ({:+.1}%, bar {:+.1}%)",
-            p.key, j.base, j.new, j.change_pct, j.bar_pct
-        );
-    }
-    for sj in c.series.iter().filter(|s| s.verdict == Verdict::Regression) {
-        let _ = writeln!(
-            out,
-            "regressed series: {} over {} sizes: {stat} ratio {:.3} ({:+.1}%, bar {:+.1}%)",
-            series_text(sj.key),
-            sj.sizes,
-            sj.ratio,
-            sj.change_pct,
-            sj.bar_pct
-        );
-    }
-    let count = |v: Verdict| c.points.iter().filter(|j| j.verdict == v).count();
-    let scount = |v: Verdict| c.series.iter().filter(|j| j.verdict == v).count();
-    let regressions = count(Verdict::Regression);
-    let _ = writeln!(
-        out,
-        "compare: {} point{} in common: {} regression{}, {} improved, {} beyond {}% within noise, {} within {}%; series: {} regressed, {} improved of {}; judged on the {stat}, {}; {} only in base, {} only in new",
-        c.points.len(),
-        if c.points.len() == 1 { "" } else { "s" },
-        regressions,
-        if regressions == 1 { "" } else { "s" },
-        count(Verdict::Improvement),
-        count(Verdict::WithinNoise),
-        s.threshold_pct,
-        count(Verdict::Unchanged) + count(Verdict::NoRatio),
-        s.threshold_pct,
-        scount(Verdict::Regression),
-        scount(Verdict::Improvement),
-        c.series.len(),
-        match c.noise {
-            Noise::BetweenRuns => format!("{} vs {} runs", base.len(), new.len()),
-            Noise::BetweenSizes => "one run per side (drift not separable)".to_string(),
-        },
-        m.only_base.len(),
-        m.only_new.len()
-    );
-    out
 }
 
 #[cfg(test)]
@@ -871,14 +937,14 @@ mod tests {
 
     fn compare<'a>(base: &'a [Run], new: &'a [Run]) -> (Matched<'a>, Comparison<'a>) {
         let m = match_runs(base, new).unwrap();
-        let c = judge_all(&m.points, base.len(), new.len(), &settings());
+        let c = classify_all(&m.points, base.len(), new.len(), &settings());
         (m, c)
     }
 
     fn regressions(c: &Comparison) -> (usize, usize) {
         (
-            c.points.iter().filter(|j| j.verdict == Verdict::Regression).count(),
-            c.series.iter().filter(|j| j.verdict == Verdict::Regression).count(),
+            c.points.iter().filter(|j| j.verdict == Change::Regression).count(),
+            c.series.iter().filter(|j| j.verdict == Change::Regression).count(),
         )
     }
 
@@ -942,7 +1008,7 @@ mod tests {
         let a = [sweep("a", |_, _| 1.0)];
         let (_, c) = compare(&a, &a);
         assert_eq!(c.noise, Noise::BetweenSizes);
-        assert!(c.points.iter().all(|j| j.verdict == Verdict::Unchanged && j.ratio == 1.0));
+        assert!(c.points.iter().all(|j| j.verdict == Change::Unchanged && j.ratio == 1.0));
         assert_eq!(c.series.len(), 2, "one series per collective here");
         assert_eq!(regressions(&c), (0, 0));
     }
@@ -960,7 +1026,7 @@ mod tests {
         let slow = [sweep("slow", |coll, s| (1.0 + 0.2 * jitter(2, s)) * if coll == "all-reduce" { 1.3 } else { 1.0 })];
         let (_, c) = compare(&a, &slow);
         let flagged: Vec<&str> =
-            c.series.iter().filter(|s| s.verdict == Verdict::Regression).map(|s| s.key.collective.as_str()).collect();
+            c.series.iter().filter(|s| s.verdict == Change::Regression).map(|s| s.key.collective.as_str()).collect();
         assert_eq!(flagged, vec!["all-reduce"], "{c:?}");
     }
 
@@ -986,7 +1052,7 @@ mod tests {
             .collect();
         let (_, c) = compare(&base, &slow);
         let flagged: Vec<&str> =
-            c.series.iter().filter(|s| s.verdict == Verdict::Regression).map(|s| s.key.collective.as_str()).collect();
+            c.series.iter().filter(|s| s.verdict == Change::Regression).map(|s| s.key.collective.as_str()).collect();
         assert_eq!(flagged, vec!["all-gather"], "{c:?}");
     }
 
@@ -998,7 +1064,7 @@ mod tests {
         let new = [sweep("n1", |_, _| 1000.0), sweep("n2", |_, s| 1.0 + 0.03 * jitter(8, s))];
         let (_, c) = compare(&base, &new);
         assert_eq!(regressions(&c), (0, 0), "{c:?}");
-        assert!(c.series.iter().all(|s| s.verdict == Verdict::WithinNoise));
+        assert!(c.series.iter().all(|s| s.verdict == Change::WithinNoise));
     }
 
     #[test]
@@ -1008,7 +1074,7 @@ mod tests {
         let (m, c) = compare(&a, &b);
         for (p, j) in m.points.iter().zip(&c.points) {
             let doctored = p.key.collective == "all-reduce" && p.key.size_bytes >= 4096;
-            assert_eq!(j.verdict == Verdict::Regression, doctored, "{p:?} {j:?}");
+            assert_eq!(j.verdict == Change::Regression, doctored, "{p:?} {j:?}");
             if doctored {
                 assert!((j.change_pct - 30.0).abs() < 1e-9);
                 assert!((j.other_change_pct - 30.0).abs() < 1e-9, "the mean moved the same way");
@@ -1020,7 +1086,7 @@ mod tests {
         // Faster is an improvement.
         let b = [sweep("b", |_, _| 0.7)];
         let (_, c) = compare(&a, &b);
-        assert!(c.points.iter().all(|j| j.verdict == Verdict::Improvement));
+        assert!(c.points.iter().all(|j| j.verdict == Change::Improvement));
         assert_eq!(regressions(&c), (0, 0));
     }
 
@@ -1035,13 +1101,10 @@ mod tests {
         }
         let b = [b];
         let m = match_runs(&a, &b).unwrap();
-        let med = judge_all(&m.points, 1, 1, &settings());
-        assert!(med
-            .points
-            .iter()
-            .all(|j| j.verdict == Verdict::Unchanged && (j.other_change_pct - 100.0).abs() < 1e-9));
-        let mean = judge_all(&m.points, 1, 1, &Settings { stat: Stat::Mean, ..settings() });
-        assert!(mean.points.iter().all(|j| j.verdict == Verdict::Regression && j.other_change_pct.abs() < 1e-9));
+        let med = classify_all(&m.points, 1, 1, &settings());
+        assert!(med.points.iter().all(|j| j.verdict == Change::Unchanged && (j.other_change_pct - 100.0).abs() < 1e-9));
+        let mean = classify_all(&m.points, 1, 1, &Settings { stat: Stat::Mean, ..settings() });
+        assert!(mean.points.iter().all(|j| j.verdict == Change::Regression && j.other_change_pct.abs() < 1e-9));
     }
 
     #[test]
@@ -1049,7 +1112,7 @@ mod tests {
         let a = [run("a", vec![row("all-reduce", 8, 0.0, 2)])];
         let b = [run("b", vec![row("all-reduce", 8, 1.0, 2)])];
         let (_, c) = compare(&a, &b);
-        assert_eq!(c.points[0].verdict, Verdict::NoRatio);
+        assert_eq!(c.points[0].verdict, Change::NoRatio);
         assert!(c.series.is_empty());
     }
 
@@ -1063,5 +1126,55 @@ mod tests {
         assert_eq!(g[0].1, vec![8, 16]);
         assert_eq!(sizes_text(&g[0].1), "2 sizes (8 16)");
         assert_eq!(sizes_text(&[1, 2, 4, 8, 16, 32, 1024]), "7 sizes (1 .. 1K)");
+    }
+
+    #[test]
+    fn the_report_has_each_part_once_and_in_order() {
+        // A made-up comparison: all-reduce 30% slower from 64 B on (9 of its 12 sizes); new lacks
+        // all-gather at 16K and has all-reduce at 32M more.
+        let a = sweep("a.csv", |_, _| 1.0);
+        let mut b = sweep("b.csv", |coll, s| if coll == "all-reduce" && s >= 64 { 1.3 } else { 1.0 });
+        b.rows.retain(|r| !(r.key.collective == "all-gather" && r.key.size_bytes == 16384));
+        b.rows.push(row("all-reduce", 32 << 20, 5.0, 99));
+        let (a, b) = ([a], [b]);
+        let (m, c) = compare(&a, &b);
+        let text = render(&a, &b, &m, &c, &settings());
+        let lines: Vec<&str> = text.lines().collect();
+        // Header: names, statistic, noise, bar.
+        assert_eq!(
+            lines[0],
+            "# compare: base a.csv -> new b.csv; judged on the median time per call (median_us of each run)"
+        );
+        assert!(lines[1].starts_with("# noise: one run per side"), "{text}");
+        assert!(lines[2].starts_with("# regression: median slower by more than 5% "), "{text}");
+        // One table row per shared point (23 of them), after the two header lines.
+        let rows: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("  ")).collect();
+        assert_eq!(rows.len(), 23, "{text}");
+        assert_eq!(rows.iter().filter(|l| l.contains("REGRESSION")).count(), 9, "{text}");
+        // The series table: two series, all-reduce regressed.
+        let series: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("= ")).collect();
+        assert_eq!(series.len(), 2, "{text}");
+        assert!(series[0].starts_with("= all-reduce") && series[0].ends_with("REGRESSION"), "{text}");
+        // Unmatched points, sizes as the flags take them.
+        assert!(lines.contains(&"# only in a.csv: all-gather mpi float sum out-of-place: 1 size (16K)"), "{text}");
+        assert!(lines.contains(&"# only in b.csv: all-reduce mpi float sum out-of-place: 1 size (32M)"), "{text}");
+        // One line per regressed point, one for the series, then the summary last.
+        assert_eq!(
+            lines.iter().filter(|l| l.starts_with("regressed: all-reduce mpi float sum out-of-place ")).count(),
+            9
+        );
+        assert!(
+            lines.contains(
+                &"regressed: all-reduce mpi float sum out-of-place 16K: median 17.38 -> 22.60 us (+30.0%, bar +5.0%)"
+            ),
+            "{text}"
+        );
+        assert_eq!(lines.iter().filter(|l| l.starts_with("regressed series: all-reduce ")).count(), 1, "{text}");
+        let last = lines.last().unwrap();
+        assert!(
+            last.starts_with("compare: 23 points in common: 9 regressions, 0 improved, 0 beyond 5% within noise, 14 within 5%; series: 1 regressed, 0 improved of 2;")
+                && last.ends_with("1 only in base, 1 only in new"),
+            "{text}"
+        );
     }
 }

@@ -56,7 +56,7 @@ impl fmt::Display for Key {
             self.dtype,
             self.op,
             self.placement,
-            human_bytes(self.size_bytes)
+            crate::size::human(self.size_bytes)
         )
     }
 }
@@ -205,17 +205,6 @@ fn csv_reason(e: &csv::Error) -> String {
     }
 }
 
-/// Sizes as the sweep's flags take them: binary suffixes, exact (`4K`, `1M`, `1536`).
-pub fn human_bytes(b: u64) -> String {
-    const UNITS: &[(u64, &str)] = &[(1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
-    for (unit, suffix) in UNITS {
-        if b >= *unit && b % unit == 0 {
-            return format!("{}{suffix}", b / unit);
-        }
-    }
-    b.to_string()
-}
-
 /// Parse a file subcommand's flags; on `--help`, `--version` or a usage error, print what
 /// [`clap_outcome`] says and return its exit code.
 pub fn parse_or_exit<T: clap::Parser>(name: &str, form: &str, args: &[String]) -> std::result::Result<T, i32> {
@@ -322,15 +311,5 @@ mod tests {
         }
         let f = write("\u{0}\u{1}\u{ff}binary");
         assert!(read(f.path()).is_err());
-    }
-
-    #[test]
-    fn sizes_print_with_binary_suffixes() {
-        assert_eq!(human_bytes(0), "0");
-        assert_eq!(human_bytes(8), "8");
-        assert_eq!(human_bytes(1536), "1536");
-        assert_eq!(human_bytes(4096), "4K");
-        assert_eq!(human_bytes(64 << 20), "64M");
-        assert_eq!(human_bytes(8 << 30), "8G");
     }
 }

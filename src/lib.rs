@@ -5,14 +5,13 @@
 //! the driver ([`sweep`]) runs each collective ([`collective`], one module each) on a
 //! [`backend`] (MPI, NCCL) and produces plain records ([`record`]) → reports ([`report`]: table,
 //! CSV) on rank 0. [`world`] holds everything MPI-wide (ranks, node split, agreement);
-//! [`launch`] cross-checks MPI's view of the job with the launcher's environment; [`check`]
+//! [`launch`] cross-checks MPI's view of the job with the launcher's environment; [`verify`]
 //! makes exact input patterns and verifies outputs; [`stats`] summarises samples. [`info`] reports
 //! what every host has (versions, CPU, memory, network, NCCL, GPUs) and which hosts differ.
 
 pub mod acceptance;
 pub mod app;
 pub mod backend;
-pub mod check;
 pub mod cli;
 pub mod collective;
 pub mod compare;
@@ -31,5 +30,6 @@ pub mod size;
 pub mod stats;
 pub mod sweep;
 pub mod tune;
+pub mod verify;
 pub mod watchdog;
 pub mod world;

@@ -8,17 +8,18 @@
 //! and on 1-2-5 steps (times). Text uses DejaVu Sans, embedded, so PNGs need no system fonts.
 //! The image is drawn in memory and written at the end: an error leaves no file behind.
 
-use crate::csvread::{self, human_bytes, Row};
+use crate::csvread::{self, Row};
 use crate::error::{exit, Error, Result};
 use crate::record::Placement;
+use crate::size::human;
 use clap::{Parser, ValueEnum};
-use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
+use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged, ValueFormatter};
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::CoordTranslate;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::collections::HashMap;
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 const FORM: &str = "coll-bench plot RUN.csv [MORE.csv…] -o FILE.svg|FILE.png";
@@ -116,15 +117,39 @@ pub fn main(args: &[String]) -> i32 {
     }
 }
 
-/// Plot one finished run's CSV to `output` with the default settings: the sweep's `--plot FILE`
+/// Plot one finished run's CSV to `output` with the default style: the sweep's `--plot FILE`
 /// (its path checked before the run, its directory made if missing).
 pub fn plot_run(csv: &Path, output: &Path, policy: crate::report::Policy) -> Result<()> {
-    let argv =
-        [OsString::from("plot"), csv.as_os_str().to_owned(), OsString::from("-o"), output.as_os_str().to_owned()];
-    let mut args = Args::try_parse_from(argv).map_err(|e| Error::usage(format!("--plot: {e}")))?;
-    args.force = policy.force;
-    args.follow_symlinks = policy.follow_symlinks;
-    run(&args, "--plot", true)
+    write_plot(&[csv.to_path_buf()], output, &Style::default(), policy, "--plot", true)
+}
+
+/// How the image looks: every flag of `plot` but the files, the output and the file policy.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Style {
+    placement: PlacementChoice,
+    stat: Stat,
+    width: u32,
+    height: u32,
+    title: Option<String>,
+}
+
+impl Default for Style {
+    /// The flags' defaults (a test checks that they agree).
+    fn default() -> Style {
+        Style { placement: PlacementChoice::Out, stat: Stat::Mean, width: 1200, height: 900, title: None }
+    }
+}
+
+impl Args {
+    fn style(&self) -> Style {
+        Style {
+            placement: self.placement,
+            stat: self.stat,
+            width: self.width,
+            height: self.height,
+            title: self.title.clone(),
+        }
+    }
 }
 
 /// Check, before a sweep starts, that `path` names an SVG or PNG file (`--plot FILE`).
@@ -146,21 +171,34 @@ fn format_of(path: &Path) -> Result<Format> {
 }
 
 fn run(args: &Args, flag: &str, make_dirs: bool) -> Result<()> {
-    let format = format_of(&args.output)?;
     let policy = crate::report::Policy { force: args.force, follow_symlinks: args.follow_symlinks };
+    write_plot(&args.files, &args.output, &args.style(), policy, flag, make_dirs)
+}
+
+/// Read `files`, draw them in `style` and write the image to `output` (named `flag` in errors).
+/// `make_dirs`: the sweep's `--plot`, whose path was checked before the run; the standalone
+/// subcommand checks the image and the CSVs here, before drawing.
+fn write_plot(
+    files: &[PathBuf],
+    output: &Path,
+    style: &Style,
+    policy: crate::report::Policy,
+    flag: &str,
+    make_dirs: bool,
+) -> Result<()> {
+    let format = format_of(output)?;
     if !make_dirs {
-        // The standalone subcommand: the image and the CSVs it reads are checked before drawing.
-        let inputs: Vec<(&str, &Path)> = args.files.iter().map(|f| ("an input", f.as_path())).collect();
-        crate::report::outfile::check(&[(flag, &args.output)], &inputs, policy)?;
+        let inputs: Vec<(&str, &Path)> = files.iter().map(|f| ("an input", f.as_path())).collect();
+        crate::report::outfile::check(&[(flag, output)], &inputs, policy)?;
     }
     let mut runs = vec![];
-    for f in &args.files {
+    for f in files {
         runs.push(csvread::read(f).map_err(|e| Error::usage(format!("{e}; expected {FORM}")))?);
     }
-    let names = file_labels(&args.files);
-    let plot = Plot::build(&names, &runs, args.placement, args.stat)?;
-    let title = args.title.clone().unwrap_or_else(|| default_title(&names, &runs));
-    let size = (args.width, args.height);
+    let names = file_labels(files);
+    let plot = Plot::build(&names, &runs, style.placement, style.stat)?;
+    let title = style.title.clone().unwrap_or_else(|| default_title(&names, &runs));
+    let size = (style.width, style.height);
     let bytes = match format {
         Format::Svg => {
             let mut text = String::new();
@@ -172,7 +210,7 @@ fn run(args: &Args, flag: &str, make_dirs: bool) -> Result<()> {
             text.into_bytes()
         }
         Format::Png => {
-            let mut pixels = vec![0u8; args.width as usize * args.height as usize * 3];
+            let mut pixels = vec![0u8; style.width as usize * style.height as usize * 3];
             {
                 let root = BitMapBackend::with_buffer(&mut pixels, size).into_drawing_area();
                 draw(&root, &plot, &title).map_err(draw_error)?;
@@ -181,7 +219,7 @@ fn run(args: &Args, flag: &str, make_dirs: bool) -> Result<()> {
             encode_png(&pixels, size)?
         }
     };
-    crate::report::outfile::replace(flag, &args.output, &bytes, policy, make_dirs)
+    crate::report::outfile::replace(flag, output, &bytes, policy, make_dirs)
 }
 
 fn draw_error(e: impl std::fmt::Display) -> Error {
@@ -438,7 +476,7 @@ fn log10_ticks(lo: f64, hi: f64, max: usize) -> Vec<f64> {
 
 fn size_label(log2: &f64) -> String {
     let b = 2f64.powf(*log2).round() as u64;
-    human_bytes(b)
+    human(b)
 }
 
 fn number_label(v: f64) -> String {
@@ -475,45 +513,23 @@ where
     let xmax_labels = ((w - legend_w) as f64 / (font * 4.5)) as usize;
     let x_axis = LogAxis { lo: x0, hi: x1, bold: ticks(x0, x1, xmax_labels.max(2)), light: ticks(x0, x1, 1000) };
 
-    let label_font = ("sans-serif", font).into_font();
-    let desc_font = ("sans-serif", font * 1.1).into_font();
-    let mesh_light = RGBColor(235, 235, 235);
-    let mesh_bold = RGBColor(200, 200, 200);
-    let x_desc = "message size (bytes, log2 scale)";
+    let frame = Frame { x: x_axis, font };
 
     // Panel 1: bus bandwidth, linear from 0.
     let bw_max = all().map(|p| p.1).filter(|v| v.is_finite()).fold(0.0f64, f64::max);
     let bw_top = if bw_max > 0.0 { bw_max * 1.08 } else { 1.0 };
-    {
-        let mut chart = ChartBuilder::on(&panels[0])
-            .margin(font * 0.8)
-            .x_label_area_size(font * 3.2)
-            .y_label_area_size(font * 4.8)
-            .build_cartesian_2d(x_axis.clone(), 0f64..bw_top)
-            .map_err(e)?;
-        chart
-            .configure_mesh()
-            .x_label_formatter(&size_label)
-            .y_label_formatter(&|v| number_label(*v))
-            .y_labels(8)
-            .x_desc(x_desc)
-            .y_desc(match plot.stat {
-                Stat::Mean => "bus bandwidth (GB/s)",
-                Stat::Median => "bus bandwidth at the median time (GB/s)",
-            })
-            .label_style(label_font.clone())
-            .axis_desc_style(desc_font.clone())
-            .light_line_style(mesh_light)
-            .bold_line_style(mesh_bold)
-            .max_light_lines(1)
-            .draw()
-            .map_err(e)?;
-        for (i, s) in plot.series.iter().enumerate() {
-            let pts: Vec<(f64, f64)> =
-                s.points.iter().filter(|p| p.1.is_finite()).map(|p| ((p.0 as f64).log2(), p.1)).collect();
-            line_with_markers(&mut chart, &pts, i, s.file, font).map_err(e)?;
-        }
-    }
+    let bandwidth = Panel {
+        y: RangedCoordf64::from(0f64..bw_top),
+        y_desc: match plot.stat {
+            Stat::Mean => "bus bandwidth (GB/s)",
+            Stat::Median => "bus bandwidth at the median time (GB/s)",
+        },
+        y_label: bandwidth_label,
+        y_labels: Some(8),
+        max_light_lines: Some(1),
+        value: bandwidth_of,
+    };
+    draw_panel(&panels[0], plot, &frame, &bandwidth).map_err(e)?;
 
     // Panel 2: time per call, log10.
     let times: Vec<f64> = all().map(|p| p.2).filter(|v| v.is_finite() && *v > 0.0).collect();
@@ -521,41 +537,18 @@ where
     let tmax = times.iter().copied().fold(0.0f64, f64::max);
     let (y0, y1) = if times.is_empty() { (0.0, 1.0) } else { (tmin.log10() - 0.15, tmax.log10() + 0.15) };
     let ymax_labels = (panels[1].dim_in_pixel().1 as f64 / (font * 2.5)) as usize;
-    {
-        let mut chart = ChartBuilder::on(&panels[1])
-            .margin(font * 0.8)
-            .x_label_area_size(font * 3.2)
-            .y_label_area_size(font * 4.8)
-            .build_cartesian_2d(
-                x_axis.clone(),
-                LogAxis { lo: y0, hi: y1, bold: log10_ticks(y0, y1, ymax_labels.max(2)), light: vec![] },
-            )
-            .map_err(e)?;
-        chart
-            .configure_mesh()
-            .x_label_formatter(&size_label)
-            .y_label_formatter(&|v| number_label(10f64.powf(*v)))
-            .x_desc(x_desc)
-            .y_desc(match plot.stat {
-                Stat::Mean => "time per call, mean (µs, log scale)",
-                Stat::Median => "time per call, median (µs, log scale)",
-            })
-            .label_style(label_font.clone())
-            .axis_desc_style(desc_font.clone())
-            .light_line_style(mesh_light)
-            .bold_line_style(mesh_bold)
-            .draw()
-            .map_err(e)?;
-        for (i, s) in plot.series.iter().enumerate() {
-            let pts: Vec<(f64, f64)> = s
-                .points
-                .iter()
-                .filter(|p| p.2.is_finite() && p.2 > 0.0)
-                .map(|p| ((p.0 as f64).log2(), p.2.log10()))
-                .collect();
-            line_with_markers(&mut chart, &pts, i, s.file, font).map_err(e)?;
-        }
-    }
+    let time = Panel {
+        y: LogAxis { lo: y0, hi: y1, bold: log10_ticks(y0, y1, ymax_labels.max(2)), light: vec![] },
+        y_desc: match plot.stat {
+            Stat::Mean => "time per call, mean (µs, log scale)",
+            Stat::Median => "time per call, median (µs, log scale)",
+        },
+        y_label: time_label,
+        y_labels: None,
+        max_light_lines: None,
+        value: time_of,
+    };
+    draw_panel(&panels[1], plot, &frame, &time).map_err(e)?;
 
     // The legend: a line with the series' marker, then its label.
     let row_h = (font * 1.6) as i32;
@@ -578,6 +571,89 @@ where
                 TextStyle::from(("sans-serif", font).into_font()).pos(Pos::new(HPos::Left, VPos::Center)),
             ))
             .map_err(e)?;
+    }
+    Ok(())
+}
+
+/// What both panels share: the size axis and the font size.
+struct Frame {
+    x: LogAxis,
+    font: f64,
+}
+
+/// One panel: its y axis, how that axis is described and labelled, and which value of a point
+/// it draws.
+struct Panel<Y> {
+    y: Y,
+    y_desc: &'static str,
+    y_label: fn(&f64) -> String,
+    /// How many y labels to ask plotters for (None: its default).
+    y_labels: Option<usize>,
+    /// Light mesh lines between two bold ones (None: plotters' default).
+    max_light_lines: Option<usize>,
+    /// A point's y on this panel, None where it has none there.
+    value: fn(&PlotPoint) -> Option<f64>,
+}
+
+impl<Y> Panel<Y> {
+    /// A series' points on this panel: (log2 of the size, y), those without a y left out.
+    fn points(&self, s: &Series) -> Vec<(f64, f64)> {
+        s.points.iter().filter_map(|p| (self.value)(p).map(|y| ((p.0 as f64).log2(), y))).collect()
+    }
+}
+
+/// The bandwidth panel's y: the bus bandwidth, where it is a number.
+fn bandwidth_of(p: &PlotPoint) -> Option<f64> {
+    p.1.is_finite().then_some(p.1)
+}
+
+/// The time panel's y: log10 of the time per call, where it is a positive time.
+fn time_of(p: &PlotPoint) -> Option<f64> {
+    (p.2.is_finite() && p.2 > 0.0).then(|| p.2.log10())
+}
+
+fn bandwidth_label(v: &f64) -> String {
+    number_label(*v)
+}
+
+fn time_label(log10: &f64) -> String {
+    number_label(10f64.powf(*log10))
+}
+
+/// Draw one panel on `area`: its mesh and axes, then every series as a line with markers.
+fn draw_panel<DB: DrawingBackend, Y>(
+    area: &DrawingArea<DB, Shift>,
+    plot: &Plot,
+    frame: &Frame,
+    panel: &Panel<Y>,
+) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>>
+where
+    Y: Ranged<ValueType = f64> + ValueFormatter<f64> + Clone,
+{
+    let font = frame.font;
+    let mut chart = ChartBuilder::on(area)
+        .margin(font * 0.8)
+        .x_label_area_size(font * 3.2)
+        .y_label_area_size(font * 4.8)
+        .build_cartesian_2d(frame.x.clone(), panel.y.clone())?;
+    let mut mesh = chart.configure_mesh();
+    mesh.x_label_formatter(&size_label)
+        .y_label_formatter(&panel.y_label)
+        .x_desc("message size (bytes, log2 scale)")
+        .y_desc(panel.y_desc)
+        .label_style(("sans-serif", font).into_font())
+        .axis_desc_style(("sans-serif", font * 1.1).into_font())
+        .light_line_style(RGBColor(235, 235, 235))
+        .bold_line_style(RGBColor(200, 200, 200));
+    if let Some(n) = panel.y_labels {
+        mesh.y_labels(n);
+    }
+    if let Some(n) = panel.max_light_lines {
+        mesh.max_light_lines(n);
+    }
+    mesh.draw()?;
+    for (i, s) in plot.series.iter().enumerate() {
+        line_with_markers(&mut chart, &panel.points(s), i, s.file, font)?;
     }
     Ok(())
 }
@@ -776,5 +852,66 @@ mod tests {
     fn files_are_named_by_file_name_unless_two_share_it() {
         let l = file_labels(&[PathBuf::from("x/run.csv"), PathBuf::from("y/run.csv"), PathBuf::from("z/other.csv")]);
         assert_eq!(l, vec!["x/run.csv", "y/run.csv", "other.csv"]);
+    }
+
+    #[test]
+    fn the_flags_defaults_are_the_default_style() {
+        // `--plot` draws with Style::default(), `plot` with its flags: without flags, the same.
+        let parse = |extra: &[&str]| {
+            let mut argv = vec!["plot", "r.csv", "-o", "r.svg"];
+            argv.extend_from_slice(extra);
+            Args::try_parse_from(argv).unwrap().style()
+        };
+        assert_eq!(parse(&[]), Style::default());
+        assert_ne!(parse(&["--stat", "median"]), Style::default());
+        assert_ne!(parse(&["--width", "640"]), Style::default());
+    }
+
+    fn series(file: usize, points: Vec<PlotPoint>) -> Series {
+        Series { label: format!("series of file {file}"), file, points }
+    }
+
+    #[test]
+    fn each_panel_draws_the_points_it_has_a_value_for() {
+        let s = series(0, vec![(8, 1.0, 2.0), (16, f64::NAN, 10.0), (32, 3.0, 0.0)]);
+        let panel = |value: fn(&PlotPoint) -> Option<f64>| Panel {
+            y: RangedCoordf64::from(0f64..1.0),
+            y_desc: "",
+            y_label: bandwidth_label,
+            y_labels: None,
+            max_light_lines: None,
+            value,
+        };
+        // x is log2 of the size; bandwidth where it is a number, log10 time where it is positive.
+        assert_eq!(panel(bandwidth_of).points(&s), vec![(3.0, 1.0), (5.0, 3.0)]);
+        assert_eq!(panel(time_of).points(&s), vec![(3.0, 2f64.log10()), (4.0, 1.0)]);
+        assert_eq!(time_label(&2.0), "100");
+        assert_eq!(bandwidth_label(&1.5), "1.5");
+    }
+
+    #[test]
+    fn both_panels_are_drawn_into_the_image() {
+        // File 0's markers are circles, file 1's triangles (polygons): count them in the SVG.
+        let plot = Plot {
+            series: vec![
+                series(0, vec![(8, 1.0, 2.0), (16, f64::NAN, 10.0), (32, 3.0, 5.0)]),
+                series(1, vec![(8, 2.0, 4.0), (16, 4.0, 8.0)]),
+            ],
+            stat: Stat::Mean,
+        };
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, (900, 700)).into_drawing_area();
+            draw(&root, &plot, "two panels").unwrap();
+            root.present().unwrap();
+        }
+        let count = |needle: &str| svg.matches(needle).count();
+        assert_eq!(count("bus bandwidth (GB/s)"), 1, "the bandwidth panel's axis");
+        assert_eq!(count("time per call, mean (µs, log scale)"), 1, "the time panel's axis");
+        assert_eq!(count("message size (bytes, log2 scale)"), 2, "a size axis on each panel");
+        // Circles: 2 on the bandwidth panel (one point has none), 3 on the time panel, 1 in
+        // the legend. Triangles: 2 + 2 + 1.
+        assert_eq!(count("<circle"), 6, "{svg}");
+        assert_eq!(count("<polygon"), 5, "{svg}");
     }
 }

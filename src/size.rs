@@ -28,20 +28,19 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 pub const SIZE_FORM: &str =
     "a positive whole number of bytes with an optional K, M or G suffix (binary, 1K = 1024), e.g. 8, 64K, 128M, 1G";
 
-/// `8 B`, `64 KiB`, `1.5 MiB`: for headers and footers, not for tables (they print bytes).
+/// A byte count as the size flags take it, exact: `8`, `1536`, `64K`, `1M`, `16G` (binary, the
+/// largest suffix that divides it). The one byte formatter of coll-bench: tables, footers, error
+/// messages, plots, compare and the specs `spec from-run` writes all print sizes with it, so any
+/// size shown can be typed back (`parse_size(&human(b)) == Ok(b)` for every b > 0).
 pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
+    const UNITS: [(u32, &str); 4] = [(40, "T"), (30, "G"), (20, "M"), (10, "K")];
+    for (shift, suffix) in UNITS {
+        let unit = 1u64 << shift;
+        if bytes >= unit && bytes % unit == 0 {
+            return format!("{}{suffix}", bytes / unit);
+        }
     }
-    if v.fract() == 0.0 {
-        format!("{v:.0} {}", UNITS[u])
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
+    bytes.to_string()
 }
 
 #[cfg(test)]
@@ -69,9 +68,22 @@ mod tests {
 
     #[test]
     fn human_sizes() {
-        assert_eq!(human(8), "8 B");
-        assert_eq!(human(65536), "64 KiB");
-        assert_eq!(human(64 << 20), "64 MiB");
-        assert_eq!(human(1536), "1.5 KiB");
+        assert_eq!(human(0), "0");
+        assert_eq!(human(8), "8");
+        assert_eq!(human(1023), "1023");
+        assert_eq!(human(1536), "1536");
+        assert_eq!(human(4096), "4K");
+        assert_eq!(human(65536), "64K");
+        assert_eq!(human(64 << 20), "64M");
+        assert_eq!(human(3 << 29), "1536M");
+        assert_eq!(human(8 << 30), "8G");
+        assert_eq!(human(2 << 40), "2T");
+    }
+
+    #[test]
+    fn human_sizes_read_back() {
+        for b in [1u64, 8, 1000, 1020, 1024, 1944, 65536, 1417176, (64 << 20) + 1024, 3 << 30, 5 << 40] {
+            assert_eq!(parse_size(&human(b)), Ok(b), "{b} printed as {}", human(b));
+        }
     }
 }

@@ -3,13 +3,13 @@
 //! separate pass. Produces [`Point`]s; prints nothing.
 
 use crate::backend::{Backend, Buf, Call};
-use crate::check::{fill_input, verify, Verdict, GUARD_BYTES, SENTINEL};
 use crate::collective::{Collective, Convention, Ctx, Kind, Layout};
 use crate::dtype::{DType, Op};
 use crate::error::Result;
 use crate::options::{Options, MAX_AUTO_ITERS, MIN_AUTO_ITERS};
 use crate::record::{Measurement, Placement, Point, Totals};
 use crate::stats::{rank_outliers, Summary, Warning};
+use crate::verify::{fill_input, verify, DataErrors, GUARD_BYTES, SENTINEL};
 use crate::watchdog::{Phase, Task, Watchdog};
 use crate::world::{aggregate, World};
 
@@ -212,7 +212,7 @@ impl<'a> Sweep<'a> {
     }
 
     /// The check pass: known input, sentinel-filled output, one call, compare.
-    fn check(&mut self, call: &Call) -> Result<Verdict> {
+    fn check(&mut self, call: &Call) -> Result<DataErrors> {
         let spec = call.kind.spec();
         let l = call.layout;
         let elem = call.dtype.size();
@@ -243,7 +243,7 @@ impl<'a> Sweep<'a> {
         if self.opts.debug_corrupt_rank == Some(c.rank) && spec.output_len(&c) > 0 {
             self.backend.write(Buf::Recv, recv_len, &mut |b| b[out_at * elem] ^= 0x40)?;
         }
-        let mut verdict = Verdict::default();
+        let mut verdict = DataErrors::default();
         self.backend.read(Buf::Recv, recv_len, &mut |b| {
             verdict = verify(spec, &c, dtype, op, b, out_at, guard_from);
         })?;

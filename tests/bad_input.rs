@@ -142,8 +142,8 @@ fn help_lists_every_subcommand_and_help_sub_works() {
 fn ranks_given_different_options_stop_together() {
     // MPMD launch: rank 1 gets another -e than rank 0.
     let dir = tempfile::tempdir().unwrap();
-    let o = launch_cmd(120)
-        .args(["-n", "1", BIN, "-e", "1K", "--csv", "x.csv", ":", "-n", "1", BIN, "-e", "2K", "--csv", "x.csv"])
+    let o = mpirun_cmd(1, 120)
+        .args(["-e", "1K", "--csv", "x.csv", ":", "-n", "1", BIN, "-e", "2K", "--csv", "x.csv"])
         .current_dir(dir.path())
         .output()
         .unwrap();
@@ -172,21 +172,18 @@ fn own_implementations_only_for_what_they_implement() {
 /// sees a world of one while the launcher's variables say two, and says so in one line.
 #[test]
 fn the_other_familys_launcher_is_named_as_the_cause() {
-    let (launcher, flags): (&str, &[&str]) =
-        if FAMILY == "mpich" { ("mpirun.openmpi", &["-q", "--oversubscribe"]) } else { ("mpiexec.mpich", &[]) };
-    if !on_path(launcher) {
+    let other = if FAMILY == "mpich" { "openmpi" } else { "mpich" };
+    // Its own per-family name only: a plain `mpiexec` may be this family's.
+    let launcher = launcher_of(other)[0];
+    if !launcher.ends_with(&format!(".{other}")) {
         use std::io::Write;
         let _ = writeln!(std::io::stderr(), "SKIPPED: the_other_familys_launcher_is_named_as_the_cause: no {launcher}");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let o = std::process::Command::new("timeout")
-        .args(["--kill-after=5", "60", launcher])
-        .args(flags)
+    let o = launch_cmd_of(other, 60)
         .args(["-n", "2", BIN, "-e", "1K", "--csv", "x.csv"])
         .current_dir(dir.path())
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .output()
         .unwrap();
     let err = stderr(&o);

@@ -52,19 +52,22 @@ fn every_field_present(out: &str) {
 /// (the last) with NCCL_DEBUG=INFO, in two app contexts (Open MPI `-x`, Hydra `-env`).
 fn info_run(n: usize, args: &[&str], odd: bool, env: &[(&str, &str)]) -> Output {
     let dir = tempfile::tempdir().unwrap();
-    let mut cmd = launch_cmd(120);
     let set = |var: &str, val: &str| -> Vec<String> {
         match FAMILY {
             "mpich" => vec!["-env".into(), var.into(), val.into()],
             _ => vec!["-x".into(), format!("{var}={val}")],
         }
     };
-    if odd {
+    let mut cmd = if odd {
+        let mut cmd = launch_cmd(120);
         cmd.args(["-n", &(n - 1).to_string()]).args(set("NCCL_DEBUG", "WARN")).arg(BIN).arg("info").args(args);
         cmd.args([":", "-n", "1"]).args(set("NCCL_DEBUG", "INFO")).arg(BIN).arg("info").args(args);
+        cmd
     } else {
-        cmd.args(["-n", &n.to_string(), BIN, "info"]).args(args);
-    }
+        let mut cmd = mpirun_cmd(n, 120);
+        cmd.arg("info").args(args);
+        cmd
+    };
     cmd.current_dir(dir.path()).env_remove("NCCL_DEBUG");
     for (k, v) in env {
         cmd.env(k, v);
@@ -170,7 +173,7 @@ fn nccl_and_gpus_are_reported_where_present() {
     let get = |f: &str| b[0].1.iter().find(|(k, _)| k == f).unwrap().1.clone();
     assert_eq!(get("NCCL"), format!("2.18.5 at {}", nccl.display()));
     assert_eq!(get("CUDA driver"), format!("12.4 at {}", cuda.display()));
-    assert_eq!(get("GPUs"), "0: Fake GPU 0 (0000:01:00.0, 16 GiB); 1: Fake GPU 1 (0000:02:00.0, 16 GiB)");
+    assert_eq!(get("GPUs"), "0: Fake GPU 0 (0000:01:00.0, 16G); 1: Fake GPU 1 (0000:02:00.0, 16G)");
 }
 
 #[test]

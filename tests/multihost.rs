@@ -171,7 +171,7 @@ fn a_slow_host_is_named_in_the_table() {
     assert!(line.contains(&format!("slowest: {},", bed.host(2))), "{line}");
     // 64 KiB at 10 Mbit/s takes 52 ms each way; unshaped, well under a millisecond on an idle
     // machine and a few ms when six ranks share two busy cores.
-    assert!(line.contains("(sendrecv 64 KiB, one way"), "{line}");
+    assert!(line.contains("(sendrecv 64K, one way"), "{line}");
 }
 
 /// Host 2's link goes down once the sweep (about 10 s) has written two rows: a fixed delay would

@@ -31,8 +31,8 @@ const STEERING: &[&str] = &[
 fn nccl_run(n: usize, args: &[&str], env: &[(&str, &str)]) -> (Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     // A guard, not a bar: 3 ranks on 2 cores under MPICH (busy-polling) take minutes.
-    let mut cmd = launch_cmd(600);
-    cmd.arg("-n").arg(n.to_string()).arg(BIN).args(["--backend", "nccl"]).args(args).current_dir(dir.path());
+    let mut cmd = mpirun_cmd(n, 600);
+    cmd.args(["--backend", "nccl"]).args(args).current_dir(dir.path());
     for v in STEERING {
         cmd.env_remove(v);
     }

@@ -147,8 +147,8 @@ fn the_abi_check_names_a_changed_value_and_a_changed_signature() {
 fn real_library_bootstrap(n: usize, venv: &Path, version: &str) {
     let dir = tempfile::tempdir().unwrap();
     let path = format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default());
-    let mut cmd = launch_cmd(600);
-    cmd.args(["-n", &n.to_string(), BIN, "--backend", "nccl", "--csv", "run.csv"]).current_dir(dir.path());
+    let mut cmd = mpirun_cmd(n, 600);
+    cmd.args(["--backend", "nccl", "--csv", "run.csv"]).current_dir(dir.path());
     for v in ["COLL_BENCH_NCCL_LIBRARY", "COLL_BENCH_CUDA_LIBRARY", "LD_LIBRARY_PATH", "CONDA_PREFIX"] {
         cmd.env_remove(v);
     }
@@ -196,8 +196,8 @@ fn the_real_library_is_found_in_a_virtualenv_and_its_unique_id_reaches_every_ran
 fn info_reports_the_real_library_of_the_active_virtualenv() {
     let Some(venv) = venv_or_skip("info_reports_the_real_library_of_the_active_virtualenv") else { return };
     let path = format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default());
-    let mut cmd = launch_cmd(120);
-    cmd.args(["-n", "2", BIN, "info", "--json"]).env("VIRTUAL_ENV", venv).env("PATH", path);
+    let mut cmd = mpirun_cmd(2, 120);
+    cmd.args(["info", "--json"]).env("VIRTUAL_ENV", venv).env("PATH", path);
     for v in ["COLL_BENCH_NCCL_LIBRARY", "LD_LIBRARY_PATH", "CONDA_PREFIX"] {
         cmd.env_remove(v);
     }

@@ -361,8 +361,7 @@ fn json_is_json_lines_while_running_and_one_document_at_the_end() {
 fn a_non_utf8_argument_is_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let bad = std::ffi::OsStr::from_bytes(b"run-\xff.csv");
-    let o =
-        launch_cmd(60).args(["-n", "2", BIN, "-e", "64", "--csv"]).arg(bad).current_dir(dir.path()).output().unwrap();
+    let o = mpirun_cmd(2, 60).args(["-e", "64", "--csv"]).arg(bad).current_dir(dir.path()).output().unwrap();
     let err = stderr(&o);
     assert_ne!(o.status.code(), Some(0), "{err}");
     if FAMILY != "mpich" {

@@ -46,8 +46,7 @@ struct Stopped {
 /// cannot, so only the stop trips it. The stop tests run one at a time (`SERIAL`).
 fn stop_one(dir: &Path, n: usize, victim: usize, limit: &str) -> Stopped {
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let mut child = launch_cmd(120)
-        .args(["-n", &n.to_string(), BIN])
+    let mut child = mpirun_cmd(n, 120)
         .args(["all-reduce", "-b", "8", "-e", "16K", "-i", "8", "-w", "2", "-n", "20", "-T", limit, "--csv", "run.csv"])
         .current_dir(dir)
         .stdout(Stdio::piped())

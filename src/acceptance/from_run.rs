@@ -14,9 +14,10 @@
 
 use super::spec;
 use crate::collective::Kind;
-use crate::csvread::{self, human_bytes, Row};
+use crate::csvread::{self, Row};
 use crate::dtype::{DType, Op};
 use crate::error::{exit, Error, Result};
+use crate::size::human;
 use clap::{Parser, Subcommand};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -238,7 +239,7 @@ pub fn render(rows: &[Row], margin: f64, margin_text: &str, run: &str) -> Result
                 .min_by(|a, b| a.1.total_cmp(&b.1))
                 .expect("the largest size is in the plateau");
             if bw > 0.0 {
-                let range = format!("{}..{}", human_bytes(plateau[0]), human_bytes(largest));
+                let range = format!("{}..{}", human(plateau[0]), human(largest));
                 head(&mut t, "bandwidth", &range);
                 let _ = writeln!(t, "plateau = \"{range}\"");
                 let _ = writeln!(
@@ -246,16 +247,16 @@ pub fn render(rows: &[Row], margin: f64, margin_text: &str, run: &str) -> Result
                     "min_busbw_gbps = {}   # baseline {} GB/s at {} (the weakest size of the plateau)",
                     float(bw / (1.0 + margin)),
                     float(bw),
-                    human_bytes(weakest)
+                    human(weakest)
                 );
                 tail(&mut t);
             }
         }
         let time = at_size(smallest, &|r| r.time_us);
         if time > 0.0 {
-            let size = if s.kind.spec().sized() { human_bytes(smallest) } else { "8".to_string() };
+            let size = if s.kind.spec().sized() { human(smallest) } else { "8".to_string() };
             head(&mut t, "latency", &format!("{size}..{size}"));
-            let at = if s.kind.spec().sized() { format!(" at {}", human_bytes(smallest)) } else { String::new() };
+            let at = if s.kind.spec().sized() { format!(" at {}", human(smallest)) } else { String::new() };
             let _ = writeln!(t, "max_time_us = {}   # baseline {} us{at}", float(time * (1.0 + margin)), float(time));
             tail(&mut t);
         }

@@ -5,7 +5,7 @@
 //! as a `<measurement>` line that Jenkins' measurement-plots plugin charts; `failure` and
 //! `skipped` elements as the schema has them.
 
-use super::{Outcome, Verdict};
+use super::{CheckResult, Outcome};
 use crate::error::Result;
 use std::fmt::Write;
 use std::path::Path;
@@ -15,7 +15,7 @@ fn esc(s: &str) -> String {
 }
 
 /// `context`: (name, value) pairs for the testsuite's `<properties>` (spec, CSV, ranks, …).
-pub fn render(spec: &str, verdicts: &[Verdict], context: &[(&str, String)]) -> String {
+pub fn render(spec: &str, verdicts: &[CheckResult], context: &[(&str, String)]) -> String {
     let failures = verdicts.iter().filter(|v| v.outcome == Outcome::Fail).count();
     let skipped = verdicts.iter().filter(|v| v.outcome == Outcome::Skip).count();
     let time: f64 = verdicts.iter().map(|v| v.seconds).sum();
@@ -74,7 +74,7 @@ pub fn render(spec: &str, verdicts: &[Verdict], context: &[(&str, String)]) -> S
 pub fn write(
     path: &Path,
     spec: &str,
-    verdicts: &[Verdict],
+    verdicts: &[CheckResult],
     context: &[(&str, String)],
     policy: crate::report::Policy,
 ) -> Result<()> {
@@ -89,8 +89,8 @@ mod junit10;
 mod tests {
     use super::*;
 
-    fn v(check: &'static str, outcome: Outcome) -> Verdict {
-        Verdict {
+    fn v(check: &'static str, outcome: Outcome) -> CheckResult {
+        CheckResult {
             rule: "a<b & \"c\"".into(),
             line: 3,
             collective: "all-reduce".into(),

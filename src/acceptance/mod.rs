@@ -99,7 +99,7 @@ pub enum Outcome {
 
 /// One line of the verdict table (one JUnit testcase).
 #[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Verdict {
+pub struct CheckResult {
     pub rule: String,
     pub line: usize,
     pub collective: String,
@@ -117,7 +117,7 @@ pub struct Verdict {
 }
 
 /// Judge one rule on the points of its repeats (all repeats' points together).
-pub fn judge(rule: &Rule, points: &[Point], hosts: &[String], seconds: f64) -> Vec<Verdict> {
+pub fn judge_rule(rule: &Rule, points: &[Point], hosts: &[String], seconds: f64) -> Vec<CheckResult> {
     fn placed(in_place: bool, p: &Point) -> &crate::record::Measurement {
         if in_place {
             &p.in_place
@@ -155,7 +155,7 @@ pub fn judge(rule: &Rule, points: &[Point], hosts: &[String], seconds: f64) -> V
     // The rule's time goes to its first check, so JUnit's totals add up.
     let first = std::cell::Cell::new(true);
     let base =
-        |check: &'static str, value: (&'static str, f64), measured: String, required: String, pass: bool| Verdict {
+        |check: &'static str, value: (&'static str, f64), measured: String, required: String, pass: bool| CheckResult {
             rule: rule.name.clone(),
             line: rule.line,
             collective: rule.collective.name().to_string(),
@@ -192,7 +192,7 @@ pub fn judge(rule: &Rule, points: &[Point], hosts: &[String], seconds: f64) -> V
                 format!(">= {min} GB/s"),
                 bw >= min,
             )),
-            None => out.push(Verdict {
+            None => out.push(CheckResult {
                 outcome: Outcome::Skip,
                 value: None,
                 ..base("busbw", ("busbw_gbps", 0.0), "no size in the plateau".into(), format!(">= {min} GB/s"), false)
@@ -331,7 +331,7 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
             let _ = writeln!(out, "# measurements: {}", p.display());
         }
     }
-    let judged = judge_rules(world, opts, &spec, &by_host, &mut csv, progress.as_ref(), &mut out);
+    let judged = run_rules(world, opts, &spec, &by_host, &mut csv, progress.as_ref(), &mut out);
     if let Some(bar) = &progress {
         bar.finish();
     }
@@ -388,7 +388,7 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
 
 /// Run and judge every rule, each measurement appended to `csv` (rank 0) as it comes, the bar
 /// advanced and one line per rule printed to `out` (rank 0) as each finishes.
-fn judge_rules(
+fn run_rules(
     world: &World,
     opts: &CheckOptions,
     spec: &Spec,
@@ -396,13 +396,13 @@ fn judge_rules(
     csv: &mut Option<CsvReport>,
     progress: Option<&ProgressReport>,
     out: &mut impl Write,
-) -> Result<Vec<Verdict>> {
+) -> Result<Vec<CheckResult>> {
     let mut verdicts = vec![];
     for rule in &spec.rules {
         if let Some(want) = rule.ranks_per_node {
             if by_host.iter().any(|(_, r)| r.len() != want) {
                 let have: Vec<String> = by_host.iter().map(|(h, r)| format!("{h}: {}", r.len())).collect();
-                verdicts.push(Verdict {
+                verdicts.push(CheckResult {
                     rule: rule.name.clone(),
                     line: rule.line,
                     collective: rule.collective.name().into(),
@@ -440,7 +440,7 @@ fn judge_rules(
             })?;
         }
         let seconds = mpi::time() - t0;
-        let judged = judge(rule, &points, &world.hosts, seconds);
+        let judged = judge_rule(rule, &points, &world.hosts, seconds);
         if world.rank == 0 {
             rule_done(out, rule, &judged, seconds);
         }
@@ -450,7 +450,7 @@ fn judge_rules(
 }
 
 /// One line as each rule finishes, so a long check shows where it is (the table comes at the end).
-fn rule_done(out: &mut impl Write, rule: &Rule, verdicts: &[Verdict], seconds: f64) {
+fn rule_done(out: &mut impl Write, rule: &Rule, verdicts: &[CheckResult], seconds: f64) {
     let count = |o: Outcome| verdicts.iter().filter(|v| v.outcome == o).count();
     let outcome = if count(Outcome::Fail) > 0 {
         "FAIL"
@@ -469,15 +469,15 @@ fn rule_done(out: &mut impl Write, rule: &Rule, verdicts: &[Verdict], seconds: f
     );
 }
 
-fn print_verdicts(verdicts: &[Verdict]) {
+fn print_verdicts(verdicts: &[CheckResult]) {
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(verdict_table(verdicts).as_bytes());
 }
 
 /// The verdict table, its columns as wide as their longest entry (a long rule name shifts
 /// nothing), then the slow ranks and the summary line.
-pub fn verdict_table(verdicts: &[Verdict]) -> String {
-    let outcome = |v: &Verdict| match v.outcome {
+pub fn verdict_table(verdicts: &[CheckResult]) -> String {
+    let outcome = |v: &CheckResult| match v.outcome {
         Outcome::Pass => "PASS",
         Outcome::Fail => "FAIL",
         Outcome::Skip => "SKIP",
@@ -607,12 +607,12 @@ mod tests {
             point(4096, 2.6, 0, &[]),
             point(8192, 3.1, 0, &[]),
         ];
-        let v = judge(&rule(), &pts, &hosts, 1.0);
+        let v = judge_rule(&rule(), &pts, &hosts, 1.0);
         assert_eq!(
             v.iter().map(|v| (v.check, v.outcome)).collect::<Vec<_>>(),
             [("wrong", Outcome::Pass), ("busbw", Outcome::Pass), ("time", Outcome::Pass)]
         );
-        assert!(v[1].measured.starts_with("2.500 GB/s at 4 KiB"), "{}", v[1].measured);
+        assert!(v[1].measured.starts_with("2.500 GB/s at 4K"), "{}", v[1].measured);
     }
 
     #[test]
@@ -621,8 +621,8 @@ mod tests {
         let mut long = rule();
         long.name = "an all-reduce bandwidth rule whose name is much longer than any column width".into();
         let pts = vec![point(4096, 2.5, 0, &[]), point(8192, 3.0, 0, &[])];
-        let mut v = judge(&rule(), &pts, &hosts, 1.0);
-        v.extend(judge(&long, &pts, &hosts, 1.0));
+        let mut v = judge_rule(&rule(), &pts, &hosts, 1.0);
+        v.extend(judge_rule(&long, &pts, &hosts, 1.0));
         let table = verdict_table(&v);
         let head = table.lines().find(|l| l.starts_with("# rule")).unwrap();
         let starts: Vec<usize> = ["collective", "check", "measured", "required", "verdict"]
@@ -646,7 +646,7 @@ mod tests {
     fn failures_and_slow_ranks() {
         let hosts: Vec<String> = ["a", "a", "b", "b"].iter().map(|s| s.to_string()).collect();
         let pts = vec![point(4096, 1.0, 0, &[2]), point(8192, 1.5, 3, &[2])];
-        let v = judge(&rule(), &pts, &hosts, 1.0);
+        let v = judge_rule(&rule(), &pts, &hosts, 1.0);
         assert_eq!(v[0].outcome, Outcome::Fail, "3 wrong elements");
         assert_eq!(v[1].outcome, Outcome::Fail, "busbw below 2.0");
         assert_eq!(v[0].slow_ranks, vec![(2, "b".to_string(), 4, 4)]);

@@ -77,157 +77,176 @@ fn line_of(text: &str, span: Range<usize>) -> usize {
     text[..span.start.min(text.len())].matches('\n').count() + 1
 }
 
+/// The spec's text and name, to place an error: `SPEC line N: reason`.
+struct Source<'t> {
+    path: &'t str,
+    text: &'t str,
+}
+
+impl Source<'_> {
+    fn at(&self, span: Range<usize>, why: String) -> String {
+        format!("{} line {}: {why}", self.path, line_of(self.text, span))
+    }
+}
+
 /// Parse and validate; the error is one line: `SPEC line N: reason`.
 pub fn parse(path: &str, text: &str) -> Result<Spec, String> {
-    let at = |span: Range<usize>, why: String| format!("{path} line {}: {why}", line_of(text, span));
+    let src = Source { path, text };
     let raw: RawSpec = toml::from_str(text).map_err(|e| {
         let msg = e.message().trim().replace('\n', " ");
         match e.span() {
-            Some(span) => at(span, msg),
+            Some(span) => src.at(span, msg),
             None => format!("{path}: {msg}"),
         }
     })?;
+    let (repeats, budget_s) = settings(&src, raw.settings.as_ref())?;
+    if raw.rules.is_empty() {
+        return Err(format!("{path}: no [[rule]]; expected at least one rule"));
+    }
+    let rules = raw.rules.iter().map(|r| rule(&src, r)).collect::<Result<Vec<Rule>, String>>()?;
+    Ok(Spec { repeats, budget_s, rules })
+}
+
+/// `[settings]`: (repeats, budget in seconds), each defaulted where absent.
+fn settings(src: &Source, raw: Option<&Spanned<RawSettings>>) -> Result<(usize, f64), String> {
     let (mut repeats, mut budget_s) = (3usize, 0.05f64);
-    if let Some(s) = &raw.settings {
+    if let Some(s) = raw {
         let s = s.get_ref();
         if let Some(r) = &s.repeats {
             if !(1..=100).contains(r.get_ref()) {
-                return Err(at(r.span(), format!("repeats = {} is impossible; expected 1 to 100", r.get_ref())));
+                return Err(src.at(r.span(), format!("repeats = {} is impossible; expected 1 to 100", r.get_ref())));
             }
             repeats = *r.get_ref() as usize;
         }
         if let Some(b) = &s.budget {
-            budget_s = crate::cli::parse_budget(b.get_ref()).map_err(|e| at(b.span(), e.to_string()))?;
+            budget_s = crate::cli::parse_budget(b.get_ref()).map_err(|e| src.at(b.span(), e.to_string()))?;
         }
     }
-    if raw.rules.is_empty() {
-        return Err(format!("{path}: no [[rule]]; expected at least one rule"));
+    Ok((repeats, budget_s))
+}
+
+/// `LOW..HIGH` (sizes as the flags take them), LOW <= HIGH.
+fn size_range(src: &Source, s: &Spanned<String>) -> Result<(u64, u64), String> {
+    let text = s.get_ref();
+    let (lo, hi) = text.split_once("..").ok_or_else(|| {
+        src.at(s.span(), format!("'{text}' is not a size range; expected LOW..HIGH with K/M/G suffixes, e.g. 1M..64M"))
+    })?;
+    let lo = parse_size(lo).map_err(|e| src.at(s.span(), format!("{e} in '{text}'; expected e.g. 1M..64M")))?;
+    let hi = parse_size(hi).map_err(|e| src.at(s.span(), format!("{e} in '{text}'; expected e.g. 1M..64M")))?;
+    if lo > hi {
+        return Err(src.at(s.span(), format!("'{text}' is an impossible range: {lo} > {hi}")));
     }
-    let mut rules = vec![];
-    for r in &raw.rules {
-        let line = line_of(text, r.span());
-        let r = r.get_ref();
-        let collective = Kind::parse(r.collective.get_ref()).ok_or_else(|| {
-            at(
-                r.collective.span(),
-                format!("unknown collective '{}'; expected {}", r.collective.get_ref(), Kind::ACCEPTED),
-            )
-        })?;
-        let spec = collective.spec();
-        let backend = match r.backend.as_ref().map(|b| (b.get_ref().as_str(), b.span())) {
-            None | Some(("mpi", _)) => BackendKind::Mpi,
-            Some(("nccl", _)) => BackendKind::Nccl,
-            Some((other, span)) => return Err(at(span, format!("unknown backend '{other}'; expected mpi or nccl"))),
-        };
-        let dtype = match &r.dtype {
-            None => DType::Float32,
-            Some(d) => DType::parse(d.get_ref()).ok_or_else(|| {
-                at(d.span(), format!("unknown dtype '{}'; expected {}", d.get_ref(), DType::ACCEPTED))
-            })?,
-        };
-        let op = match (&r.op, spec.reduces()) {
-            (None, true) => Some(Op::Sum),
-            (None, false) => None,
-            (Some(o), true) => Some(
-                Op::parse(o.get_ref())
-                    .ok_or_else(|| at(o.span(), format!("unknown op '{}'; expected {}", o.get_ref(), Op::ACCEPTED)))?,
-            ),
-            (Some(o), false) => return Err(at(o.span(), format!("{} does not reduce; remove op", spec.name()))),
-        };
-        // One spelling (out-of-place, in-place); the CSV's old out_of_place/in_place also read.
-        let in_place = match r.placement.as_ref().map(|p| (crate::record::Placement::parse(p.get_ref()), p)) {
-            None | Some((Some(crate::record::Placement::OutOfPlace), _)) => false,
-            Some((Some(crate::record::Placement::InPlace), _)) => true,
-            Some((None, p)) => {
-                return Err(at(
-                    p.span(),
-                    format!("unknown placement '{}'; expected {}", p.get_ref(), crate::record::Placement::ACCEPTED),
-                ))
-            }
-        };
-        let range = |s: &Spanned<String>| -> Result<(u64, u64), String> {
-            let text = s.get_ref();
-            let (lo, hi) = text.split_once("..").ok_or_else(|| {
-                at(
-                    s.span(),
-                    format!("'{text}' is not a size range; expected LOW..HIGH with K/M/G suffixes, e.g. 1M..64M"),
-                )
-            })?;
-            let lo = parse_size(lo).map_err(|e| at(s.span(), format!("{e} in '{text}'; expected e.g. 1M..64M")))?;
-            let hi = parse_size(hi).map_err(|e| at(s.span(), format!("{e} in '{text}'; expected e.g. 1M..64M")))?;
-            if lo > hi {
-                return Err(at(s.span(), format!("'{text}' is an impossible range: {lo} > {hi}")));
-            }
-            Ok((lo, hi))
-        };
-        let (min_bytes, max_bytes) = range(&r.sizes)?;
-        let plateau = match &r.plateau {
-            None => (max_bytes, max_bytes),
-            Some(p) => {
-                let (lo, hi) = range(p)?;
-                if lo < min_bytes || hi > max_bytes {
-                    return Err(at(
-                        p.span(),
-                        format!(
-                            "plateau '{}' is outside sizes '{}'; expected a range inside it",
-                            p.get_ref(),
-                            r.sizes.get_ref()
-                        ),
-                    ));
-                }
-                (lo, hi)
-            }
-        };
-        let positive = |v: &Option<Spanned<f64>>, key: &str| -> Result<Option<f64>, String> {
-            match v {
-                Some(x) if !(x.get_ref().is_finite() && *x.get_ref() > 0.0) => {
-                    Err(at(x.span(), format!("{key} = {} is impossible; expected a positive number", x.get_ref())))
-                }
-                Some(x) => Ok(Some(*x.get_ref())),
-                None => Ok(None),
-            }
-        };
-        let min_busbw_gbps = positive(&r.min_busbw_gbps, "min_busbw_gbps")?;
-        if min_busbw_gbps.is_some() && !spec.sized() {
-            return Err(at(r.collective.span(), "barrier moves no data; use max_time_us, not min_busbw_gbps".into()));
+    Ok((lo, hi))
+}
+
+/// A requirement that must be a positive number, if given.
+fn positive(src: &Source, v: &Option<Spanned<f64>>, key: &str) -> Result<Option<f64>, String> {
+    match v {
+        Some(x) if !(x.get_ref().is_finite() && *x.get_ref() > 0.0) => {
+            Err(src.at(x.span(), format!("{key} = {} is impossible; expected a positive number", x.get_ref())))
         }
-        let max_time_us = positive(&r.max_time_us, "max_time_us")?;
-        if let (Some(p), None) = (&r.plateau, min_busbw_gbps) {
-            // A plateau only says where bandwidth is judged: without a bandwidth requirement it
-            // would be accepted and then judge nothing.
+        Some(x) => Ok(Some(*x.get_ref())),
+        None => Ok(None),
+    }
+}
+
+/// One `[[rule]]`: what it measures (collective, backend, type, op, placement, sizes), then what
+/// it requires.
+fn rule(src: &Source, raw: &Spanned<RawRule>) -> Result<Rule, String> {
+    let at = |span: Range<usize>, why: String| src.at(span, why);
+    let line = line_of(src.text, raw.span());
+    let r = raw.get_ref();
+    let collective = Kind::parse(r.collective.get_ref()).ok_or_else(|| {
+        at(r.collective.span(), format!("unknown collective '{}'; expected {}", r.collective.get_ref(), Kind::ACCEPTED))
+    })?;
+    let spec = collective.spec();
+    let backend = match r.backend.as_ref().map(|b| (b.get_ref().as_str(), b.span())) {
+        None | Some(("mpi", _)) => BackendKind::Mpi,
+        Some(("nccl", _)) => BackendKind::Nccl,
+        Some((other, span)) => return Err(at(span, format!("unknown backend '{other}'; expected mpi or nccl"))),
+    };
+    let dtype = match &r.dtype {
+        None => DType::Float32,
+        Some(d) => DType::parse(d.get_ref())
+            .ok_or_else(|| at(d.span(), format!("unknown dtype '{}'; expected {}", d.get_ref(), DType::ACCEPTED)))?,
+    };
+    let op = match (&r.op, spec.reduces()) {
+        (None, true) => Some(Op::Sum),
+        (None, false) => None,
+        (Some(o), true) => Some(
+            Op::parse(o.get_ref())
+                .ok_or_else(|| at(o.span(), format!("unknown op '{}'; expected {}", o.get_ref(), Op::ACCEPTED)))?,
+        ),
+        (Some(o), false) => return Err(at(o.span(), format!("{} does not reduce; remove op", spec.name()))),
+    };
+    // One spelling (out-of-place, in-place); the CSV's old out_of_place/in_place also read.
+    let in_place = match r.placement.as_ref().map(|p| (crate::record::Placement::parse(p.get_ref()), p)) {
+        None | Some((Some(crate::record::Placement::OutOfPlace), _)) => false,
+        Some((Some(crate::record::Placement::InPlace), _)) => true,
+        Some((None, p)) => {
             return Err(at(
                 p.span(),
-                format!(
-                    "plateau '{}' is set but min_busbw_gbps is not; expected min_busbw_gbps with it (plateau only says where bandwidth is judged), or no plateau",
-                    p.get_ref()
-                ),
-            ));
+                format!("unknown placement '{}'; expected {}", p.get_ref(), crate::record::Placement::ACCEPTED),
+            ))
         }
-        let ranks_per_node = match &r.ranks_per_node {
-            Some(n) if *n.get_ref() < 1 => {
-                return Err(at(n.span(), format!("ranks_per_node = {} is impossible; expected 1 or more", n.get_ref())))
+    };
+    let (min_bytes, max_bytes) = size_range(src, &r.sizes)?;
+    let plateau = match &r.plateau {
+        None => (max_bytes, max_bytes),
+        Some(p) => {
+            let (lo, hi) = size_range(src, p)?;
+            if lo < min_bytes || hi > max_bytes {
+                return Err(at(
+                    p.span(),
+                    format!(
+                        "plateau '{}' is outside sizes '{}'; expected a range inside it",
+                        p.get_ref(),
+                        r.sizes.get_ref()
+                    ),
+                ));
             }
-            Some(n) => Some(*n.get_ref() as usize),
-            None => None,
-        };
-        rules.push(Rule {
-            name: r.name.clone(),
-            line,
-            collective,
-            backend,
-            dtype,
-            op,
-            in_place,
-            min_bytes,
-            max_bytes,
-            plateau,
-            min_busbw_gbps,
-            max_time_us,
-            ranks_per_node,
-            fail_on_slow_rank: r.fail_on_slow_rank.unwrap_or(false),
-        });
+            (lo, hi)
+        }
+    };
+    let min_busbw_gbps = positive(src, &r.min_busbw_gbps, "min_busbw_gbps")?;
+    if min_busbw_gbps.is_some() && !spec.sized() {
+        return Err(at(r.collective.span(), "barrier moves no data; use max_time_us, not min_busbw_gbps".into()));
     }
-    Ok(Spec { repeats, budget_s, rules })
+    let max_time_us = positive(src, &r.max_time_us, "max_time_us")?;
+    if let (Some(p), None) = (&r.plateau, min_busbw_gbps) {
+        // A plateau only says where bandwidth is judged: without a bandwidth requirement it
+        // would be accepted and then judge nothing.
+        return Err(at(
+            p.span(),
+            format!(
+                "plateau '{}' is set but min_busbw_gbps is not; expected min_busbw_gbps with it (plateau only says where bandwidth is judged), or no plateau",
+                p.get_ref()
+            ),
+        ));
+    }
+    let ranks_per_node = match &r.ranks_per_node {
+        Some(n) if *n.get_ref() < 1 => {
+            return Err(at(n.span(), format!("ranks_per_node = {} is impossible; expected 1 or more", n.get_ref())))
+        }
+        Some(n) => Some(*n.get_ref() as usize),
+        None => None,
+    };
+    Ok(Rule {
+        name: r.name.clone(),
+        line,
+        collective,
+        backend,
+        dtype,
+        op,
+        in_place,
+        min_bytes,
+        max_bytes,
+        plateau,
+        min_busbw_gbps,
+        max_time_us,
+        ranks_per_node,
+        fail_on_slow_rank: r.fail_on_slow_rank.unwrap_or(false),
+    })
 }
 
 #[cfg(test)]
@@ -310,5 +329,27 @@ ranks_per_node = 2
             assert!(e.starts_with("s.toml"), "{e}");
             assert!(!e.contains('\n'), "{e}");
         }
+    }
+
+    #[test]
+    fn size_ranges_and_settings_on_their_own() {
+        // Line 1 holds a good range, line 2 a bad one; each error names its own line.
+        let text = "a = \"64K..1M\"\nb = \"8M..1M\"\n";
+        let src = Source { path: "s.toml", text };
+        let value = |line: usize, v: &str| {
+            let start = if line == 1 { 0 } else { text.find('\n').unwrap() + 1 };
+            Spanned::new(start..start + 1, v.to_string())
+        };
+        assert_eq!(size_range(&src, &value(1, "64K..1M")), Ok((64 << 10, 1 << 20)));
+        assert_eq!(size_range(&src, &value(1, "8..8")), Ok((8, 8)));
+        let e = size_range(&src, &value(2, "8M..1M")).unwrap_err();
+        assert_eq!(e, "s.toml line 2: '8M..1M' is an impossible range: 8388608 > 1048576");
+        assert!(size_range(&src, &value(1, "64K-1M")).unwrap_err().contains("line 1: '64K-1M' is not a size range"));
+        // No [settings]: 3 repeats of 50 ms each.
+        assert_eq!(settings(&src, None), Ok((3, 0.05)));
+        let set =
+            |repeats: i64| Spanned::new(0..1, RawSettings { repeats: Some(Spanned::new(0..1, repeats)), budget: None });
+        assert_eq!(settings(&src, Some(&set(7))), Ok((7, 0.05)));
+        assert!(settings(&src, Some(&set(101))).unwrap_err().contains("repeats = 101 is impossible"));
     }
 }

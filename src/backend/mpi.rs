@@ -8,10 +8,10 @@
 //! library's own; `coll-bench tune` times them beside the library's algorithms.
 
 use super::{Backend, Buf, Call, HostBuffer};
-use crate::check::SENTINEL;
 use crate::collective::{partner, Convention, Kind};
 use crate::dtype::{divide_by_ranks, DType, Op};
 use crate::error::{Error, Result};
+use crate::verify::SENTINEL;
 use crate::world::World;
 use mpi::ffi;
 use mpi::raw::AsRaw;

@@ -1,7 +1,7 @@
 //! One module per collective. Each supplies only what differs between collectives, as in
 //! nccl-tests: the per-rank element counts for a total size (and the in-place offsets), the bytes
 //! behind algbw, the bus factor, the input pattern and the expected output. The generic driver
-//! (`crate::sweep`) and the check (`crate::check`) do the rest.
+//! (`crate::sweep`) and the check (`crate::verify`) do the rest.
 
 mod all_gather;
 mod all_reduce;
@@ -146,7 +146,7 @@ pub struct Ctx {
     pub layout: Layout,
 }
 
-/// The abstract value of one element; `crate::check` turns it into a typed value.
+/// The abstract value of one element; `crate::verify` turns it into a typed value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cell {
     /// Data moved unchanged: element `k` of the block that source `src` owns.

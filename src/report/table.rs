@@ -340,7 +340,7 @@ mod tests {
         // b slow: pairs 0-1 (a-b) and 4-5 (b-c) slow, 2-3 (c-a) fast.
         let l = pingpong_per_host(&hosts, 65536, &[900.0, 900.0, 30.0, 31.0, 905.0, 905.0]).unwrap();
         assert!(
-            l.contains(": a 31.00 us, b 900.0 us, c 30.00 us (sendrecv 64 KiB,")
+            l.contains(": a 31.00 us, b 900.0 us, c 30.00 us (sendrecv 64K,")
                 && l.ends_with("slowest: b, 29x the median host"),
             "{l}"
         );

@@ -17,11 +17,17 @@ pub fn on_path(name: &str) -> bool {
 }
 
 /// The launcher and its flags for this build, able to run as root with more ranks than cores:
-/// Open MPI's `mpirun -q --oversubscribe --bind-to none` (`-q`: no banner when a rank fails), or
-/// MPICH's Hydra `mpiexec` (no root check, oversubscribes and leaves binding off by default).
-/// Debian's per-family names (`mpirun.openmpi`, `mpiexec.mpich`) first, as both may be installed.
+/// see [`launcher_of`].
 pub fn launcher() -> Vec<&'static str> {
-    match FAMILY {
+    launcher_of(FAMILY)
+}
+
+/// The launcher and its flags for an MPI family (`openmpi`, `mpich`): Open MPI's
+/// `mpirun -q --oversubscribe --bind-to none` (`-q`: no banner when a rank fails), or MPICH's
+/// Hydra `mpiexec` (no root check, oversubscribes and leaves binding off by default). Debian's
+/// per-family names (`mpirun.openmpi`, `mpiexec.mpich`) first, as both may be installed.
+pub fn launcher_of(family: &str) -> Vec<&'static str> {
+    match family {
         "mpich" => vec![if on_path("mpiexec.mpich") { "mpiexec.mpich" } else { "mpiexec" }],
         _ => vec![
             if on_path("mpirun.openmpi") { "mpirun.openmpi" } else { "mpirun" },
@@ -33,23 +39,33 @@ pub fn launcher() -> Vec<&'static str> {
     }
 }
 
-/// `timeout LIMIT LAUNCHER…` with the environment Open MPI needs as root; add `-n N PROGRAM ARGS…`.
+/// `timeout LIMIT LAUNCHER…` with the environment Open MPI needs as root; add `-n N PROGRAM ARGS…`
+/// (or use [`mpirun_cmd`], which adds `-n N coll-bench`).
 pub fn launch_cmd(limit_s: u32) -> Command {
+    launch_cmd_of(FAMILY, limit_s)
+}
+
+/// As [`launch_cmd`], with `family`'s launcher.
+pub fn launch_cmd_of(family: &str, limit_s: u32) -> Command {
     let mut c = Command::new("timeout");
-    c.arg("--kill-after=5").arg(limit_s.to_string()).args(launcher());
+    c.arg("--kill-after=5").arg(limit_s.to_string()).args(launcher_of(family));
     c.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1");
+    c
+}
+
+/// `timeout LIMIT LAUNCHER… -n N coll-bench`: the one command line that starts `n` ranks of the
+/// binary under this build's launcher, killed after `limit_s` seconds; add coll-bench's
+/// arguments, the environment and the directory.
+pub fn mpirun_cmd(n: usize, limit_s: u32) -> Command {
+    let mut c = launch_cmd(limit_s);
+    c.args(["-n", &n.to_string(), BIN]);
     c
 }
 
 /// `mpirun -q -n N coll-bench ARGS…` (or Hydra's `mpiexec -n N …`) in `dir`, killed after
 /// `limit_s` seconds.
 pub fn mpirun_in(dir: &Path, n: usize, args: &[&str], limit_s: u32) -> Output {
-    launch_cmd(limit_s)
-        .args(["-n", &n.to_string(), BIN])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("the MPI launcher runs (is MPI installed? run ci/setup.sh)")
+    mpirun_env(dir, n, args, &[], limit_s)
 }
 
 pub fn cores() -> usize {
@@ -87,8 +103,8 @@ pub fn skip_timing_test(test: &str, n: usize) -> bool {
 
 /// As `mpirun_in`, with extra environment variables for the ranks.
 pub fn mpirun_env(dir: &Path, n: usize, args: &[&str], env: &[(&str, &str)], limit_s: u32) -> Output {
-    let mut c = launch_cmd(limit_s);
-    c.args(["-n", &n.to_string(), BIN]).args(args).current_dir(dir);
+    let mut c = mpirun_cmd(n, limit_s);
+    c.args(args).current_dir(dir);
     for (k, v) in env {
         c.env(k, v);
     }

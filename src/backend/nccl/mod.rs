@@ -107,11 +107,11 @@ pub mod gpu;
 pub mod search;
 
 use super::{Backend, Buf, Call, HostBuffer};
-use crate::check::SENTINEL;
 use crate::collective::{partner, Convention, Kind};
 use crate::dtype::{DType, Op};
 use crate::error::{exit, Error, Result};
 use crate::options::Options;
+use crate::verify::SENTINEL;
 use crate::world::World;
 use cuda::{Context, CuDevicePtr, DeviceBuffer, Driver, Event, Stream};
 use ffi::{Nccl, NcclComm, UniqueId, NCCL_IN_PROGRESS, NCCL_SUCCESS, UNIQUE_ID_BYTES};

@@ -97,7 +97,7 @@ pub fn fill_input(coll: &dyn Collective, c: &Ctx, dtype: DType, op: Op, buf: &mu
 
 /// Outcome of checking one call on one rank.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Verdict {
+pub struct DataErrors {
     /// Output elements that differ from the expected value.
     pub wrong: u64,
     /// Bytes in the guard zone past the output (and input) that the call overwrote.
@@ -114,7 +114,7 @@ pub fn verify(
     buf: &[u8],
     at: usize,
     guard_from: usize,
-) -> Verdict {
+) -> DataErrors {
     let wrong = with_element!(dtype, T => {
         let v = Values::<T>::new(op, c.rank, c.nranks);
         let len = coll.output_len(c);
@@ -126,7 +126,7 @@ pub fn verify(
     }, else unsupported(dtype));
     let guard_to = (guard_from + GUARD_BYTES).min(buf.len());
     let out_of_bounds = buf[guard_from.min(guard_to)..guard_to].iter().filter(|b| **b != SENTINEL).count() as u64;
-    Verdict { wrong, out_of_bounds }
+    DataErrors { wrong, out_of_bounds }
 }
 
 #[cfg(test)]
@@ -199,12 +199,12 @@ mod tests {
                     let layout = coll.layout(elems, n, 1, Convention::Mpi);
                     let c = Ctx { rank: 1, nranks: n, root: 0, in_place: false, convention: Convention::Mpi, layout };
                     let size = std::mem::size_of::<T>();
-                    assert_eq!(verify(coll, &c, dtype, op, rb, 0, elems * size), Verdict::default(), "{dtype} {op}");
+                    assert_eq!(verify(coll, &c, dtype, op, rb, 0, elems * size), DataErrors::default(), "{dtype} {op}");
                     let s = cast_slice_mut::<T>(rb);
                     s[5] = T::combine(Op::Sum, s[5], T::from_i64(1));
                     s[77] = T::combine(Op::Sum, s[77], T::from_i64(1));
                     rb[elems * size + 3] = 0;
-                    assert_eq!(verify(coll, &c, dtype, op, rb, 0, elems * size), Verdict { wrong: 2, out_of_bounds: 1 }, "{dtype} {op}");
+                    assert_eq!(verify(coll, &c, dtype, op, rb, 0, elems * size), DataErrors { wrong: 2, out_of_bounds: 1 }, "{dtype} {op}");
                 }, else unreachable!());
             }
         }
