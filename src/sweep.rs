@@ -6,7 +6,7 @@ use crate::backend::{Backend, Buf, Call};
 use crate::collective::{Collective, Convention, Ctx, Kind, Layout};
 use crate::dtype::{DType, Op};
 use crate::error::Result;
-use crate::options::{Options, MAX_AUTO_ITERS, MIN_AUTO_ITERS};
+use crate::options::{Aggregation, Options, MAX_AUTO_ITERS, MIN_AUTO_ITERS};
 use crate::record::{Measurement, Placement, Point, Totals};
 use crate::stats::{rank_outliers, Summary, Warning};
 use crate::verify::{fill_input, verify, DataErrors, GUARD_BYTES, SENTINEL};
@@ -58,8 +58,49 @@ pub fn buffer_bytes(opts: &Options, nranks: usize, rank: usize, conv: Convention
     (send, recv + GUARD_BYTES)
 }
 
+/// What the sweep needs from the other ranks: who this rank is, and the reductions that combine
+/// timings, estimates, check counts and outcomes across ranks (every rank calls them in the same
+/// order). [`World`] does it with MPI; the unit tests run one rank alone, without MPI
+/// (`crate::backend::sim::Alone`).
+pub trait Ranks {
+    fn rank(&self) -> usize;
+    fn size(&self) -> usize;
+    /// [`World::agree`]: the lowest failing rank's error on every rank.
+    fn agree(&self, local: Result<()>) -> Result<()>;
+    fn max_f64(&self, x: f64) -> f64;
+    fn sum_u64(&self, x: u64) -> u64;
+    /// Every rank's value, by rank.
+    fn all_gather_f64(&self, x: f64) -> Vec<f64>;
+    /// [`World::combine_samples`]: valid on rank 0 only.
+    fn combine_samples(&self, agg: Aggregation, samples: &[f64]) -> Vec<f64>;
+}
+
+impl Ranks for World {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+    fn size(&self) -> usize {
+        self.size
+    }
+    fn agree(&self, local: Result<()>) -> Result<()> {
+        World::agree(self, local)
+    }
+    fn max_f64(&self, x: f64) -> f64 {
+        World::max_f64(self, x)
+    }
+    fn sum_u64(&self, x: u64) -> u64 {
+        World::sum_u64(self, x)
+    }
+    fn all_gather_f64(&self, x: f64) -> Vec<f64> {
+        self.all_gather(x)
+    }
+    fn combine_samples(&self, agg: Aggregation, samples: &[f64]) -> Vec<f64> {
+        World::combine_samples(self, agg, samples)
+    }
+}
+
 pub struct Sweep<'a> {
-    pub world: &'a World,
+    pub world: &'a dyn Ranks,
     pub backend: &'a mut dyn Backend,
     pub opts: &'a Options,
     samples: Vec<f64>,
@@ -72,6 +113,12 @@ impl<'a> Sweep<'a> {
     pub fn new(world: &'a World, backend: &'a mut dyn Backend, opts: &'a Options) -> Self {
         let watchdog = Watchdog::start(world, opts.timeout);
         Sweep { world, backend, opts, samples: vec![], watchdog }
+    }
+
+    /// A sweep over `ranks` without the watchdog (which needs MPI's world): for unit tests.
+    #[cfg(test)]
+    pub(crate) fn without_watchdog(ranks: &'a dyn Ranks, backend: &'a mut dyn Backend, opts: &'a Options) -> Self {
+        Sweep { world: ranks, backend, opts, samples: vec![], watchdog: None }
     }
 
     /// One batch of `iters` calls through the backend, under the watchdog (`-T`) unless it is
@@ -93,7 +140,7 @@ impl<'a> Sweep<'a> {
     pub fn run(&mut self, sink: &mut dyn FnMut(&Point) -> Result<()>) -> Result<Totals> {
         let mut totals = Totals::default();
         let conv = self.backend.convention();
-        let (n, rank) = (self.world.size, self.world.rank);
+        let (n, rank) = (self.world.size(), self.world.rank());
         for (kind, dtype, op) in plan(self.opts) {
             let spec = kind.spec();
             for size in sizes_for(spec, self.opts) {
@@ -175,15 +222,15 @@ impl<'a> Sweep<'a> {
             }
         }
         self.samples = timed;
-        let per_rank_s = world.all_gather(mean(&self.samples));
+        let per_rank_s = world.all_gather_f64(mean(&self.samples));
         let time_s = aggregate(opts.aggregation, &per_rank_s);
         let combined = world.combine_samples(opts.aggregation, &self.samples);
-        let summary = if world.rank == 0 { Summary::of_seconds(&combined) } else { Summary::default() };
+        let summary = if world.rank() == 0 { Summary::of_seconds(&combined) } else { Summary::default() };
 
         let spec = call.kind.spec();
         let bytes = (call.layout.alg_count * call.dtype.size()) as f64;
         let algbw_gbps = if time_s > 0.0 { bytes / time_s / 1e9 } else { 0.0 };
-        let busbw_gbps = algbw_gbps * spec.bus_factor(world.size);
+        let busbw_gbps = algbw_gbps * spec.bus_factor(world.size());
 
         let (wrong, out_of_bounds) = if opts.check {
             let v = self.check(call)?;
@@ -192,7 +239,7 @@ impl<'a> Sweep<'a> {
             (None, None)
         };
         let per_rank_us: Vec<f64> = per_rank_s.iter().map(|s| s * 1e6).collect();
-        let warnings = if world.rank == 0 { Warning::check(&summary, time_s * 1e6) } else { vec![] };
+        let warnings = if world.rank() == 0 { Warning::check(&summary, time_s * 1e6) } else { vec![] };
         Ok(Measurement {
             placement,
             warmup_iters,
@@ -217,8 +264,8 @@ impl<'a> Sweep<'a> {
         let l = call.layout;
         let elem = call.dtype.size();
         let c = Ctx {
-            rank: self.world.rank,
-            nranks: self.world.size,
+            rank: self.world.rank(),
+            nranks: self.world.size(),
             root: call.root,
             in_place: call.in_place,
             convention: self.backend.convention(),

@@ -12,6 +12,9 @@ pub mod nccl;
 #[cfg(not(feature = "nccl"))]
 #[path = "nccl/disabled.rs"]
 pub mod nccl;
+/// A simulated backend for one rank, without MPI, for unit tests.
+#[cfg(test)]
+pub(crate) mod sim;
 
 pub use host::HostBuffer;
 

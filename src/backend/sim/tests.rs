@@ -1,0 +1,486 @@
+//! The sweep driver on the simulated backend: one rank, no MPI, simulated time. Every expected
+//! number follows from the model (`latency + bytes / bandwidth`) and the rules the driver states
+//! (`sweep::iterations`, the adaptive stop, the warm-up), not from a run.
+
+use super::*;
+use crate::collective::Kind;
+use crate::dtype::Op;
+use crate::options::{CsvTarget, Options, Step, Timeout};
+use crate::options::{MAX_AUTO_ITERS, MIN_AUTO_ITERS};
+use crate::record::{Placement, Point, RunInfo, Totals};
+use crate::report::{csv::CsvReport, json::JsonReport, table::TableReport, AppendFile, Policy, Report};
+use crate::stats::Summary;
+use crate::sweep::{buffer_bytes, Sweep, MIN_SAMPLE_S};
+
+/// One collective × type × op, sizes `min..=max` doubling, check on, no watchdog.
+fn opts(kinds: &[Kind], dtypes: &[DType], ops: &[Op], min: u64, max: u64) -> Options {
+    Options {
+        collectives: kinds.to_vec(),
+        dtypes: dtypes.to_vec(),
+        ops: ops.to_vec(),
+        min_bytes: min,
+        max_bytes: max,
+        step: Step::Factor(2.0),
+        iters: None,
+        warmup: None,
+        budget_s: 0.05,
+        ci_target: 0.0,
+        check: true,
+        csv: CsvTarget::Off,
+        timeout: Timeout::Off,
+        ..Options::default()
+    }
+}
+
+/// Buffers for one rank, as the set-up allocates them.
+fn allocate(sim: &mut SimBackend, o: &Options) {
+    let (send, recv) = buffer_bytes(o, 1, 0, sim.convention);
+    sim.allocate(send, recv).unwrap();
+}
+
+fn sweep(sim: &mut SimBackend, o: &Options) -> (Vec<Point>, Totals) {
+    allocate(sim, o);
+    let mut points = vec![];
+    let totals = Sweep::without_watchdog(&Alone, sim, o)
+        .run(&mut |p| {
+            points.push(p.clone());
+            Ok(())
+        })
+        .unwrap();
+    (points, totals)
+}
+
+/// The only point of a one-size, one-combination sweep.
+fn one(sim: &mut SimBackend, o: &Options) -> Point {
+    let (mut points, _) = sweep(sim, o);
+    assert_eq!(points.len(), 1);
+    points.remove(0)
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs())
+}
+
+/// The runs of the timed phase of one measurement: the log's runs for `in_place` after the
+/// warm-up ones (`warm_runs` of them) and before the check call.
+fn timed_runs(sim: &SimBackend, in_place: bool, warm_runs: usize, check: bool) -> Vec<Run> {
+    let runs: Vec<Run> = sim.log.iter().filter(|r| r.in_place == in_place).cloned().collect();
+    runs[warm_runs..runs.len() - check as usize].to_vec()
+}
+
+fn relative_ci(samples: &[f64]) -> f64 {
+    let s = Summary::of_seconds(samples);
+    (s.ci95_hi_us - s.ci95_lo_us) / s.median_us
+}
+
+#[test]
+fn the_sweep_visits_every_combination_size_and_placement_in_order() {
+    let o = Options {
+        warmup: Some(1),
+        iters: Some(4),
+        ..opts(
+            &[Kind::AllReduce, Kind::AllGather, Kind::Barrier],
+            &[DType::Int32, DType::Float64],
+            &[Op::Sum, Op::Max],
+            8,
+            64,
+        )
+    };
+    let mut sim = SimBackend::new(1e-6, 1e9);
+    let (points, totals) = sweep(&mut sim, &o);
+    let mut want = vec![];
+    for (kind, dtype, op) in [
+        (Kind::AllReduce, DType::Int32, Some(Op::Sum)),
+        (Kind::AllReduce, DType::Int32, Some(Op::Max)),
+        (Kind::AllReduce, DType::Float64, Some(Op::Sum)),
+        (Kind::AllReduce, DType::Float64, Some(Op::Max)),
+        (Kind::AllGather, DType::Int32, None),
+        (Kind::AllGather, DType::Float64, None),
+    ] {
+        for size in [8, 16, 32, 64] {
+            want.push((kind, dtype, op, size));
+        }
+    }
+    // Barrier: once, the first type, no op, zero bytes.
+    want.push((Kind::Barrier, DType::Int32, None, 0));
+    let got: Vec<_> = points.iter().map(|p| (p.collective, p.dtype, p.op, p.size_bytes)).collect();
+    assert_eq!(got, want);
+    for p in &points {
+        assert_eq!(p.count, p.size_bytes / p.dtype.size() as u64, "{p:?}");
+        assert_eq!((p.out_of_place.placement, p.in_place.placement), (Placement::OutOfPlace, Placement::InPlace));
+        for m in p.measurements() {
+            assert_eq!((m.wrong, m.out_of_bounds, m.iters, m.warmup_iters), (Some(0), Some(0), 4, 1), "{p:?}");
+        }
+    }
+    assert_eq!(totals, Totals { points: want.len() as u64, ..Totals::default() });
+    // The backend saw each point out of place then in place: warm-up, timed batch, check call.
+    let placements: Vec<bool> = sim.log.iter().map(|r| r.in_place).collect();
+    let per_point = [false, false, false, true, true, true];
+    assert_eq!(placements, per_point.repeat(want.len()));
+}
+
+#[test]
+fn an_error_from_the_sink_stops_the_sweep_at_that_point() {
+    let o =
+        Options { warmup: Some(1), iters: Some(2), ..opts(&[Kind::AllReduce], &[DType::Float32], &[Op::Sum], 8, 1024) };
+    let mut sim = SimBackend::new(1e-6, 1e9);
+    allocate(&mut sim, &o);
+    let mut seen = 0;
+    let r = Sweep::without_watchdog(&Alone, &mut sim, &o).run(&mut |_| {
+        seen += 1;
+        if seen == 2 {
+            Err(Error::setup("disk full"))
+        } else {
+            Ok(())
+        }
+    });
+    assert_eq!(r, Err(Error::setup("disk full")));
+    assert_eq!(seen, 2);
+    // Two points of six measured, three runs per placement: nothing after the failing point.
+    assert_eq!(sim.log.len(), 2 * 2 * 3);
+}
+
+#[test]
+fn short_calls_are_timed_in_batches_that_span_the_shortest_sample() {
+    // 0.5 us calls (bandwidth so high the bytes cost nothing): a sample must span 5 us, so 10
+    // calls per sample; the 50 ms budget is 100000 calls, 10000 samples.
+    let t = 0.5e-6;
+    let want_batch = (MIN_SAMPLE_S / t).round() as u64;
+    assert_eq!(want_batch, 10);
+    let o = Options { warmup: Some(3), ..opts(&[Kind::AllReduce], &[DType::Float32], &[Op::Sum], 8, 8) };
+    let mut sim = SimBackend::new(t, 1e30);
+    let p = one(&mut sim, &o);
+    for m in p.measurements() {
+        assert_eq!((m.batch, m.iters), (want_batch, (0.05 / t).round() as u64), "{m:?}");
+        assert_eq!(m.summary.samples as u64, m.iters / want_batch);
+        assert!(close(m.summary.median_us, t * 1e6), "{m:?}");
+    }
+    for r in timed_runs(&sim, false, 1, true) {
+        assert_eq!(r.batch as u64, want_batch, "{r:?}");
+        assert_eq!(r.samples.len(), r.iters / r.batch);
+    }
+    // -n keeps the count exact: the largest batch up to 10 that divides it.
+    for (n, batch) in [(20, 10), (7, 7), (13, 1), (30, 10), (22, 2)] {
+        let o = Options { iters: Some(n), ..o.clone() };
+        let p = one(&mut SimBackend::new(t, 1e30), &o);
+        assert_eq!((p.out_of_place.iters, p.out_of_place.batch), (n, batch), "-n {n}");
+    }
+    // Calls longer than 5 us: one call per sample.
+    let p = one(&mut SimBackend::new(6e-6, 1e30), &o);
+    assert_eq!(p.out_of_place.batch, 1);
+}
+
+#[test]
+fn the_time_budget_sets_the_timed_calls_within_its_floor_and_ceiling() {
+    let o = Options { warmup: Some(2), ..opts(&[Kind::AllReduce], &[DType::Float32], &[Op::Sum], 1024, 1024) };
+    // 20 us calls: 2500 fit 50 ms.
+    let mut sim = SimBackend::new(19e-6, 1024.0 / 1e-6);
+    let p = one(&mut sim, &o);
+    let model = 20e-6;
+    assert_eq!(p.out_of_place.iters, 2500);
+    let spent: f64 =
+        timed_runs(&sim, false, 1, true).iter().flat_map(|r| r.samples.iter().map(move |s| s * r.batch as f64)).sum();
+    assert!((spent - o.budget_s).abs() <= model, "timed {spent} s of a {} s budget", o.budget_s);
+    assert!(close(p.out_of_place.time_us, model * 1e6), "{}", p.out_of_place.time_us);
+    // A larger budget, proportionally more calls.
+    let o4 = Options { budget_s: 0.2, ..o.clone() };
+    assert_eq!(one(&mut SimBackend::new(19e-6, 1024.0 / 1e-6), &o4).out_of_place.iters, 10_000);
+    // 20 ms calls: the floor of 5, though that is twice the budget.
+    assert_eq!(one(&mut SimBackend::new(20e-3, 1e30), &o).out_of_place.iters, MIN_AUTO_ITERS);
+    // 1 ns calls: the ceiling, in whole batches.
+    let p = one(&mut SimBackend::new(1e-9, 1e30), &o);
+    assert_eq!((p.out_of_place.iters, p.out_of_place.batch), (MAX_AUTO_ITERS, 1000));
+    // -n and -w are kept exactly, whatever the budget.
+    let on = Options { iters: Some(37), warmup: Some(11), ..o };
+    let p = one(&mut SimBackend::new(20e-3, 1e30), &on);
+    for m in p.measurements() {
+        assert_eq!((m.iters, m.warmup_iters, m.first_call_us), (37, 11, None));
+    }
+}
+
+#[test]
+fn the_adaptive_stop_ends_a_quiet_point_after_its_first_quarter() {
+    // 20 us calls, 2500 planned, in quarters of 625: no noise, the interval is empty at once.
+    let o =
+        Options { warmup: Some(2), ci_target: 0.01, ..opts(&[Kind::AllReduce], &[DType::Float32], &[Op::Sum], 8, 8) };
+    let mut sim = SimBackend::new(20e-6, 1e30);
+    let p = one(&mut sim, &o);
+    assert_eq!(p.out_of_place.iters, 625);
+    assert_eq!(timed_runs(&sim, false, 1, true).iter().map(|r| r.iters).collect::<Vec<_>>(), vec![625]);
+    // Without a target, the whole budget.
+    let p = one(&mut SimBackend::new(20e-6, 1e30), &Options { ci_target: 0.0, ..o.clone() });
+    assert_eq!(p.out_of_place.iters, 2500);
+    // With -n, never adaptive.
+    let p = one(&mut SimBackend::new(20e-6, 1e30), &Options { iters: Some(2000), ..o.clone() });
+    assert_eq!(p.out_of_place.iters, 2000);
+    // Fewer than 24 samples planned (20 ms calls: 5): one chunk, no early stop.
+    let p = one(&mut SimBackend::new(20e-3, 1e30), &o);
+    assert_eq!(p.out_of_place.iters, MIN_AUTO_ITERS);
+}
+
+#[test]
+fn the_adaptive_stop_waits_until_the_interval_is_narrow_and_never_runs_past_the_plan() {
+    let base = Options { warmup: Some(2), ..opts(&[Kind::AllReduce], &[DType::Float32], &[Op::Sum], 8, 8) };
+    let mut stops = std::collections::BTreeSet::new();
+    for seed in 1..=6 {
+        for target in [0.001, 0.02, 0.03, 0.04, 0.05, 0.2] {
+            let o = Options { ci_target: target, ..base.clone() };
+            // Calls of 20..40 us, uniformly: planned from the warm-up's mean, about 1700.
+            let mut sim = SimBackend::new(20e-6, 1e30).with_noise(Noise::Uniform { seed, spread: 1.0 });
+            let p = one(&mut sim, &o);
+            let runs = timed_runs(&sim, false, 1, true);
+            let quarter = runs[0].iters;
+            let planned: usize = {
+                let est = sim.log[0].samples.iter().sum::<f64>() / sim.log[0].samples.len() as f64;
+                crate::sweep::iterations(None, o.budget_s, est).0 as usize
+            };
+            assert_eq!(quarter, planned.div_ceil(4), "seed {seed}");
+            let mut samples = vec![];
+            for (i, r) in runs.iter().enumerate() {
+                samples.extend_from_slice(&r.samples);
+                let last = i + 1 == runs.len();
+                let ci = relative_ci(&samples);
+                if !last {
+                    assert!(ci > target, "seed {seed} target {target}: went on at ci {ci}");
+                } else if samples.len() < planned {
+                    assert!(ci <= target, "seed {seed} target {target}: stopped at ci {ci}");
+                }
+            }
+            assert!(samples.len() <= planned && p.out_of_place.iters as usize == samples.len());
+            stops.insert(runs.len());
+        }
+    }
+    // The cases above stop after one, some and all four quarters.
+    assert!(stops.contains(&1) && stops.contains(&4) && stops.len() >= 3, "{stops:?}");
+}
+
+#[test]
+fn a_slow_first_call_is_reported_and_kept_out_of_the_timed_samples() {
+    // 20 us calls; the first of each point and placement takes 1 ms more.
+    let t = 20e-6;
+    let slow = 1e-3;
+    let o = opts(&[Kind::AllReduce], &[DType::Float32], &[Op::Sum], 8, 8);
+    let mut sim = SimBackend::new(t, 1e30);
+    sim.first_call_extra_s = slow;
+    let p = one(&mut sim, &o);
+    for m in p.measurements() {
+        assert!(close(m.first_call_us.unwrap(), (t + slow) * 1e6), "{m:?}");
+        // Then a tenth of the budget at the first call's pace: 0.005 / 1.02 ms, 4 calls.
+        assert_eq!(m.warmup_iters, 1 + (0.1 * o.budget_s / (t + slow)) as u64);
+        // The estimate is the later calls' mean: 2500 calls planned.
+        assert_eq!(m.iters, 2500);
+        assert!(close(m.summary.max_us, t * 1e6) && close(m.time_us, t * 1e6), "{m:?}");
+    }
+    // -w 0: no warm-up, the estimate's call takes the slow call (and plans from it: 50 calls).
+    let mut sim = SimBackend::new(t, 1e30);
+    sim.first_call_extra_s = slow;
+    let p = one(&mut sim, &Options { warmup: Some(0), ..o.clone() });
+    let m = &p.out_of_place;
+    assert_eq!((m.warmup_iters, m.first_call_us, m.iters), (0, None, (o.budget_s / (t + slow)).ceil() as u64));
+    assert!(close(m.summary.max_us, t * 1e6), "{m:?}");
+    // -w 3: the warm-up absorbs it.
+    let mut sim = SimBackend::new(t, 1e30);
+    sim.first_call_extra_s = slow;
+    let m = one(&mut sim, &Options { warmup: Some(3), ..o }).out_of_place;
+    assert_eq!((m.warmup_iters, m.first_call_us), (3, None));
+    assert!(close(m.time_us, t * 1e6), "{m:?}");
+}
+
+#[test]
+fn the_check_passes_every_collective_moved_right_in_both_conventions() {
+    let o = Options {
+        warmup: Some(1),
+        iters: Some(2),
+        ..opts(&Kind::ALL, &[DType::Int32, DType::Float64, DType::Uint8], &Op::ALL, 8, 4096)
+    };
+    for convention in [Convention::Mpi, Convention::Nccl] {
+        let mut sim = SimBackend::new(1e-6, 1e9);
+        sim.convention = convention;
+        let (points, totals) = sweep(&mut sim, &o);
+        assert!(points.len() > 100);
+        assert_eq!((totals.wrong, totals.out_of_bounds), (0, 0), "{convention:?}");
+        assert!(points.iter().all(|p| p.measurements().iter().all(|m| m.wrong == Some(0))));
+    }
+}
+
+#[test]
+fn the_check_counts_a_wrong_element_and_a_byte_past_the_end() {
+    let o =
+        Options { warmup: Some(1), iters: Some(2), ..opts(&[Kind::AllReduce], &[DType::Int32], &[Op::Sum], 64, 64) };
+    // 16 elements: the first, one inside, the last; one past the output is not an element.
+    for (j, wrong) in [(0, 1), (7, 1), (15, 1), (16, 0)] {
+        let mut sim = SimBackend::new(1e-6, 1e9);
+        sim.corrupt = Corrupt::Element(j);
+        let (points, totals) = sweep(&mut sim, &o);
+        for m in points[0].measurements() {
+            assert_eq!((m.wrong, m.out_of_bounds), (Some(wrong), Some(0)), "element {j}: {m:?}");
+        }
+        assert_eq!((totals.wrong, totals.failed()), (2 * wrong, wrong > 0));
+    }
+    let mut sim = SimBackend::new(1e-6, 1e9);
+    sim.corrupt = Corrupt::PastEnd(5);
+    let (_, totals) = sweep(&mut sim, &o);
+    assert_eq!((totals.wrong, totals.out_of_bounds), (0, 2));
+    // The hidden --debug-corrupt-rank flips one element of this rank's output.
+    let (_, totals) = sweep(&mut SimBackend::new(1e-6, 1e9), &Options { debug_corrupt_rank: Some(0), ..o.clone() });
+    assert_eq!(totals.wrong, 2);
+    // Check off: no check call, no count.
+    let mut sim = SimBackend::new(1e-6, 1e9);
+    sim.corrupt = Corrupt::Element(0);
+    let (points, totals) = sweep(&mut sim, &Options { check: false, ..o });
+    assert_eq!((points[0].out_of_place.wrong, totals.failed()), (None, false));
+    assert_eq!(sim.log.len(), 2 * 2, "warm-up and timed batch per placement, no check call");
+}
+
+fn info(o: &Options) -> RunInfo {
+    RunInfo {
+        version: "0".into(),
+        timestamp: "t".into(),
+        backend: "sim".into(),
+        backend_details: vec![],
+        mpi_library: "none".into(),
+        ranks: 1,
+        hosts: vec![("h".into(), vec![0])],
+        options: o.clone(),
+        pids: vec![1],
+        notes: vec![],
+    }
+}
+
+/// The reports of a sweep of broadcast (bus factor 1) and all-reduce (bus factor 2(n−1)/n: 0 on
+/// one rank) at 1 and 4 KiB: 2 us + bytes at 1 GB/s a call.
+fn reported_sweep() -> (Options, Vec<Point>, Totals) {
+    let o = Options {
+        warmup: Some(1),
+        iters: Some(10),
+        ..opts(&[Kind::Broadcast, Kind::AllReduce], &[DType::Float32], &[Op::Sum], 1024, 4096)
+    };
+    let mut sim = SimBackend::new(2e-6, 1e9);
+    let (points, totals) = sweep(&mut sim, &o);
+    (o, points, totals)
+}
+
+fn model_us(bytes: u64) -> f64 {
+    (2e-6 + bytes as f64 / 1e9) * 1e6
+}
+
+#[test]
+fn measurements_follow_the_model() {
+    let (_, points, _) = reported_sweep();
+    assert_eq!(points.len(), 6);
+    for p in &points {
+        for m in p.measurements() {
+            let t = model_us(p.size_bytes);
+            let algbw = p.size_bytes as f64 / (t * 1e-6) / 1e9;
+            assert!(close(m.time_us, t) && close(m.summary.median_us, t), "{p:?}");
+            assert!(close(m.algbw_gbps, algbw), "{p:?}");
+            assert_eq!(m.busbw_gbps, m.algbw_gbps * p.collective.spec().bus_factor(1));
+            // A sample spans at least 5 us: batches of ⌈5 / t⌉ that divide 10.
+            let want = (MIN_SAMPLE_S * 1e6 / t).ceil() as u64;
+            assert_eq!(m.batch, (1..=want).rev().find(|b| 10 % b == 0).unwrap(), "{p:?}");
+            assert!(m.warnings.is_empty() && m.slow_ranks.is_empty());
+        }
+        let factor = if p.collective == Kind::Broadcast { 1.0 } else { 0.0 };
+        assert_eq!(p.bus_factor, factor);
+    }
+}
+
+#[test]
+fn the_table_shows_the_model_time_and_bandwidths() {
+    let (o, points, totals) = reported_sweep();
+    let info = info(&o);
+    let mut t = TableReport::new(Vec::new());
+    t.begin(&info).unwrap();
+    for p in &points {
+        t.point(&info, p).unwrap();
+    }
+    t.end(&info, &totals).unwrap();
+    let out = String::from_utf8(t.into_inner()).unwrap();
+    // 2048 B broadcast: 4.048 us, 0.51 GB/s algbw and busbw, 0 wrong, both placements.
+    let t2k = model_us(2048);
+    let bw = 2048.0 / t2k / 1e3;
+    let cols = format!("  {:>7.2}  {bw:6.2}  {bw:6.2}  {:>6}", t2k, 0);
+    let row = format!("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{cols}{cols}", 2048, 512, "float", "none", 0);
+    assert!(out.lines().any(|l| l == row), "no line\n{row}\nin\n{out}");
+    // all-reduce on one rank: busbw 0.
+    let t4k = model_us(4096);
+    let cols = format!("  {:>7.2}  {:6.2}  {:6.2}  {:>6}", t4k, 4096.0 / t4k / 1e3, 0.0, 0);
+    let row = format!("{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{cols}{cols}", 4096, 1024, "float", "sum", -1);
+    assert!(out.lines().any(|l| l == row), "no line\n{row}\nin\n{out}");
+    assert!(out.contains("# Wrong elements       : 0 OK"), "{out}");
+}
+
+#[test]
+fn the_csv_and_json_rows_carry_the_model_numbers() {
+    let (o, points, totals) = reported_sweep();
+    let info = info(&o);
+    let d = tempfile::tempdir().unwrap();
+    let (csv_path, json_path) = (d.path().join("r.csv"), d.path().join("r.json"));
+    let mut csv = CsvReport::new(AppendFile::create("--csv", &csv_path, Policy::default()).unwrap());
+    let mut json = JsonReport::new(AppendFile::create("--json", &json_path, Policy::default()).unwrap());
+    for r in [&mut csv as &mut dyn Report, &mut json] {
+        r.begin(&info).unwrap();
+        for p in &points {
+            r.point(&info, p).unwrap();
+        }
+        r.end(&info, &totals).unwrap();
+    }
+
+    let mut rd = ::csv::Reader::from_path(&csv_path).unwrap();
+    let header = rd.headers().unwrap().clone();
+    let rows: Vec<::csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 2 * points.len(), "a row per point and placement");
+    let field = |r: &::csv::StringRecord, name: &str| r[header.iter().position(|h| h == name).unwrap()].to_string();
+    let num = |r: &::csv::StringRecord, name: &str| field(r, name).parse::<f64>().unwrap();
+    // Row 3: broadcast 2048 B, in place.
+    let r = &rows[3];
+    assert_eq!(
+        ["collective", "dtype", "op", "root", "placement", "size_bytes", "count_elements", "iters", "wrong"]
+            .map(|f| field(r, f)),
+        ["broadcast", "float", "none", "0", "in-place", "2048", "512", "10", "0"]
+    );
+    let t = model_us(2048);
+    assert!(close(num(r, "time_us"), t) && close(num(r, "median_us"), t) && close(num(r, "min_us"), t), "{r:?}");
+    assert!(close(num(r, "algbw_gbps"), 2048.0 / t / 1e3), "{r:?}");
+    assert_eq!(num(r, "busbw_gbps"), num(r, "algbw_gbps") * num(r, "bus_factor"));
+    assert_eq!((num(r, "bus_factor"), num(r, "batch_iters")), (1.0, 2.0));
+    // Last row: all-reduce 4096 B, busbw 0 on one rank.
+    let r = rows.last().unwrap();
+    assert_eq!(["collective", "op", "size_bytes"].map(|f| field(r, f)), ["all-reduce", "sum", "4096"]);
+    assert_eq!((num(r, "bus_factor"), num(r, "busbw_gbps")), (0.0, 0.0));
+    assert!(num(r, "algbw_gbps") > 0.0);
+
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let ps = doc["points"].as_array().unwrap();
+    assert_eq!(ps.len(), points.len());
+    let p = &ps[1];
+    assert_eq!((p["collective"].as_str(), p["size_bytes"].as_u64()), (Some("broadcast"), Some(2048)));
+    let m = &p["out_of_place"];
+    assert!(close(m["time_us"].as_f64().unwrap(), t) && close(m["summary"]["median_us"].as_f64().unwrap(), t), "{m}");
+    assert_eq!(m["busbw_gbps"].as_f64(), m["algbw_gbps"].as_f64());
+    assert_eq!(
+        (m["wrong"].as_u64(), m["iters"].as_u64(), doc["totals"]["points"].as_u64()),
+        (Some(0), Some(10), Some(6))
+    );
+}
+
+#[test]
+fn the_simulated_clock_is_deterministic() {
+    let run = || {
+        let o = Options { warmup: Some(2), ..opts(&[Kind::AllReduce], &[DType::Float32], &[Op::Sum], 8, 64) };
+        let mut sim = SimBackend::new(20e-6, 1e9).with_noise(Noise::Uniform { seed: 3, spread: 0.5 });
+        let (points, _) = sweep(&mut sim, &o);
+        points.iter().map(|p| (p.out_of_place.time_us, p.in_place.summary.median_us)).collect::<Vec<_>>()
+    };
+    assert_eq!(run(), run());
+    // A scripted outlier every 10th call: the mean moves, the median does not.
+    let o =
+        Options { warmup: Some(1), iters: Some(100), ..opts(&[Kind::AllReduce], &[DType::Float32], &[Op::Sum], 8, 8) };
+    let mut script = vec![1.0; 10];
+    script[9] = 11.0;
+    let mut sim = SimBackend::new(20e-6, 1e30).with_noise(Noise::Script(script));
+    let m = one(&mut sim, &o).out_of_place;
+    assert!(close(m.summary.median_us, 20.0) && close(m.summary.max_us, 220.0), "{m:?}");
+    assert!(close(m.time_us, 20.0 * (1.0 + 10.0 / 10.0)), "{m:?}");
+    assert!(m.warnings.iter().any(|w| matches!(w, crate::stats::Warning::MeanOffMedian { .. })), "{m:?}");
+}
