@@ -97,7 +97,8 @@ pub fn parse(path: &str, text: &str) -> Result<Spec, String> {
             repeats = *r.get_ref() as usize;
         }
         if let Some(b) = &s.budget {
-            budget_s = crate::cli::parse_budget(b.get_ref()).map_err(|e| at(b.span(), e.to_string()))?;
+            budget_s = crate::duration::parse("--budget", b.get_ref(), crate::duration::POSITIVE)
+                .map_err(|e| at(b.span(), e.to_string()))?;
         }
     }
     if raw.rules.is_empty() {
