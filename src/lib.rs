@@ -16,8 +16,8 @@
 //! 6. [`backend`] (one trait; MPI, NCCL) and [`report`] (table, CSV, JSON, Markdown, progress).
 //! 7. [`csvread`], [`memory`]; [`record`], [`world`]; [`launch`], [`options`] (with its literal
 //!    `Default`); [`check`] (exact inputs, verification).
-//! 8. The vocabulary: [`collective`] (one file each), [`dtype`], [`duration`], [`error`],
-//!    [`size`], [`stats`].
+//! 8. The vocabulary: [`collective`] (one file each), [`dtype`], [`duration`], [`size`],
+//!    [`stats`]; at the bottom [`error`].
 //!
 //! # Data flow
 //!

@@ -37,8 +37,10 @@ const LAYERS: &[&[&str]] = &[
     &["launch", "options"],
     // Exact input patterns and the verification of outputs.
     &["check"],
-    // The vocabulary: collectives, data types, durations, errors, sizes, statistics.
-    &["collective", "dtype", "duration", "error", "size", "stats"],
+    // The vocabulary: collectives, data types, durations, sizes, statistics.
+    &["collective", "dtype", "duration", "size", "stats"],
+    // The one error type and the exit codes.
+    &["error"],
 ];
 
 /// The binary sits above everything: it may use `coll_bench::app` only.
