@@ -1,21 +1,20 @@
-//! The run, from command line to exit code: parse → world → agree on options → check the
-//! launcher, the backend, memory and outputs → sweep → reports. Every phase boundary is an
+//! The run, from command line to exit code: parse ([`crate::cli`]) → world → agree on the plan
+//! → dispatch to a subcommand, or for the sweep: check the launcher, set up ([`crate::setup`]:
+//! outputs, backend, memory) → sweep → reports, wired here. Every phase boundary is an
 //! agreement across ranks, so an error on one rank stops all of them, printed once by rank 0.
 
-use crate::backend::mpi::MpiBackend;
-use crate::backend::Backend;
 use crate::cli::{self, Parsed};
 use crate::error::{exit, Error, Result};
 use crate::launch;
 use crate::memory;
-use crate::options::{BackendKind, CsvTarget, Options};
-use crate::record::RunInfo;
+use crate::options::{CsvTarget, Options};
 use crate::report::csv::CsvReport;
 use crate::report::json::JsonReport;
 use crate::report::markdown::MarkdownReport;
 use crate::report::table::TableReport;
 use crate::report::Report;
-use crate::sweep::{buffer_bytes, Sweep};
+use crate::setup;
+use crate::sweep::Sweep;
 use crate::world::{World, MPI_UP};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -198,99 +197,6 @@ fn agree_plan(world: &World, parsed: Result<Parsed>) -> Result<Plan> {
     world.agree(local)
 }
 
-pub(crate) fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
-    match opts.backend {
-        BackendKind::Mpi => {
-            let delay = opts
-                .debug_slow_rank
-                .filter(|(rank, _)| *rank == world.rank)
-                .map(|(_, us)| std::time::Duration::from_micros(us));
-            Ok(Box::new(MpiBackend::new(world, &opts.implementation, opts.blocking, delay)?))
-        }
-        // Collective inside: agrees across ranks at each step of its bootstrap.
-        BackendKind::Nccl => crate::backend::nccl::create(world, opts),
-    }
-}
-
-/// Keep the types the backend supports: a list with none of them is refused (the first one's
-/// reason); from a list with some, the others are dropped and named in the returned note. The
-/// same on every rank (the backend decides by type alone).
-pub(crate) fn fit_dtypes(backend: &dyn Backend, opts: &mut Options) -> Result<Option<String>> {
-    let (kept, dropped): (Vec<_>, Vec<_>) = opts.dtypes.iter().partition(|d| backend.supports(**d).is_ok());
-    if kept.is_empty() {
-        return opts.dtypes.iter().try_for_each(|d| backend.supports(*d)).map(|_| None);
-    }
-    opts.dtypes = kept;
-    Ok((!dropped.is_empty()).then(|| {
-        let names: Vec<&str> = dropped.iter().map(|d| d.name()).collect();
-        format!("-d/--datatype: dropped {} (not supported by the {} backend)", names.join(", "), backend.name())
-    }))
-}
-
-/// The backend for `opts`, with its types checked (unsupported ones dropped from a list that
-/// has others: the note says which), its buffers checked against this host's free memory and
-/// allocated. Every step is agreed across ranks.
-pub(crate) fn ready_backend(world: &World, opts: &mut Options) -> Result<(Box<dyn Backend>, Option<String>)> {
-    let mut backend = world.agree(make_backend(world, opts))?;
-    let note = world.agree(fit_dtypes(backend.as_ref(), opts))?;
-    let opts = &*opts;
-    if opts.backend == BackendKind::Mpi {
-        world.agree(crate::backend::mpi::known_faults(world, opts))?;
-    }
-    let (send, recv) = buffer_bytes(opts, world.size, world.rank, backend.convention());
-    // MPI libraries reduce large messages through a scratch buffer of the message's size.
-    let scratch = opts.backend == BackendKind::Mpi && opts.collectives.iter().any(|k| k.spec().reduces());
-    let per_rank = memory::per_rank_need(send as u64, recv as u64, scratch);
-    let fit = match memory::available_bytes() {
-        Some(avail) => memory::check_fit("-e/--maxbytes", per_rank, world.local_size, avail, world.host()),
-        None => Ok(()),
-    };
-    world.agree(fit)?;
-    world.agree(backend.allocate(send, recv))?;
-    Ok((backend, note))
-}
-
-/// The context of one sweep, for its reports (collective: every rank gives its pid).
-pub(crate) fn run_info(
-    world: &World,
-    backend: &dyn Backend,
-    opts: &Options,
-    now: &chrono::DateTime<chrono::Utc>,
-    notes: Vec<String>,
-) -> RunInfo {
-    RunInfo {
-        version: env!("CARGO_PKG_VERSION").to_string(),
-        timestamp: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        backend: backend.name().to_string(),
-        backend_details: backend.describe(),
-        mpi_library: world.library_version.clone(),
-        ranks: world.size,
-        hosts: world.ranks_by_host(),
-        options: opts.clone(),
-        pids: world.all_gather(std::process::id()),
-        notes,
-    }
-}
-
-/// Every output path of a sweep, checked before anything is allocated or measured (rank 0,
-/// which writes them): nothing is created.
-fn check_outputs(opts: &Options) -> Result<()> {
-    let mut outputs: Vec<(&str, &std::path::Path)> = vec![];
-    if let CsvTarget::Path(p) = &opts.csv {
-        outputs.push(("--csv", p));
-    }
-    if let Some(p) = &opts.json {
-        outputs.push(("--json", p));
-    }
-    if let Some(p) = &opts.markdown {
-        outputs.push(("--markdown", p));
-    }
-    if let Some(p) = &opts.plot {
-        outputs.push(("--plot", p));
-    }
-    crate::report::outfile::check(&outputs, &[], opts.files)
-}
-
 /// Rank 0's reports, the CSV's path, and every file they write with what it is.
 type Opened = (Vec<Box<dyn Report>>, Option<PathBuf>, Vec<(PathBuf, &'static str)>);
 
@@ -370,12 +276,12 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
     };
     world.agree(opts.validate_for_world(world.size))?;
     // Outputs first: a run that would fail on one fails before anything is allocated.
-    world.agree(if world.rank == 0 { check_outputs(&opts) } else { Ok(()) })?;
+    setup::check_outputs(world, &setup::sweep_outputs(&opts), &[], opts.files)?;
 
-    let (mut backend, note) = ready_backend(world, &mut opts)?;
+    let (mut backend, note) = setup::ready_backend(world, &mut opts)?;
 
     let now = chrono::Utc::now();
-    let info = run_info(world, backend.as_ref(), &opts, &now, note.into_iter().collect());
+    let info = setup::run_info(world, backend.as_ref(), &opts, &now, note.into_iter().collect());
 
     // Files last, so no file is left behind by a run that never started.
     let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };

@@ -227,14 +227,7 @@ pub fn clap_outcome(sub: &str, form: &str, e: &clap::Error) -> (String, i32, boo
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => (e.render().to_string(), exit::OK, true),
         _ => {
-            let text = e.render().to_string();
-            // clap's message is the first paragraph; usage and tips follow a blank line.
-            let msg: Vec<&str> = text
-                .lines()
-                .take_while(|l| !l.trim().is_empty() && !l.starts_with("Usage:"))
-                .map(|l| l.trim().trim_start_matches("error: "))
-                .collect();
-            let msg = msg.join(" ").trim_end_matches(':').to_string();
+            let msg = crate::error::clap_message(e);
             (format!("coll-bench: error: {sub}: {msg}; expected {form}\n"), exit::ERROR, false)
         }
     }

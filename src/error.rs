@@ -29,3 +29,21 @@ pub mod exit {
     pub const WRONG: i32 = 1;
     pub const ERROR: i32 = 2;
 }
+
+/// Clap's error as one line: its first paragraph (the message, and the values or arguments it
+/// lists), without `error: `, the usage block or the tips. The one place a clap error becomes
+/// our one line; the caller adds where to look (`--help`, the accepted form).
+pub fn clap_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let lines: Vec<&str> = text
+        .lines()
+        .take_while(|l| !l.trim().is_empty() && !l.starts_with("Usage:"))
+        .map(|l| l.trim().trim_start_matches("error: "))
+        .collect();
+    let msg = lines.join(" ").trim_end_matches(':').to_string();
+    if msg.is_empty() {
+        "bad command line".to_string()
+    } else {
+        msg
+    }
+}

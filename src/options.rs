@@ -1,5 +1,6 @@
-//! The typed, validated plan every rank runs. Built from the command line by `crate::cli`,
-//! broadcast from rank 0 and compared on every rank before anything is measured.
+//! The typed, validated plan every rank runs, with its defaults (a literal [`Default`]). Filled
+//! from the command line by the layer above (`cli`), broadcast from rank 0 and compared on every
+//! rank before anything is measured.
 
 use crate::collective::Kind;
 use crate::dtype::{DType, Op};
@@ -113,6 +114,64 @@ impl BackendKind {
     }
 }
 
+/// Which code runs a collective inside the backend (`--impl`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Implementation {
+    /// The library's own collective (`MPI_Allreduce`, `ncclAllReduce`, …).
+    Native,
+    /// Rings over point-to-point `MPI_Sendrecv`: all-reduce as reduce-scatter then all-gather
+    /// in n−1 steps each (the textbook bandwidth-optimal algorithm); reduce-scatter and
+    /// all-gather as the one ring each.
+    Ring,
+    /// All-reduce by recursive doubling: log2(n) exchanges of the whole buffer with the rank
+    /// whose number differs in one bit (a power-of-two rank count only).
+    RecursiveDoubling,
+}
+
+impl Implementation {
+    pub const ALL: [Implementation; 3] =
+        [Implementation::Native, Implementation::Ring, Implementation::RecursiveDoubling];
+    /// The accepted names, for error messages.
+    pub const ACCEPTED: &'static str = "native or ring or recursive-doubling";
+
+    /// A name as given on the command line (any case).
+    pub fn parse(name: &str) -> Option<Implementation> {
+        Self::ALL.into_iter().find(|i| i.name().eq_ignore_ascii_case(name))
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Implementation::Native => "native",
+            Implementation::Ring => "ring",
+            Implementation::RecursiveDoubling => "recursive-doubling",
+        }
+    }
+
+    /// The collectives this implementation provides.
+    pub fn provides(self, kind: Kind) -> bool {
+        match self {
+            Implementation::Native => true,
+            Implementation::Ring => matches!(kind, Kind::AllReduce | Kind::ReduceScatter | Kind::AllGather),
+            Implementation::RecursiveDoubling => kind == Kind::AllReduce,
+        }
+    }
+
+    /// Why this implementation cannot run on `nranks` ranks, if it cannot.
+    pub fn unfit(self, nranks: usize) -> Option<String> {
+        (self == Implementation::RecursiveDoubling && !nranks.is_power_of_two())
+            .then(|| format!("recursive doubling needs a power-of-two rank count, not {nranks}"))
+    }
+}
+
+/// What the user allowed output files to be (`--force`/`--overwrite`, `--follow-symlinks`);
+/// `crate::report::outfile` applies it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Policy {
+    pub force: bool,
+    pub follow_symlinks: bool,
+}
+
 /// Everything a sweep needs. Equal on every rank (checked).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Options {
@@ -137,7 +196,7 @@ pub struct Options {
     pub blocking: bool,
     pub backend: BackendKind,
     /// Which implementation of the collectives inside the backend (`native`: the library's own).
-    pub implementation: String,
+    pub implementation: Implementation,
     pub csv: CsvTarget,
     /// Draw the progress bar on stderr even when it is not a terminal (`--progress`).
     pub progress: bool,
@@ -153,7 +212,7 @@ pub struct Options {
     /// on, ending the job with exit code 2 (`crate::watchdog`).
     pub timeout: Timeout,
     /// What output files may be (`--force`/`--overwrite`, `--follow-symlinks`).
-    pub files: crate::report::Policy,
+    pub files: Policy,
     /// `--max-points`: refuse a plan of more points than this (0: no limit).
     pub max_points: u64,
     /// `--max-time`: refuse a plan estimated to take longer than this many seconds (0: no limit).
@@ -172,12 +231,39 @@ pub const MAX_AUTO_ITERS: u64 = 100_000;
 /// Most iterations `-n` accepts (per-iteration samples are kept in memory).
 pub const MAX_ITERS: u64 = 10_000_000;
 
-/// The defaults of the command line (`coll-bench` with no arguments).
+/// The defaults of the command line (`coll-bench` with no arguments); `cli`'s tests check that
+/// parsing an empty command line gives exactly this.
 impl Default for Options {
     fn default() -> Self {
-        match crate::cli::parse(&["coll-bench".to_string()]) {
-            Ok(crate::cli::Parsed::Run(o)) => *o,
-            other => unreachable!("the default command line parses: {other:?}"),
+        Options {
+            collectives: Kind::CORE.to_vec(),
+            min_bytes: 8,
+            max_bytes: 64 << 20,
+            step: Step::Factor(2.0),
+            iters: None,
+            warmup: None,
+            budget_s: 0.05,
+            ci_target: 0.0,
+            check: true,
+            dtypes: vec![DType::Float32],
+            ops: vec![Op::Sum],
+            aggregation: Aggregation::Mean,
+            root: 0,
+            blocking: false,
+            backend: BackendKind::Mpi,
+            implementation: Implementation::Native,
+            csv: CsvTarget::Default,
+            progress: false,
+            per_rank: false,
+            json: None,
+            markdown: None,
+            plot: None,
+            timeout: Timeout::Auto,
+            files: Policy::default(),
+            max_points: 10_000,
+            max_time_s: 3600.0,
+            debug_slow_rank: None,
+            debug_corrupt_rank: None,
         }
     }
 }
@@ -225,22 +311,31 @@ impl Options {
         n
     }
 
+    /// The collective × type × op combinations of the run, in the order they run (the sweep
+    /// runs exactly these; [`Options::point_count`] counts their sizes).
+    pub fn plan(&self) -> Vec<(Kind, DType, Option<Op>)> {
+        let mut out = vec![];
+        for &kind in &self.collectives {
+            let spec = kind.spec();
+            let dtypes: &[DType] = if spec.sized() { &self.dtypes } else { &self.dtypes[..1] };
+            for &dtype in dtypes {
+                if spec.reduces() {
+                    for &op in &self.ops {
+                        out.push((kind, dtype, Some(op)));
+                    }
+                } else {
+                    out.push((kind, dtype, None));
+                }
+            }
+        }
+        out
+    }
+
     /// Points of the plan (collective × type × op × size, as the table's rows), counting at
-    /// most a little past `cap`.
+    /// most a little past `cap`: the progress bar's total and the `--max-points` limit.
     pub fn point_count(&self, cap: u64) -> u64 {
         let sizes = self.size_count(cap);
-        self.collectives
-            .iter()
-            .map(|k| {
-                let spec = k.spec();
-                let ops = if spec.reduces() { self.ops.len() as u64 } else { 1 };
-                if spec.sized() {
-                    self.dtypes.len() as u64 * ops * sizes
-                } else {
-                    ops
-                }
-            })
-            .fold(0u64, u64::saturating_add)
+        self.plan().iter().map(|(k, _, _)| if k.spec().sized() { sizes } else { 1 }).fold(0u64, u64::saturating_add)
     }
 
     /// The plan's duration estimated from the budget: per point and placement a warm-up of a

@@ -13,23 +13,10 @@ use crate::verify::{fill_input, verify, DataErrors, GUARD_BYTES, SENTINEL};
 use crate::watchdog::{Phase, Task, Watchdog};
 use crate::world::{aggregate, World};
 
-/// The collective × type × op combinations of a run, in the order they run.
+/// The collective × type × op combinations of a run, in the order they run: the options' one
+/// plan ([`Options::plan`]), which also gives the progress bar its total.
 pub fn plan(opts: &Options) -> Vec<(Kind, DType, Option<Op>)> {
-    let mut out = vec![];
-    for &kind in &opts.collectives {
-        let spec = kind.spec();
-        let dtypes: &[DType] = if spec.sized() { &opts.dtypes } else { &opts.dtypes[..1] };
-        for &dtype in dtypes {
-            if spec.reduces() {
-                for &op in &opts.ops {
-                    out.push((kind, dtype, Some(op)));
-                }
-            } else {
-                out.push((kind, dtype, None));
-            }
-        }
-    }
-    out
+    opts.plan()
 }
 
 /// Sizes a collective runs at (barrier: one, of zero bytes).

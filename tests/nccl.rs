@@ -669,3 +669,74 @@ fn fp8_types_run_with_the_check_off_on_an_nccl_that_has_them() {
     let (o, d) = nccl_run(2, &["-d", "fp8e5m2", "-c", "0", "--csv", "run.csv"], &old);
     refused(&o, d.path(), &["-d/--datatype: fp8e5m2 needs NCCL 2.24 or newer (this is 2.23.4)"]);
 }
+
+/// `mpirun -n N coll-bench check SPEC …` in a directory of its own, with `env` (and nothing else
+/// of ours) set; the spec is written to another directory, so the run's directory shows what
+/// the run left.
+fn check_run(n: usize, spec: &str, args: &[&str], env: &[(&str, &str)]) -> (Output, tempfile::TempDir) {
+    let (dir, specs) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let path = specs.path().join("spec.toml");
+    std::fs::write(&path, spec).unwrap();
+    let mut cmd = launch_cmd(600);
+    cmd.arg("-n").arg(n.to_string()).arg(BIN).arg("check").arg(&path).args(args).current_dir(dir.path());
+    for v in STEERING {
+        cmd.env_remove(v);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("the MPI launcher runs (is MPI installed? run ci/setup.sh)");
+    (out, dir)
+}
+
+const NCCL_SPEC: &str = r#"
+[settings]
+repeats = 1
+budget = "2ms"
+
+[[rule]]
+name = "gpu all-reduce"
+collective = "all-reduce"
+backend = "nccl"
+sizes = "1K..64K"
+plateau = "16K..64K"
+min_busbw_gbps = 0.000001
+"#;
+
+#[test]
+fn a_check_rule_on_the_nccl_backend_is_measured_and_judged() {
+    let env = [
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", "2"),
+    ];
+    let (o, d) = check_run(2, NCCL_SPEC, &["--csv", "m.csv"], &env);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(out.contains("# 2 passed, 0 failed, 0 skipped: PASS"), "{out}");
+    assert!(!err.contains("does not have"), "{err}");
+    let csv = std::fs::read_to_string(d.path().join("m.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let h = rd.headers().unwrap().clone();
+    let (backend, wrong) =
+        (h.iter().position(|c| c == "backend").unwrap(), h.iter().position(|c| c == "wrong").unwrap());
+    let rows: Vec<csv::StringRecord> = rd.records().map(Result::unwrap).collect();
+    assert_eq!(rows.len(), 14, "7 sizes × 2 placements: {csv}");
+    assert!(rows.iter().all(|r| &r[backend] == "nccl" && &r[wrong] == "0"), "{csv}");
+}
+
+#[test]
+fn a_check_rule_on_the_nccl_backend_without_a_cuda_driver_is_the_backends_one_line() {
+    if real_library("libcuda.so.1") {
+        eprintln!("skipped: this machine has libcuda.so.1");
+        return;
+    }
+    let (o, d) = check_run(2, NCCL_SPEC, &[], &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{}\n{err}", stdout(&o));
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line, got:\n{err}");
+    assert!(lines[0].starts_with("coll-bench: error: ") && lines[0].contains("no CUDA driver"), "{err}");
+    assert!(!err.contains("does not have yet") && !err.contains("panicked"), "{err}");
+    assert!(files(d.path()).is_empty(), "left {:?}", files(d.path()));
+}

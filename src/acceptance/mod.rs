@@ -16,51 +16,12 @@ use crate::report::Report as _;
 use crate::stats::RankOutlier;
 use crate::sweep::Sweep;
 use crate::world::World;
-use clap::Parser;
 use serde::{Deserialize, Serialize};
 use spec::{Rule, Spec};
 use std::io::Write;
 use std::path::PathBuf;
 
-/// Judge the cluster against an acceptance spec.
-#[derive(Parser, Debug)]
-#[command(
-    name = "coll-bench check",
-    bin_name = "coll-bench check",
-    version,
-    after_help = "Launch with MPI: mpirun -n N coll-bench check SPEC.toml [OPTIONS]\n\
-Example: mpirun -n 16 --map-by ppr:8:node coll-bench check ci/acceptance/multi-node.toml --junit verdicts.xml\n\
-Exit codes: 0 every rule passed, 1 a rule failed, 2 usage or setup error."
-)]
-pub struct CheckArgs {
-    /// The acceptance spec (TOML; see ci/acceptance/ and the README)
-    #[arg(value_name = "SPEC.toml")]
-    pub spec: PathBuf,
-    /// Also write the verdicts as JUnit XML
-    #[arg(long = "junit", value_name = "FILE")]
-    pub junit: Option<PathBuf>,
-    /// Write every measurement behind the verdicts to this CSV (the sweep's columns, then rule
-    /// and repeat) [default: results/coll-bench-check-<UTC time>.csv, never an existing file]
-    #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
-    pub csv: Option<PathBuf>,
-    /// Write no CSV of the measurements
-    #[arg(long = "no-csv")]
-    pub no_csv: bool,
-    /// Replace the JUnit file or the CSV if it exists (a regular file only)
-    #[arg(long = "force", visible_alias = "overwrite")]
-    pub force: bool,
-    /// Write to the file a symbolic link at the JUnit path points at (refused by default)
-    #[arg(long = "follow-symlinks")]
-    pub follow_symlinks: bool,
-    /// Show a progress bar on stderr over every rule's points (automatic when rank 0's stderr
-    /// is a terminal; under mpirun it is a pipe, so ask)
-    #[arg(long = "progress")]
-    pub progress: bool,
-    /// Testing only: RANK:MICROSECONDS — that rank arrives late at every timed batch
-    #[arg(long = "debug-slow-rank", value_name = "RANK:US", hide = true)]
-    pub debug_slow_rank: Option<String>,
-}
-
+/// `coll-bench check`'s options (from `crate::cli`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CheckOptions {
     pub spec: PathBuf,
@@ -69,24 +30,6 @@ pub struct CheckOptions {
     pub files: crate::report::Policy,
     pub progress: bool,
     pub debug_slow_rank: Option<(usize, u64)>,
-}
-
-pub fn parse(argv: &[String]) -> Result<crate::cli::Clap<CheckOptions>> {
-    Ok(match crate::cli::clap_parse::<CheckArgs>(argv)? {
-        crate::cli::Clap::Args(a) => crate::cli::Clap::Args(CheckOptions {
-            spec: a.spec,
-            junit: a.junit,
-            csv: match (a.csv, a.no_csv) {
-                (_, true) => CsvTarget::Off,
-                (Some(p), false) => CsvTarget::Path(p),
-                (None, false) => CsvTarget::Default,
-            },
-            files: crate::report::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
-            progress: a.progress,
-            debug_slow_rank: a.debug_slow_rank.as_deref().map(crate::cli::parse_slow_rank).transpose()?,
-        }),
-        crate::cli::Clap::Info(t) => crate::cli::Clap::Info(t),
-    })
 }
 
 /// PASS, FAIL or SKIP of one check.
@@ -263,14 +206,6 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     let bytes = world.broadcast_bytes(0, serde_json::to_vec(&loaded).expect("spec serialises"));
     let spec: Spec = serde_json::from_slice(&bytes).expect("spec deserialises");
     for rule in &spec.rules {
-        if rule.backend != crate::options::BackendKind::Mpi {
-            return world.agree(Err(Error::usage(format!(
-                "check: rule '{}' (line {}) needs the {} backend, which this coll-bench does not have yet",
-                rule.name,
-                rule.line,
-                rule.backend.name()
-            ))));
-        }
         // Every rule's sweep is checked before the first is measured.
         let sweep_opts = Options { debug_slow_rank: opts.debug_slow_rank, ..sweep_options(rule, &spec) };
         world.agree(
@@ -281,20 +216,14 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     }
     // Outputs checked now, before anything is measured: a run that would fail on one fails
     // first, leaving nothing. The CSV is created now, the JUnit file written at the end.
-    let outputs = match world.rank {
-        0 => {
-            let mut outputs: Vec<(&str, &std::path::Path)> = vec![];
-            if let Some(p) = &opts.junit {
-                outputs.push(("--junit", p));
-            }
-            if let CsvTarget::Path(p) = &opts.csv {
-                outputs.push(("--csv", p));
-            }
-            crate::report::outfile::check(&outputs, &[("the spec", &opts.spec)], opts.files)
-        }
-        _ => Ok(()),
-    };
-    world.agree(outputs)?;
+    let mut outputs: Vec<(&str, &std::path::Path)> = vec![];
+    if let Some(p) = &opts.junit {
+        outputs.push(("--junit", p));
+    }
+    if let CsvTarget::Path(p) = &opts.csv {
+        outputs.push(("--csv", p));
+    }
+    crate::setup::check_outputs(world, &outputs, &[("the spec", &opts.spec)], opts.files)?;
     let now = chrono::Utc::now();
     let created = match (world.rank, &opts.csv) {
         (0, CsvTarget::Path(p)) => crate::report::AppendFile::create("--csv", p, opts.files).map(Some),
@@ -421,9 +350,14 @@ fn run_rules(
             }
         }
         let mut sweep_opts = Options { debug_slow_rank: opts.debug_slow_rank, ..sweep_options(rule, spec) };
-        let (mut backend, note) = crate::app::ready_backend(world, &mut sweep_opts)?;
-        let info =
-            crate::app::run_info(world, backend.as_ref(), &sweep_opts, &chrono::Utc::now(), note.into_iter().collect());
+        let (mut backend, note) = crate::setup::ready_backend(world, &mut sweep_opts)?;
+        let info = crate::setup::run_info(
+            world,
+            backend.as_ref(),
+            &sweep_opts,
+            &chrono::Utc::now(),
+            note.into_iter().collect(),
+        );
         let t0 = mpi::time();
         let mut points = vec![];
         for repeat in 1..=spec.repeats {

@@ -119,7 +119,8 @@ fn settings(src: &Source, raw: Option<&Spanned<RawSettings>>) -> Result<(usize, 
             repeats = *r.get_ref() as usize;
         }
         if let Some(b) = &s.budget {
-            budget_s = crate::cli::parse_budget(b.get_ref()).map_err(|e| src.at(b.span(), e.to_string()))?;
+            budget_s = crate::duration::parse("--budget", b.get_ref(), crate::duration::POSITIVE)
+                .map_err(|e| src.at(b.span(), e.to_string()))?;
         }
     }
     Ok((repeats, budget_s))

@@ -22,9 +22,6 @@ use crate::collective::{Convention, Kind, Layout};
 use crate::dtype::{DType, Op};
 use crate::error::Result;
 
-/// Implementations of the collectives a backend may offer (`--impl`).
-pub const IMPLEMENTATIONS: &[&str] = &["native", "ring", "recursive-doubling"];
-
 /// One call: which collective, on what, where.
 #[derive(Clone, Copy, Debug)]
 pub struct Call {

@@ -2,8 +2,8 @@
 //! `mpi::ffi` (rsmpi's safe layer has no `MPI_IN_PLACE` and would add a layer to the timed path).
 //! All FFI detail of the backend stays in this file.
 //!
-//! Another implementation of a collective is one more arm in [`Implementation`] and one more
-//! name in `IMPLEMENTATIONS`, chosen by `--impl`: `ring` (all-reduce, reduce-scatter and
+//! Another implementation of a collective is one more arm in [`Implementation`] (in
+//! `crate::options`), chosen by `--impl`: `ring` (all-reduce, reduce-scatter and
 //! all-gather as rings over `MPI_Sendrecv`) and `recursive-doubling` (all-reduce) sit beside the
 //! library's own; `coll-bench tune` times them beside the library's algorithms.
 
@@ -11,6 +11,7 @@ use super::{Backend, Buf, Call, HostBuffer};
 use crate::collective::{partner, Convention, Kind};
 use crate::dtype::{divide_by_ranks, DType, Op};
 use crate::error::{Error, Result};
+use crate::options::Options;
 use crate::verify::SENTINEL;
 use crate::world::World;
 use mpi::ffi;
@@ -21,53 +22,7 @@ extern "C" {
     fn collbench_mpi_in_place() -> *mut c_void;
 }
 
-/// Which code runs a collective.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Implementation {
-    /// The MPI library's own collective (`MPI_Allreduce`, …).
-    Native,
-    /// Rings over point-to-point `MPI_Sendrecv`: all-reduce as reduce-scatter then all-gather
-    /// in n−1 steps each (the textbook bandwidth-optimal algorithm); reduce-scatter and
-    /// all-gather as the one ring each.
-    Ring,
-    /// All-reduce by recursive doubling: log2(n) exchanges of the whole buffer with the rank
-    /// whose number differs in one bit (a power-of-two rank count only).
-    RecursiveDoubling,
-}
-
-impl Implementation {
-    pub fn parse(name: &str) -> Option<Implementation> {
-        match name {
-            "native" => Some(Implementation::Native),
-            "ring" => Some(Implementation::Ring),
-            "recursive-doubling" => Some(Implementation::RecursiveDoubling),
-            _ => None,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Implementation::Native => "native",
-            Implementation::Ring => "ring",
-            Implementation::RecursiveDoubling => "recursive-doubling",
-        }
-    }
-
-    /// The collectives this implementation provides.
-    pub fn provides(self, kind: Kind) -> bool {
-        match self {
-            Implementation::Native => true,
-            Implementation::Ring => matches!(kind, Kind::AllReduce | Kind::ReduceScatter | Kind::AllGather),
-            Implementation::RecursiveDoubling => kind == Kind::AllReduce,
-        }
-    }
-
-    /// Why this implementation cannot run on `nranks` ranks, if it cannot.
-    pub fn unfit(self, nranks: usize) -> Option<String> {
-        (self == Implementation::RecursiveDoubling && !nranks.is_power_of_two())
-            .then(|| format!("recursive doubling needs a power-of-two rank count, not {nranks}"))
-    }
-}
+pub use crate::options::Implementation;
 
 pub struct MpiBackend {
     comm: ffi::MPI_Comm,
@@ -134,19 +89,14 @@ fn reduce_op(op: Op) -> ffi::MPI_Op {
 }
 
 impl MpiBackend {
-    /// `arrival_delay`: testing only — make this rank arrive late at every timed batch.
-    pub fn new(
-        world: &World,
-        implementation: &str,
-        blocking: bool,
-        arrival_delay: Option<std::time::Duration>,
-    ) -> Result<MpiBackend> {
-        let implementation = Implementation::parse(implementation).ok_or_else(|| {
-            Error::usage(format!(
-                "--impl: '{implementation}' is not offered by the mpi backend; expected {}",
-                super::IMPLEMENTATIONS.join(", ")
-            ))
-        })?;
+    /// The backend `opts` asks for (`--impl`, `-z`; testing only: `--debug-slow-rank` makes
+    /// this rank arrive late at every timed batch). Built the same way as the nccl backend.
+    pub fn new(world: &World, opts: &Options) -> Result<MpiBackend> {
+        let (implementation, blocking) = (opts.implementation, opts.blocking);
+        let arrival_delay = opts
+            .debug_slow_rank
+            .filter(|(rank, _)| *rank == world.rank)
+            .map(|(_, us)| std::time::Duration::from_micros(us));
         if let Some(why) = implementation.unfit(world.size) {
             return Err(Error::usage(format!("--impl {}: {why}", implementation.name())));
         }

@@ -10,45 +10,16 @@ pub mod facts;
 
 use crate::error::Result;
 use crate::world::{rank_list, World};
-use clap::Parser;
 use facts::ABSENT;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::io::Write;
 
-/// Show, per host, what the hosts of this job really have: coll-bench and MPI versions, the
-/// launcher, CPU, memory, locked-memory limit, network interfaces, InfiniBand ports, NCCL, the
-/// CUDA driver and GPUs, and the NCCL_/UCX_/OMPI_MCA_/FI_ variables; then the hosts that differ.
-#[derive(Parser, Debug)]
-#[command(
-    name = "coll-bench info",
-    bin_name = "coll-bench info",
-    version,
-    after_help = "Launch with MPI (one rank per host is enough), or alone for this host only.\n\
-Example: mpirun -n 16 --map-by ppr:1:node coll-bench info --strict\n\
-Exit codes: 0 ok (differences are reported), 1 with --strict when a host differs from the majority, 2 usage or setup error."
-)]
-pub struct InfoArgs {
-    /// Print one JSON document on standard output instead of the text report
-    #[arg(long = "json")]
-    pub json: bool,
-    /// Exit 1 when any host (or rank) differs from the majority on any field
-    #[arg(long = "strict")]
-    pub strict: bool,
-}
-
+/// `coll-bench info`'s options (from `crate::cli`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct InfoOptions {
     pub json: bool,
     pub strict: bool,
-}
-
-/// Parse `info …` (`argv[0]` is "info").
-pub fn parse(argv: &[String]) -> Result<crate::cli::Clap<InfoOptions>> {
-    Ok(match crate::cli::clap_parse::<InfoArgs>(argv)? {
-        crate::cli::Clap::Args(a) => crate::cli::Clap::Args(InfoOptions { json: a.json, strict: a.strict }),
-        crate::cli::Clap::Info(t) => crate::cli::Clap::Info(t),
-    })
 }
 
 /// What one rank reported.

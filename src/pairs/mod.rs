@@ -5,54 +5,14 @@
 pub mod schedule;
 
 use crate::error::{Error, Result};
-use crate::size::{human, parse_size, SIZE_FORM};
+use crate::size::human;
 use crate::world::World;
-use clap::Parser;
 use mpi::traits::*;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::PathBuf;
 
-/// Measure point-to-point latency and bandwidth between every pair of ranks.
-#[derive(Parser, Debug)]
-#[command(
-    name = "coll-bench pairs",
-    bin_name = "coll-bench pairs",
-    version,
-    allow_negative_numbers = true,
-    after_help = "Launch with MPI, at least 2 ranks: mpirun -n N coll-bench pairs [OPTIONS]\n\
-Example: mpirun -n 16 --map-by ppr:8:node coll-bench pairs --top 5 --csv pairs.csv"
-)]
-pub struct PairsArgs {
-    /// Message size for latency
-    #[arg(short = 'b', long = "latency-bytes", value_name = "SIZE", default_value = "8")]
-    pub latency_bytes: String,
-    /// Message size for bandwidth
-    #[arg(short = 'e', long = "bandwidth-bytes", value_name = "SIZE", default_value = "4M")]
-    pub bandwidth_bytes: String,
-    /// Time budget per pair and size (e.g. 20ms)
-    #[arg(long = "budget", value_name = "TIME", default_value = "20ms")]
-    pub budget: String,
-    /// How many of the slowest pairs to list
-    #[arg(long = "top", value_name = "K", default_value = "5")]
-    pub top: usize,
-    /// Run the pairs one at a time instead of in tournament rounds (for comparison)
-    #[arg(long = "sequential")]
-    pub sequential: bool,
-    /// Write the matrix as CSV to PATH [default: results/pairs-<UTC time>.csv]
-    #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
-    pub csv: Option<PathBuf>,
-    /// Write no CSV
-    #[arg(long = "no-csv")]
-    pub no_csv: bool,
-    /// Replace the CSV if it exists (a regular file only)
-    #[arg(long = "force", visible_alias = "overwrite")]
-    pub force: bool,
-    /// Write to the file a symbolic link at the CSV path points at (refused by default)
-    #[arg(long = "follow-symlinks")]
-    pub follow_symlinks: bool,
-}
-
+/// `coll-bench pairs`'s options (from `crate::cli`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PairsOptions {
     pub latency_bytes: u64,
@@ -62,31 +22,6 @@ pub struct PairsOptions {
     pub sequential: bool,
     pub csv: Option<Option<PathBuf>>,
     pub files: crate::report::Policy,
-}
-
-/// Parse `pairs …` (`argv[0]` is "pairs").
-pub fn parse(argv: &[String]) -> Result<crate::cli::Clap<PairsOptions>> {
-    let a: PairsArgs = match crate::cli::clap_parse(argv)? {
-        crate::cli::Clap::Args(a) => a,
-        crate::cli::Clap::Info(t) => return Ok(crate::cli::Clap::Info(t)),
-    };
-    let size = |flag: &str, v: &str| {
-        parse_size(v).map_err(|why| Error::usage(format!("pairs {flag}: {why}; expected {SIZE_FORM}")))
-    };
-    let budget_s = crate::cli::parse_duration("pairs --budget", &a.budget, false)?;
-    if a.top == 0 {
-        return Err(Error::usage("pairs --top: 0; expected a positive number of pairs"));
-    }
-    Ok(crate::cli::Clap::Args(PairsOptions {
-        latency_bytes: size("-b/--latency-bytes", &a.latency_bytes)?,
-        bandwidth_bytes: size("-e/--bandwidth-bytes", &a.bandwidth_bytes)?,
-        budget_s,
-        top: a.top,
-        sequential: a.sequential,
-        // None: no CSV; Some(None): the default path; Some(Some(p)): this path.
-        csv: if a.no_csv { None } else { Some(a.csv) },
-        files: crate::report::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
-    }))
 }
 
 /// One measured pair.
@@ -256,13 +191,7 @@ pub fn run(world: &World, opts: &PairsOptions) -> Result<i32> {
     };
     world.agree(checked)?;
     let per_rank = opts.latency_bytes + opts.bandwidth_bytes + crate::memory::OVERHEAD_BYTES;
-    let fit = match crate::memory::available_bytes() {
-        Some(avail) => {
-            crate::memory::check_fit("pairs -e/--bandwidth-bytes", per_rank, world.local_size, avail, world.host())
-        }
-        None => Ok(()),
-    };
-    world.agree(fit)?;
+    crate::setup::fit_memory(world, "pairs -e/--bandwidth-bytes", per_rank)?;
     let now = chrono::Utc::now();
     // Created before measuring (exclusively: a default name never collides), written at the end.
     let created = match (&opts.csv, world.rank) {

@@ -10,18 +10,12 @@
 //! exclusively, then renamed over the path only when that path is a regular file or absent.
 
 use crate::error::{Error, Result};
-use serde::{Deserialize, Serialize};
 use std::fs::{File, Metadata, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Component, Path, PathBuf};
 
-/// What the user allowed (`--force`/`--overwrite`, `--follow-symlinks`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Policy {
-    pub force: bool,
-    pub follow_symlinks: bool,
-}
+pub use crate::options::Policy;
 
 fn refuse(flag: &str, path: &Path, why: &str, want: &str) -> Error {
     Error::usage(format!("{flag}: '{}' {why}; expected {want}", path.display()))

@@ -10,7 +10,7 @@ pub enum Source {
     /// One of the library's algorithms, by its number.
     Library(i32),
     /// coll-bench's own implementation (`--impl NAME`), not selectable through the library.
-    Own(String),
+    Own(crate::options::Implementation),
 }
 
 impl Source {
@@ -90,7 +90,7 @@ mod tests {
     use super::*;
 
     fn sources() -> Vec<Source> {
-        vec![Source::Default, Source::Library(1), Source::Library(2), Source::Own("ring".into())]
+        vec![Source::Default, Source::Library(1), Source::Library(2), Source::Own(crate::options::Implementation::Ring)]
     }
 
     #[test]

@@ -13,7 +13,6 @@ pub mod rules;
 use crate::backend::mpi::{DupComm, Implementation, MpiBackend};
 use crate::backend::mpit::{Cvar, Tool};
 use crate::backend::Backend;
-use crate::cli::{Args, Clap};
 use crate::collective::{Convention, Kind};
 use crate::error::{exit, Error, Result};
 use crate::options::{CsvTarget, Options};
@@ -22,42 +21,13 @@ use crate::report::csv::CsvReport;
 use crate::report::Report;
 use crate::sweep::{buffer_bytes, Sweep};
 use crate::world::World;
-use algorithms::{Library, TUNABLE};
+use algorithms::Library;
 use choose::{choose, Outcome, Source};
-use clap::Parser;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-/// `coll-bench tune`: which algorithm this MPI should use at each size.
-#[derive(Parser, Debug)]
-#[command(
-    name = "coll-bench tune",
-    bin_name = "coll-bench tune",
-    version,
-    allow_negative_numbers = true,
-    about = "Time every algorithm the MPI library offers (and coll-bench's own) per collective and size; \
-             write the library's tuning file",
-    after_help = "\
-Launch with MPI, on the layout you will run: mpirun -n 16 -H node1:8,node2:8 coll-bench tune [OPTIONS] [COLLECTIVE]...
-Collectives: all-reduce, all-gather, reduce-scatter, broadcast, all-to-all, reduce [default: the first five].
-The sweep's flags apply (-b, -e, -f, --budget [default here: 20ms], -d and -o: the first type and op, --csv, --plot, ...).
-Example: mpirun -n 2 coll-bench tune reduce-scatter -b 64K -e 4M --write-rules rs.rules
-Then:    mpirun -n 2 coll-bench tune --verify rs.rules   (the library's default with the file applied)
-Exit codes: 0 ok, 1 a wrong result (that algorithm is disqualified) or --verify missed, 2 usage or setup error."
-)]
-pub struct TuneArgs {
-    #[command(flatten)]
-    pub sweep: Args,
-    /// Write the library's own tuning file (Open MPI dynamic rules; MPICH CVAR lines) to FILE
-    #[arg(long = "write-rules", value_name = "FILE")]
-    pub write_rules: Option<PathBuf>,
-    /// Time the library's default with FILE (from --write-rules) applied, at the sizes it was
-    /// tuned at, against the times recorded in it
-    #[arg(long = "verify", value_name = "FILE", conflicts_with = "write_rules")]
-    pub verify: Option<PathBuf>,
-}
-
+/// `coll-bench tune`'s options (from `crate::cli`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TuneOptions {
     pub sweep: Options,
@@ -72,46 +42,6 @@ pub const VERIFY_TOLERANCE: f64 = 0.25;
 /// tune's time budget per size, placement and candidate when `--budget` is not given (the
 /// sweep's is 50 ms): 20 ms still gives hundreds of calls at small sizes.
 pub const DEFAULT_BUDGET_S: f64 = 0.02;
-
-pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
-    let a: TuneArgs = match crate::cli::clap_parse(argv)? {
-        Clap::Args(a) => a,
-        Clap::Info(t) => return Ok(Clap::Info(t)),
-    };
-    let named = !a.sweep.collectives.is_empty();
-    let (json, markdown, progress) = (a.sweep.json.is_some(), a.sweep.markdown.is_some(), a.sweep.progress);
-    let mut sweep = a.sweep.into_options().map_err(|e| Error::usage(format!("tune {e}")))?;
-    if !named {
-        sweep.collectives =
-            vec![Kind::AllReduce, Kind::AllGather, Kind::ReduceScatter, Kind::Broadcast, Kind::AllToAll];
-    }
-    if let Some(k) = sweep.collectives.iter().find(|k| !TUNABLE.contains(k)) {
-        return Err(Error::usage(format!(
-            "tune COLLECTIVE: {k} cannot be tuned (its library choice does not depend on the size, or it has none); \
-             expected all-reduce, all-gather, reduce-scatter, broadcast, all-to-all or reduce"
-        )));
-    }
-    if sweep.backend != crate::options::BackendKind::Mpi || sweep.implementation != "native" {
-        return Err(Error::usage(
-            "tune: --backend and --impl are chosen by tune (it tunes the MPI library and runs coll-bench's own implementations itself)",
-        ));
-    }
-    if json || markdown || progress {
-        return Err(Error::usage(
-            "tune: --json, --markdown and --progress are the sweep's; tune writes --csv, --plot and --write-rules",
-        ));
-    }
-    if a.write_rules.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
-        return Err(Error::usage("tune --write-rules: empty path; expected a file path, e.g. results/tune.rules"));
-    }
-    sweep.dtypes.truncate(1);
-    sweep.ops.truncate(1);
-    // Many candidates per size: a shorter budget than the sweep's, unless one is given.
-    if !argv.iter().any(|a| a == "--budget" || a.starts_with("--budget=")) {
-        sweep.budget_s = DEFAULT_BUDGET_S;
-    }
-    Ok(Clap::Args(TuneOptions { sweep, write_rules: a.write_rules, verify: a.verify }))
-}
 
 fn truthy(v: &str) -> bool {
     matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "y" | "t" | "enabled")
@@ -215,19 +145,17 @@ fn discover(tool: &Tool, library: Library, kind: Kind, nranks: usize, all: &[Cva
     }
     for imp in [Implementation::Ring, Implementation::RecursiveDoubling] {
         if imp.provides(kind) && imp.unfit(nranks).is_none() {
-            candidates.push(Candidate {
-                name: format!("{}(coll-bench)", imp.name()),
-                source: Source::Own(imp.name().into()),
-            });
+            candidates.push(Candidate { name: format!("{}(coll-bench)", imp.name()), source: Source::Own(imp) });
         }
     }
     Discovered { var, candidates, note }
 }
 
 /// One candidate's points, timed and checked by the sweep on a fresh communicator.
-fn measure(world: &World, opts: &Options, implementation: &str) -> Result<Vec<Point>> {
+fn measure(world: &World, opts: &Options, implementation: Implementation) -> Result<Vec<Point>> {
     let comm = DupComm::of_world(world);
-    let mut backend = world.agree(MpiBackend::new(world, implementation, opts.blocking, None))?;
+    let one = Options { implementation, debug_slow_rank: None, ..opts.clone() };
+    let mut backend = world.agree(MpiBackend::new(world, &one))?;
     backend.use_comm(&comm);
     let (send, recv) = buffer_bytes(opts, world.size, world.rank, Convention::Mpi);
     world.agree(backend.allocate(send, recv))?;
@@ -311,9 +239,7 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     // Memory: the largest collective's buffers, plus our implementations' scratch.
     let (send, recv) = buffer_bytes(&opts, world.size, world.rank, Convention::Mpi);
     let need = crate::memory::per_rank_need(send as u64, (recv as u64) * 2, true);
-    if let Some(avail) = crate::memory::available_bytes() {
-        world.agree(crate::memory::check_fit("-e/--maxbytes", need, world.local_size, avail, world.host()))?;
-    }
+    crate::setup::fit_memory(world, "-e/--maxbytes", need)?;
 
     let tool = world.agree(Tool::init())?;
     let all_vars = tool.cvars(&|n| n.contains("algorithm") || n.contains("ALGORITHM"));
@@ -405,8 +331,8 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
         let mut results: Vec<Vec<Point>> = vec![];
         for cand in &d.candidates {
             let implementation = match &cand.source {
-                Source::Own(name) => name.as_str(),
-                _ => "native",
+                Source::Own(imp) => *imp,
+                _ => Implementation::Native,
             };
             if let (Some(var), Some(orig)) = (&d.var, original) {
                 let value = match cand.source {

@@ -363,10 +363,10 @@ struct Prepared {
 impl NcclBackend {
     /// Steps 1-4 of the bootstrap; collective.
     pub fn new(world: &World, opts: &Options, env: &dyn Fn(&str) -> Option<OsString>) -> Result<NcclBackend> {
-        if opts.implementation != "native" {
+        if opts.implementation != crate::options::Implementation::Native {
             return Err(Error::usage(format!(
                 "--impl: '{}' is not offered by the nccl backend; expected native",
-                opts.implementation
+                opts.implementation.name()
             )));
         }
         avg_is_checkable(&opts.ops, &opts.dtypes, opts.check, world.size).map_err(Error::usage)?;

@@ -1,13 +1,14 @@
-//! The command line: nccl-tests' flags where they exist, turned into a validated [`Options`]
-//! before anything runs. Values are taken as text and checked here, so every bad value gives one
-//! line naming the flag and the accepted form.
+//! The sweep's flags (`coll-bench [OPTIONS] [COLLECTIVE]...`): nccl-tests' flags where they
+//! exist, turned into a validated [`Options`]. tune takes the same flags (its parser flattens
+//! [`Args`] in).
 
+use super::values::{bool_flag, count_flag, dedup, list, size_flag, slow_rank, timeout};
+use super::Clap;
 use crate::collective::Kind;
 use crate::dtype::{DType, Op};
+use crate::duration;
 use crate::error::{Error, Result};
-use crate::options::{Aggregation, BackendKind, CsvTarget, Options, Step, Timeout, MAX_ITERS};
-use crate::size::{parse_size, SIZE_FORM};
-use clap::Parser;
+use crate::options::{Aggregation, BackendKind, CsvTarget, Implementation, Options, Policy, Step, Timeout};
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -31,7 +32,7 @@ time (us, per iteration, combined across ranks by -a), algbw and busbw (GB/s, 1 
 Exit codes: 0 ok, 1 wrong data, 2 usage or setup error, or a call that outlived -T.";
 
 /// Measure collective communication: all-reduce, all-gather, reduce-scatter and more, over MPI.
-#[derive(Parser, Debug)]
+#[derive(clap::Parser, Debug)]
 #[command(name = "coll-bench", version, about, after_help = AFTER_HELP, allow_negative_numbers = true)]
 pub struct Args {
     /// Collectives to run: all-reduce, all-gather, reduce-scatter, broadcast, reduce, gather,
@@ -137,152 +138,94 @@ pub struct Args {
     pub debug_corrupt_rank: Option<usize>,
 }
 
-/// What parsing the command line led to.
-#[derive(Debug)]
-pub enum Parsed {
-    Run(Box<Options>),
-    /// `coll-bench pairs …`
-    Pairs(Box<crate::pairs::PairsOptions>),
-    /// `coll-bench check SPEC.toml …`
-    Check(Box<crate::acceptance::CheckOptions>),
-    /// `coll-bench info …`
-    HostInfo(Box<crate::info::InfoOptions>),
-    /// `coll-bench tune …`
-    Tune(Box<crate::tune::TuneOptions>),
-    /// `--help` or `--version`: the text to print (once) and exit 0.
-    Info(String),
-}
-
-/// Help and version text, or one line naming what was wrong.
-pub enum Clap<T> {
-    Args(T),
-    Info(String),
-}
-
-/// Run clap on `argv`: a usage error becomes one line (clap's first line, without its usage
-/// block), help and version become [`Clap::Info`].
-pub fn clap_parse<T: Parser>(argv: &[String]) -> Result<Clap<T>> {
-    match T::try_parse_from(argv) {
-        Ok(a) => Ok(Clap::Args(a)),
-        Err(e) => {
-            use clap::error::ErrorKind;
-            match e.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => Ok(Clap::Info(e.render().to_string())),
-                _ => {
-                    let text = e.render().to_string();
-                    let first = text.lines().next().unwrap_or("bad command line").trim_start_matches("error: ");
-                    let name = T::command().get_name().to_string();
-                    Err(Error::usage(format!("{first} (see {name} --help)")))
-                }
-            }
-        }
-    }
-}
-
-/// Parse and validate `argv` (including the program name).
-pub fn parse(argv: &[String]) -> Result<Parsed> {
-    if argv.get(1).map(String::as_str) == Some("pairs") {
-        return Ok(match crate::pairs::parse(&argv[1..])? {
-            Clap::Args(o) => Parsed::Pairs(Box::new(o)),
-            Clap::Info(t) => Parsed::Info(t),
-        });
-    }
-    if argv.get(1).map(String::as_str) == Some("tune") {
-        return Ok(match crate::tune::parse(&argv[1..])? {
-            Clap::Args(o) => Parsed::Tune(Box::new(o)),
-            Clap::Info(t) => Parsed::Info(t),
-        });
-    }
-    if argv.get(1).map(String::as_str) == Some("check") {
-        return Ok(match crate::acceptance::parse(&argv[1..])? {
-            Clap::Args(o) => Parsed::Check(Box::new(o)),
-            Clap::Info(t) => Parsed::Info(t),
-        });
-    }
-    if argv.get(1).map(String::as_str) == Some("info") {
-        return Ok(match crate::info::parse(&argv[1..])? {
-            Clap::Args(o) => Parsed::HostInfo(Box::new(o)),
-            Clap::Info(t) => Parsed::Info(t),
-        });
-    }
-    match clap_parse::<Args>(argv)? {
-        Clap::Args(args) => args.into_options().map(|o| Parsed::Run(Box::new(o))),
-        Clap::Info(t) => Ok(Parsed::Info(t)),
-    }
-}
-
-fn size_flag(flag: &str, v: &str) -> Result<u64> {
-    parse_size(v).map_err(|why| Error::usage(format!("{flag}: {why}; expected {SIZE_FORM}")))
-}
-
-fn bool_flag(flag: &str, v: &str) -> Result<bool> {
-    match v.trim() {
-        "0" => Ok(false),
-        "1" => Ok(true),
-        _ => Err(Error::usage(format!("{flag}: '{v}' is not allowed; expected 0 or 1"))),
-    }
-}
-
-fn count_flag(flag: &str, v: &str, min: u64) -> Result<u64> {
-    let n: u64 = v.trim().parse().map_err(|_| {
-        Error::usage(format!("{flag}: '{v}' is not a count; expected a whole number from {min} to {MAX_ITERS}"))
-    })?;
-    if n < min || n > MAX_ITERS {
-        return Err(Error::usage(format!(
-            "{flag}: {n} is out of range; expected a whole number from {min} to {MAX_ITERS}"
-        )));
-    }
-    Ok(n)
-}
-
-/// Parse a comma-separated list with `all` meaning every item.
-fn list<T: Copy>(flag: &str, v: &str, all: &[T], parse: impl Fn(&str) -> Option<T>, accepted: &str) -> Result<Vec<T>> {
-    let mut out: Vec<T> = vec![];
-    for item in v.split(',').map(str::trim) {
-        if item.eq_ignore_ascii_case("all") {
-            out.extend_from_slice(all);
-        } else {
-            match parse(item) {
-                Some(x) => out.push(x),
-                None => return Err(Error::usage(format!("{flag}: unknown value '{item}'; expected {accepted}"))),
-            }
-        }
-    }
-    Ok(out)
-}
-
-fn dedup<T: PartialEq + Copy>(v: Vec<T>) -> Vec<T> {
-    let mut out = vec![];
-    for x in v {
-        if !out.contains(&x) {
-            out.push(x);
-        }
-    }
-    out
+/// Parse the sweep's command line (`argv[0]` is the program).
+pub fn parse(argv: &[String]) -> Result<Clap<Options>> {
+    Ok(match super::clap_parse::<Args>(argv)? {
+        Clap::Args(args) => Clap::Args(args.into_options()?),
+        Clap::Info(t) => Clap::Info(t),
+    })
 }
 
 impl Args {
+    /// The validated options, in the flags' order: what to run, over which sizes, how long, on
+    /// which data, on which backend, written where; then the plan's limits.
     pub fn into_options(self) -> Result<Options> {
-        let mut collectives = vec![];
-        for name in &self.collectives {
-            if name.eq_ignore_ascii_case("all") {
-                collectives.extend(Kind::ALL);
-            } else {
-                match Kind::parse(name) {
-                    Some(k) => collectives.push(k),
-                    None => {
-                        return Err(Error::usage(format!(
-                            "COLLECTIVE: unknown collective '{name}'; expected {}",
-                            Kind::ACCEPTED
-                        )))
-                    }
-                }
+        let collectives = collectives(&self.collectives)?;
+        let (min_bytes, max_bytes, step) = self.sizes()?;
+        let iters = self.iters.as_deref().map(|v| count_flag("-n/--iters", v, 1)).transpose()?;
+        let warmup = self.warmup.as_deref().map(|v| count_flag("-w/--warmup_iters", v, 0)).transpose()?;
+        let budget_s = duration::parse("--budget", &self.budget, duration::POSITIVE)?;
+        let ci_target = match self.ci_target.trim().parse::<f64>() {
+            Ok(p) if (0.0..=100.0).contains(&p) => p / 100.0,
+            _ => {
+                return Err(Error::usage(format!(
+                    "--ci-target: '{}' is not a percentage; expected a number from 0 to 100, e.g. 1",
+                    self.ci_target
+                )))
             }
-        }
-        if collectives.is_empty() {
-            collectives = Kind::CORE.to_vec();
-        }
+        };
+        let check = bool_flag("-c/--check", &self.check)?;
+        let blocking = bool_flag("-z/--blocking", &self.blocking)?;
+        let dtypes = dedup(list("-d/--datatype", &self.datatype, &DType::ALL, DType::parse, DType::ACCEPTED)?);
+        smallest_fits_types(&collectives, min_bytes, &dtypes)?;
+        let ops = dedup(list("-o/--op", &self.op, &Op::ALL, Op::parse, Op::ACCEPTED)?);
+        let aggregation = self.average.trim().parse::<u8>().ok().and_then(Aggregation::from_flag).ok_or_else(|| {
+            Error::usage(format!(
+                "-a/--average: '{}' is not allowed; expected 0 (rank 0), 1 (mean), 2 (min) or 3 (max)",
+                self.average
+            ))
+        })?;
+        let root: usize = self.root.trim().parse().map_err(|_| {
+            Error::usage(format!("-r/--root: '{}' is not a rank; expected a whole number from 0 to ranks-1", self.root))
+        })?;
+        let (backend, implementation) = backend(&self.backend, &self.implementation, &collectives)?;
+        let csv = self.csv_target()?;
+        let debug_slow_rank = self.debug_slow_rank.as_deref().map(slow_rank).transpose()?;
+        let timeout = self.timeout.as_deref().map(timeout).transpose()?.unwrap_or(Timeout::Auto);
+        self.check_paths()?;
+        let max_points: u64 = self.max_points.trim().parse().map_err(|_| {
+            Error::usage(format!(
+                "--max-points: '{}' is not a count; expected a whole number (0: no limit)",
+                self.max_points
+            ))
+        })?;
+        let max_time_s = duration::parse("--max-time", &self.max_time, duration::OR_ZERO)?;
+        let opts = Options {
+            collectives: dedup(collectives),
+            min_bytes,
+            max_bytes,
+            step,
+            iters,
+            warmup,
+            budget_s,
+            ci_target,
+            check,
+            dtypes,
+            ops,
+            aggregation,
+            root,
+            blocking,
+            backend,
+            implementation,
+            csv,
+            progress: self.progress,
+            per_rank: self.per_rank,
+            json: self.json,
+            markdown: self.markdown,
+            plot: self.plot,
+            timeout,
+            files: Policy { force: self.force, follow_symlinks: self.follow_symlinks },
+            max_points,
+            max_time_s,
+            debug_slow_rank,
+            debug_corrupt_rank: self.debug_corrupt_rank,
+        };
+        opts.check_plan_limits()?;
+        Ok(opts)
+    }
 
+    /// `-b`, `-e` and the step (`-f` or `-i`).
+    fn sizes(&self) -> Result<(u64, u64, Step)> {
         let min_bytes = size_flag("-b/--minbytes", &self.minbytes)?;
         let max_bytes = size_flag("-e/--maxbytes", &self.maxbytes)?;
         if min_bytes > max_bytes {
@@ -312,79 +255,23 @@ impl Args {
                 Step::Factor(factor)
             }
         };
-        let iters = self.iters.as_deref().map(|v| count_flag("-n/--iters", v, 1)).transpose()?;
-        let warmup = self.warmup.as_deref().map(|v| count_flag("-w/--warmup_iters", v, 0)).transpose()?;
-        let budget_s = parse_budget(&self.budget)?;
-        let ci_target = match self.ci_target.trim().parse::<f64>() {
-            Ok(p) if (0.0..=100.0).contains(&p) => p / 100.0,
-            _ => {
-                return Err(Error::usage(format!(
-                    "--ci-target: '{}' is not a percentage; expected a number from 0 to 100, e.g. 1",
-                    self.ci_target
-                )))
-            }
-        };
-        let check = bool_flag("-c/--check", &self.check)?;
-        let blocking = bool_flag("-z/--blocking", &self.blocking)?;
-        let dtypes = dedup(list("-d/--datatype", &self.datatype, &DType::ALL, DType::parse, DType::ACCEPTED)?);
-        if collectives.iter().any(|k| k.spec().sized()) {
-            if let Some(d) = dtypes.iter().copied().filter(|d| d.size() as u64 > min_bytes).max_by_key(|d| d.size()) {
-                return Err(Error::usage(format!(
-                    "-b/--minbytes: {min_bytes} B is less than one {d} element ({} B), which would time calls on no data; expected at least {} B, or a smaller -d/--datatype",
-                    d.size(),
-                    d.size()
-                )));
-            }
-        }
-        let ops = dedup(list("-o/--op", &self.op, &Op::ALL, Op::parse, Op::ACCEPTED)?);
-        let aggregation = self.average.trim().parse::<u8>().ok().and_then(Aggregation::from_flag).ok_or_else(|| {
-            Error::usage(format!(
-                "-a/--average: '{}' is not allowed; expected 0 (rank 0), 1 (mean), 2 (min) or 3 (max)",
-                self.average
-            ))
-        })?;
-        let root: usize = self.root.trim().parse().map_err(|_| {
-            Error::usage(format!("-r/--root: '{}' is not a rank; expected a whole number from 0 to ranks-1", self.root))
-        })?;
-        let backend = match self.backend.to_ascii_lowercase().as_str() {
-            "mpi" => BackendKind::Mpi,
-            "nccl" => BackendKind::Nccl,
-            other => return Err(Error::usage(format!("--backend: unknown backend '{other}'; expected mpi or nccl"))),
-        };
-        let implementation = self.implementation.to_ascii_lowercase();
-        if !crate::backend::IMPLEMENTATIONS.contains(&implementation.as_str()) {
-            return Err(Error::usage(format!(
-                "--impl: unknown implementation '{}'; expected {}",
-                self.implementation,
-                crate::backend::IMPLEMENTATIONS.join(" or ")
-            )));
-        }
-        if let Some(imp) = crate::backend::mpi::Implementation::parse(&implementation)
-            .filter(|i| *i != crate::backend::mpi::Implementation::Native)
-        {
-            if backend != BackendKind::Mpi {
-                return Err(Error::usage(format!(
-                    "--impl {implementation}: runs on the mpi backend; expected --backend mpi"
-                )));
-            }
-            if let Some(k) = collectives.iter().find(|k| !imp.provides(**k)) {
-                let offered: Vec<&str> = Kind::ALL.iter().filter(|k| imp.provides(**k)).map(|k| k.name()).collect();
-                return Err(Error::usage(format!(
-                    "--impl {implementation}: implements {} only, not {k}; expected those, or --impl native",
-                    offered.join(", ")
-                )));
-            }
-        }
-        let csv = match (self.csv, self.no_csv) {
+        Ok((min_bytes, max_bytes, step))
+    }
+
+    /// `--csv PATH` / `--no-csv` / neither.
+    fn csv_target(&self) -> Result<CsvTarget> {
+        Ok(match (&self.csv, self.no_csv) {
             (_, true) => CsvTarget::Off,
             (Some(p), false) if p.as_os_str().is_empty() => {
                 return Err(Error::usage("--csv: empty path; expected a file path, e.g. results/run.csv"))
             }
-            (Some(p), false) => CsvTarget::Path(p),
+            (Some(p), false) => CsvTarget::Path(p.clone()),
             (None, false) => CsvTarget::Default,
-        };
-        let debug_slow_rank = self.debug_slow_rank.as_deref().map(parse_slow_rank).transpose()?;
-        let timeout = self.timeout.as_deref().map(parse_timeout).transpose()?.unwrap_or(Timeout::Auto);
+        })
+    }
+
+    /// `--plot` (a format it can draw, and a CSV to draw from) and no empty output path.
+    fn check_paths(&self) -> Result<()> {
         if let Some(p) = &self.plot {
             crate::plot::check_output(p)?;
             if self.no_csv {
@@ -396,102 +283,76 @@ impl Args {
                 return Err(Error::usage(format!("{flag}: empty path; expected a file path")));
             }
         }
-        let max_points: u64 = self.max_points.trim().parse().map_err(|_| {
-            Error::usage(format!(
-                "--max-points: '{}' is not a count; expected a whole number (0: no limit)",
-                self.max_points
-            ))
-        })?;
-        let max_time_s = parse_duration("--max-time", &self.max_time, true)?;
-        let opts = Options {
-            collectives: dedup(collectives),
-            min_bytes,
-            max_bytes,
-            step,
-            iters,
-            warmup,
-            budget_s,
-            ci_target,
-            check,
-            dtypes,
-            ops,
-            aggregation,
-            root,
-            blocking,
-            backend,
-            implementation,
-            csv,
-            progress: self.progress,
-            per_rank: self.per_rank,
-            json: self.json,
-            markdown: self.markdown,
-            plot: self.plot,
-            timeout,
-            files: crate::report::Policy { force: self.force, follow_symlinks: self.follow_symlinks },
-            max_points,
-            max_time_s,
-            debug_slow_rank,
-            debug_corrupt_rank: self.debug_corrupt_rank,
-        };
-        opts.check_plan_limits()?;
-        Ok(opts)
+        Ok(())
     }
 }
 
-/// `RANK:MICROSECONDS` of the hidden `--debug-slow-rank` flag.
-pub fn parse_slow_rank(v: &str) -> Result<(usize, u64)> {
-    v.split_once(':')
-        .and_then(|(r, us)| Some((r.parse().ok()?, us.parse().ok()?)))
-        .ok_or_else(|| Error::usage(format!("--debug-slow-rank: '{v}' is not RANK:MICROSECONDS")))
+/// The COLLECTIVE arguments (`all` for every one); none: the core three.
+fn collectives(names: &[String]) -> Result<Vec<Kind>> {
+    let mut collectives = vec![];
+    for name in names {
+        if name.eq_ignore_ascii_case("all") {
+            collectives.extend(Kind::ALL);
+        } else {
+            match Kind::parse(name) {
+                Some(k) => collectives.push(k),
+                None => {
+                    return Err(Error::usage(format!(
+                        "COLLECTIVE: unknown collective '{name}'; expected {}",
+                        Kind::ACCEPTED
+                    )))
+                }
+            }
+        }
+    }
+    if collectives.is_empty() {
+        collectives = Kind::CORE.to_vec();
+    }
+    Ok(collectives)
 }
 
-pub fn parse_budget(v: &str) -> Result<f64> {
-    parse_duration("--budget", v, false)
+/// A sized collective's smallest size must hold one element of every type.
+fn smallest_fits_types(collectives: &[Kind], min_bytes: u64, dtypes: &[DType]) -> Result<()> {
+    if collectives.iter().any(|k| k.spec().sized()) {
+        if let Some(d) = dtypes.iter().copied().filter(|d| d.size() as u64 > min_bytes).max_by_key(|d| d.size()) {
+            return Err(Error::usage(format!(
+                "-b/--minbytes: {min_bytes} B is less than one {d} element ({} B), which would time calls on no data; expected at least {} B, or a smaller -d/--datatype",
+                d.size(),
+                d.size()
+            )));
+        }
+    }
+    Ok(())
 }
 
-/// A duration flag: seconds (`0.5`) or with a unit (`50ms`, `2s`, `10m`, `1000h`); positive,
-/// or zero where `zero_ok` (meaning "no limit").
-pub fn parse_duration(flag: &str, v: &str, zero_ok: bool) -> Result<f64> {
-    let want = if zero_ok {
-        "a duration, e.g. 50ms, 2s, 10m or 1h (0: no limit)"
-    } else {
-        "a positive duration, e.g. 50ms, 2s, 10m or 1h"
+/// `--backend` and `--impl`, parsed once: an implementation of our own runs on the mpi backend
+/// and provides only some collectives.
+fn backend(backend: &str, implementation: &str, collectives: &[Kind]) -> Result<(BackendKind, Implementation)> {
+    let backend = match backend.to_ascii_lowercase().as_str() {
+        "mpi" => BackendKind::Mpi,
+        "nccl" => BackendKind::Nccl,
+        other => return Err(Error::usage(format!("--backend: unknown backend '{other}'; expected mpi or nccl"))),
     };
-    let bad = || {
+    let imp = Implementation::parse(implementation).ok_or_else(|| {
         Error::usage(format!(
-            "{flag}: '{v}' is not {}; expected {want}",
-            if zero_ok { "a duration" } else { "a positive duration" }
+            "--impl: unknown implementation '{implementation}'; expected {}",
+            Implementation::ACCEPTED
         ))
-    };
-    let secs = seconds(v).ok_or_else(bad)?;
-    if !(secs.is_finite() && (secs > 0.0 || (zero_ok && secs == 0.0))) {
-        return Err(bad());
+    })?;
+    if imp != Implementation::Native {
+        let name = imp.name();
+        if backend != BackendKind::Mpi {
+            return Err(Error::usage(format!("--impl {name}: runs on the mpi backend; expected --backend mpi")));
+        }
+        if let Some(k) = collectives.iter().find(|k| !imp.provides(**k)) {
+            let offered: Vec<&str> = Kind::ALL.iter().filter(|k| imp.provides(**k)).map(|k| k.name()).collect();
+            return Err(Error::usage(format!(
+                "--impl {name}: implements {} only, not {k}; expected those, or --impl native",
+                offered.join(", ")
+            )));
+        }
     }
-    Ok(secs)
-}
-
-/// Seconds from plain seconds (`0.5`) or a duration with a unit (`50ms`, `2s`, `1h`); unchecked.
-fn seconds(v: &str) -> Option<f64> {
-    let v = v.trim();
-    v.parse::<f64>().ok().or_else(|| humantime::parse_duration(v).ok().map(|d| d.as_secs_f64()))
-}
-
-/// `-T/--timeout`: seconds (`5`, `2.5`) or a duration (`30s`, `1m`), above 0, at most a day;
-/// `0` turns the watchdog off.
-fn parse_timeout(v: &str) -> Result<Timeout> {
-    let bad = || {
-        Error::usage(format!(
-            "-T/--timeout: '{v}' is not a duration; expected seconds up to a day, e.g. 5, 2.5 or 30s, or 0 for no limit"
-        ))
-    };
-    let secs = seconds(v).ok_or_else(bad)?;
-    if secs == 0.0 {
-        return Ok(Timeout::Off);
-    }
-    if !(secs.is_finite() && secs > 0.0 && secs <= 86400.0) {
-        return Err(bad());
-    }
-    Ok(Timeout::Fixed(secs))
+    Ok((backend, imp))
 }
 
 #[cfg(test)]
@@ -502,8 +363,8 @@ mod tests {
         let mut argv = vec!["coll-bench".to_string()];
         argv.extend(args.iter().map(|s| s.to_string()));
         match parse(&argv)? {
-            Parsed::Run(o) => Ok(*o),
-            _ => panic!("not a sweep"),
+            Clap::Args(o) => Ok(o),
+            Clap::Info(_) => panic!("not a sweep"),
         }
     }
 
@@ -520,6 +381,11 @@ mod tests {
         assert!(o.check && !o.blocking);
         assert_eq!(o.aggregation, Aggregation::Mean);
         assert_eq!(o.csv, CsvTarget::Default);
+    }
+
+    #[test]
+    fn an_empty_command_line_gives_the_literal_defaults() {
+        assert_eq!(run(&[]).unwrap(), Options::default());
     }
 
     #[test]
@@ -630,7 +496,6 @@ mod tests {
 
     #[test]
     fn durations_take_hours_and_limits_can_be_lifted() {
-        assert_eq!(parse_budget("2h").unwrap(), 7200.0);
         let o = run(&["--budget", "1000h", "--max-time", "0", "barrier"]).unwrap();
         assert_eq!(o.budget_s, 3.6e6);
         assert!(run(&["-i", "1", "-b", "8", "-e", "64K", "--max-points", "0", "--max-time", "0"]).is_ok());
@@ -643,7 +508,7 @@ mod tests {
     fn help_is_info() {
         let argv: Vec<String> = ["coll-bench", "--help"].iter().map(|s| s.to_string()).collect();
         match parse(&argv).unwrap() {
-            Parsed::Info(t) => assert!(t.contains("--minbytes") && t.contains("Exit codes")),
+            Clap::Info(t) => assert!(t.contains("--minbytes") && t.contains("Exit codes")),
             _ => panic!(),
         }
     }

@@ -1,0 +1,65 @@
+//! `coll-bench check SPEC.toml [OPTIONS]`.
+
+use super::Clap;
+use crate::acceptance::CheckOptions;
+use crate::error::Result;
+use crate::options::CsvTarget;
+use std::path::PathBuf;
+
+/// Judge the cluster against an acceptance spec.
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "coll-bench check",
+    bin_name = "coll-bench check",
+    version,
+    after_help = "Launch with MPI: mpirun -n N coll-bench check SPEC.toml [OPTIONS]\n\
+Example: mpirun -n 16 --map-by ppr:8:node coll-bench check ci/acceptance/multi-node.toml --junit verdicts.xml\n\
+Exit codes: 0 every rule passed, 1 a rule failed, 2 usage or setup error."
+)]
+pub struct CheckArgs {
+    /// The acceptance spec (TOML; see ci/acceptance/ and the README)
+    #[arg(value_name = "SPEC.toml")]
+    pub spec: PathBuf,
+    /// Also write the verdicts as JUnit XML
+    #[arg(long = "junit", value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write every measurement behind the verdicts to this CSV (the sweep's columns, then rule
+    /// and repeat) [default: results/coll-bench-check-<UTC time>.csv, never an existing file]
+    #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
+    pub csv: Option<PathBuf>,
+    /// Write no CSV of the measurements
+    #[arg(long = "no-csv")]
+    pub no_csv: bool,
+    /// Replace the JUnit file or the CSV if it exists (a regular file only)
+    #[arg(long = "force", visible_alias = "overwrite")]
+    pub force: bool,
+    /// Write to the file a symbolic link at the JUnit path points at (refused by default)
+    #[arg(long = "follow-symlinks")]
+    pub follow_symlinks: bool,
+    /// Show a progress bar on stderr over every rule's points (automatic when rank 0's stderr
+    /// is a terminal; under mpirun it is a pipe, so ask)
+    #[arg(long = "progress")]
+    pub progress: bool,
+    /// Testing only: RANK:MICROSECONDS — that rank arrives late at every timed batch
+    #[arg(long = "debug-slow-rank", value_name = "RANK:US", hide = true)]
+    pub debug_slow_rank: Option<String>,
+}
+
+/// Parse `check …` (`argv[0]` is "check").
+pub fn parse(argv: &[String]) -> Result<Clap<CheckOptions>> {
+    Ok(match super::clap_parse::<CheckArgs>(argv)? {
+        Clap::Args(a) => Clap::Args(CheckOptions {
+            spec: a.spec,
+            junit: a.junit,
+            csv: match (a.csv, a.no_csv) {
+                (_, true) => CsvTarget::Off,
+                (Some(p), false) => CsvTarget::Path(p),
+                (None, false) => CsvTarget::Default,
+            },
+            files: crate::options::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
+            progress: a.progress,
+            debug_slow_rank: a.debug_slow_rank.as_deref().map(super::values::slow_rank).transpose()?,
+        }),
+        Clap::Info(t) => Clap::Info(t),
+    })
+}

@@ -1,0 +1,113 @@
+//! One sweep's set-up, on every rank, for every subcommand that sweeps (the sweep itself,
+//! `check`'s rules, `tune`, `pairs`' buffers): the backend made from the options, the types it
+//! supports kept, the buffers checked against this host's free memory (the one memory-fit check)
+//! and allocated, the output paths checked before anything is measured, and the run's context
+//! for the reports. Every step is agreed across ranks, so an error on one rank stops all of them.
+
+use crate::backend::mpi::MpiBackend;
+use crate::backend::Backend;
+use crate::error::Result;
+use crate::memory;
+use crate::options::{BackendKind, CsvTarget, Options, Policy};
+use crate::record::RunInfo;
+use crate::sweep::buffer_bytes;
+use crate::world::World;
+use std::path::Path;
+
+/// The backend `opts` asks for; both are built from the options.
+pub fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
+    match opts.backend {
+        BackendKind::Mpi => Ok(Box::new(MpiBackend::new(world, opts)?)),
+        // Collective inside: agrees across ranks at each step of its bootstrap.
+        BackendKind::Nccl => crate::backend::nccl::create(world, opts),
+    }
+}
+
+/// Keep the types the backend supports: a list with none of them is refused (the first one's
+/// reason); from a list with some, the others are dropped and named in the returned note. The
+/// same on every rank (the backend decides by type alone).
+pub fn fit_dtypes(backend: &dyn Backend, opts: &mut Options) -> Result<Option<String>> {
+    let (kept, dropped): (Vec<_>, Vec<_>) = opts.dtypes.iter().partition(|d| backend.supports(**d).is_ok());
+    if kept.is_empty() {
+        return opts.dtypes.iter().try_for_each(|d| backend.supports(*d)).map(|_| None);
+    }
+    opts.dtypes = kept;
+    Ok((!dropped.is_empty()).then(|| {
+        let names: Vec<&str> = dropped.iter().map(|d| d.name()).collect();
+        format!("-d/--datatype: dropped {} (not supported by the {} backend)", names.join(", "), backend.name())
+    }))
+}
+
+/// Refuse buffers of `per_rank` bytes that this host's ranks together would not fit in its
+/// free memory (`flag` names what to make smaller); agreed.
+pub fn fit_memory(world: &World, flag: &str, per_rank: u64) -> Result<()> {
+    let fit = match memory::available_bytes() {
+        Some(avail) => memory::check_fit(flag, per_rank, world.local_size, avail, world.host()),
+        None => Ok(()),
+    };
+    world.agree(fit)
+}
+
+/// The backend for `opts`, with its types checked (unsupported ones dropped from a list that
+/// has others: the note says which), its buffers checked against this host's free memory and
+/// allocated. Every step is agreed across ranks.
+pub fn ready_backend(world: &World, opts: &mut Options) -> Result<(Box<dyn Backend>, Option<String>)> {
+    let mut backend = world.agree(make_backend(world, opts))?;
+    let note = world.agree(fit_dtypes(backend.as_ref(), opts))?;
+    let opts = &*opts;
+    if opts.backend == BackendKind::Mpi {
+        world.agree(crate::backend::mpi::known_faults(world, opts))?;
+    }
+    let (send, recv) = buffer_bytes(opts, world.size, world.rank, backend.convention());
+    // MPI libraries reduce large messages through a scratch buffer of the message's size.
+    let scratch = opts.backend == BackendKind::Mpi && opts.collectives.iter().any(|k| k.spec().reduces());
+    fit_memory(world, "-e/--maxbytes", memory::per_rank_need(send as u64, recv as u64, scratch))?;
+    world.agree(backend.allocate(send, recv))?;
+    Ok((backend, note))
+}
+
+/// The context of one sweep, for its reports (collective: every rank gives its pid).
+pub fn run_info(
+    world: &World,
+    backend: &dyn Backend,
+    opts: &Options,
+    now: &chrono::DateTime<chrono::Utc>,
+    notes: Vec<String>,
+) -> RunInfo {
+    RunInfo {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        timestamp: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        backend: backend.name().to_string(),
+        backend_details: backend.describe(),
+        mpi_library: world.library_version.clone(),
+        ranks: world.size,
+        hosts: world.ranks_by_host(),
+        options: opts.clone(),
+        pids: world.all_gather(std::process::id()),
+        notes,
+    }
+}
+
+/// Output paths checked on rank 0, which writes them, before anything is allocated or
+/// measured: nothing is created; `inputs` (files the run reads) may not be among them. Agreed.
+pub fn check_outputs(world: &World, outputs: &[(&str, &Path)], inputs: &[(&str, &Path)], files: Policy) -> Result<()> {
+    world.agree(if world.rank == 0 { crate::report::outfile::check(outputs, inputs, files) } else { Ok(()) })
+}
+
+/// The sweep's output paths, with their flags.
+pub fn sweep_outputs(opts: &Options) -> Vec<(&'static str, &Path)> {
+    let mut outputs: Vec<(&str, &Path)> = vec![];
+    if let CsvTarget::Path(p) = &opts.csv {
+        outputs.push(("--csv", p));
+    }
+    if let Some(p) = &opts.json {
+        outputs.push(("--json", p));
+    }
+    if let Some(p) = &opts.markdown {
+        outputs.push(("--markdown", p));
+    }
+    if let Some(p) = &opts.plot {
+        outputs.push(("--plot", p));
+    }
+    outputs
+}
