@@ -13,43 +13,11 @@
 //!   spoils the result on request.
 //! - Every run is logged ([`Run`]), so tests see the batches the driver asked for.
 
-#[cfg(test)]
-mod tests;
-
 use super::{Backend, Buf, Call};
 use crate::collective::{Cell, Convention, Ctx};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::options::Aggregation;
-use crate::sweep::Ranks;
 use std::collections::HashMap;
-
-/// One rank alone: every reduction across ranks is the rank's own value.
-pub(crate) struct Alone;
-
-impl Ranks for Alone {
-    fn rank(&self) -> usize {
-        0
-    }
-    fn size(&self) -> usize {
-        1
-    }
-    fn agree(&self, local: Result<()>) -> Result<()> {
-        local
-    }
-    fn max_f64(&self, x: f64) -> f64 {
-        x
-    }
-    fn sum_u64(&self, x: u64) -> u64 {
-        x
-    }
-    fn all_gather_f64(&self, x: f64) -> Vec<f64> {
-        vec![x]
-    }
-    fn combine_samples(&self, _agg: Aggregation, samples: &[f64]) -> Vec<f64> {
-        samples.to_vec()
-    }
-}
 
 /// Per-call factors on the model time.
 #[derive(Clone, Debug)]

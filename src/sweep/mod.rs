@@ -48,7 +48,7 @@ pub fn buffer_bytes(opts: &Options, nranks: usize, rank: usize, conv: Convention
 /// What the sweep needs from the other ranks: who this rank is, and the reductions that combine
 /// timings, estimates, check counts and outcomes across ranks (every rank calls them in the same
 /// order). [`World`] does it with MPI; the unit tests run one rank alone, without MPI
-/// (`crate::backend::sim::Alone`).
+/// (`sim_tests::Alone`).
 pub trait Ranks {
     fn rank(&self) -> usize;
     fn size(&self) -> usize;
@@ -385,3 +385,6 @@ mod tests {
         assert_eq!(buffer_bytes(&o, 4, 3, Convention::Mpi), (1 << 18, (1 << 20) + GUARD_BYTES));
     }
 }
+
+#[cfg(test)]
+mod sim_tests;

@@ -2,14 +2,21 @@
 //! number follows from the model (`latency + bytes / bandwidth`) and the rules the driver states
 //! (`sweep::iterations`, the adaptive stop, the warm-up), not from a run.
 
-use super::*;
+use crate::backend::sim::*;
+use crate::backend::Backend;
+use crate::collective::Convention;
 use crate::collective::Kind;
+use crate::dtype::DType;
 use crate::dtype::Op;
+use crate::error::Error;
+use crate::error::Result;
+use crate::options::Aggregation;
 use crate::options::{CsvTarget, Options, Step, Timeout};
 use crate::options::{MAX_AUTO_ITERS, MIN_AUTO_ITERS};
 use crate::record::{Placement, Point, RunInfo, Totals};
 use crate::report::{csv::CsvReport, json::JsonReport, table::TableReport, AppendFile, Policy, Report};
 use crate::stats::Summary;
+use crate::sweep::Ranks;
 use crate::sweep::{buffer_bytes, Sweep, MIN_SAMPLE_S};
 
 /// One collective × type × op, sizes `min..=max` doubling, check on, no watchdog.
@@ -483,4 +490,31 @@ fn the_simulated_clock_is_deterministic() {
     assert!(close(m.summary.median_us, 20.0) && close(m.summary.max_us, 220.0), "{m:?}");
     assert!(close(m.time_us, 20.0 * (1.0 + 10.0 / 10.0)), "{m:?}");
     assert!(m.warnings.iter().any(|w| matches!(w, crate::stats::Warning::MeanOffMedian { .. })), "{m:?}");
+}
+
+/// One rank alone: every reduction across ranks is the rank's own value.
+pub(crate) struct Alone;
+
+impl Ranks for Alone {
+    fn rank(&self) -> usize {
+        0
+    }
+    fn size(&self) -> usize {
+        1
+    }
+    fn agree(&self, local: Result<()>) -> Result<()> {
+        local
+    }
+    fn max_f64(&self, x: f64) -> f64 {
+        x
+    }
+    fn sum_u64(&self, x: u64) -> u64 {
+        x
+    }
+    fn all_gather_f64(&self, x: f64) -> Vec<f64> {
+        vec![x]
+    }
+    fn combine_samples(&self, _agg: Aggregation, samples: &[f64]) -> Vec<f64> {
+        samples.to_vec()
+    }
 }
