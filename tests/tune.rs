@@ -110,13 +110,21 @@ fn check_reduce_scatter_tune(n: usize, full: bool) {
             .all(|x| !x[col("skipped")].is_empty()));
     }
     // The table says `skip` where the CSV says skipped.
-    let table_skips: usize = out.lines().filter(|l| !l.starts_with('#')).map(|l| l.split_whitespace().filter(|w| *w == "skip").count()).sum();
+    let table_skips: usize = out
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().filter(|w| *w == "skip").count())
+        .sum();
     assert_eq!(table_skips, skipped.len(), "{out}");
     let defaults = rows.iter().filter(|r| &r[col("is_default")] == "true").count();
     assert_eq!(defaults, sizes * placements);
     assert!(rows.iter().any(|r| &r[col("algorithm")] == "ring(coll-bench)" && r[col("algorithm_id")].is_empty()));
     // Where the time went, per collective.
-    assert!(out.lines().any(|l| l.starts_with("# reduce-scatter: ") && l.contains(" s in all") && l.contains("timed calls")), "{out}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("# reduce-scatter: ") && l.contains(" s in all") && l.contains("timed calls")),
+        "{out}"
+    );
     // The rules file: the library's own format, read back by --verify.
     let rules = std::fs::read_to_string(dir.path().join("rs.rules")).unwrap();
     match FAMILY {

@@ -46,11 +46,8 @@ impl Cell {
     pub fn outcome(&self) -> Outcome {
         match self {
             Cell::Timed { point, rounds } => {
-                let wrong: u64 = point
-                    .measurements()
-                    .iter()
-                    .map(|m| m.wrong.unwrap_or(0) + m.out_of_bounds.unwrap_or(0))
-                    .sum();
+                let wrong: u64 =
+                    point.measurements().iter().map(|m| m.wrong.unwrap_or(0) + m.out_of_bounds.unwrap_or(0)).sum();
                 if wrong > 0 {
                     Outcome::Wrong(wrong)
                 } else {
@@ -68,6 +65,9 @@ impl Cell {
         }
     }
 }
+
+/// A candidate after its rounds at a size, for the second look: (index, outcome, rounds).
+pub type Seen = (usize, Outcome, Vec<f64>);
 
 /// A cell being measured: its plan (from the first round's warm-up) and what it has gathered.
 struct Open {
@@ -369,7 +369,7 @@ impl<'a> Bench<'a> {
         implementations: &[&str],
         select: &mut dyn FnMut(usize) -> Result<()>,
         say_failed: &mut dyn FnMut(usize, &crate::error::Error),
-        second_look: &dyn Fn(&[(usize, Outcome, Vec<f64>)]) -> Vec<usize>,
+        second_look: &dyn Fn(&[Seen]) -> Vec<usize>,
     ) -> Vec<(usize, Cell)> {
         let mut open: Vec<(usize, Option<Open>)> = live
             .iter()
@@ -381,10 +381,8 @@ impl<'a> Bench<'a> {
         for _ in 0..ROUNDS {
             self.rounds_of(&mut open, None, size, comms, select, say_failed);
         }
-        let seen: Vec<(usize, Outcome, Vec<f64>)> = open
-            .iter()
-            .filter_map(|(c, o)| o.as_ref().map(|o| (*c, o.outcome(), o.rounds.clone())))
-            .collect();
+        let seen: Vec<(usize, Outcome, Vec<f64>)> =
+            open.iter().filter_map(|(c, o)| o.as_ref().map(|o| (*c, o.outcome(), o.rounds.clone()))).collect();
         let again = second_look(&seen);
         if !again.is_empty() {
             for _ in 0..ROUNDS {

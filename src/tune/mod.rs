@@ -24,8 +24,8 @@ use crate::sweep::buffer_bytes;
 use crate::world::World;
 use algorithms::{Library, TUNABLE};
 use choose::{choose, Outcome, Source, SKIP_FACTOR};
-use measure::Cell;
 use clap::Parser;
+use measure::Cell;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -458,7 +458,7 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
             let mut failed = |c: usize, e: &Error| {
                 say(world, &format!("# {kind}: {} failed at {size} B and is left out: {e}", d.candidates[c].name));
             };
-            let look = |seen: &[(usize, Outcome, Vec<f64>)]| -> Vec<usize> {
+            let look = |seen: &[measure::Seen]| -> Vec<usize> {
                 if verify.is_some() {
                     return vec![];
                 }
@@ -705,7 +705,8 @@ fn print_table(
     say(world, &format!("# {:>11}", "size (B)"));
     say(world, &head);
     for (i, &size) in sizes.iter().enumerate() {
-        let outcomes: Vec<Outcome> = cells.iter().map(|r| r.get(i).map(Cell::outcome).unwrap_or(Outcome::Absent)).collect();
+        let outcomes: Vec<Outcome> =
+            cells.iter().map(|r| r.get(i).map(Cell::outcome).unwrap_or(Outcome::Absent)).collect();
         let bands: Vec<Option<(f64, f64)>> =
             cells.iter().map(|r| r.get(i).and_then(|c| choose::band(c.rounds()))).collect();
         let c = choose(&sources, &outcomes, &bands);
