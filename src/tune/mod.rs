@@ -257,7 +257,7 @@ fn say(world: &World, line: &str) {
 pub const EXTRA_COLUMNS: [&str; 4] = ["algorithm", "algorithm_id", "is_default", "skipped"];
 
 /// The skip rule, as printed before each table.
-pub const SKIP_RULE: &str = "skip rule: an algorithm whose fastest round is more than 3x the fastest candidate's time at two consecutive sizes \
+pub const SKIP_RULE: &str = "skip rule: an algorithm whose fastest round is more than 3x the fastest time (of those the library can select; for coll-bench's own, of all) at two consecutive sizes \
      of 64 KiB or more is not run at larger sizes (`skip` in the table, `skipped` in the CSV; the default is always run; \
      --no-skip runs every cell)";
 
@@ -478,14 +478,20 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
             for (c, cell) in measured {
                 row[c] = cell;
             }
-            // The skip rule, from the fastest correct time at this size.
-            let fastest = row
-                .iter()
-                .filter_map(|c| match c.outcome() {
-                    Outcome::Time(t) if t.is_finite() => Some(t),
-                    _ => None,
-                })
-                .fold(f64::INFINITY, f64::min);
+            // The skip rule, from the fastest correct time at this size: among what the library
+            // can select for its algorithms (coll-bench's own, which no file selects, must not
+            // push them out), among all for coll-bench's own.
+            let fastest_of = |keep: &dyn Fn(usize) -> bool| {
+                (0..n)
+                    .filter(|&c| keep(c))
+                    .filter_map(|c| match row[c].outcome() {
+                        Outcome::Time(t) if t.is_finite() => Some(t),
+                        _ => None,
+                    })
+                    .fold(f64::INFINITY, f64::min)
+            };
+            let fastest_selectable = fastest_of(&|c| sources[c].selectable());
+            let fastest_any = fastest_of(&|_| true);
             for c in 0..n {
                 if matches!(row[c], Cell::Failed) && out[c].is_none() {
                     out[c] = Some(Cell::Failed);
@@ -498,6 +504,7 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
                 let slow = match row[c].outcome() {
                     Outcome::Time(_) => {
                         let own_best = row[c].rounds().iter().copied().fold(f64::INFINITY, f64::min);
+                        let fastest = if sources[c].selectable() { fastest_selectable } else { fastest_any };
                         choose::clearly_slower(own_best, fastest, size)
                     }
                     _ => false,
