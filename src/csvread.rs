@@ -114,6 +114,8 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
     let ci_cols = col("ci95_lo_us").zip(col("ci95_hi_us"));
     // `coll-bench tune`'s CSV: one series per algorithm, named as backend/algorithm.
     let algorithm_col = col("algorithm");
+    // tune's cells it did not run (its skip rule): no numbers to read.
+    let skipped_col = col("skipped");
     let [backend, collective, dtype, op, placement, size_bytes, iters, time_us, busbw_gbps, median_us, min_us, max_us, stddev_us] =
         idx[..]
     else {
@@ -128,7 +130,7 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
             Error::usage(format!("'{shown}' line {line}: column {name} is '{v}', expected {want}"))
         };
         let text = |i: usize| rec.get(i).unwrap_or("").trim();
-        if rank_col.is_some_and(|i| !text(i).is_empty()) {
+        if rank_col.is_some_and(|i| !text(i).is_empty()) || skipped_col.is_some_and(|i| !text(i).is_empty()) {
             continue;
         }
         let int = |i: usize, name: &str| text(i).parse::<u64>().map_err(|_| bad(name, text(i), "a whole number"));

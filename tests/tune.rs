@@ -36,32 +36,33 @@ fn tune(dir: &Path, n: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
     mpirun_env(dir, n, &full, env, 600)
 }
 
-fn check_reduce_scatter_tune(n: usize) {
+/// `full`: `--in-place --no-skip` (every candidate × size × placement); otherwise tune's
+/// default (out of place, the skip rule on: skipped cells are rows marked `skipped`).
+fn check_reduce_scatter_tune(n: usize, full: bool) {
     let dir = tempfile::tempdir().unwrap();
     // MPICH with more ranks than cores pays a scheduler quantum per call: fewer sizes there.
     let step = if oversubscribed_mpich(n) { "8" } else { "2" };
-    let o = tune(
-        dir.path(),
-        n,
-        &[
-            "reduce-scatter",
-            "-b",
-            "64K",
-            "-e",
-            "4M",
-            "-f",
-            step,
-            "-n",
-            "3",
-            "-w",
-            "1",
-            "--csv",
-            "rs.csv",
-            "--write-rules",
-            "rs.rules",
-        ],
-        &[],
-    );
+    let mut args = vec![
+        "reduce-scatter",
+        "-b",
+        "64K",
+        "-e",
+        "4M",
+        "-f",
+        step,
+        "-n",
+        "3",
+        "-w",
+        "1",
+        "--csv",
+        "rs.csv",
+        "--write-rules",
+        "rs.rules",
+    ];
+    if full {
+        args.extend(["--in-place", "--no-skip"]);
+    }
+    let o = tune(dir.path(), n, &args, &[]);
     let (out, err) = (stdout(&o), stderr(&o));
     assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
     assert!(!out.contains("WRONG"), "{out}");
@@ -73,21 +74,57 @@ fn check_reduce_scatter_tune(n: usize) {
         assert!(listed.contains(&format!(":{name}")), "{name} missing from {listed}");
     }
     assert!(listed.contains("ring(coll-bench)"), "{listed}");
-    // The CSV: the sweep's columns plus algorithm, algorithm_id, is_default; every candidate ×
-    // size × placement, every one correct.
+    // The skip rule is stated before the table unless every cell runs.
+    assert_eq!(out.contains("# reduce-scatter: skip rule: "), !full, "{out}");
+    // The CSV: the sweep's columns plus algorithm, algorithm_id, is_default, skipped; a row for
+    // every candidate × size (× placement with --in-place), every cell run correct, every cell
+    // not run marked with the rule's reason and no numbers.
     let mut r = csv::Reader::from_path(dir.path().join("rs.csv")).unwrap();
     let h = r.headers().unwrap().clone();
     let col = |name: &str| h.iter().position(|c| c == name).unwrap_or_else(|| panic!("no {name} in {h:?}"));
-    let last: Vec<&str> = h.iter().skip(h.len() - 3).collect();
-    assert_eq!(last, ["algorithm", "algorithm_id", "is_default"]);
+    let last: Vec<&str> = h.iter().skip(h.len() - 4).collect();
+    assert_eq!(last, ["algorithm", "algorithm_id", "is_default", "skipped"]);
     let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
     let candidates = listed.split(" candidates: ").nth(1).unwrap().split(", ").count();
     let sizes = if step == "8" { 3 } else { 7 };
-    assert_eq!(rows.len(), candidates * sizes * 2, "{out}");
-    assert!(rows.iter().all(|r| &r[col("wrong")] == "0"), "a wrong result in the CSV");
+    let placements = if full { 2 } else { 1 };
+    assert_eq!(rows.len(), candidates * sizes * placements, "{out}");
+    assert_eq!(
+        rows.iter().filter(|r| &r[col("placement")] == "in-place").count(),
+        if full { candidates * sizes } else { 0 }
+    );
+    let (run, skipped): (Vec<_>, Vec<_>) = rows.iter().partition(|r| r[col("skipped")].is_empty());
+    assert!(run.iter().all(|r| &r[col("wrong")] == "0"), "a wrong result in the CSV");
+    if full {
+        assert!(skipped.is_empty(), "--no-skip skipped a cell");
+    }
+    for r in &skipped {
+        assert!(r[col("skipped")].starts_with("skipped: more than 3x the fastest at "), "{r:?}");
+        assert!(r[col("wrong")].is_empty() && r[col("median_us")].is_empty() && &r[col("iters")] == "0", "{r:?}");
+        assert_ne!(&r[col("is_default")], "true", "the default is always run");
+        // Once skipped, skipped at every larger size.
+        let (alg, size) = (&r[col("algorithm")], r[col("size_bytes")].parse::<u64>().unwrap());
+        assert!(rows
+            .iter()
+            .filter(|x| &x[col("algorithm")] == alg && x[col("size_bytes")].parse::<u64>().unwrap() > size)
+            .all(|x| !x[col("skipped")].is_empty()));
+    }
+    // The table says `skip` where the CSV says skipped.
+    let table_skips: usize = out
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().filter(|w| *w == "skip").count())
+        .sum();
+    assert_eq!(table_skips, skipped.len(), "{out}");
     let defaults = rows.iter().filter(|r| &r[col("is_default")] == "true").count();
-    assert_eq!(defaults, sizes * 2);
+    assert_eq!(defaults, sizes * placements);
     assert!(rows.iter().any(|r| &r[col("algorithm")] == "ring(coll-bench)" && r[col("algorithm_id")].is_empty()));
+    // Where the time went, per collective.
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("# reduce-scatter: ") && l.contains(" s in all") && l.contains("timed calls")),
+        "{out}"
+    );
     // The rules file: the library's own format, read back by --verify.
     let rules = std::fs::read_to_string(dir.path().join("rs.rules")).unwrap();
     match FAMILY {
@@ -110,12 +147,13 @@ fn check_reduce_scatter_tune(n: usize) {
 
 #[test]
 fn reduce_scatter_on_2_ranks_lists_and_checks_every_algorithm() {
-    check_reduce_scatter_tune(2);
+    check_reduce_scatter_tune(2, false);
 }
 
+/// Every cell, both placements (`--in-place --no-skip`).
 #[test]
 fn reduce_scatter_on_4_ranks_lists_and_checks_every_algorithm() {
-    check_reduce_scatter_tune(4);
+    check_reduce_scatter_tune(4, true);
 }
 
 /// Open MPI reads and applies a file in the format tune writes (its comments included): a rule

@@ -35,6 +35,13 @@ pub struct TuneArgs {
     /// tuned at, against the times recorded in it
     #[arg(long = "verify", value_name = "FILE", conflicts_with = "write_rules")]
     pub verify: Option<PathBuf>,
+    /// Time in place too (reported, not chosen on: the library's file selects one algorithm for
+    /// both placements); by default candidates are timed out of place only
+    #[arg(long = "in-place")]
+    pub in_place: bool,
+    /// Run every algorithm at every size (no skip rule)
+    #[arg(long = "no-skip")]
+    pub no_skip: bool,
 }
 
 /// Parse `tune …` (`argv[0]` is "tune").
@@ -75,5 +82,11 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
     if !argv.iter().any(|a| a == "--budget" || a.starts_with("--budget=")) {
         sweep.budget_s = DEFAULT_BUDGET_S;
     }
-    Ok(Clap::Args(TuneOptions { sweep, write_rules: a.write_rules, verify: a.verify }))
+    Ok(Clap::Args(TuneOptions {
+        sweep,
+        write_rules: a.write_rules,
+        verify: a.verify,
+        in_place: a.in_place,
+        no_skip: a.no_skip,
+    }))
 }

@@ -148,6 +148,17 @@ impl CsvReport {
         self.write(header)
     }
 
+    /// The rows of one placement of a point (tune: out of place only, unless `--in-place`).
+    pub fn measurement(&mut self, info: &RunInfo, p: &Point, m: &Measurement) -> Result<()> {
+        self.row(info, p, m, None)?;
+        if info.options.per_rank {
+            for r in 0..m.per_rank_us.len() {
+                self.row(info, p, m, Some(r))?;
+            }
+        }
+        Ok(())
+    }
+
     /// Data rows written so far.
     pub fn rows(&self) -> u64 {
         self.rows

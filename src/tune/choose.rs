@@ -30,9 +30,73 @@ pub enum Outcome {
 }
 
 /// A rule switches away from the library's default only when the gain is larger than this
-/// factor and significant (the 95% intervals of the two medians do not overlap, where both are
-/// known): otherwise the difference is noise, and keeping the default cannot make a size slower.
-pub const MIN_GAIN: f64 = 1.05;
+/// factor and beyond the measured noise (the two candidates' [`band`]s over their rounds do not
+/// overlap, where both are known): otherwise keeping the default cannot make a size slower.
+pub const MIN_GAIN: f64 = 1.10;
+
+/// The skip rule: a candidate more than this many times slower than the fastest at a size…
+pub const SKIP_FACTOR: f64 = 3.0;
+/// …at two consecutive sizes, both at least this large, is not run at larger sizes. Below it a
+/// cell costs its time budget whatever the algorithm's speed, so skipping would save nothing.
+pub const SKIP_FROM_BYTES: u64 = 64 * 1024;
+
+/// A candidate's time at one size: the median of its rounds' medians (a burst of load that
+/// lands on one round does not move it).
+pub fn median_of_rounds(rounds: &[f64]) -> f64 {
+    let mut v: Vec<f64> = rounds.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The noise band of a candidate at one size: the lowest and highest of its rounds' medians,
+/// or, from 5 rounds on (after a second look), without the single lowest and highest.
+pub fn band(rounds: &[f64]) -> Option<(f64, f64)> {
+    let mut v: Vec<f64> = rounds.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n >= 5 { (v[1], v[n - 2]) } else { (v[0], v[n - 1]) })
+}
+
+/// Whether a candidate is clearly slower at a size (the skip rule's half): `time` (its fastest
+/// round) over [`SKIP_FACTOR`] × the fastest candidate's time, at a size of at least
+/// [`SKIP_FROM_BYTES`].
+pub fn clearly_slower(time: f64, fastest: f64, size: u64) -> bool {
+    size >= SKIP_FROM_BYTES && fastest > 0.0 && time > SKIP_FACTOR * fastest
+}
+
+/// A second look: when the fastest selectable candidate seems faster than the default by more
+/// than [`MIN_GAIN`] but their bands overlap, both get more rounds before the choice. Returns
+/// the two, or nothing.
+pub fn second_look(sources: &[Source], outcomes: &[Outcome], bands: &[Option<(f64, f64)>]) -> Vec<usize> {
+    let c = choose(sources, outcomes, bands);
+    let Some(d) = sources.iter().position(|s| *s == Source::Default) else { return vec![] };
+    let time = |i: usize| match outcomes[i] {
+        Outcome::Time(t) if t.is_finite() => Some(t),
+        _ => None,
+    };
+    let lib_best = (0..outcomes.len())
+        .filter(|&i| i != d && sources[i].selectable())
+        .filter_map(|i| time(i).map(|t| (i, t)))
+        .fold(None, |acc: Option<(usize, f64)>, (i, t)| match acc {
+            Some((_, bt)) if bt <= t => acc,
+            _ => Some((i, t)),
+        });
+    match (time(d), lib_best, c.rule) {
+        (Some(dt), Some((l, lt)), Some(r)) if r == d && lt * MIN_GAIN < dt => vec![d, l],
+        _ => vec![],
+    }
+}
 
 /// The choice at one size.
 #[derive(Clone, Debug, PartialEq)]
@@ -127,6 +191,38 @@ mod tests {
         // Apart: switch.
         let ci = [Some((95.0, 105.0)), Some((78.0, 82.0)), None, None];
         assert_eq!(choose(&sources(), &o, &ci).rule, Some(1));
+    }
+
+    #[test]
+    fn a_stray_slow_round_does_not_move_the_time_and_bands_need_all_rounds_apart() {
+        assert_eq!(median_of_rounds(&[169.0, 4000.0, 171.0]), 171.0);
+        assert_eq!(median_of_rounds(&[1.0, 2.0]), 1.5);
+        assert!(median_of_rounds(&[]).is_nan());
+        assert_eq!(band(&[3.0, 1.0, 2.0]), Some((1.0, 3.0)));
+        // Five rounds and more: the single extremes are dropped.
+        assert_eq!(band(&[5.0, 1.0, 2.0, 3.0, 4.0, 100.0]), Some((2.0, 5.0)));
+        assert_eq!(band(&[]), None);
+        // 169 us against 594 us in every round: switch. A default round as fast as the winner's
+        // slowest round: within the noise, keep the default.
+        let s = [Source::Default, Source::Library(2)];
+        let o = [Outcome::Time(594.0), Outcome::Time(169.0)];
+        let apart = [band(&[590.0, 594.0, 601.0]), band(&[168.0, 169.0, 175.0])];
+        assert_eq!(choose(&s, &o, &apart).rule, Some(1));
+        assert!(second_look(&s, &o, &apart).is_empty());
+        let overlap = [band(&[170.0, 594.0, 601.0]), band(&[168.0, 169.0, 175.0])];
+        assert_eq!(choose(&s, &o, &overlap).rule, Some(0));
+        assert_eq!(second_look(&s, &o, &overlap), vec![0, 1]);
+        // Not faster by MIN_GAIN: no second look either.
+        let o = [Outcome::Time(100.0), Outcome::Time(95.0)];
+        assert!(second_look(&s, &o, &[band(&[90.0, 100.0, 110.0]), band(&[94.0, 95.0, 96.0])]).is_empty());
+    }
+
+    #[test]
+    fn the_skip_rule_needs_three_times_the_fastest_from_64_kib() {
+        assert!(clearly_slower(301.0, 100.0, 64 * 1024));
+        assert!(!clearly_slower(299.0, 100.0, 1 << 20));
+        assert!(!clearly_slower(10_000.0, 1.0, 32 * 1024), "small sizes cost the budget whatever: never skipped");
+        assert!(!clearly_slower(1.0, 0.0, 1 << 20));
     }
 
     #[test]

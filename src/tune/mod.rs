@@ -8,21 +8,22 @@
 
 pub mod algorithms;
 pub mod choose;
+pub mod measure;
 pub mod rules;
 
-use crate::backend::mpi::{DupComm, Implementation, MpiBackend};
+use crate::backend::mpi::{DupComm, Implementation};
 use crate::backend::mpit::{Cvar, Tool};
-use crate::backend::Backend;
 use crate::collective::{Convention, Kind};
 use crate::error::{exit, Error, Result};
 use crate::options::{CsvTarget, Options};
-use crate::record::{Point, RunInfo};
+use crate::record::{Measurement, RunInfo};
 use crate::report::csv::CsvReport;
 use crate::report::Report;
-use crate::sweep::{buffer_bytes, Sweep};
+use crate::sweep::buffer_bytes;
 use crate::world::World;
 use algorithms::Library;
-use choose::{choose, Outcome, Source};
+use choose::{choose, Outcome, Source, SKIP_FACTOR};
+use measure::Cell;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -33,6 +34,10 @@ pub struct TuneOptions {
     pub sweep: Options,
     pub write_rules: Option<PathBuf>,
     pub verify: Option<PathBuf>,
+    /// `--in-place`: time in place too.
+    pub in_place: bool,
+    /// `--no-skip`: no skip rule.
+    pub no_skip: bool,
 }
 
 /// How much slower than tune's time the default with the file may be and still count as
@@ -151,39 +156,6 @@ fn discover(tool: &Tool, library: Library, kind: Kind, nranks: usize, all: &[Cva
     Discovered { var, candidates, note }
 }
 
-/// One candidate's points, timed and checked by the sweep on a fresh communicator.
-fn measure(world: &World, opts: &Options, implementation: Implementation) -> Result<Vec<Point>> {
-    let comm = DupComm::of_world(world);
-    let one = Options { implementation, debug_slow_rank: None, ..opts.clone() };
-    let mut backend = world.agree(MpiBackend::new(world, &one))?;
-    backend.use_comm(&comm);
-    let (send, recv) = buffer_bytes(opts, world.size, world.rank, Convention::Mpi);
-    world.agree(backend.allocate(send, recv))?;
-    let mut points = vec![];
-    Sweep::new(world, &mut backend, opts).run(&mut |p| {
-        points.push(p.clone());
-        Ok(())
-    })?;
-    drop(backend);
-    drop(comm);
-    Ok(points)
-}
-
-/// A point's outcome: wrong (either placement), or its out-of-place median time per call,
-/// which a few preempted calls on a loaded machine do not move as they move the mean (the
-/// median is known on rank 0, which chooses; elsewhere the mean stands in).
-fn outcome(p: &Point) -> Outcome {
-    let wrong: u64 = p.measurements().iter().map(|m| m.wrong.unwrap_or(0) + m.out_of_bounds.unwrap_or(0)).sum();
-    let median = p.out_of_place.summary.median_us;
-    if wrong > 0 {
-        Outcome::Wrong(wrong)
-    } else if median.is_finite() && median > 0.0 {
-        Outcome::Time(median)
-    } else {
-        Outcome::Time(p.out_of_place.time_us)
-    }
-}
-
 /// Print on rank 0 and flush.
 fn say(world: &World, line: &str) {
     if world.rank == 0 {
@@ -194,7 +166,14 @@ fn say(world: &World, line: &str) {
 }
 
 /// The tune CSV: the sweep's columns plus these.
-pub const EXTRA_COLUMNS: [&str; 3] = ["algorithm", "algorithm_id", "is_default"];
+/// `skipped`: empty for a cell that was run, else `skipped: ` and the skip rule's reason (the
+/// row then has no numbers).
+pub const EXTRA_COLUMNS: [&str; 4] = ["algorithm", "algorithm_id", "is_default", "skipped"];
+
+/// The skip rule, as printed before each table.
+pub const SKIP_RULE: &str = "skip rule: an algorithm whose fastest round is more than 3x the fastest time (of those the library can select; for coll-bench's own, of all) at two consecutive sizes \
+     of 64 KiB or more is not run at larger sizes (`skip` in the table, `skipped` in the CSV; the default is always run; \
+     --no-skip runs every cell)";
 
 fn check_outputs(o: &TuneOptions) -> Result<()> {
     let mut outputs: Vec<(&str, &Path)> = vec![];
@@ -236,9 +215,15 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     world.agree(opts.validate_for_world(world.size))?;
     world.agree(crate::backend::mpi::known_faults(world, &opts))?;
     world.agree(if world.rank == 0 { check_outputs(o) } else { Ok(()) })?;
-    // Memory: the largest collective's buffers, plus our implementations' scratch.
+    // Memory: the largest collective's buffers, once for the library and once for each of our
+    // implementations (with their scratch).
     let (send, recv) = buffer_bytes(&opts, world.size, world.rank, Convention::Mpi);
-    let need = crate::memory::per_rank_need(send as u64, (recv as u64) * 2, true);
+    let own = [Implementation::Ring, Implementation::RecursiveDoubling]
+        .iter()
+        .filter(|i| opts.collectives.iter().any(|k| i.provides(*k)) && i.unfit(world.size).is_none())
+        .count() as u64;
+    let need = crate::memory::per_rank_need(send as u64, recv as u64, false)
+        + own * crate::memory::per_rank_need(send as u64, recv as u64, true);
     crate::setup::fit_memory(world, "-e/--maxbytes", need)?;
 
     let tool = world.agree(Tool::init())?;
@@ -290,8 +275,8 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     say(
         world,
         &format!(
-            "# type {}, op {}; median time per call (us, out-of-place), timed and checked as the sweep does",
-            opts.dtypes[0], opts.ops[0]
+            "# type {}, op {}; out of place{}; timed and checked as the sweep does, candidates interleaved size by size",
+            opts.dtypes[0], opts.ops[0], if o.in_place { " and in place (reported, not chosen on)" } else { "" }
         ),
     );
     if verify.is_some() {
@@ -328,60 +313,181 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
         };
         let mut one = opts.clone();
         one.collectives = vec![kind];
-        let mut results: Vec<Vec<Point>> = vec![];
+        // The value each candidate sets: its algorithm, or the value found at start.
+        let value_of = |c: &Candidate| match (&c.source, original) {
+            (Source::Library(v), _) => Some(*v),
+            (_, o) => o,
+        };
+        let force = |c: &Candidate| -> Result<()> {
+            let (Some(var), Some(value)) = (&d.var, value_of(c)) else { return Ok(()) };
+            tool.write(var, value).and_then(|_| tool.read(var)).and_then(|back| {
+                if back == value {
+                    Ok(())
+                } else {
+                    Err(Error::setup(format!("{}: wrote {value}, the library reports {back}", var.name)))
+                }
+            })
+        };
+        // One communicator per candidate, made with its algorithm forced: Open MPI reads the
+        // variable when a communicator is created, so each keeps its algorithm for the whole
+        // collective (no communicator per size). MPICH reads it at each call: it is set again
+        // before each of a candidate's rounds.
+        let started = std::time::Instant::now();
+        let mut comms = vec![];
         for cand in &d.candidates {
-            let implementation = match &cand.source {
-                Source::Own(imp) => *imp,
-                _ => Implementation::Native,
-            };
-            if let (Some(var), Some(orig)) = (&d.var, original) {
-                let value = match cand.source {
-                    Source::Library(v) => v,
-                    _ => orig,
-                };
-                let forced = tool.write(var, value).and_then(|_| tool.read(var)).and_then(|back| {
-                    if back == value {
-                        Ok(())
-                    } else {
-                        Err(Error::setup(format!("{}: wrote {value}, the library reports {back}", var.name)))
-                    }
-                });
-                world.agree(forced)?;
-            }
-            let points = match world.agree(measure(world, &one, implementation)) {
-                Ok(p) => p,
-                Err(e) => {
-                    say(world, &format!("# {kind}: {} failed and is left out: {e}", cand.name));
-                    vec![]
-                }
-            };
-            for p in &points {
-                if let Outcome::Wrong(n) = outcome(p) {
-                    any_wrong = true;
-                    say(world, &format!(
-                        "WRONG: {kind} {} at {} B: {n} wrong elements (or bytes out of bounds): disqualified at this size",
-                        cand.name, p.size_bytes
-                    ));
-                }
-                if let Some(c) = csv.as_mut() {
-                    let default = matches!(cand.source, Source::Default);
-                    c.set_extra(vec![cand.name.clone(), cand.id(), default.to_string()]);
-                    c.point(&info, p)?;
-                }
-            }
-            results.push(points);
+            world.agree(force(cand))?;
+            comms.push(DupComm::of_world(world));
         }
         if let (Some(var), Some(orig)) = (&d.var, original) {
             world.agree(tool.write(var, orig))?;
         }
-        let sizes: Vec<u64> = results.first().map(|r| r.iter().map(|p| p.size_bytes).collect()).unwrap_or_default();
+        let comm_s = started.elapsed().as_secs_f64();
+        let mut size_s: Vec<(u64, f64)> = vec![];
+        let per_call = library != Library::OpenMpi && d.var.is_some();
+        let implementations: Vec<Implementation> = d
+            .candidates
+            .iter()
+            .map(|c| match &c.source {
+                Source::Own(imp) => *imp,
+                _ => Implementation::Native,
+            })
+            .collect();
+        let mut bench = measure::Bench::new(world, &one, &implementations, o.in_place)?;
+        let sources: Vec<Source> = d.candidates.iter().map(|c| c.source.clone()).collect();
+        let sizes = crate::sweep::sizes_for(kind.spec(), &one);
+        let n = d.candidates.len();
+        let mut cells: Vec<Vec<Cell>> = vec![vec![]; n];
+        // The skip rule's state: out (failed or skipped, with the reason), slow at the last size.
+        let mut out: Vec<Option<Cell>> = vec![None; n];
+        let mut slow_before: Vec<Option<u64>> = vec![None; n];
+        if verify.is_none() && !o.no_skip && d.candidates.len() > 1 {
+            say(world, &format!("# {kind}: {SKIP_RULE}"));
+        }
+        for &size in &sizes {
+            let size_started = std::time::Instant::now();
+            let live: Vec<usize> = (0..n).filter(|&c| out[c].is_none()).collect();
+            let mut select = |c: usize| if per_call { world.agree(force(&d.candidates[c])) } else { Ok(()) };
+            let mut failed = |c: usize, e: &Error| {
+                say(world, &format!("# {kind}: {} failed at {size} B and is left out: {e}", d.candidates[c].name));
+            };
+            let look = |seen: &[measure::Seen]| -> Vec<usize> {
+                if verify.is_some() {
+                    return vec![];
+                }
+                let mut outcomes = vec![Outcome::Absent; n];
+                let mut bands = vec![None; n];
+                for (c, oc, rounds) in seen {
+                    outcomes[*c] = *oc;
+                    bands[*c] = choose::band(rounds);
+                }
+                choose::second_look(&sources, &outcomes, &bands)
+            };
+            let measured = bench.size(size, &live, &comms, &implementations, &mut select, &mut failed, &look);
+            if let (Some(var), Some(orig)) = (&d.var, original.filter(|_| per_call)) {
+                world.agree(tool.write(var, orig))?;
+            }
+            let mut row: Vec<Cell> = (0..n).map(|c| out[c].clone().unwrap_or(Cell::Failed)).collect();
+            for (c, cell) in measured {
+                row[c] = cell;
+            }
+            // The skip rule, from the fastest correct time at this size: among what the library
+            // can select for its algorithms (coll-bench's own, which no file selects, must not
+            // push them out), among all for coll-bench's own.
+            let fastest_of = |keep: &dyn Fn(usize) -> bool| {
+                (0..n)
+                    .filter(|&c| keep(c))
+                    .filter_map(|c| match row[c].outcome() {
+                        Outcome::Time(t) if t.is_finite() => Some(t),
+                        _ => None,
+                    })
+                    .fold(f64::INFINITY, f64::min)
+            };
+            let fastest_selectable = fastest_of(&|c| sources[c].selectable());
+            let fastest_any = fastest_of(&|_| true);
+            for c in 0..n {
+                if matches!(row[c], Cell::Failed) && out[c].is_none() {
+                    out[c] = Some(Cell::Failed);
+                }
+                if out[c].is_some() || o.no_skip || matches!(d.candidates[c].source, Source::Default) {
+                    continue;
+                }
+                // Its fastest round, against the fastest candidate's time: a candidate slowed by
+                // a burst of load in some rounds is not taken for a slow algorithm.
+                let slow = match row[c].outcome() {
+                    Outcome::Time(_) => {
+                        let own_best = row[c].rounds().iter().copied().fold(f64::INFINITY, f64::min);
+                        let fastest = if sources[c].selectable() { fastest_selectable } else { fastest_any };
+                        choose::clearly_slower(own_best, fastest, size)
+                    }
+                    _ => false,
+                };
+                match (slow, slow_before[c]) {
+                    (true, Some(prev)) => {
+                        out[c] = Some(Cell::Skipped(format!(
+                            "more than {SKIP_FACTOR}x the fastest at {prev} B and {size} B"
+                        )))
+                    }
+                    (true, None) => slow_before[c] = Some(size),
+                    (false, _) => slow_before[c] = None,
+                }
+            }
+            for (c, cell) in row.into_iter().enumerate() {
+                let cand = &d.candidates[c];
+                if let Outcome::Wrong(k) = cell.outcome() {
+                    any_wrong = true;
+                    say(world, &format!(
+                        "WRONG: {kind} {} at {size} B: {k} wrong elements (or bytes out of bounds): disqualified at this size",
+                        cand.name
+                    ));
+                }
+                if let Some(csvw) = csv.as_mut() {
+                    let default = matches!(cand.source, Source::Default);
+                    let (point, skipped) = match &cell {
+                        Cell::Timed { point, .. } => (Some((**point).clone()), String::new()),
+                        Cell::Skipped(why) => (Some(bench.skipped_point(size)), format!("skipped: {why}")),
+                        Cell::Failed => (None, String::new()),
+                    };
+                    if let Some(p) = point {
+                        csvw.set_extra(vec![cand.name.clone(), cand.id(), default.to_string(), skipped]);
+                        let placements: &[&Measurement] =
+                            if o.in_place { &[&p.out_of_place, &p.in_place] } else { &[&p.out_of_place] };
+                        for m in placements {
+                            csvw.measurement(&info, &p, m)?;
+                        }
+                    }
+                }
+                cells[c].push(cell);
+            }
+            size_s.push((size, size_started.elapsed().as_secs_f64()));
+        }
+        let sp = bench.spent;
+        let mut slowest = size_s.clone();
+        slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let slowest: Vec<String> = slowest.iter().take(3).map(|(b, t)| format!("{b} B {t:.1} s")).collect();
+        say(
+            world,
+            &format!(
+                "# {kind}: {:.1} s in all (rank 0's clock): timed calls {:.1} s, warm-up {:.1} s, check (fill and compare) {:.1} s, \
+                 exchanges after each round {:.1} s{}, communicators {:.2} s; slowest sizes: {}",
+                started.elapsed().as_secs_f64(),
+                sp.timed,
+                sp.warm_up,
+                sp.check,
+                sp.exchange,
+                if o.in_place { format!(", in place {:.1} s", sp.in_place) } else { String::new() },
+                comm_s,
+                slowest.join(", ")
+            ),
+        );
+        drop(bench);
+        drop(comms);
         if let Some(v) = &verify {
-            missed |= print_verify(world, kind, &sizes, &results[0], v);
+            missed |= print_verify(world, kind, &sizes, &cells[0], v);
             continue;
         }
         let mut choices = vec![];
         let first_measured = measured_lines.len();
-        print_table(world, kind, &d.candidates, &sizes, &results, &mut |i, size, c| {
+        print_table(world, kind, &d.candidates, &sizes, &cells, &mut |i, size, c| {
             if let Some(r) = c.rule {
                 let cand = &d.candidates[r];
                 let alg = match cand.source {
@@ -389,7 +495,7 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
                     _ => 0,
                 };
                 choices.push((size, alg, if alg == 0 { "default".to_string() } else { cand.name.clone() }));
-                let t = |j: usize| match outcome(&results[j][i]) {
+                let t = |j: usize| match cells[j][i].outcome() {
                     Outcome::Time(t) => t,
                     _ => f64::NAN,
                 };
@@ -430,9 +536,10 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
                             Source::Own(_) => false,
                         });
                         for m in &mut measured_lines[first_measured..] {
-                            let p = j.and_then(|j| results[j].iter().find(|p| p.size_bytes == m.size_bytes));
+                            let at = sizes.iter().position(|s| *s == m.size_bytes);
+                            let p = j.zip(at).map(|(j, i)| cells[j][i].outcome());
                             m.algorithm = name.clone();
-                            m.chosen_us = match p.map(outcome) {
+                            m.chosen_us = match p {
                                 Some(Outcome::Time(t)) => t,
                                 _ => f64::NAN,
                             };
@@ -487,6 +594,15 @@ fn fmt_outcome(o: Outcome) -> String {
     }
 }
 
+/// How a cell reads in the table.
+fn label(cell: &Cell) -> String {
+    match cell {
+        Cell::Skipped(_) => "skip".into(),
+        Cell::Failed => "failed".into(),
+        c => fmt_outcome(c.outcome()),
+    }
+}
+
 /// The table of one collective: size × candidate, the fastest marked `*`, the rule's choice
 /// and the speed-up of the fastest over the default. `each(index, size, choice)` per size.
 fn print_table(
@@ -494,7 +610,7 @@ fn print_table(
     kind: Kind,
     cands: &[Candidate],
     sizes: &[u64],
-    results: &[Vec<Point>],
+    cells: &[Vec<Cell>],
     each: &mut dyn FnMut(usize, u64, &choose::Choice),
 ) {
     let sources: Vec<Source> = cands.iter().map(|c| c.source.clone()).collect();
@@ -504,24 +620,20 @@ fn print_table(
         head.push_str(&format!("  {:>w$}", c.name, w = width(c)));
     }
     head.push_str("  fastest / library file's choice / speed-up of fastest over default");
-    say(world, &format!("# {kind}: median time per call (us); * fastest; (coll-bench) implementations cannot be selected through the library"));
+    say(world, &format!("# {kind}: time per call (us): the median over {} interleaved rounds of each round's median; * fastest; skip: not run (the skip rule); (coll-bench) implementations cannot be selected through the library", measure::ROUNDS));
     say(world, &format!("# {:>11}", "size (B)"));
     say(world, &head);
     for (i, &size) in sizes.iter().enumerate() {
-        let outcomes: Vec<Outcome> = results.iter().map(|r| r.get(i).map(outcome).unwrap_or(Outcome::Absent)).collect();
-        let intervals: Vec<Option<(f64, f64)>> = results
-            .iter()
-            .map(|r| {
-                r.get(i)
-                    .map(|p| (p.out_of_place.summary.ci95_lo_us, p.out_of_place.summary.ci95_hi_us))
-                    .filter(|(lo, hi)| lo.is_finite() && hi.is_finite() && hi >= lo)
-            })
-            .collect();
-        let c = choose(&sources, &outcomes, &intervals);
+        let outcomes: Vec<Outcome> =
+            cells.iter().map(|r| r.get(i).map(Cell::outcome).unwrap_or(Outcome::Absent)).collect();
+        let bands: Vec<Option<(f64, f64)>> =
+            cells.iter().map(|r| r.get(i).and_then(|c| choose::band(c.rounds()))).collect();
+        let c = choose(&sources, &outcomes, &bands);
         let mut line = format!("  {size:>11}");
         for (j, cand) in cands.iter().enumerate() {
             let mark = if c.best == Some(j) { "*" } else { "" };
-            line.push_str(&format!("  {:>w$}", format!("{}{mark}", fmt_outcome(outcomes[j])), w = width(cand)));
+            let text = cells[j].get(i).map(label).unwrap_or_else(|| "-".into());
+            line.push_str(&format!("  {:>w$}", format!("{text}{mark}"), w = width(cand)));
         }
         let name = |x: Option<usize>| x.map(|k| cands[k].name.as_str()).unwrap_or("none correct");
         let speed = c.speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into());
@@ -533,7 +645,7 @@ fn print_table(
 
 /// The verify table: per size the time recorded before (the default), the time of the file's
 /// choice, and the default now with the file applied. Returns whether any size missed.
-fn print_verify(world: &World, kind: Kind, sizes: &[u64], now: &[Point], file: &rules::RulesFile) -> bool {
+fn print_verify(world: &World, kind: Kind, sizes: &[u64], now: &[Cell], file: &rules::RulesFile) -> bool {
     say(world, &format!("# {kind}: the library's default with the file applied (us)"));
     say(
         world,
@@ -543,7 +655,7 @@ fn print_verify(world: &World, kind: Kind, sizes: &[u64], now: &[Point], file: &
     for (i, &size) in sizes.iter().enumerate() {
         let Some(m) = file.measured.iter().find(|m| m.kind == kind && m.size_bytes == size) else { continue };
         let Some(p) = now.get(i) else { continue };
-        let (now_s, verdict) = match outcome(p) {
+        let (now_s, verdict) = match p.outcome() {
             Outcome::Time(t) => {
                 let ok = t <= m.chosen_us * (1.0 + VERIFY_TOLERANCE)
                     || t <= m.default_us * (1.0 + VERIFY_TOLERANCE) && m.algorithm == "default";
@@ -558,7 +670,7 @@ fn print_verify(world: &World, kind: Kind, sizes: &[u64], now: &[Point], file: &
                 (fmt_outcome(o), "WRONG".to_string())
             }
         };
-        let speed = match outcome(p) {
+        let speed = match p.outcome() {
             Outcome::Time(t) if t > 0.0 => format!("{:.2}x", m.default_us / t),
             _ => "-".into(),
         };
