@@ -25,6 +25,8 @@ const STEERING: &[&str] = &[
     "FAKE_CUDA_NOT_READY",
     "FAKE_NCCL_VERSION",
     "FAKE_NCCL_FAIL",
+    "FAKE_NCCL_FAIL_RANK",
+    "COLL_BENCH_DEBUG_NCCL_SPLIT",
 ];
 
 /// `mpirun -n N coll-bench --backend nccl ARGS…` with `env` (and nothing else of ours) set.
@@ -49,6 +51,43 @@ fn fake_cuda() -> &'static str {
 
 fn fake_nccl() -> &'static str {
     fakes().1.to_str().unwrap()
+}
+
+/// The stand-ins' environment: the fake libcuda with `gpus` GPUs and the fake libnccl, then
+/// `more` (which may replace either library).
+fn fake_env<'a>(gpus: &'a str, more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
+    let mut env = vec![
+        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
+        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
+        ("FAKE_CUDA_DEVICES", gpus),
+    ];
+    for (k, v) in more {
+        match env.iter_mut().find(|e| e.0 == *k) {
+            Some(e) => e.1 = v,
+            None => env.push((k, v)),
+        }
+    }
+    env
+}
+
+/// The stand-in libnccl.so.2 built without ncclCommSplit (`-DFAKE_NCCL_NO_SPLIT`), as NCCL
+/// before 2.18.
+fn fake_nccl_without_split() -> &'static str {
+    static LIB: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let lib = LIB.get_or_init(|| {
+        let dir = tempfile::Builder::new().prefix("coll-bench-fakes").tempdir().unwrap().keep();
+        let out = dir.join("libnccl.so.2");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend/nccl/fake/fake_nccl.c");
+        let ok = Command::new("cc")
+            .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-DFAKE_NCCL_NO_SPLIT", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .status()
+            .expect("cc runs (run ci/setup.sh)");
+        assert!(ok.success(), "building fake_nccl.c without ncclCommSplit failed");
+        out
+    });
+    lib.to_str().unwrap()
 }
 
 /// Exit 2 and exactly one line on stderr, from rank 0, containing every needle; no table, no
@@ -160,12 +199,7 @@ fn no_nccl_names_every_place_searched() {
 
 #[test]
 fn nccl_too_old() {
-    let env = [
-        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-        ("FAKE_CUDA_DEVICES", "2"),
-        ("FAKE_NCCL_VERSION", "2708"),
-    ];
+    let env = fake_env("2", &[("FAKE_NCCL_VERSION", "2708")]);
     let (o, d) = nccl_run(2, &["--csv", "run.csv"], &env);
     refused(&o, d.path(), &["NCCL 2.7.8 at ", "is too old: coll-bench needs NCCL 2.10 or newer"]);
 }
@@ -176,12 +210,7 @@ fn nccl_errors_at_bootstrap() {
         ("uniqueid", "NCCL error in ncclGetUniqueId: unhandled system error"),
         ("init", "NCCL error in ncclCommInitRankConfig: unhandled system error"),
     ] {
-        let env = [
-            ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-            ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-            ("FAKE_CUDA_DEVICES", "2"),
-            ("FAKE_NCCL_FAIL", fail),
-        ];
+        let env = fake_env("2", &[("FAKE_NCCL_FAIL", fail)]);
         let (o, d) = nccl_run(2, &["--csv", "run.csv"], &env);
         let line = refused(&o, d.path(), &[needle, "(code 2): fake NCCL: "]);
         if fail == "init" {
@@ -192,23 +221,14 @@ fn nccl_errors_at_bootstrap() {
 
 #[test]
 fn buffers_larger_than_gpu_memory() {
-    let env = [
-        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-        ("FAKE_CUDA_DEVICES", "2"),
-        ("FAKE_CUDA_FREE_BYTES", "1000000"),
-    ];
+    let env = fake_env("2", &[("FAKE_CUDA_FREE_BYTES", "1000000")]);
     let (o, d) = nccl_run(2, &["-e", "1M", "--csv", "run.csv"], &env);
     refused(&o, d.path(), &["do not fit on GPU 0 of rank 0 on ", "lower -e/--maxbytes"]);
 }
 
 #[test]
 fn sixteen_bit_floats_need_check_off() {
-    let env = [
-        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-        ("FAKE_CUDA_DEVICES", "2"),
-    ];
+    let env = fake_env("2", &[]);
     for t in ["half", "bfloat16"] {
         let (o, d) = nccl_run(2, &["-d", t, "--csv", "run.csv"], &env);
         refused(&o, d.path(), &["-d/--datatype: ", t, "only with -c 0"]);
@@ -217,13 +237,7 @@ fn sixteen_bit_floats_need_check_off() {
 
 #[test]
 fn an_asynchronous_nccl_error_mid_run_ends_the_job() {
-    let env = [
-        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-        ("FAKE_CUDA_DEVICES", "2"),
-        ("FAKE_CUDA_NOT_READY", "50"),
-        ("FAKE_NCCL_FAIL", "async"),
-    ];
+    let env = fake_env("2", &[("FAKE_CUDA_NOT_READY", "50"), ("FAKE_NCCL_FAIL", "async")]);
     let (o, _d) = nccl_run(2, &["-e", "1K", "--no-csv"], &env);
     let err = stderr(&o);
     // Both ranks see the error and end with 2. Open MPI's mpirun passes that on. MPICH's Hydra,
@@ -253,11 +267,7 @@ fn an_asynchronous_nccl_error_mid_run_ends_the_job() {
 /// A sweep of every collective on `n` ranks with the check on: exit 0, every row right, in both
 /// placements.
 fn exact_sweep(n: usize, dtypes: &str, ops: &str) {
-    let env = [
-        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-        ("FAKE_CUDA_DEVICES", "3"),
-    ];
+    let env = fake_env("3", &[]);
     let args =
         ["all", "-d", dtypes, "-o", ops, "-b", "8", "-e", "64K", "-f", "8", "--budget", "2ms", "--csv", "run.csv"];
     let (o, d) = nccl_run(n, &args, &env);
@@ -308,11 +318,7 @@ fn sweeps_on_one_to_three_ranks_are_exact_for_every_collective_type_and_op() {
 
 #[test]
 fn float_avg_on_three_ranks_runs_only_without_the_check() {
-    let env = [
-        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-        ("FAKE_CUDA_DEVICES", "3"),
-    ];
+    let env = fake_env("3", &[]);
     let (o, d) = nccl_run(3, &["-o", "avg", "--csv", "run.csv"], &env);
     refused(&o, d.path(), &["-o/--op: avg of float on 3 ranks cannot be checked exactly", "-c 0"]);
     let (o, _d) = nccl_run(3, &["-o", "avg", "-c", "0", "-e", "4K", "--budget", "2ms", "--no-csv"], &env);
@@ -321,12 +327,7 @@ fn float_avg_on_three_ranks_runs_only_without_the_check() {
 
 #[test]
 fn two_ranks_time_16_bit_floats_and_blocking_calls_with_the_check_off() {
-    let env = [
-        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-        ("FAKE_CUDA_DEVICES", "2"),
-        ("FAKE_CUDA_NOT_READY", "3"),
-    ];
+    let env = fake_env("2", &[("FAKE_CUDA_NOT_READY", "3")]);
     for blocking in ["0", "1"] {
         let args = [
             "all", "-d", "all", "-o", "sum,avg", "-c", "0", "-e", "16K", "-f", "16", "--budget", "2ms", "-z", blocking,
@@ -346,12 +347,7 @@ fn two_ranks_time_16_bit_floats_and_blocking_calls_with_the_check_off() {
 
 #[test]
 fn cuda_visible_devices_names_the_gpu_in_the_header() {
-    let env = [
-        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-        ("FAKE_CUDA_DEVICES", "2"),
-        ("CUDA_VISIBLE_DEVICES", "3,GPU-5d1c"),
-    ];
+    let env = fake_env("2", &[("CUDA_VISIBLE_DEVICES", "3,GPU-5d1c")]);
     let (o, _d) = nccl_run(2, &["-c", "0", "-e", "1K", "--budget", "2ms", "--no-csv"], &env);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
@@ -468,12 +464,7 @@ fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
 fn native_gather_scatter_and_all_to_all_where_the_library_has_them() {
     let native = fake_nccl_native().to_str().unwrap();
     for n in 1..=3 {
-        let env = [
-            ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-            ("COLL_BENCH_NCCL_LIBRARY", native),
-            ("FAKE_CUDA_DEVICES", "3"),
-            ("FAKE_NCCL_FAIL", "p2p"),
-        ];
+        let env = fake_env("3", &[("COLL_BENCH_NCCL_LIBRARY", native), ("FAKE_NCCL_FAIL", "p2p")]);
         let types = if oversubscribed_mpich(n) { "int8,double" } else { "int8,uint8,int32,uint64,float,double" };
         let args = [
             "gather",
@@ -514,12 +505,7 @@ fn native_gather_scatter_and_all_to_all_where_the_library_has_them() {
         assert_eq!(placements.len(), 2, "{placements:?}");
     }
     // Without the native calls the same run needs point-to-point, and the header says so.
-    let env = [
-        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-        ("FAKE_CUDA_DEVICES", "2"),
-        ("FAKE_NCCL_FAIL", "p2p"),
-    ];
+    let env = fake_env("2", &[("FAKE_NCCL_FAIL", "p2p")]);
     let (o, _d) = nccl_run(2, &["gather", "-e", "1K", "--no-csv"], &env);
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
     assert!(
@@ -528,11 +514,7 @@ fn native_gather_scatter_and_all_to_all_where_the_library_has_them() {
         "{}",
         stderr(&o)
     );
-    let env = [
-        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-        ("FAKE_CUDA_DEVICES", "2"),
-    ];
+    let env = fake_env("2", &[]);
     let (o, _d) = nccl_run(2, &["gather", "-e", "1K", "--no-csv"], &env);
     assert!(
         stdout(&o).contains("# NCCL: all-to-all, gather, scatter as grouped send/recv; init non-blocking"),
@@ -544,13 +526,7 @@ fn native_gather_scatter_and_all_to_all_where_the_library_has_them() {
 /// A rank whose init fails at once: every rank leaves at once, and the line names that rank.
 #[test]
 fn an_init_that_fails_on_one_rank_is_named_and_no_rank_hangs() {
-    let env = [
-        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-        ("FAKE_CUDA_DEVICES", "3"),
-        ("FAKE_NCCL_FAIL", "init"),
-        ("FAKE_NCCL_FAIL_RANK", "1"),
-    ];
+    let env = fake_env("3", &[("FAKE_NCCL_FAIL", "init"), ("FAKE_NCCL_FAIL_RANK", "1")]);
     let (o, d) = nccl_run(3, &["--csv", "run.csv"], &env);
     let line = refused(
         &o,
@@ -569,13 +545,7 @@ fn an_init_that_fails_on_one_rank_is_named_and_no_rank_hangs() {
 #[test]
 fn an_init_that_never_completes_ends_at_the_timeout() {
     let run = |fail: &str, rank: &str| {
-        let env = [
-            ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-            ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-            ("FAKE_CUDA_DEVICES", "3"),
-            ("FAKE_NCCL_FAIL", fail),
-            ("FAKE_NCCL_FAIL_RANK", rank),
-        ];
+        let env = fake_env("3", &[("FAKE_NCCL_FAIL", fail), ("FAKE_NCCL_FAIL_RANK", rank)]);
         let t0 = std::time::Instant::now();
         let (o, d) = nccl_run(3, &["-T", "3", "--csv", "run.csv"], &env);
         // A guard against a hang, not a timing bar (the machine may be loaded).
@@ -607,12 +577,7 @@ fn an_init_that_never_completes_ends_at_the_timeout() {
 /// NCCL before 2.14 has no non-blocking init: the blocking one, and the header says so.
 #[test]
 fn an_nccl_before_2_14_initialises_blocking() {
-    let env = [
-        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-        ("FAKE_CUDA_DEVICES", "2"),
-        ("FAKE_NCCL_VERSION", "21304"),
-    ];
+    let env = fake_env("2", &[("FAKE_NCCL_VERSION", "21304")]);
     let (o, _d) = nccl_run(2, &["-e", "1K", "--budget", "2ms", "--no-csv"], &env);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
@@ -623,12 +588,7 @@ fn an_nccl_before_2_14_initialises_blocking() {
 /// with the check on, or on an older NCCL, one line says why not.
 #[test]
 fn fp8_types_run_with_the_check_off_on_an_nccl_that_has_them() {
-    let env = [
-        ("COLL_BENCH_CUDA_LIBRARY", fake_cuda()),
-        ("COLL_BENCH_NCCL_LIBRARY", fake_nccl()),
-        ("FAKE_CUDA_DEVICES", "2"),
-        ("FAKE_NCCL_VERSION", "22403"),
-    ];
+    let env = fake_env("2", &[("FAKE_NCCL_VERSION", "22403")]);
     let args = [
         "all",
         "-d",
@@ -739,4 +699,93 @@ fn a_check_rule_on_the_nccl_backend_without_a_cuda_driver_is_the_backends_one_li
     assert!(lines[0].starts_with("coll-bench: error: ") && lines[0].contains("no CUDA driver"), "{err}");
     assert!(!err.contains("does not have yet") && !err.contains("panicked"), "{err}");
     assert!(files(d.path()).is_empty(), "left {:?}", files(d.path()));
+}
+
+/// The hidden test path of group communicators (src/backend/nccl/split.rs) on `n` ranks:
+/// `COLL_BENCH_DEBUG_NCCL_SPLIT=spec` splits the world into the groups `rank % N` (rank R in none
+/// with `N:R`), keyed (world size - 1 - rank) / 2 so a group's order is neither the world's nor
+/// its reverse; every rank checks its place, an all-gather of the world ranks in group order and
+/// an exact int32 all-reduce in its group; then the usual run on the whole world.
+fn split_run(n: usize, spec: &str, env: &[(&str, &str)]) -> (Output, tempfile::TempDir) {
+    let mut env = env.to_vec();
+    env.push(("COLL_BENCH_DEBUG_NCCL_SPLIT", spec));
+    nccl_run(n, &["-e", "1K", "--budget", "2ms", "--csv", "run.csv"], &env)
+}
+
+/// Exit 0, the header naming how the groups were made and each group's world ranks in group
+/// order (worked out by hand from colour, key, then world rank), and the world's run exact.
+fn split_ok(n: usize, spec: &str, env: &[(&str, &str)], via: &str, groups: &[&str], nocolor: Option<usize>) {
+    let (o, d) = split_run(n, spec, env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{n} ranks, {spec}:\n{out}\n{}", stderr(&o));
+    let head = format!("# NCCL split test (COLL_BENCH_DEBUG_NCCL_SPLIT={spec}): {via}; in every group the ranks in colour-then-key order, an all-gather of their world ranks and an int32 all-reduce exact\n");
+    assert!(out.contains(&head), "{n} ranks, {spec}: no line\n{head}in\n{out}");
+    let listed: Vec<&str> = out.lines().filter(|l| l.starts_with("# NCCL split group ")).collect();
+    let want: Vec<String> = groups
+        .iter()
+        .enumerate()
+        .map(|(c, m)| format!("# NCCL split group {c}: world ranks {m} (in group order)"))
+        .collect();
+    assert_eq!(listed, want, "{n} ranks, {spec}:\n{out}");
+    match nocolor {
+        Some(r) => {
+            assert!(out.contains(&format!("# NCCL split: world rank {r} in no group (NCCL_SPLIT_NOCOLOR)\n")), "{out}")
+        }
+        None => assert!(!out.contains("in no group"), "{out}"),
+    }
+    assert!(out.contains("# Wrong elements       : 0 OK"), "{out}");
+    assert!(d.path().join("run.csv").exists());
+    assert!(stderr(&o).trim().is_empty(), "{}", stderr(&o));
+}
+
+/// ncclCommSplit where the library has it (the stand-in claims NCCL 2.18.5): on 2-4 ranks, groups
+/// by colour ordered by key then world rank, a rank with NCCL_SPLIT_NOCOLOR in none, and in every
+/// group the library's rank and count, an all-gather and an exact all-reduce.
+#[test]
+fn group_communicators_by_ncclcommsplit_are_ordered_and_exact_in_every_group() {
+    let env = fake_env("4", &[]);
+    let via = "groups by ncclCommSplit";
+    split_ok(2, "2", &env, via, &["0", "1"], None);
+    // Keys 1,1,0,0 (4 ranks) and 1,0,0 (3 ranks): the later ranks first, ties by world rank.
+    split_ok(4, "1", &env, via, &["2,3,0,1"], None);
+    split_ok(4, "2", &env, via, &["2,0", "3,1"], None);
+    split_ok(3, "1", &env, via, &["1,2,0"], None);
+    split_ok(3, "2:2", &env, via, &["0", "1"], Some(2));
+}
+
+/// Without ncclCommSplit (a stand-in built without the symbol, or an NCCL older than 2.18, whose
+/// symbol is not used): one unique id per group over the group's MPI communicator, the same
+/// groups in the same order, the same checks.
+#[test]
+fn group_communicators_without_ncclcommsplit_come_from_one_unique_id_per_group() {
+    let lib = fake_nccl_without_split();
+    let env = fake_env("4", &[("COLL_BENCH_NCCL_LIBRARY", lib)]);
+    let via = format!(
+        "groups by one unique id per group, broadcast over the group's MPI communicator (the NCCL at {lib} has no ncclCommSplit)"
+    );
+    split_ok(4, "2", &env, &via, &["2,0", "3,1"], None);
+    split_ok(3, "1:0", &env, &via, &["1,2"], Some(0));
+    // The stand-in's ncclCommSplit would ignore the key (see the next test): not called on an
+    // NCCL that predates it, the order is MPI's, and right.
+    let env = fake_env("4", &[("FAKE_NCCL_VERSION", "21704"), ("FAKE_NCCL_FAIL", "split-key")]);
+    let via = "groups by one unique id per group, broadcast over the group's MPI communicator (NCCL 2.17.4 predates ncclCommSplit, 2.18)";
+    split_ok(4, "1", &env, via, &["2,3,0,1"], None);
+}
+
+/// The check can fail: a library whose split ignores the key puts world rank 0 first; every rank
+/// leaves with one line from rank 0, exit 2. A malformed spec is refused the same way.
+#[test]
+fn a_split_in_the_wrong_order_or_a_bad_split_spec_is_one_line() {
+    let env = fake_env("4", &[("FAKE_NCCL_FAIL", "split-key")]);
+    let (o, d) = split_run(4, "1", &env);
+    let line = refused(
+        &o,
+        d.path(),
+        &["COLL_BENCH_DEBUG_NCCL_SPLIT: group 0: world rank 0 is rank 0 of 4 there; colour then key put it at 2 of 4 (order 2,3,0,1) (rank 0 on "],
+    );
+    assert!(line.ends_with(", GPU 0)"), "{line}");
+    for bad in ["0", "2:7", "x"] {
+        let (o, d) = split_run(2, bad, &fake_env("2", &[]));
+        refused(&o, d.path(), &[&format!("COLL_BENCH_DEBUG_NCCL_SPLIT={bad}: expected N or N:R")]);
+    }
 }

@@ -115,6 +115,26 @@ fn our_bindings_match_the_real_nccl_h() {
     // Every value was printed and compared, and the header is the pinned wheel's.
     assert_eq!(out.lines().count(), abi::constants().len() + 2, "{out}");
     assert_eq!(abi::printed(&out, "NCCL_VERSION_CODE"), Some("23203"), "{out}");
+    // Group communicators' binding is among them: ncclCommSplit, the rank and count queries,
+    // NCCL_SPLIT_NOCOLOR and the config field the split relies on.
+    let decls = abi::declarations().unwrap();
+    for f in ["ncclCommSplit", "ncclCommCount", "ncclCommUserRank"] {
+        assert!(decls.iter().any(|(n, _)| n == f), "{f} is not bound");
+    }
+    assert_eq!(abi::printed(&out, "NCCL_SPLIT_NOCOLOR"), Some("-1"), "{out}");
+    assert!(abi::printed(&out, "offsetof(ncclConfig_t, splitShare)").is_some(), "{out}");
+}
+
+/// The wheel's NCCL is new enough for, and has, ncclCommSplit: the backend binds it (and would
+/// make group communicators with it rather than one unique id per group).
+#[test]
+fn the_real_library_has_ncclcommsplit_and_it_is_bound() {
+    let Some(venv) = venv_or_skip("the_real_library_has_ncclcommsplit_and_it_is_bound") else { return };
+    let lib = site_packages(venv).join("nvidia/nccl/lib/libnccl.so.2");
+    let env = |k: &str| (k == "COLL_BENCH_NCCL_LIBRARY").then(|| lib.clone().into_os_string());
+    let nccl = coll_bench::backend::nccl::ffi::load(&env).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(nccl.version, (2, 32, 3));
+    assert!(nccl.optional.comm_split.is_some() && nccl.comm_split().is_some());
 }
 
 #[test]
@@ -140,6 +160,30 @@ fn the_abi_check_names_a_changed_value_and_a_changed_signature() {
     assert_eq!(bad.len(), 1, "{bad:?}");
     assert!(bad[0].starts_with("ncclSend: coll-bench binds ncclResult_t(const void *, size_t,"), "{bad:?}");
     assert!(bad[0].contains(", nccl.h declares ncclResult_t(const void *, int,"), "{bad:?}");
+
+    // ncclCommSplit's parameter list and the offset of the config's splitShare are compared too.
+    let split = real.replacen(
+        "ncclResult_t  ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t* config);",
+        "ncclResult_t  ncclCommSplit(ncclComm_t comm, int color, long key, ncclComm_t *newcomm, ncclConfig_t* config);",
+        1,
+    );
+    assert_ne!(split, real, "the header no longer spells ncclCommSplit as expected");
+    std::fs::write(dir.path().join("nccl.h"), &split).unwrap();
+    let (bad, _) = mismatches(dir.path());
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].starts_with("ncclCommSplit: coll-bench binds ncclResult_t("), "{bad:?}");
+    let (ours, theirs) = bad[0].split_once(", nccl.h declares ").unwrap();
+    assert!(!ours.contains("long") && theirs.contains("long int"), "{bad:?}");
+    let field = real.replacen(
+        "  const char *netName;\n  int splitShare;",
+        "  const char *netName;\n  int added;\n  int splitShare;",
+        1,
+    );
+    assert_ne!(field, real, "the header no longer spells ncclConfig_t's splitShare as expected");
+    std::fs::write(dir.path().join("nccl.h"), &field).unwrap();
+    let (bad, _) = mismatches(dir.path());
+    assert_eq!(bad.len(), 1, "{bad:?}");
+    assert!(bad[0].starts_with("offsetof(ncclConfig_t, splitShare): coll-bench "), "{bad:?}");
 }
 
 /// `--backend nccl` on `n` ranks with the virtualenv active (as `activate` leaves it) and none

@@ -102,6 +102,7 @@ pub fn constants() -> Vec<(String, i64)> {
     let mut out: Vec<(String, i64)> = vec![
         ("ncclSuccess".into(), NCCL_SUCCESS as i64),
         ("ncclInProgress".into(), NCCL_IN_PROGRESS as i64),
+        ("NCCL_SPLIT_NOCOLOR".into(), ffi::SPLIT_NOCOLOR as i64),
         ("NCCL_UNIQUE_ID_BYTES".into(), size(UNIQUE_ID_BYTES)),
         ("sizeof(ncclUniqueId)".into(), size(std::mem::size_of::<UniqueId>())),
         ("_Alignof(ncclUniqueId)".into(), size(std::mem::align_of::<UniqueId>())),

@@ -54,6 +54,8 @@ api! {
         recv: "ncclRecv" => fn(*mut c_void, usize, NcclDataType, c_int, NcclComm, CudaStream) -> NcclResult,
         group_start: "ncclGroupStart" => fn() -> NcclResult,
         group_end: "ncclGroupEnd" => fn() -> NcclResult,
+        comm_count: "ncclCommCount" => fn(NcclComm, *mut c_int) -> NcclResult,
+        comm_user_rank: "ncclCommUserRank" => fn(NcclComm, *mut c_int) -> NcclResult,
     }
 }
 
@@ -68,6 +70,8 @@ optional_api! {
         all_to_all: "ncclAlltoAll" => fn(*const c_void, *mut c_void, usize, NcclDataType, NcclComm, CudaStream) -> NcclResult,
         gather: "ncclGather" => fn(*const c_void, *mut c_void, usize, NcclDataType, c_int, NcclComm, CudaStream) -> NcclResult,
         scatter: "ncclScatter" => fn(*const c_void, *mut c_void, usize, NcclDataType, c_int, NcclComm, CudaStream) -> NcclResult,
+        /// NCCL 2.18: split a communicator by colour and key (used only from [`SPLIT_VERSION`]).
+        comm_split: "ncclCommSplit" => fn(NcclComm, c_int, c_int, *mut NcclComm, *mut Config) -> NcclResult,
     }
 }
 
@@ -81,8 +85,15 @@ pub const CONFIG_VERSION: c_uint = 21400;
 /// The oldest NCCL whose init we run non-blocking (`ncclCommInitRankConfig` with `blocking = 0`).
 pub const NON_BLOCKING_INIT: (u32, u32) = (2, 14);
 
-/// `ncclConfig_t`, the fields NCCL 2.14 has (the ABI test checks their offsets against a real
-/// `nccl.h`).
+/// The oldest NCCL whose `ncclCommSplit` we call (it came with 2.18, as did the config's
+/// `splitShare`); older libraries, or one without the symbol, get a group communicator from one
+/// unique id per group instead ([`super::split`]).
+pub const SPLIT_VERSION: (u32, u32) = (2, 18);
+/// `NCCL_SPLIT_NOCOLOR`: the colour of a rank that joins no group (its new comm is null).
+pub const SPLIT_NOCOLOR: c_int = -1;
+
+/// `ncclConfig_t`, the fields NCCL 2.14 has and 2.18's `splitShare` (the ABI test checks their
+/// offsets against a real `nccl.h`).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
@@ -111,6 +122,13 @@ impl Config {
             net_name: std::ptr::null(),
             split_share: CONFIG_UNDEF_INT,
         }
+    }
+
+    /// The config of a communicator split off a parent: non-blocking as the parent (our parents
+    /// are non-blocking wherever `ncclCommSplit` exists), and sharing no resources with it
+    /// (`splitShare = 0`, NCCL's default, stated so the group's timing is its own).
+    pub fn split() -> Config {
+        Config { split_share: 0, ..Config::non_blocking() }
     }
 }
 
@@ -292,6 +310,13 @@ impl Nccl {
         &self,
     ) -> Option<unsafe extern "C" fn(*mut NcclComm, c_int, UniqueId, c_int, *mut Config) -> NcclResult> {
         self.optional.comm_init_rank_config.filter(|_| (self.version.0, self.version.1) >= NON_BLOCKING_INIT)
+    }
+
+    /// `ncclCommSplit`, where the library has it and is new enough ([`SPLIT_VERSION`]).
+    pub fn comm_split(
+        &self,
+    ) -> Option<unsafe extern "C" fn(NcclComm, c_int, c_int, *mut NcclComm, *mut Config) -> NcclResult> {
+        self.optional.comm_split.filter(|_| (self.version.0, self.version.1) >= SPLIT_VERSION)
     }
 
     /// How gather, scatter and all-to-all run: "native all-to-all, gather, scatter", or which

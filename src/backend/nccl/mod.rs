@@ -2,7 +2,7 @@
 //! and libnccl are loaded at run time (`libloading`), so the same binary builds and runs on
 //! machines without CUDA, where `--backend nccl` is a one-line error. All FFI detail stays in
 //! this module: `search` (where the libraries are), `cuda` (driver calls), `ffi` (NCCL calls),
-//! `gpu` (which GPU a rank takes).
+//! `gpu` (which GPU a rank takes), `split` (group communicators).
 //!
 //! Bootstrap, each step agreed across ranks so a failure anywhere is one message from rank 0:
 //! 1. every rank: load libcuda, `cuInit`, pick the GPU at its node-local rank (honouring
@@ -105,6 +105,7 @@ pub mod cuda;
 pub mod ffi;
 pub mod gpu;
 pub mod search;
+pub mod split;
 
 use super::{Backend, Buf, Call, HostBuffer};
 use crate::collective::{partner, Convention, Kind};
@@ -130,7 +131,14 @@ const RECORD: usize = 512;
 
 /// The backend, ready to run: see the module doc for the bootstrap.
 pub fn create(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
-    Ok(Box::new(NcclBackend::new(world, opts, &|k| std::env::var_os(k))?))
+    let env = |k: &str| std::env::var_os(k);
+    let mut backend = NcclBackend::new(world, opts, &env)?;
+    // The hidden test path of group communicators (see `split`).
+    if let Some(spec) = env(split::DEBUG_VAR) {
+        let lines = split::self_test(&backend, world, &spec.to_string_lossy(), opts.timeout.limit_s(0.0))?;
+        backend.details.extend(lines);
+    }
+    Ok(Box::new(backend))
 }
 
 /// What each rank sets up on its own (bootstrap steps 1 and 3).
@@ -261,7 +269,7 @@ impl Comm {
 
     /// Poll a non-blocking init until it is done, fails, or outlives `limit_s` (from `-T`).
     /// The error says whether it timed out (`true`: waiting for others) or failed here.
-    fn wait_ready(&mut self, limit_s: Option<f64>) -> std::result::Result<(), (bool, String)> {
+    fn wait_ready(&mut self, limit_s: Option<f64>, what: &str) -> std::result::Result<(), (bool, String)> {
         let t0 = std::time::Instant::now();
         while self.pending {
             let mut state: c_int = NCCL_SUCCESS;
@@ -273,7 +281,7 @@ impl Comm {
                 NCCL_IN_PROGRESS => {
                     if limit_s.is_some_and(|l| t0.elapsed().as_secs_f64() > l) {
                         return Err((true, format!(
-                            "ncclCommInitRankConfig did not finish within {} s (-T/--timeout): a rank's init failed or cannot reach the others",
+                            "{what} did not finish within {} s (-T/--timeout): a rank's init failed or cannot reach the others",
                             limit_s.unwrap_or(0.0)
                         )));
                     }
@@ -281,7 +289,7 @@ impl Comm {
                 }
                 _ => {
                     let text = self.nccl.error_text(state, self.raw);
-                    return Err((false, format!("NCCL error in ncclCommInitRankConfig: {text}")));
+                    return Err((false, format!("NCCL error in {what}: {text}")));
                 }
             }
         }
@@ -395,18 +403,10 @@ impl NcclBackend {
         // hang the others.
         let host = world.host().to_string();
         let place = |e: String| format!("{e} (rank {} on {host}, {})", world.rank, local.selection.label());
-        let mut comm = agreed_comm(world, Comm::start(local.nccl, world.size, id, world.rank).map_err(place))?;
-        // A rank whose init failed is the cause; those that gave up waiting for it are not: agree
-        // on failures first, then on time-outs.
-        let (failed, timed_out) = match comm.wait_ready(opts.timeout.limit_s(0.0)) {
-            Ok(()) => (Ok(()), Ok(())),
-            Err((false, e)) => (Err(Error::setup(place(e))), Ok(())),
-            Err((true, e)) => (Ok(()), Err(Error::setup(place(e)))),
-        };
-        if let Err(e) = world.agree(failed).and_then(|()| world.agree(timed_out)) {
-            comm.abort();
-            return Err(e);
-        }
+        let comm = agreed_comm(world, Comm::start(local.nccl, world.size, id, world.rank).map_err(place))?;
+        let limit_s = opts.timeout.limit_s(0.0);
+        let comm = agreed_ready(world, Some(comm), limit_s, &place, "ncclCommInitRankConfig")?
+            .ok_or_else(|| Error::setup("NCCL returned no communicator"))?;
 
         let details = describe_all(world, &local);
         let drv = local.drv;
@@ -515,7 +515,11 @@ impl NcclBackend {
     /// may answer `ncclInProgress`, and the next call may come only once `ncclCommGetAsyncError`
     /// no longer says so. (A wait that never ends is the watchdog's, armed around each batch.)
     fn settle(&self, r: c_int, what: &str) -> std::result::Result<(), String> {
-        let c = self.comm.raw;
+        self.settle_on(self.comm.raw, r, what)
+    }
+
+    /// As [`NcclBackend::settle`], for a call on communicator `c` (ours, or a group's).
+    fn settle_on(&self, c: NcclComm, r: c_int, what: &str) -> std::result::Result<(), String> {
         if r != NCCL_IN_PROGRESS {
             return self.nccl.check(r, what, c);
         }
@@ -678,17 +682,48 @@ pub fn avg_is_checkable(ops: &[Op], dtypes: &[DType], check: bool, nranks: usize
 /// Agree on a communicator: where another rank failed, abort ours (so we leave without waiting
 /// for it) and return the agreed error. Collective.
 fn agreed_comm(world: &World, comm: std::result::Result<Comm, String>) -> Result<Comm> {
+    agreed(world, comm.map(Some))?.ok_or_else(|| Error::setup("NCCL returned no communicator"))
+}
+
+/// As [`agreed_comm`], where a rank may hold no communicator (`None`: a rank in no group).
+fn agreed(world: &World, comm: std::result::Result<Option<Comm>, String>) -> Result<Option<Comm>> {
     let status = world.agree(comm.as_ref().map(|_| ()).map_err(|e| Error::setup(e.clone())));
     match (status, comm) {
         (Ok(()), Ok(c)) => Ok(c),
         (Err(e), c) => {
-            if let Ok(c) = c {
+            if let Ok(Some(c)) = c {
                 c.abort();
             }
             Err(e)
         }
         (Ok(()), Err(e)) => Err(Error::setup(e)),
     }
+}
+
+/// Wait for a non-blocking init (`what`: the call that started it) within `limit_s` (from `-T`)
+/// and agree on the outcome; where any rank failed or gave up, abort ours and return the agreed
+/// error. A rank whose init failed is the cause; those that gave up waiting for it are not: agree
+/// on failures first, then on time-outs. Collective (a rank without a communicator takes part).
+fn agreed_ready(
+    world: &World,
+    mut comm: Option<Comm>,
+    limit_s: Option<f64>,
+    place: &dyn Fn(String) -> String,
+    what: &str,
+) -> Result<Option<Comm>> {
+    let waited = comm.as_mut().map_or(Ok(()), |c| c.wait_ready(limit_s, what));
+    let (failed, timed_out) = match waited {
+        Ok(()) => (Ok(()), Ok(())),
+        Err((false, e)) => (Err(Error::setup(place(e))), Ok(())),
+        Err((true, e)) => (Ok(()), Err(Error::setup(place(e)))),
+    };
+    if let Err(e) = world.agree(failed).and_then(|()| world.agree(timed_out)) {
+        if let Some(c) = comm {
+            c.abort();
+        }
+        return Err(e);
+    }
+    Ok(comm)
 }
 
 /// Rank 0's part of step 2.

@@ -19,7 +19,8 @@
  *                                init never completes (nor joins the others); async:
  *                                ncclCommGetAsyncError reports a remote error once a collective
  *                                or send/recv has been called; p2p: ncclSend and ncclRecv fail (so only native
- *                                all-to-all/gather/scatter can run)
+ *                                all-to-all/gather/scatter can run); split-key: ncclCommSplit
+ *                                ignores the key (orders a group by parent rank alone)
  *   FAKE_NCCL_FAIL_RANK=R        the init failures above on rank R only (default: every rank)
  *   FAKE_NCCL_CHANNEL_BYTES=B    largest message between two ranks (default 1 MiB)
  *
@@ -30,6 +31,12 @@
  * ncclGroupEnd answer ncclInProgress (the work is done; ncclCommGetAsyncError then says so), as
  * the real NCCL may. Built with -DFAKE_NCCL_NATIVE it also exports newer
  * NCCLs' native ncclAlltoAll, ncclGather and ncclScatter (2.32 has them).
+ *
+ * ncclCommSplit (NCCL 2.18) is exported unless built with -DFAKE_NCCL_NO_SPLIT: collective over
+ * the parent, whose ranks exchange (colour, key) through its channels; the ranks of one colour
+ * form a communicator ordered by key, then parent rank; NCCL_SPLIT_NOCOLOR (-1) gets a null
+ * comm. Non-blocking (returns ncclInProgress) where the config says blocking = 0, or, with no
+ * config, where the parent is.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -72,6 +79,7 @@ struct comm {
     int joining;    /* a non-blocking init not yet complete */
     int nonblocking; /* made by a non-blocking init: calls answer ncclInProgress, then are done */
     int init_fails; /* a non-blocking init that will fail (FAKE_NCCL_FAIL=init-async) */
+    int splits;     /* ncclCommSplit calls on this comm so far (names the children's segments) */
 };
 typedef struct comm *ncclComm_t;
 
@@ -318,6 +326,65 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id
     (*out)->nonblocking = 1;
     return in_progress;
 }
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
+    if (!comm || !count) return error(invalid_argument, "ncclCommCount: null argument");
+    *count = comm->nranks;
+    return ok;
+}
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
+    if (!comm || !rank) return error(invalid_argument, "ncclCommUserRank: null argument");
+    *rank = comm->rank;
+    return ok;
+}
+
+#ifndef FAKE_NCCL_NO_SPLIT
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config) {
+    if (!comm || !newcomm) return error(invalid_argument, "ncclCommSplit: null argument");
+    if (color < -1) return error(invalid_argument, "ncclCommSplit: negative colour other than NCCL_SPLIT_NOCOLOR");
+    if (config && (config->magic != 0xcafebeef || config->version < 21400 || config->size < sizeof *config))
+        return error(invalid_argument, "bad ncclConfig_t (magic, version or size)");
+    *newcomm = NULL;
+    /* Every rank's (colour, key), through the parent's channels. */
+    int n = comm->nranks, mine[2] = {color, key};
+    int *all = malloc((size_t)n * sizeof mine);
+    for (int p = 0; p < n; p++)
+        if (p != comm->rank) CHECK(put(comm, p, mine, sizeof mine));
+    for (int p = 0; p < n; p++) {
+        if (p == comm->rank) {
+            memcpy(all + 2 * p, mine, sizeof mine);
+        } else {
+            ncclResult_t r = take(comm, p, all + 2 * p, sizeof mine);
+            if (r != ok) {
+                free(all);
+                return r;
+            }
+        }
+    }
+    int seq = comm->splits++, size = 0, rank = 0, ignore_key = !strcmp(fail(), "split-key");
+    for (int p = 0; p < n; p++) {
+        if (all[2 * p] != color) continue;
+        size++;
+        int k = ignore_key ? 0 : all[2 * p + 1], kk = ignore_key ? 0 : key;
+        if (k < kk || (k == kk && p < comm->rank)) rank++;
+    }
+    free(all);
+    if (color == -1) return ok;
+    /* The child's segment: named after the parent's, the split's sequence number and the colour. */
+    ncclUniqueId id;
+    memset(&id, 0, sizeof id);
+    for (int i = 0; i < PATTERN; i++) id.internal[i] = (char)id_byte(i);
+    snprintf(id.internal + PATTERN, sizeof id.internal - PATTERN, "%.40s-s%d-c%d", comm->name, seq, color);
+    CHECK(join(newcomm, size, id, rank));
+    int nonblocking = config ? config->blocking == 0 : comm->nonblocking;
+    if (nonblocking) {
+        (*newcomm)->nonblocking = 1;
+        return in_progress;
+    }
+    while (!joined(*newcomm)) pause_();
+    return ok;
+}
+#endif
 
 static ncclResult_t release(ncclComm_t c) {
     if (c) {
