@@ -205,7 +205,11 @@ pub(crate) fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Back
                 .debug_slow_rank
                 .filter(|(rank, _)| *rank == world.rank)
                 .map(|(_, us)| std::time::Duration::from_micros(us));
-            Ok(Box::new(MpiBackend::new(world, &opts.implementation, opts.blocking, delay)?))
+            let mut backend = MpiBackend::new(world, &opts.implementation, opts.blocking, delay)?;
+            if opts.debug_mpi_error.contains(&world.rank) {
+                backend.fail_every_call();
+            }
+            Ok(Box::new(backend))
         }
         // Collective inside: agrees across ranks at each step of its bootstrap.
         BackendKind::Nccl => crate::backend::nccl::create(world, opts),

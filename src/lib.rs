@@ -9,6 +9,8 @@
 //! makes exact input patterns and verifies outputs; [`stats`] summarises samples. [`info`] reports
 //! what every host has (versions, CPU, memory, network, NCCL, GPUs) and which hosts differ.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 pub mod acceptance;
 pub mod app;
 pub mod backend;
@@ -22,6 +24,7 @@ pub mod error;
 pub mod info;
 pub mod launch;
 pub mod memory;
+pub mod mpi_error;
 pub mod options;
 pub mod pairs;
 pub mod plot;

@@ -89,12 +89,15 @@ impl Tool {
     /// The current value of an integer variable.
     pub fn read(&self, var: &Cvar) -> Result<i32> {
         let mut value: [c_int; 4] = [0; 4];
+        // SAFETY: `h` is a live handle of a one-integer variable (`with_handle` checks the count);
+        // `value` holds four.
         self.with_handle(var, |h| unsafe { ffi::MPI_T_cvar_read(h, value.as_mut_ptr() as *mut _) }).map(|_| value[0])
     }
 
     /// Set an integer variable; the error names the library's refusal.
     pub fn write(&self, var: &Cvar, value: i32) -> Result<()> {
         let v: c_int = value;
+        // SAFETY: `h` is a live handle of a one-integer variable; MPI only reads through the pointer.
         self.with_handle(var, |h| unsafe { ffi::MPI_T_cvar_write(h, &v as *const c_int as *mut _) })
     }
 
