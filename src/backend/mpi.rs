@@ -500,7 +500,7 @@ impl MpiBackend {
     }
 }
 
-/// `all-reduce of 1024 B (float32, sum, out-of-place)`: the call, for the line of a failure.
+/// `all-reduce of 1024 B (float, sum, out-of-place)`: the call, for the line of a failure.
 fn describe(call: &Call) -> String {
     let placement = if call.in_place { "in-place" } else { "out-of-place" };
     let spec = call.kind.spec();
