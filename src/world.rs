@@ -384,7 +384,7 @@ impl World {
 }
 
 /// A communicator we created, freed (collectively) when dropped, with errors returned.
-struct OwnedComm(ffi::MPI_Comm);
+struct OwnedComm(ffi::MPI_Comm, usize, String);
 
 impl OwnedComm {
     /// This host's ranks (`MPI_COMM_TYPE_SHARED`). Collective.
@@ -404,16 +404,15 @@ impl OwnedComm {
         mpi_error::check(rc, "MPI_Comm_split_type", rank, host, || "the start-up (the node split)".into());
         let rc = mpi_error::return_errors(c);
         mpi_error::check(rc, "MPI_Comm_set_errhandler", rank, host, || "the start-up (the node split)".into());
-        OwnedComm(c)
+        OwnedComm(c, rank, host.to_string())
     }
 }
 
 impl Drop for OwnedComm {
     fn drop(&mut self) {
         // SAFETY: a communicator we created; every rank drops it at the same point.
-        unsafe {
-            ffi::MPI_Comm_free(&mut self.0);
-        }
+        let rc = unsafe { ffi::MPI_Comm_free(&mut self.0) };
+        mpi_error::check(rc, "MPI_Comm_free", self.1, &self.2, || "the release of the node split".into());
     }
 }
 

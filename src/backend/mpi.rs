@@ -91,6 +91,8 @@ pub struct MpiBackend {
     /// Testing only (`--debug-mpi-error`): pass `MPI_DATATYPE_NULL` to every MPI call that takes
     /// a type, so the first one fails with an invalid argument.
     null_datatype: bool,
+    /// Running on a `DupComm` (tune): a failed call is an `Error` for the caller to agree on.
+    dup: bool,
 }
 
 /// A failed MPI call: its name and the library's code.
@@ -189,6 +191,7 @@ impl MpiBackend {
             recv: HostBuffer::empty(),
             scratch: HostBuffer::empty(),
             null_datatype: false,
+            dup: false,
         })
     }
 
@@ -201,7 +204,8 @@ impl MpiBackend {
     /// Run on `comm` from now on instead of the world's (tune: a fresh duplicate made after
     /// forcing an algorithm, which the library reads when a communicator is created).
     pub fn use_comm(&mut self, comm: &DupComm) {
-        self.comm = comm.0;
+        self.comm = comm.comm;
+        self.dup = true;
     }
 
     fn prepare(&mut self, call: &Call) -> Result<Prepared> {
@@ -486,10 +490,10 @@ impl MpiBackend {
         Ok(())
     }
 
-    /// End the job: `f` failed in `call` (one line, exit code 2; `mpi_error::fail`).
-    fn fail(&self, call: &Call, f: Failed) -> ! {
+    /// The line for `f`, failed in `call`.
+    fn failure(&self, call: &Call, f: &Failed) -> String {
         let message = mpi_error::error_string(f.rc);
-        mpi_error::fail(&mpi_error::line(f.call, &describe(call), self.rank, &self.host, &message))
+        mpi_error::line(f.call, &describe(call), self.rank, &self.host, &message)
     }
 
     fn buffer(&mut self, buf: Buf) -> &mut HostBuffer {
@@ -515,7 +519,12 @@ fn describe(call: &Call) -> String {
 /// A duplicate of the world's communicator (`MPI_Comm_dup`), freed when dropped. Collective.
 /// Errors on it return to the caller (`MPI_ERRORS_RETURN`): an algorithm the library refuses
 /// for this communicator (Open MPI's two-process ones on more ranks) is reported, not fatal.
-pub struct DupComm(ffi::MPI_Comm);
+pub struct DupComm {
+    comm: ffi::MPI_Comm,
+    /// For the line if freeing it fails.
+    rank: usize,
+    host: String,
+}
 
 impl DupComm {
     pub fn of_world(world: &World) -> DupComm {
@@ -528,16 +537,15 @@ impl DupComm {
         world.check(rc, "MPI_Comm_dup", "the duplicate communicator of a forced algorithm");
         // (A duplicate inherits the world's MPI_ERRORS_RETURN; set it anyway, it is what we rely on.)
         world.check(mpi_error::return_errors(c), "MPI_Comm_set_errhandler", "the duplicate communicator");
-        DupComm(c)
+        DupComm { comm: c, rank: world.rank, host: world.host().to_string() }
     }
 }
 
 impl Drop for DupComm {
     fn drop(&mut self) {
         // SAFETY: a communicator we created; every rank drops it at the same point.
-        unsafe {
-            ffi::MPI_Comm_free(&mut self.0);
-        }
+        let rc = unsafe { ffi::MPI_Comm_free(&mut self.comm) };
+        mpi_error::check(rc, "MPI_Comm_free", self.rank, &self.host, || "the duplicate communicator's release".into());
     }
 }
 
@@ -630,33 +638,37 @@ impl Backend for MpiBackend {
         let scale = 1.0 / (batch as f64 * round_trip);
         samples.clear();
         samples.reserve(iters / batch);
-        // A failed call ends the job here (one line, exit code 2): the other ranks may be blocked
-        // in the same collective, so it cannot be agreed on like an `Error`.
         // SAFETY: MPI is initialised and the pointers are ours (see `call_once`).
-        unsafe {
-            if let Err(f) = ok("MPI_Barrier", ffi::MPI_Barrier(self.comm)) {
-                self.fail(call, f);
-            }
-            let mut t0 = ffi::RSMPI_Wtime();
-            for _ in 0..iters / batch {
-                if let Some(d) = self.arrival_delay {
-                    std::thread::sleep(d);
-                    t0 = ffi::RSMPI_Wtime();
-                }
-                for _ in 0..batch {
-                    if let Err(f) = self.call_once(&p) {
-                        self.fail(call, f);
+        let timed = unsafe {
+            (|| -> Checked {
+                ok("MPI_Barrier", ffi::MPI_Barrier(self.comm))?;
+                let mut t0 = ffi::RSMPI_Wtime();
+                for _ in 0..iters / batch {
+                    if let Some(d) = self.arrival_delay {
+                        std::thread::sleep(d);
+                        t0 = ffi::RSMPI_Wtime();
                     }
-                    if self.blocking {
-                        if let Err(f) = ok("MPI_Barrier", ffi::MPI_Barrier(self.comm)) {
-                            self.fail(call, f);
+                    for _ in 0..batch {
+                        self.call_once(&p)?;
+                        if self.blocking {
+                            ok("MPI_Barrier", ffi::MPI_Barrier(self.comm))?;
                         }
                     }
+                    let t1 = ffi::RSMPI_Wtime();
+                    samples.push((t1 - t0) * scale);
+                    t0 = t1;
                 }
-                let t1 = ffi::RSMPI_Wtime();
-                samples.push((t1 - t0) * scale);
-                t0 = t1;
-            }
+                Ok(())
+            })()
+        };
+        match timed {
+            Ok(()) => {}
+            // tune: the library refusing a forced algorithm on this communicator refuses it on
+            // every rank; the candidate is left out (an error agreed on, as before).
+            Err(f) if self.dup => return Err(Error::setup(self.failure(call, &f))),
+            // A failed call ends the job here (one line, exit code 2): the other ranks may be
+            // blocked in the same collective, so it cannot be agreed on like an `Error`.
+            Err(f) => mpi_error::fail(&self.failure(call, &f)),
         }
         Ok(())
     }

@@ -114,8 +114,11 @@ impl Tool {
                 return Err(Error::setup(format!("{}: MPI_T_cvar_handle_alloc failed with code {rc}", var.name)));
             }
             let rc = if count == 1 { f(h) } else { -1 };
-            ffi::MPI_T_cvar_handle_free(&mut h);
+            let freed = ffi::MPI_T_cvar_handle_free(&mut h);
             match rc {
+                0 if freed != 0 => {
+                    Err(Error::setup(format!("{}: MPI_T_cvar_handle_free failed with code {freed}", var.name)))
+                }
                 0 => Ok(()),
                 -1 => Err(Error::setup(format!("{} holds {count} values; tune sets single integers", var.name))),
                 r if r == ffi::MPI_T_ERR_CVAR_SET_NEVER as c_int => {
