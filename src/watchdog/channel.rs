@@ -40,10 +40,6 @@ pub enum Kind {
     /// An MPI call failed on the sender, whose line is the description: rank 0 prints it and
     /// ends every rank (`Done`).
     Failed = 5,
-    /// "Your `Done` came; I end now": sent just before a rank ends on a `Done`, so that rank 0,
-    /// after a failed MPI call, ends last (MPICH's Hydra kills, with a banner, the ranks still
-    /// running when one exits with an error).
-    Bye = 6,
 }
 
 /// One rank's state as it reports it.
@@ -193,7 +189,6 @@ impl Channel {
             3 => Kind::State,
             4 => Kind::Done,
             5 => Kind::Failed,
-            6 => Kind::Bye,
             _ => return None,
         };
         let from = u32::from_be_bytes(b[13..17].try_into().ok()?) as usize;

@@ -64,7 +64,7 @@ impl Inquiry<'_> {
             }
             Kind::Done => self.done = true,
             // A failed MPI call during an inquiry: the inquiry's line comes first.
-            Kind::Failed | Kind::Bye => {}
+            Kind::Failed => {}
         }
     }
 

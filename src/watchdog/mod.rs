@@ -39,7 +39,7 @@ use crate::options::Timeout;
 use crate::world::World;
 use channel::{Channel, Kind, State};
 use inquiry::Outcome;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -54,12 +54,6 @@ const FAILED_WAIT: Duration = Duration::from_secs(10);
 /// given another rank's failure while the main thread reports its own) stays silent and waits
 /// for the first to end the process. One line per rank at most, one for the job by design.
 static SAID: AtomicBool = AtomicBool::new(false);
-
-/// `Bye`s received (rank 0, after a failed MPI call): whichever thread reads them counts them.
-static BYES: AtomicUsize = AtomicUsize::new(0);
-
-/// How long rank 0 waits for every other rank's `Bye` before it ends anyway.
-const BYE_WAIT: Duration = Duration::from_secs(10);
 
 /// What the sweep is doing while the watchdog is armed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -218,13 +212,7 @@ fn watch(s: &Shared, tick: Duration, ask: Duration) {
                     Kind::Arrive => inquiry::note_arrival(&mut arrivals, p.from, p.state.step),
                     Kind::Query => asked.push(p),
                     Kind::State => {}
-                    Kind::Done => {
-                        ch.send(p.from, Kind::Bye, &State::default());
-                        end(None)
-                    }
-                    Kind::Bye => {
-                        BYES.fetch_add(1, Ordering::SeqCst);
-                    }
+                    Kind::Done => end(None),
                     Kind::Failed => report_for_job(s, &p.state.desc),
                 }
             }
@@ -282,9 +270,7 @@ fn failed(s: &Shared, line: &str) -> ! {
     }
 }
 
-/// Rank 0: print `line` for the job, tell every other rank to end, and end last: once every
-/// other rank has said `Bye` (or after `BYE_WAIT`), so that no launcher finds ranks still
-/// running when rank 0 exits with an error and kills them.
+/// Rank 0: print `line` for the job, tell every other rank to end, end.
 fn report_for_job(s: &Shared, line: &str) -> ! {
     say(line);
     if let Some(ch) = &s.channel {
@@ -292,19 +278,6 @@ fn report_for_job(s: &Shared, line: &str) -> ! {
         for r in (0..ch.size()).filter(|&r| r != s.rank) {
             ch.send(r, Kind::Done, &me);
         }
-        let deadline = Instant::now() + BYE_WAIT;
-        while BYES.load(Ordering::SeqCst) + 1 < ch.size() && Instant::now() < deadline {
-            // The other thread may be reading too: both count.
-            match ch.recv() {
-                Some(p) if p.kind == Kind::Bye => {
-                    BYES.fetch_add(1, Ordering::SeqCst);
-                }
-                Some(_) => {}
-                None => std::thread::sleep(Duration::from_millis(5)),
-            }
-        }
-        // A `Bye` is sent just before its rank's _exit: let those exits complete first.
-        std::thread::sleep(Duration::from_millis(100));
     }
     end(None)
 }
