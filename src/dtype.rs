@@ -348,6 +348,7 @@ mod tests {
     fn combine_into_reduces_element_by_element() {
         let mut a = [1i32, 5, -3];
         let b = [4i32, 2, -7];
+        // SAFETY: the bytes of a three-i32 array, borrowed mutably for the slice's life.
         let bytes = |v: &mut [i32]| unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, 12) };
         let mut bb = b;
         combine_into(DType::Int32, Op::Max, bytes(&mut a), bytes(&mut bb));
@@ -382,6 +383,7 @@ mod tests {
     #[test]
     fn divide_by_ranks_divides_every_element() {
         let mut v = [6.0f32, 9.0, -3.0];
+        // SAFETY: the bytes of `v`, three f32s.
         let bytes = unsafe { std::slice::from_raw_parts_mut(v.as_mut_ptr() as *mut u8, 12) };
         divide_by_ranks(DType::Float32, bytes, 3);
         assert_eq!(v, [2.0, 3.0, -1.0]);

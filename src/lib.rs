@@ -16,7 +16,7 @@
 //! 6. [`backend`] (one trait; MPI, NCCL) and [`report`] (table, CSV, JSON, Markdown, progress).
 //! 7. [`csvread`], [`memory`]; [`record`], [`world`]; [`launch`], [`options`] (with its literal
 //!    `Default`); [`verify`] (exact inputs, verification).
-//! 8. The vocabulary: [`collective`] (one file each), [`dtype`], [`duration`], [`size`],
+//! 8. The vocabulary: [`collective`] (one file each), [`dtype`], [`duration`], [`mpi_error`] (every MPI return code checked; a failed call is one line), [`size`],
 //!    [`stats`]; at the bottom [`error`].
 //!
 //! # Data flow
@@ -27,6 +27,8 @@
 //! each [`record::Point`] to the reports ([`report`]) on rank 0; nothing in the measuring path
 //! prints. `check` judges the same points against a spec; `tune` times each algorithm through
 //! the same sweep; `plot` and `compare` read the CSVs back ([`csvread`]).
+
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod acceptance;
 pub mod app;
@@ -41,6 +43,7 @@ pub mod error;
 pub mod info;
 pub mod launch;
 pub mod memory;
+pub mod mpi_error;
 pub mod options;
 pub mod pairs;
 pub mod plot;

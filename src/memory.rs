@@ -34,6 +34,7 @@ pub fn available_bytes() -> Option<u64> {
 pub fn peak_rss_bytes() -> u64 {
     // SAFETY: getrusage fills the struct we own.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above: `ru` is ours and the right size.
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) } != 0 {
         return 0;
     }

@@ -222,6 +222,9 @@ pub struct Options {
     pub debug_slow_rank: Option<(usize, u64)>,
     /// Testing only (hidden flag): corrupt one output element on this rank in each check.
     pub debug_corrupt_rank: Option<usize>,
+    /// Testing only (hidden flag): the ranks whose MPI calls in the mpi backend get an invalid
+    /// argument, so the first one fails (`crate::mpi_error`).
+    pub debug_mpi_error: Vec<usize>,
 }
 
 /// Fewest timed iterations when the budget decides, so a slow size still gets a median.
@@ -264,6 +267,7 @@ impl Default for Options {
             max_time_s: 3600.0,
             debug_slow_rank: None,
             debug_corrupt_rank: None,
+            debug_mpi_error: vec![],
         }
     }
 }

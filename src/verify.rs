@@ -173,12 +173,14 @@ mod tests {
                     let layout = coll.layout(elems, n, rank, Convention::Mpi);
                     let c = Ctx { rank, nranks: n, root: 0, in_place: false, convention: Convention::Mpi, layout };
                     let mut buf = vec![0u64; elems]; // 8-byte aligned
+                                                     // SAFETY: the bytes of `buf`, which holds `elems` u64s; any bytes are valid u8s.
                     let bytes = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut u8, elems * 8) };
                     fill_input(coll, &c, dtype, op, bytes, 0);
                     inputs.push(buf);
                 }
                 with_element!(dtype, T => {
                     let view = |b: &Vec<u64>| -> Vec<T> {
+                        // SAFETY: as above, read only.
                         let bytes = unsafe { std::slice::from_raw_parts(b.as_ptr() as *const u8, elems * 8) };
                         cast_slice::<T>(bytes)[..elems].to_vec()
                     };
@@ -193,6 +195,7 @@ mod tests {
                         for o in out.iter_mut() { *o = o.div_ranks(n); }
                     }
                     let mut recv = vec![0u64; 2 * elems];
+                    // SAFETY: the bytes of `recv`, which holds 2 × `elems` u64s.
                     let rb = unsafe { std::slice::from_raw_parts_mut(recv.as_mut_ptr() as *mut u8, 2 * elems * 8) };
                     rb.fill(SENTINEL);
                     cast_slice_mut::<T>(rb)[..elems].copy_from_slice(&out);
@@ -217,6 +220,7 @@ mod tests {
         let layout = coll.layout(64, n, 2, Convention::Mpi);
         let c = Ctx { rank: 2, nranks: n, root: 0, in_place: false, convention: Convention::Mpi, layout };
         let mut recv = vec![0u64; 64];
+        // SAFETY: the bytes of `recv`, 64 u64s.
         let rb = unsafe { std::slice::from_raw_parts_mut(recv.as_mut_ptr() as *mut u8, 512) };
         rb.fill(SENTINEL);
         // Every rank's block is rank 0's data: blocks 1..3 are wrong.

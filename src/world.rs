@@ -1,14 +1,22 @@
 //! The MPI world: initialisation, the node split, hosts, agreement on success or failure across
 //! ranks, and the reductions of timings. Everything here is collective: every rank calls the same
 //! functions in the same order.
+//!
+//! MPI errors return to us here (`MPI_ERRORS_RETURN` on the world and the node split) and every
+//! call's code is checked: a failure ends the job with one line ([`crate::mpi_error`]). So the
+//! collectives below call the library through `mpi::ffi`, not rsmpi's safe layer, which
+//! discards return codes.
 
 use crate::error::{Error, Result};
 use crate::launch::View;
+use crate::mpi_error;
 use crate::options::Aggregation;
-use mpi::collective::SystemOperation;
 use mpi::environment::Universe;
+use mpi::ffi;
+use mpi::raw::AsRaw;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
+use std::os::raw::{c_int, c_void};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Set once MPI is initialised, so the panic hook knows whether it can abort the job.
@@ -19,10 +27,10 @@ const NAME_LEN: usize = 256;
 /// This process's place in the job.
 pub struct World {
     // Field order is drop order: communicators are freed before the universe finalises MPI.
-    /// The node split (`split_shared`); only its rank and size are used, but the communicator
-    /// must live until it is freed, before MPI_Finalize.
+    /// The node split (`MPI_Comm_split_type`, shared memory); only its rank and size are used,
+    /// but the communicator must live until it is freed, before MPI_Finalize.
     #[allow(dead_code)]
-    node: SimpleCommunicator,
+    node: OwnedComm,
     world: SimpleCommunicator,
     universe: Universe,
     pub rank: usize,
@@ -41,18 +49,40 @@ impl World {
             .ok_or_else(|| Error::setup("MPI could not be initialised (was it initialised already?)"))?;
         MPI_UP.store(true, Ordering::SeqCst);
         let world = universe.world();
+        // (Errors are still fatal in these three: MPI's default until the handler is set.)
         let rank = world.rank() as usize;
         let size = world.size() as usize;
-        let node = world.split_shared(rank as i32);
-        let local_rank = node.rank() as usize;
-        let local_size = node.size() as usize;
-
         let name = mpi::environment::processor_name().unwrap_or_else(|_| "unknown".into());
+        let during = |what: &str| format!("the start-up ({what})");
+        let rc = mpi_error::return_errors(world.as_raw());
+        mpi_error::check(rc, "MPI_Comm_set_errhandler", rank, &name, || during("MPI_ERRORS_RETURN on the world"));
+        let node = OwnedComm::split_shared(&world, rank, &name);
+        let (mut local_rank, mut local_size) = (0 as c_int, 0 as c_int);
+        // SAFETY: a live communicator; out-parameters are locals.
+        let rc = unsafe { ffi::MPI_Comm_rank(node.0, &mut local_rank) };
+        mpi_error::check(rc, "MPI_Comm_rank", rank, &name, || during("the node split"));
+        // SAFETY: as above.
+        let rc = unsafe { ffi::MPI_Comm_size(node.0, &mut local_size) };
+        mpi_error::check(rc, "MPI_Comm_size", rank, &name, || during("the node split"));
+        let (local_rank, local_size) = (local_rank as usize, local_size as usize);
+
         let mut mine = [0u8; NAME_LEN];
         let n = name.len().min(NAME_LEN - 1);
         mine[..n].copy_from_slice(&name.as_bytes()[..n]);
         let mut all = vec![0u8; NAME_LEN * size];
-        world.all_gather_into(&mine[..], &mut all[..]);
+        // SAFETY: `mine` holds NAME_LEN bytes and `all` NAME_LEN per rank.
+        let rc = unsafe {
+            ffi::MPI_Allgather(
+                mine.as_ptr().cast(),
+                NAME_LEN as c_int,
+                ffi::RSMPI_UINT8_T,
+                all.as_mut_ptr().cast(),
+                NAME_LEN as c_int,
+                ffi::RSMPI_UINT8_T,
+                world.as_raw(),
+            )
+        };
+        mpi_error::check(rc, "MPI_Allgather", rank, &name, || during("host names"));
         let hosts = all
             .chunks(NAME_LEN)
             .map(|c| {
@@ -68,8 +98,28 @@ impl World {
         Ok(World { node, world, universe, rank, size, local_rank, local_size, hosts, library_version })
     }
 
+    /// rsmpi's handle. Its safe calls discard MPI's return codes, which errors return here:
+    /// call the checked methods below (or `raw_comm` and `check`) instead.
     pub fn comm(&self) -> &SimpleCommunicator {
         &self.world
+    }
+
+    /// The world's communicator as the library's handle (errors return: check every code).
+    pub fn raw_comm(&self) -> ffi::MPI_Comm {
+        self.world.as_raw()
+    }
+
+    /// End the job with one line if `rc`, the code of `call`, is an error (`during`: what the
+    /// call was for, e.g. "the agreement on options").
+    pub fn check(&self, rc: c_int, call: &str, during: &str) {
+        mpi_error::check(rc, call, self.rank, self.host(), || during.to_string());
+    }
+
+    /// `MPI_Allreduce` of `n` elements of `dtype` at `x` into `y`.
+    fn all_reduce(&self, x: *const c_void, y: *mut c_void, n: usize, dtype: ffi::MPI_Datatype, op: ffi::MPI_Op) {
+        // SAFETY: the callers pass pointers to `n` elements of `dtype`.
+        let rc = unsafe { ffi::MPI_Allreduce(x, y, n as c_int, dtype, op, self.raw_comm()) };
+        self.check(rc, "MPI_Allreduce", "an exchange of results between ranks");
     }
 
     pub fn universe(&self) -> &Universe {
@@ -109,7 +159,9 @@ impl World {
     pub fn agree<T>(&self, local: Result<T>) -> Result<T> {
         let mine = if local.is_err() { self.rank as i32 } else { self.size as i32 };
         let mut first = 0i32;
-        self.world.all_reduce_into(&mine, &mut first, SystemOperation::min());
+        // SAFETY: link-time constants of the MPI library.
+        let (int, min) = unsafe { (ffi::RSMPI_INT32_T, ffi::RSMPI_MIN) };
+        self.all_reduce((&mine as *const i32).cast(), (&mut first as *mut i32).cast(), 1, int, min);
         if first as usize == self.size {
             return local;
         }
@@ -127,87 +179,240 @@ impl World {
 
     /// Broadcast a byte string of any length from `root`. Collective.
     pub fn broadcast_bytes(&self, root: usize, mut bytes: Vec<u8>) -> Vec<u8> {
-        let root_proc = self.world.process_at_rank(root as i32);
         let mut len = bytes.len() as u64;
-        root_proc.broadcast_into(&mut len);
+        // SAFETY: one u64, then `len` bytes, at buffers of that size.
+        let rc = unsafe {
+            ffi::MPI_Bcast((&mut len as *mut u64).cast(), 1, ffi::RSMPI_UINT64_T, root as c_int, self.raw_comm())
+        };
+        self.check(rc, "MPI_Bcast", "a broadcast from one rank");
         bytes.resize(len as usize, 0);
         if len > 0 {
-            root_proc.broadcast_into(&mut bytes[..]);
+            // SAFETY: as above.
+            let rc = unsafe {
+                ffi::MPI_Bcast(
+                    bytes.as_mut_ptr().cast(),
+                    len as c_int,
+                    ffi::RSMPI_UINT8_T,
+                    root as c_int,
+                    self.raw_comm(),
+                )
+            };
+            self.check(rc, "MPI_Bcast", "a broadcast from one rank");
         }
         bytes
     }
 
     pub fn max_f64(&self, x: f64) -> f64 {
-        let mut y = 0.0;
-        self.world.all_reduce_into(&x, &mut y, SystemOperation::max());
+        let mut y = 0.0f64;
+        // SAFETY: link-time constants of the MPI library.
+        let (dt, op) = unsafe { (ffi::RSMPI_DOUBLE, ffi::RSMPI_MAX) };
+        self.all_reduce((&x as *const f64).cast(), (&mut y as *mut f64).cast(), 1, dt, op);
         y
     }
 
     pub fn max_u64(&self, x: u64) -> u64 {
         let mut y = 0u64;
-        self.world.all_reduce_into(&x, &mut y, SystemOperation::max());
+        // SAFETY: link-time constants of the MPI library.
+        let (dt, op) = unsafe { (ffi::RSMPI_UINT64_T, ffi::RSMPI_MAX) };
+        self.all_reduce((&x as *const u64).cast(), (&mut y as *mut u64).cast(), 1, dt, op);
         y
     }
 
     pub fn sum_u64(&self, x: u64) -> u64 {
         let mut y = 0u64;
-        self.world.all_reduce_into(&x, &mut y, SystemOperation::sum());
+        // SAFETY: link-time constants of the MPI library.
+        let (dt, op) = unsafe { (ffi::RSMPI_UINT64_T, ffi::RSMPI_SUM) };
+        self.all_reduce((&x as *const u64).cast(), (&mut y as *mut u64).cast(), 1, dt, op);
         y
     }
 
     /// Every rank's value, on every rank.
     pub fn all_gather<T: Equivalence + Default + Clone>(&self, x: T) -> Vec<T> {
         let mut all = vec![T::default(); self.size];
-        self.world.all_gather_into(&x, &mut all[..]);
+        let dt = T::equivalent_datatype().as_raw();
+        // SAFETY: one `T` from each rank, described by its own datatype, into `size` of them.
+        let rc = unsafe {
+            ffi::MPI_Allgather((&x as *const T).cast(), 1, dt, all.as_mut_ptr().cast(), 1, dt, self.raw_comm())
+        };
+        self.check(rc, "MPI_Allgather", "an exchange of values between ranks");
+        all
+    }
+
+    /// Every rank's `mine` (the same length on every rank), concatenated in rank order.
+    pub fn all_gather_same(&self, mine: &[u8]) -> Vec<u8> {
+        let mut all = vec![0u8; mine.len() * self.size];
+        // SAFETY: `mine.len()` bytes from each rank into `size` times as many.
+        let rc = unsafe {
+            ffi::MPI_Allgather(
+                mine.as_ptr().cast(),
+                mine.len() as c_int,
+                ffi::RSMPI_UINT8_T,
+                all.as_mut_ptr().cast(),
+                mine.len() as c_int,
+                ffi::RSMPI_UINT8_T,
+                self.raw_comm(),
+            )
+        };
+        self.check(rc, "MPI_Allgather", "an exchange of records between ranks");
+        all
+    }
+
+    /// Send `buf` to `peer` (tag 0). Point-to-point.
+    pub fn send_bytes(&self, peer: usize, buf: &[u8]) {
+        // SAFETY: `buf.len()` bytes at a live buffer.
+        let rc = unsafe {
+            ffi::MPI_Send(
+                buf.as_ptr().cast(),
+                buf.len() as c_int,
+                ffi::RSMPI_UINT8_T,
+                peer as c_int,
+                0,
+                self.raw_comm(),
+            )
+        };
+        self.check(rc, "MPI_Send", &format!("a message to rank {peer}"));
+    }
+
+    /// Receive exactly `buf.len()` bytes from `peer` (tag 0). Point-to-point.
+    pub fn recv_bytes(&self, peer: usize, buf: &mut [u8]) {
+        // SAFETY: room for `buf.len()` bytes; the status is ignored.
+        let rc = unsafe {
+            ffi::MPI_Recv(
+                buf.as_mut_ptr().cast(),
+                buf.len() as c_int,
+                ffi::RSMPI_UINT8_T,
+                peer as c_int,
+                0,
+                self.raw_comm(),
+                ffi::RSMPI_STATUS_IGNORE,
+            )
+        };
+        self.check(rc, "MPI_Recv", &format!("a message from rank {peer}"));
+    }
+
+    /// Every rank's `mine` (the same length everywhere) on rank 0, in rank order; other ranks get
+    /// an empty vector. Collective.
+    pub fn gather_f64(&self, mine: &[f64]) -> Vec<f64> {
+        let mut all = vec![0.0f64; if self.rank == 0 { mine.len() * self.size } else { 0 }];
+        let recv = if self.rank == 0 { all.as_mut_ptr().cast() } else { std::ptr::null_mut() };
+        // SAFETY: `mine.len()` doubles from each rank; the receive buffer (significant on rank 0
+        // only) holds `size` times as many.
+        let rc = unsafe {
+            ffi::MPI_Gather(
+                mine.as_ptr().cast(),
+                mine.len() as c_int,
+                ffi::RSMPI_DOUBLE,
+                recv,
+                mine.len() as c_int,
+                ffi::RSMPI_DOUBLE,
+                0,
+                self.raw_comm(),
+            )
+        };
+        self.check(rc, "MPI_Gather", "the gathering of results on rank 0");
         all
     }
 
     /// Every rank's byte string (of any length), on every rank, indexed by rank. Collective.
     pub fn all_gather_bytes(&self, bytes: &[u8]) -> Vec<Vec<u8>> {
-        use mpi::datatype::PartitionMut;
         let counts: Vec<i32> = self.all_gather(bytes.len() as i32);
         let displs: Vec<i32> = counts.iter().scan(0, |at, c| Some(std::mem::replace(at, *at + c))).collect();
         let total = counts.iter().map(|c| *c as usize).sum();
         let mut all = vec![0u8; total];
-        {
-            let mut parts = PartitionMut::new(&mut all[..], counts.clone(), &displs[..]);
-            self.world.all_gather_varcount_into(bytes, &mut parts);
-        }
+        // SAFETY: this rank's `bytes`; `all` holds every rank's count at its displacement.
+        let rc = unsafe {
+            ffi::MPI_Allgatherv(
+                bytes.as_ptr().cast(),
+                bytes.len() as c_int,
+                ffi::RSMPI_UINT8_T,
+                all.as_mut_ptr().cast(),
+                counts.as_ptr(),
+                displs.as_ptr(),
+                ffi::RSMPI_UINT8_T,
+                self.raw_comm(),
+            )
+        };
+        self.check(rc, "MPI_Allgatherv", "an exchange of records between ranks");
         counts.iter().zip(&displs).map(|(c, d)| all[*d as usize..(*d + *c) as usize].to_vec()).collect()
     }
 
     /// Combine per-iteration samples across ranks element by element with `agg`; the result is
     /// valid on rank 0 only (other ranks get an empty vector). Collective.
     pub fn combine_samples(&self, agg: Aggregation, samples: &[f64]) -> Vec<f64> {
-        let root = self.world.process_at_rank(0);
         if agg == Aggregation::Rank0 {
             return if self.rank == 0 { samples.to_vec() } else { vec![] };
         }
-        let op = match agg {
-            Aggregation::Mean => SystemOperation::sum(),
-            Aggregation::Min => SystemOperation::min(),
-            _ => SystemOperation::max(),
-        };
-        if self.rank == 0 {
-            let mut out = vec![0.0; samples.len()];
-            root.reduce_into_root(samples, &mut out[..], op);
-            if agg == Aggregation::Mean {
-                out.iter_mut().for_each(|x| *x /= self.size as f64);
+        // SAFETY: link-time constants of the MPI library.
+        let op = unsafe {
+            match agg {
+                Aggregation::Mean => ffi::RSMPI_SUM,
+                Aggregation::Min => ffi::RSMPI_MIN,
+                _ => ffi::RSMPI_MAX,
             }
-            out
-        } else {
-            root.reduce_into(samples, op);
-            vec![]
+        };
+        let mut out = vec![0.0; if self.rank == 0 { samples.len() } else { 0 }];
+        let recv = if self.rank == 0 { out.as_mut_ptr().cast() } else { std::ptr::null_mut() };
+        // SAFETY: `samples.len()` doubles in and, on rank 0, out.
+        let rc = unsafe {
+            ffi::MPI_Reduce(
+                samples.as_ptr().cast(),
+                recv,
+                samples.len() as c_int,
+                ffi::RSMPI_DOUBLE,
+                op,
+                0,
+                self.raw_comm(),
+            )
+        };
+        self.check(rc, "MPI_Reduce", "the combination of timings on rank 0");
+        if agg == Aggregation::Mean {
+            out.iter_mut().for_each(|x| *x /= self.size as f64);
         }
+        out
     }
 
     pub fn barrier(&self) {
-        self.world.barrier();
+        // SAFETY: a live communicator.
+        let rc = unsafe { ffi::MPI_Barrier(self.raw_comm()) };
+        self.check(rc, "MPI_Barrier", "a barrier between phases");
     }
 
     /// Stop every rank of the job now. For errors that cannot be agreed on.
     pub fn abort(&self, code: i32) -> ! {
         self.world.abort(code)
+    }
+}
+
+/// A communicator we created, freed (collectively) when dropped, with errors returned.
+struct OwnedComm(ffi::MPI_Comm, usize, String);
+
+impl OwnedComm {
+    /// This host's ranks (`MPI_COMM_TYPE_SHARED`). Collective.
+    fn split_shared(world: &SimpleCommunicator, rank: usize, host: &str) -> OwnedComm {
+        // SAFETY: `c` is written by MPI_Comm_split_type; the constants are the library's.
+        let (rc, c) = unsafe {
+            let mut c: ffi::MPI_Comm = std::mem::zeroed();
+            let rc = ffi::MPI_Comm_split_type(
+                world.as_raw(),
+                ffi::RSMPI_COMM_TYPE_SHARED,
+                rank as c_int,
+                ffi::RSMPI_INFO_NULL,
+                &mut c,
+            );
+            (rc, c)
+        };
+        mpi_error::check(rc, "MPI_Comm_split_type", rank, host, || "the start-up (the node split)".into());
+        let rc = mpi_error::return_errors(c);
+        mpi_error::check(rc, "MPI_Comm_set_errhandler", rank, host, || "the start-up (the node split)".into());
+        OwnedComm(c, rank, host.to_string())
+    }
+}
+
+impl Drop for OwnedComm {
+    fn drop(&mut self) {
+        // SAFETY: a communicator we created; every rank drops it at the same point.
+        let rc = unsafe { ffi::MPI_Comm_free(&mut self.0) };
+        mpi_error::check(rc, "MPI_Comm_free", self.1, &self.2, || "the release of the node split".into());
     }
 }
 

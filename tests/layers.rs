@@ -37,8 +37,8 @@ const LAYERS: &[&[&str]] = &[
     &["launch", "options"],
     // Exact input patterns and the verification of outputs.
     &["verify"],
-    // The vocabulary: collectives, data types, durations, sizes, statistics.
-    &["collective", "dtype", "duration", "size", "stats"],
+    // The vocabulary: collectives, data types, durations, MPI return codes, sizes, statistics.
+    &["collective", "dtype", "duration", "mpi_error", "size", "stats"],
     // The one error type and the exit codes.
     &["error"],
 ];

@@ -2,6 +2,10 @@
 //! `mpi::ffi` (rsmpi's safe layer has no `MPI_IN_PLACE` and would add a layer to the timed path).
 //! All FFI detail of the backend stays in this file.
 //!
+//! Every return code is checked: the communicators have `MPI_ERRORS_RETURN` (the world's, set
+//! by [`World::init`], and our duplicates), and a failed call ends the job with one line naming
+//! the call, the collective, its size and the library's message ([`crate::mpi_error`]).
+//!
 //! Another implementation of a collective is one more arm in [`Implementation`] (in
 //! `crate::options`), chosen by `--impl`: `ring` (all-reduce, reduce-scatter and
 //! all-gather as rings over `MPI_Sendrecv`) and `recursive-doubling` (all-reduce) sit beside the
@@ -11,11 +15,11 @@ use super::{Backend, Buf, Call, HostBuffer};
 use crate::collective::{partner, Convention, Kind};
 use crate::dtype::{divide_by_ranks, DType, Op};
 use crate::error::{Error, Result};
+use crate::mpi_error;
 use crate::options::Options;
 use crate::verify::SENTINEL;
 use crate::world::World;
 use mpi::ffi;
-use mpi::raw::AsRaw;
 use std::os::raw::{c_int, c_void};
 
 extern "C" {
@@ -27,6 +31,8 @@ pub use crate::options::Implementation;
 pub struct MpiBackend {
     comm: ffi::MPI_Comm,
     rank: usize,
+    /// This rank's host, for the line of a failed call.
+    host: String,
     nranks: usize,
     blocking: bool,
     implementation: Implementation,
@@ -37,7 +43,29 @@ pub struct MpiBackend {
     recv: HostBuffer,
     /// Our own implementations' incoming data.
     scratch: HostBuffer,
+    /// Testing only (`--debug-mpi-error`): pass `MPI_DATATYPE_NULL` to every MPI call that takes
+    /// a type, so the first one fails with an invalid argument.
+    null_datatype: bool,
+    /// Running on a `DupComm` (tune): a failed call is an `Error` for the caller to agree on.
+    dup: bool,
 }
+
+/// A failed MPI call: its name and the library's code.
+struct Failed {
+    call: &'static str,
+    rc: c_int,
+}
+
+/// `Ok` for `MPI_SUCCESS`, else the failure of `call`.
+fn ok(call: &'static str, rc: c_int) -> std::result::Result<(), Failed> {
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Failed { call, rc })
+    }
+}
+
+type Checked = std::result::Result<(), Failed>;
 
 /// Everything one call needs, resolved before the timed loop.
 struct Prepared {
@@ -101,8 +129,9 @@ impl MpiBackend {
             return Err(Error::usage(format!("--impl {}: {why}", implementation.name())));
         }
         Ok(MpiBackend {
-            comm: world.comm().as_raw(),
+            comm: world.raw_comm(),
             rank: world.rank,
+            host: world.host().to_string(),
             nranks: world.size,
             blocking,
             implementation,
@@ -111,13 +140,23 @@ impl MpiBackend {
             send: HostBuffer::empty(),
             recv: HostBuffer::empty(),
             scratch: HostBuffer::empty(),
+            // Testing only (`--debug-mpi-error`): every MPI call of this rank fails.
+            null_datatype: opts.debug_mpi_error.contains(&world.rank),
+            dup: false,
         })
+    }
+
+    /// Testing only (`--debug-mpi-error`): make every MPI call of this rank fail with an invalid
+    /// argument (`MPI_DATATYPE_NULL`), to prove that the failure ends the job with one line.
+    pub fn fail_every_call(&mut self) {
+        self.null_datatype = true;
     }
 
     /// Run on `comm` from now on instead of the world's (tune: a fresh duplicate made after
     /// forcing an algorithm, which the library reads when a communicator is created).
     pub fn use_comm(&mut self, comm: &DupComm) {
-        self.comm = comm.0;
+        self.comm = comm.comm;
+        self.dup = true;
     }
 
     fn prepare(&mut self, call: &Call) -> Result<Prepared> {
@@ -126,10 +165,18 @@ impl MpiBackend {
         })?;
         let l = call.layout;
         let elem = call.dtype.size();
+        // SAFETY: a C function returning a constant.
         let in_place_ptr = unsafe { collbench_mpi_in_place() };
         let recv_base = self.recv.as_mut_ptr();
         let send_base = self.send.as_mut_ptr();
-        let at = |base: *mut u8, elems: usize| if base.is_null() { base } else { unsafe { base.add(elems * elem) } };
+        let at = |base: *mut u8, elems: usize| {
+            if base.is_null() {
+                base
+            } else {
+                // SAFETY: layouts stay inside the buffers, which `allocate` sized for the largest.
+                unsafe { base.add(elems * elem) }
+            }
+        };
         let is_root = self.rank == call.root;
         // (send pointer, receive pointer) as the MPI call wants them.
         let input = if call.in_place { at(recv_base, l.in_place_input) } else { send_base } as *const c_void;
@@ -162,6 +209,8 @@ impl MpiBackend {
         } else {
             None
         };
+        // SAFETY: a link-time constant of the MPI library.
+        let dtype = if self.null_datatype { unsafe { ffi::RSMPI_DATATYPE_NULL } } else { dtype };
         Ok(Prepared {
             kind: call.kind,
             send,
@@ -178,8 +227,30 @@ impl MpiBackend {
         })
     }
 
+    /// `MPI_Sendrecv` on our communicator: `scount` elements of `dtype` from `send` to rank `to`,
+    /// `rcount` into `recv` from rank `from`, both with `tag`. The one place our own
+    /// implementations exchange data. SAFETY: the buffers hold those counts.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn sendrecv(
+        &self,
+        send: *const c_void,
+        scount: c_int,
+        to: c_int,
+        recv: *mut c_void,
+        rcount: c_int,
+        from: c_int,
+        dtype: ffi::MPI_Datatype,
+        tag: c_int,
+    ) -> Checked {
+        let status = ffi::RSMPI_STATUS_IGNORE;
+        ok(
+            "MPI_Sendrecv",
+            ffi::MPI_Sendrecv(send, scount, dtype, to, tag, recv, rcount, dtype, from, tag, self.comm, status),
+        )
+    }
+
     /// Ring all-reduce into `p.recv`. SAFETY: as `call_once`; `scratch` holds a chunk.
-    unsafe fn ring_all_reduce(&self, p: &Prepared) {
+    unsafe fn ring_all_reduce(&self, p: &Prepared) -> Checked {
         let (dtype, op) = p.elem;
         let elem = dtype.size();
         let count = p.count as usize;
@@ -189,30 +260,17 @@ impl MpiBackend {
             std::ptr::copy_nonoverlapping(p.send as *const u8, recv, count * elem);
         }
         if n == 1 || count == 0 {
-            return;
+            return Ok(());
         }
         let chunk = |c: usize| (c * count / n, (c + 1) * count / n); // [start, end) in elements
         let (right, left) = (((self.rank + 1) % n) as c_int, ((self.rank + n - 1) % n) as c_int);
-        let status = ffi::RSMPI_STATUS_IGNORE;
         let scratch = self.scratch.raw();
         // Reduce-scatter: after n−1 steps this rank holds the whole reduction of chunk rank+1.
         for step in 0..n - 1 {
             let (s0, s1) = chunk((self.rank + n - step) % n);
             let (r0, r1) = chunk((self.rank + n - step - 1) % n);
-            ffi::MPI_Sendrecv(
-                recv.add(s0 * elem) as *const c_void,
-                (s1 - s0) as c_int,
-                p.dtype,
-                right,
-                1,
-                scratch as *mut c_void,
-                (r1 - r0) as c_int,
-                p.dtype,
-                left,
-                1,
-                self.comm,
-                status,
-            );
+            let (send, recv_at) = (recv.add(s0 * elem) as *const c_void, scratch as *mut c_void);
+            self.sendrecv(send, (s1 - s0) as c_int, right, recv_at, (r1 - r0) as c_int, left, p.dtype, 1)?;
             let acc = std::slice::from_raw_parts_mut(recv.add(r0 * elem), (r1 - r0) * elem);
             crate::dtype::combine_into(dtype, op, acc, std::slice::from_raw_parts(scratch, (r1 - r0) * elem));
         }
@@ -220,28 +278,17 @@ impl MpiBackend {
         for step in 0..n - 1 {
             let (s0, s1) = chunk((self.rank + 1 + n - step) % n);
             let (r0, r1) = chunk((self.rank + n - step) % n);
-            ffi::MPI_Sendrecv(
-                recv.add(s0 * elem) as *const c_void,
-                (s1 - s0) as c_int,
-                p.dtype,
-                right,
-                2,
-                recv.add(r0 * elem) as *mut c_void,
-                (r1 - r0) as c_int,
-                p.dtype,
-                left,
-                2,
-                self.comm,
-                status,
-            );
+            let (send, recv_at) = (recv.add(s0 * elem) as *const c_void, recv.add(r0 * elem) as *mut c_void);
+            self.sendrecv(send, (s1 - s0) as c_int, right, recv_at, (r1 - r0) as c_int, left, p.dtype, 2)?;
         }
+        Ok(())
     }
 
     /// Ring reduce-scatter (`MPI_Reduce_scatter_block`'s contract): block b of the result is the
     /// reduction of every rank's input block b; this rank keeps block `rank`. The partial sum
     /// travels the ring: at each step a rank adds its own input block to what it received and
     /// passes it on. SAFETY: as `call_once`; `scratch` holds two blocks.
-    unsafe fn ring_reduce_scatter(&self, p: &Prepared) {
+    unsafe fn ring_reduce_scatter(&self, p: &Prepared) -> Checked {
         let (dtype, op) = p.elem;
         let elem = dtype.size();
         let count = p.count as usize;
@@ -250,34 +297,20 @@ impl MpiBackend {
         let input = p.input as *const u8;
         let out = p.recv as *mut u8;
         if count == 0 {
-            return;
+            return Ok(());
         }
         if n == 1 {
             std::ptr::copy(input, out, bytes);
-            return;
+            return Ok(());
         }
         let (right, left) = (((self.rank + 1) % n) as c_int, ((self.rank + n - 1) % n) as c_int);
-        let status = ffi::RSMPI_STATUS_IGNORE;
         let (mut acc, mut inc) = (self.scratch.raw(), self.scratch.raw().add(bytes));
         // Step s sends the partial sum of block (rank − s − 1) and receives that of (rank − s − 2).
         for step in 0..n - 1 {
             let send_block = (self.rank + 2 * n - step - 1) % n;
             let recv_block = (self.rank + 2 * n - step - 2) % n;
             let send: *const u8 = if step == 0 { input.add(send_block * bytes) } else { acc };
-            ffi::MPI_Sendrecv(
-                send as *const c_void,
-                p.count,
-                p.dtype,
-                right,
-                3,
-                inc as *mut c_void,
-                p.count,
-                p.dtype,
-                left,
-                3,
-                self.comm,
-                status,
-            );
+            self.sendrecv(send as *const c_void, p.count, right, inc as *mut c_void, p.count, left, p.dtype, 3)?;
             let sum = std::slice::from_raw_parts_mut(inc, bytes);
             crate::dtype::combine_into(
                 dtype,
@@ -288,47 +321,37 @@ impl MpiBackend {
             std::mem::swap(&mut acc, &mut inc);
         }
         std::ptr::copy_nonoverlapping(acc, out, bytes);
+        Ok(())
     }
 
     /// Ring all-gather: n−1 steps, each passing on the block received the step before.
     /// SAFETY: as `call_once`.
-    unsafe fn ring_all_gather(&self, p: &Prepared) {
+    unsafe fn ring_all_gather(&self, p: &Prepared) -> Checked {
         let elem = p.elem.0.size();
         let count = p.count as usize;
         let n = self.nranks;
         let bytes = count * elem;
         let out = p.recv as *mut u8;
         if count == 0 {
-            return;
+            return Ok(());
         }
         if !p.in_place {
             std::ptr::copy_nonoverlapping(p.input as *const u8, out.add(self.rank * bytes), bytes);
         }
         let (right, left) = (((self.rank + 1) % n) as c_int, ((self.rank + n - 1) % n) as c_int);
-        let status = ffi::RSMPI_STATUS_IGNORE;
         for step in 0..n - 1 {
             let send_block = (self.rank + n - step) % n;
             let recv_block = (self.rank + 2 * n - step - 1) % n;
-            ffi::MPI_Sendrecv(
-                out.add(send_block * bytes) as *const c_void,
-                p.count,
-                p.dtype,
-                right,
-                4,
-                out.add(recv_block * bytes) as *mut c_void,
-                p.count,
-                p.dtype,
-                left,
-                4,
-                self.comm,
-                status,
-            );
+            let (send, recv) =
+                (out.add(send_block * bytes) as *const c_void, out.add(recv_block * bytes) as *mut c_void);
+            self.sendrecv(send, p.count, right, recv, p.count, left, p.dtype, 4)?;
         }
+        Ok(())
     }
 
     /// Recursive-doubling all-reduce (power-of-two rank counts): exchange the whole buffer with
     /// rank ^ 1, rank ^ 2, … and combine. SAFETY: as `call_once`; `scratch` holds a buffer.
-    unsafe fn recursive_doubling_all_reduce(&self, p: &Prepared) {
+    unsafe fn recursive_doubling_all_reduce(&self, p: &Prepared) -> Checked {
         let (dtype, op) = p.elem;
         let bytes = p.count as usize * dtype.size();
         let recv = p.recv as *mut u8;
@@ -336,98 +359,92 @@ impl MpiBackend {
             std::ptr::copy_nonoverlapping(p.send as *const u8, recv, bytes);
         }
         if bytes == 0 {
-            return;
+            return Ok(());
         }
         let scratch = self.scratch.raw();
-        let status = ffi::RSMPI_STATUS_IGNORE;
         let mut mask = 1;
         while mask < self.nranks {
             let peer = (self.rank ^ mask) as c_int;
-            ffi::MPI_Sendrecv(
-                recv as *const c_void,
-                p.count,
-                p.dtype,
-                peer,
-                5,
-                scratch as *mut c_void,
-                p.count,
-                p.dtype,
-                peer,
-                5,
-                self.comm,
-                status,
-            );
+            self.sendrecv(recv as *const c_void, p.count, peer, scratch as *mut c_void, p.count, peer, p.dtype, 5)?;
             let acc = std::slice::from_raw_parts_mut(recv, bytes);
             crate::dtype::combine_into(dtype, op, acc, std::slice::from_raw_parts(scratch, bytes));
             mask <<= 1;
         }
+        Ok(())
     }
 
     /// One call of the collective. SAFETY: the pointers in `p` point into our buffers, which
     /// `allocate` sized for the largest layout.
-    unsafe fn call_once(&self, p: &Prepared) -> c_int {
+    unsafe fn call_once(&self, p: &Prepared) -> Checked {
         let c = self.comm;
-        let mut rc = 0;
         match (self.implementation, p.kind) {
-            (Implementation::Ring, Kind::AllReduce) => self.ring_all_reduce(p),
-            (Implementation::Ring, Kind::ReduceScatter) => self.ring_reduce_scatter(p),
-            (Implementation::Ring, Kind::AllGather) => self.ring_all_gather(p),
-            (Implementation::RecursiveDoubling, Kind::AllReduce) => self.recursive_doubling_all_reduce(p),
+            (Implementation::Ring, Kind::AllReduce) => self.ring_all_reduce(p)?,
+            (Implementation::Ring, Kind::ReduceScatter) => self.ring_reduce_scatter(p)?,
+            (Implementation::Ring, Kind::AllGather) => self.ring_all_gather(p)?,
+            (Implementation::RecursiveDoubling, Kind::AllReduce) => self.recursive_doubling_all_reduce(p)?,
             (Implementation::Ring | Implementation::RecursiveDoubling, _) => {
                 unreachable!("--impl is refused up front for collectives it does not provide")
             }
             (Implementation::Native, Kind::AllReduce) => {
-                rc = ffi::MPI_Allreduce(p.send, p.recv, p.count, p.dtype, p.op, c);
+                ok("MPI_Allreduce", ffi::MPI_Allreduce(p.send, p.recv, p.count, p.dtype, p.op, c))?;
             }
             (Implementation::Native, Kind::AllGather) => {
-                rc = ffi::MPI_Allgather(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c);
+                ok("MPI_Allgather", ffi::MPI_Allgather(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c))?;
             }
             (Implementation::Native, Kind::ReduceScatter) => {
-                rc = ffi::MPI_Reduce_scatter_block(p.send, p.recv, p.count, p.dtype, p.op, c);
+                let rc = ffi::MPI_Reduce_scatter_block(p.send, p.recv, p.count, p.dtype, p.op, c);
+                ok("MPI_Reduce_scatter_block", rc)?;
             }
             (Implementation::Native, Kind::Broadcast) => {
                 // One buffer in MPI: the root sends from its send buffer (out of place) and the
                 // others receive into their receive buffers.
                 let buf = if self.rank as c_int == p.root { p.send as *mut c_void } else { p.recv };
-                rc = ffi::MPI_Bcast(buf, p.count, p.dtype, p.root, c);
+                ok("MPI_Bcast", ffi::MPI_Bcast(buf, p.count, p.dtype, p.root, c))?;
             }
             (Implementation::Native, Kind::Reduce) => {
-                rc = ffi::MPI_Reduce(p.send, p.recv, p.count, p.dtype, p.op, p.root, c);
+                ok("MPI_Reduce", ffi::MPI_Reduce(p.send, p.recv, p.count, p.dtype, p.op, p.root, c))?;
             }
             (Implementation::Native, Kind::Gather) => {
-                rc = ffi::MPI_Gather(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, p.root, c);
+                let rc = ffi::MPI_Gather(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, p.root, c);
+                ok("MPI_Gather", rc)?;
             }
             (Implementation::Native, Kind::Scatter) => {
-                rc = ffi::MPI_Scatter(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, p.root, c);
+                let rc = ffi::MPI_Scatter(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, p.root, c);
+                ok("MPI_Scatter", rc)?;
             }
             (Implementation::Native, Kind::AllToAll) => {
-                rc = ffi::MPI_Alltoall(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c);
+                ok("MPI_Alltoall", ffi::MPI_Alltoall(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c))?;
             }
-            (Implementation::Native, Kind::Barrier) => {
-                rc = ffi::MPI_Barrier(c);
-            }
+            (Implementation::Native, Kind::Barrier) => ok("MPI_Barrier", ffi::MPI_Barrier(c))?,
             (Implementation::Native, Kind::SendRecv) => {
                 let me = self.rank as c_int;
                 let status = ffi::RSMPI_STATUS_IGNORE;
                 if p.partner == me {
                     if p.in_place {
-                        ffi::MPI_Sendrecv_replace(p.recv, p.count, p.dtype, me, 0, me, 0, c, status);
+                        let rc = ffi::MPI_Sendrecv_replace(p.recv, p.count, p.dtype, me, 0, me, 0, c, status);
+                        ok("MPI_Sendrecv_replace", rc)?;
                     } else {
-                        ffi::MPI_Sendrecv(p.send, p.count, p.dtype, me, 0, p.recv, p.count, p.dtype, me, 0, c, status);
+                        self.sendrecv(p.send, p.count, me, p.recv, p.count, me, p.dtype, 0)?;
                     }
                 } else if me % 2 == 0 {
-                    ffi::MPI_Send(p.send, p.count, p.dtype, p.partner, 0, c);
-                    ffi::MPI_Recv(p.recv, p.count, p.dtype, p.partner, 0, c, status);
+                    ok("MPI_Send", ffi::MPI_Send(p.send, p.count, p.dtype, p.partner, 0, c))?;
+                    ok("MPI_Recv", ffi::MPI_Recv(p.recv, p.count, p.dtype, p.partner, 0, c, status))?;
                 } else {
-                    ffi::MPI_Recv(p.recv, p.count, p.dtype, p.partner, 0, c, status);
-                    ffi::MPI_Send(p.send, p.count, p.dtype, p.partner, 0, c);
+                    ok("MPI_Recv", ffi::MPI_Recv(p.recv, p.count, p.dtype, p.partner, 0, c, status))?;
+                    ok("MPI_Send", ffi::MPI_Send(p.send, p.count, p.dtype, p.partner, 0, c))?;
                 }
             }
         }
         if let Some((dtype, ptr, len)) = p.avg {
             divide_by_ranks(dtype, std::slice::from_raw_parts_mut(ptr, len), self.nranks);
         }
-        rc
+        Ok(())
+    }
+
+    /// The line for `f`, failed in `call`.
+    fn failure(&self, call: &Call, f: &Failed) -> String {
+        let message = mpi_error::error_string(f.rc);
+        mpi_error::line(f.call, &describe(call), self.rank, &self.host, &message)
     }
 
     fn buffer(&mut self, buf: Buf) -> &mut HostBuffer {
@@ -438,41 +455,48 @@ impl MpiBackend {
     }
 }
 
-/// The MPI library's text for an error code.
-fn error_string(rc: c_int) -> String {
-    let mut buf = vec![0 as std::os::raw::c_char; 512];
-    let mut len: c_int = 0;
-    // SAFETY: the buffer holds MPI_MAX_ERROR_STRING (256 in both families) and more.
-    unsafe {
-        ffi::MPI_Error_string(rc, buf.as_mut_ptr(), &mut len);
+/// `all-reduce of 1024 B (float, sum, out-of-place)`: the call, for the line of a failure.
+fn describe(call: &Call) -> String {
+    let placement = if call.in_place { "in-place" } else { "out-of-place" };
+    let spec = call.kind.spec();
+    if !spec.sized() {
+        return format!("{} ({placement})", call.kind.name());
     }
-    let bytes: Vec<u8> = buf.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
-    format!("error {rc}: {}", String::from_utf8_lossy(&bytes))
+    let bytes = call.layout.alg_count * call.dtype.size();
+    let op = if spec.reduces() { format!(", {}", call.op) } else { String::new() };
+    format!("{} of {bytes} B ({}{op}, {placement})", call.kind.name(), call.dtype)
 }
 
 /// A duplicate of the world's communicator (`MPI_Comm_dup`), freed when dropped. Collective.
 /// Errors on it return to the caller (`MPI_ERRORS_RETURN`): an algorithm the library refuses
 /// for this communicator (Open MPI's two-process ones on more ranks) is reported, not fatal.
-pub struct DupComm(ffi::MPI_Comm);
+pub struct DupComm {
+    comm: ffi::MPI_Comm,
+    /// For the line if freeing it fails.
+    rank: usize,
+    host: String,
+}
 
 impl DupComm {
     pub fn of_world(world: &World) -> DupComm {
         // SAFETY: MPI is initialised; `c` is written by MPI_Comm_dup.
-        unsafe {
+        let (rc, c) = unsafe {
             let mut c: ffi::MPI_Comm = std::mem::zeroed();
-            ffi::MPI_Comm_dup(world.comm().as_raw(), &mut c);
-            ffi::MPI_Comm_set_errhandler(c, ffi::RSMPI_ERRORS_RETURN);
-            DupComm(c)
-        }
+            let rc = ffi::MPI_Comm_dup(world.raw_comm(), &mut c);
+            (rc, c)
+        };
+        world.check(rc, "MPI_Comm_dup", "the duplicate communicator of a forced algorithm");
+        // (A duplicate inherits the world's MPI_ERRORS_RETURN; set it anyway, it is what we rely on.)
+        world.check(mpi_error::return_errors(c), "MPI_Comm_set_errhandler", "the duplicate communicator");
+        DupComm { comm: c, rank: world.rank, host: world.host().to_string() }
     }
 }
 
 impl Drop for DupComm {
     fn drop(&mut self) {
         // SAFETY: a communicator we created; every rank drops it at the same point.
-        unsafe {
-            ffi::MPI_Comm_free(&mut self.0);
-        }
+        let rc = unsafe { ffi::MPI_Comm_free(&mut self.comm) };
+        mpi_error::check(rc, "MPI_Comm_free", self.rank, &self.host, || "the duplicate communicator's release".into());
     }
 }
 
@@ -566,27 +590,36 @@ impl Backend for MpiBackend {
         samples.clear();
         samples.reserve(iters / batch);
         // SAFETY: MPI is initialised and the pointers are ours (see `call_once`).
-        unsafe {
-            ffi::MPI_Barrier(self.comm);
-            let mut t0 = ffi::RSMPI_Wtime();
-            for _ in 0..iters / batch {
-                if let Some(d) = self.arrival_delay {
-                    std::thread::sleep(d);
-                    t0 = ffi::RSMPI_Wtime();
-                }
-                for _ in 0..batch {
-                    let rc = self.call_once(&p);
-                    if rc != 0 {
-                        return Err(Error::setup(format!("the MPI library failed the call: {}", error_string(rc))));
+        let timed = unsafe {
+            (|| -> Checked {
+                ok("MPI_Barrier", ffi::MPI_Barrier(self.comm))?;
+                let mut t0 = ffi::RSMPI_Wtime();
+                for _ in 0..iters / batch {
+                    if let Some(d) = self.arrival_delay {
+                        std::thread::sleep(d);
+                        t0 = ffi::RSMPI_Wtime();
                     }
-                    if self.blocking {
-                        ffi::MPI_Barrier(self.comm);
+                    for _ in 0..batch {
+                        self.call_once(&p)?;
+                        if self.blocking {
+                            ok("MPI_Barrier", ffi::MPI_Barrier(self.comm))?;
+                        }
                     }
+                    let t1 = ffi::RSMPI_Wtime();
+                    samples.push((t1 - t0) * scale);
+                    t0 = t1;
                 }
-                let t1 = ffi::RSMPI_Wtime();
-                samples.push((t1 - t0) * scale);
-                t0 = t1;
-            }
+                Ok(())
+            })()
+        };
+        match timed {
+            Ok(()) => {}
+            // tune: the library refusing a forced algorithm on this communicator refuses it on
+            // every rank; the candidate is left out (an error agreed on, as before).
+            Err(f) if self.dup => return Err(Error::setup(self.failure(call, &f))),
+            // A failed call ends the job here (one line, exit code 2): the other ranks may be
+            // blocked in the same collective, so it cannot be agreed on like an `Error`.
+            Err(f) => mpi_error::fail(&self.failure(call, &f)),
         }
         Ok(())
     }

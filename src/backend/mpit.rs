@@ -89,12 +89,15 @@ impl Tool {
     /// The current value of an integer variable.
     pub fn read(&self, var: &Cvar) -> Result<i32> {
         let mut value: [c_int; 4] = [0; 4];
+        // SAFETY: `h` is a live handle of a one-integer variable (`with_handle` checks the count);
+        // `value` holds four.
         self.with_handle(var, |h| unsafe { ffi::MPI_T_cvar_read(h, value.as_mut_ptr() as *mut _) }).map(|_| value[0])
     }
 
     /// Set an integer variable; the error names the library's refusal.
     pub fn write(&self, var: &Cvar, value: i32) -> Result<()> {
         let v: c_int = value;
+        // SAFETY: `h` is a live handle of a one-integer variable; MPI only reads through the pointer.
         self.with_handle(var, |h| unsafe { ffi::MPI_T_cvar_write(h, &v as *const c_int as *mut _) })
     }
 
@@ -111,8 +114,11 @@ impl Tool {
                 return Err(Error::setup(format!("{}: MPI_T_cvar_handle_alloc failed with code {rc}", var.name)));
             }
             let rc = if count == 1 { f(h) } else { -1 };
-            ffi::MPI_T_cvar_handle_free(&mut h);
+            let freed = ffi::MPI_T_cvar_handle_free(&mut h);
             match rc {
+                0 if freed != 0 => {
+                    Err(Error::setup(format!("{}: MPI_T_cvar_handle_free failed with code {freed}", var.name)))
+                }
                 0 => Ok(()),
                 -1 => Err(Error::setup(format!("{} holds {count} values; tune sets single integers", var.name))),
                 r if r == ffi::MPI_T_ERR_CVAR_SET_NEVER as c_int => {

@@ -136,6 +136,10 @@ pub struct Args {
     /// that wrong data is caught and gives exit code 1.
     #[arg(long = "debug-corrupt-rank", value_name = "RANK", hide = true)]
     pub debug_corrupt_rank: Option<usize>,
+    /// Testing only: RANK[,RANK…] — these ranks pass an invalid argument (MPI_DATATYPE_NULL) to
+    /// the mpi backend's calls, to prove that a failed MPI call ends the job with one line.
+    #[arg(long = "debug-mpi-error", value_name = "RANKS", hide = true, value_delimiter = ',')]
+    pub debug_mpi_error: Vec<usize>,
 }
 
 /// Parse the sweep's command line (`argv[0]` is the program).
@@ -219,6 +223,7 @@ impl Args {
             max_time_s,
             debug_slow_rank,
             debug_corrupt_rank: self.debug_corrupt_rank,
+            debug_mpi_error: self.debug_mpi_error.clone(),
         };
         opts.check_plan_limits()?;
         Ok(opts)

@@ -7,7 +7,6 @@ pub mod schedule;
 use crate::error::{Error, Result};
 use crate::size::human;
 use crate::world::World;
-use mpi::traits::*;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::PathBuf;
@@ -37,20 +36,20 @@ pub struct PairResult {
 /// Ping-pong `iters` round trips of `buf` with `peer`; the initiator returns the one-way time
 /// per message in seconds. The count travels first, so both sides run the same loop.
 fn ping_pong(world: &World, peer: usize, initiator: bool, buf: &mut [u8], iters: u64) -> f64 {
-    let p = world.comm().process_at_rank(peer as i32);
     if initiator {
-        p.send(&iters);
+        world.send_bytes(peer, &iters.to_le_bytes());
         let t0 = mpi::time();
         for _ in 0..iters {
-            p.send(&buf[..]);
-            p.receive_into(&mut buf[..]);
+            world.send_bytes(peer, buf);
+            world.recv_bytes(peer, buf);
         }
         (mpi::time() - t0) / iters as f64 / 2.0
     } else {
-        let (n, _) = p.receive::<u64>();
-        for _ in 0..n {
-            p.receive_into(&mut buf[..]);
-            p.send(&buf[..]);
+        let mut n = [0u8; 8];
+        world.recv_bytes(peer, &mut n);
+        for _ in 0..u64::from_le_bytes(n) {
+            world.recv_bytes(peer, buf);
+            world.send_bytes(peer, buf);
         }
         0.0
     }
@@ -83,13 +82,10 @@ pub fn measure_all(world: &World, opts: &PairsOptions, rounds: &[Vec<(usize, usi
         }
     }
     world.barrier();
-    let root = world.comm().process_at_rank(0);
+    let all = world.gather_f64(&mine);
     if world.rank != 0 {
-        root.gather_into(&mine[..]);
         return vec![];
     }
-    let mut all = vec![0.0f64; mine.len() * world.size];
-    root.gather_into_root(&mine[..], &mut all[..]);
     let mut out = vec![];
     // Slot i of every rank's block is round i.
     for (slot, chunk) in all.chunks(4).enumerate() {

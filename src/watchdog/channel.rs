@@ -15,7 +15,6 @@
 //! second line contradicting the first.
 
 use crate::world::World;
-use mpi::traits::*;
 use std::hash::{BuildHasher, Hasher};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
 
@@ -24,8 +23,9 @@ const MAGIC: &[u8; 4] = b"CBW1";
 const RECORD: usize = 128;
 /// (Two ports, a count, the addresses.)
 const MAX_ADDRS: usize = (RECORD - 5) / 4;
-/// The longest description a packet carries.
-const MAX_DESC: usize = 400;
+/// The longest description a packet carries (a failed MPI call's line, with MPICH's error stack,
+/// may take a few hundred bytes).
+const MAX_DESC: usize = 1400;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -37,6 +37,9 @@ pub enum Kind {
     State = 3,
     /// The sender has printed the job's line and ends; the receiver may end quietly.
     Done = 4,
+    /// An MPI call failed on the sender, whose line is the description: rank 0 prints it and
+    /// ends every rank (`Done`).
+    Failed = 5,
 }
 
 /// One rank's state as it reports it.
@@ -93,8 +96,7 @@ impl Channel {
         for (i, a) in addrs.iter().take(count).enumerate() {
             rec[5 + 4 * i..9 + 4 * i].copy_from_slice(&a.octets());
         }
-        let mut all = vec![0u8; RECORD * world.size];
-        world.comm().all_gather_into(&rec[..], &mut all[..]);
+        let all = world.all_gather_same(&rec[..]);
         let nonce = std::collections::hash_map::RandomState::new().build_hasher().finish();
         let nonce = world.broadcast_bytes(0, nonce.to_be_bytes().to_vec());
         let nonce = u64::from_be_bytes(nonce[..8].try_into().ok()?);
@@ -150,7 +152,7 @@ impl Channel {
 
     /// The next packet on `sock` that `decode` accepts; strangers are skipped.
     fn recv_on(sock: &UdpSocket, decode: impl Fn(&[u8]) -> Option<Packet>) -> Option<Packet> {
-        let mut buf = [0u8; 512];
+        let mut buf = [0u8; 2048];
         loop {
             let (n, _) = sock.recv_from(&mut buf).ok()?;
             if let Some(p) = decode(&buf[..n]) {
@@ -186,6 +188,7 @@ impl Channel {
             2 => Kind::Query,
             3 => Kind::State,
             4 => Kind::Done,
+            5 => Kind::Failed,
             _ => return None,
         };
         let from = u32::from_be_bytes(b[13..17].try_into().ok()?) as usize;

@@ -63,6 +63,8 @@ impl Inquiry<'_> {
                 self.answers.insert(p.from, p.state);
             }
             Kind::Done => self.done = true,
+            // A failed MPI call during an inquiry: the inquiry's line comes first.
+            Kind::Failed => {}
         }
     }
 

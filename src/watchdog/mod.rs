@@ -17,6 +17,12 @@
 //! network, and no unwinding through a thread that is stuck inside MPI). mpirun tears down the
 //! rest. Rows already written stay: the reports flush every row as it is written.
 //!
+//! A failed MPI call ends the job the same way (`crate::mpi_error::fail`, routed here while a
+//! watchdog runs): the failing rank sends its line to rank 0 (`Failed`), which prints it and
+//! sends `Done` to every other rank, so one line is printed however many ranks fail, and ranks
+//! blocked inside the collective end too. Rank 0 failing prints its own line. If rank 0 does not
+//! answer within `FAILED_WAIT` (gone), the failing rank prints its line itself.
+//!
 //! Why `_exit` and not `MPI_Abort`: MPI runs single-threaded here (`MPI_THREAD_SINGLE`), so a
 //! second thread calling into it is outside the standard. With Open MPI 4.1 both end the job
 //! the same way (tried on the namespace test bed with a link cut, and with a stopped rank);
@@ -28,6 +34,7 @@ mod message;
 
 use crate::backend::Call;
 use crate::error::exit;
+use crate::mpi_error;
 use crate::options::Timeout;
 use crate::world::World;
 use channel::{Channel, Kind, State};
@@ -38,6 +45,15 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub use message::describe;
+
+/// How long a rank whose MPI call failed waits for rank 0 to print its line and end the job
+/// before printing it itself.
+const FAILED_WAIT: Duration = Duration::from_secs(10);
+
+/// Set by the first thread that prints this process's line: a second one (the watchdog thread
+/// given another rank's failure while the main thread reports its own) stays silent and waits
+/// for the first to end the process. One line per rank at most, one for the job by design.
+static SAID: AtomicBool = AtomicBool::new(false);
 
 /// What the sweep is doing while the watchdog is armed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,6 +130,9 @@ impl Watchdog {
             .name("coll-bench-watchdog".into())
             .spawn(move || watch(&s, tick, inquiry::ask_for(base_s)))
             .expect("the watchdog thread starts");
+        // A failed MPI call, from now until the watchdog is dropped, ends every rank through it.
+        let s = Arc::clone(&shared);
+        mpi_error::set_ender(Some(Arc::new(move |line: &str| failed(&s, line))));
         Watchdog { shared, timeout, thread: Some(thread) }
     }
 
@@ -143,6 +162,7 @@ impl Watchdog {
 
 impl Drop for Watchdog {
     fn drop(&mut self) {
+        mpi_error::set_ender(None);
         self.disarm();
         self.shared.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
@@ -193,6 +213,7 @@ fn watch(s: &Shared, tick: Duration, ask: Duration) {
                     Kind::Query => asked.push(p),
                     Kind::State => {}
                     Kind::Done => end(None),
+                    Kind::Failed => report_for_job(s, &p.state.desc),
                 }
             }
         }
@@ -233,8 +254,42 @@ fn give_up(
     }
 }
 
-/// The line, in one write(2), so ranks' lines never interleave.
+/// An MPI call failed on this rank (`line`, from `mpi_error::fail`): end the job through rank 0.
+fn failed(s: &Shared, line: &str) -> ! {
+    match &s.channel {
+        Some(ch) if s.rank != 0 => {
+            let state = State { desc: line.to_string(), ..s.state() };
+            ch.send(0, Kind::Failed, &state);
+            // Rank 0 prints the line and sends `Done`, on which this rank's watchdog thread ends
+            // the process; this thread waits, and speaks only if that never comes.
+            std::thread::sleep(FAILED_WAIT);
+            end(Some(line))
+        }
+        Some(_) => report_for_job(s, line),
+        None => end(Some(line)),
+    }
+}
+
+/// Rank 0: print `line` for the job, tell every other rank to end, end.
+fn report_for_job(s: &Shared, line: &str) -> ! {
+    say(line);
+    if let Some(ch) = &s.channel {
+        let me = s.state();
+        for r in (0..ch.size()).filter(|&r| r != s.rank) {
+            ch.send(r, Kind::Done, &me);
+        }
+    }
+    end(None)
+}
+
+/// The line, in one write(2), so ranks' lines never interleave. Once per process: a second
+/// caller (another thread) waits here for the first to end the process.
 fn say(line: &str) {
+    if SAID.swap(true, Ordering::SeqCst) {
+        loop {
+            std::thread::park();
+        }
+    }
     let line = format!("coll-bench: error: {line}\n");
     // SAFETY: writing a valid, live buffer to the stderr descriptor.
     unsafe {

@@ -69,6 +69,8 @@ pub struct Driver {
 pub fn load(env: &dyn Fn(&str) -> Option<OsString>) -> Result<&'static Driver, String> {
     let value = env(search::CUDA_VAR);
     let cands = search::candidates(search::CUDA_VAR, value.as_deref(), search::CUDA_NAMES, &[]);
+    // SAFETY: loading the CUDA driver runs its initialisers, which have no preconditions of ours;
+    // nothing is called in it until its symbols are checked (`DriverApi::load`).
     let opened = search::open_first(&cands, |c| unsafe { Library::new(c.target()) }.map_err(|e| e.to_string()));
     let (lib, which) = match opened {
         Ok(x) => x,
@@ -312,9 +314,11 @@ impl Event {
     /// Seconds from `start` to `self`, both recorded and done.
     pub fn seconds_since(&self, start: &Event) -> Result<f64, String> {
         let mut ms = 0f32;
-        // SAFETY: out-pointer to a local; both events are ours and complete.
-        self.drv
-            .check(unsafe { (self.drv.api.event_elapsed_time)(&mut ms, start.raw, self.raw) }, "cuEventElapsedTime")?;
+        self.drv.check(
+            // SAFETY: out-pointer to a local; both events are ours and complete.
+            unsafe { (self.drv.api.event_elapsed_time)(&mut ms, start.raw, self.raw) },
+            "cuEventElapsedTime",
+        )?;
         Ok(ms as f64 * 1e-3)
     }
 }

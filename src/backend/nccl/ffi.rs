@@ -196,6 +196,8 @@ pub fn library_path(symbol: usize) -> Option<String> {
 /// Find, open and check NCCL: the library from the search order of [`super::search`], its
 /// version (at least [`MIN_VERSION`]), then every function we call.
 pub fn load(env: &dyn Fn(&str) -> Option<OsString>) -> Result<&'static Nccl, String> {
+    // SAFETY: loading NCCL runs its initialisers, which have no preconditions of ours; nothing is
+    // called in it until its version and every symbol are checked below.
     let open = |c: &Candidate| unsafe { Library::new(c.target()) }.map_err(|e| e.to_string());
     let value = env(search::NCCL_VAR);
     let first = search::candidates(search::NCCL_VAR, value.as_deref(), search::NCCL_NAMES, &[]);

@@ -116,8 +116,6 @@ use crate::verify::SENTINEL;
 use crate::world::World;
 use cuda::{Context, CuDevicePtr, DeviceBuffer, Driver, Event, Stream};
 use ffi::{Nccl, NcclComm, UniqueId, NCCL_IN_PROGRESS, NCCL_SUCCESS, UNIQUE_ID_BYTES};
-use mpi::raw::AsRaw;
-use mpi::traits::*;
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::raw::{c_int, c_void};
@@ -206,8 +204,7 @@ fn share_unique_id(world: &World, nccl: &'static Nccl) -> Result<(UniqueId, Stri
     if received {
         id.internal.copy_from_slice(&bytes);
     }
-    let mut all = vec![0u8; UNIQUE_ID_BYTES * world.size];
-    world.comm().all_gather_into(&id.internal[..], &mut all[..]);
+    let all = world.all_gather_same(&id.internal[..]);
     let differ: Vec<usize> =
         all.chunks(UNIQUE_ID_BYTES).enumerate().filter(|(_, c)| *c != &id.internal[..]).map(|(r, _)| r).collect();
     let checked = if !received {
@@ -369,6 +366,15 @@ struct Prepared {
 }
 
 impl NcclBackend {
+    /// `MPI_Barrier` on the world; a failure ends the job with one line (`crate::mpi_error`).
+    fn mpi_barrier(&self, call: &Call) {
+        // SAFETY: MPI is initialised (the World outlives the backend).
+        let rc = unsafe { mpi::ffi::MPI_Barrier(self.mpi_comm) };
+        crate::mpi_error::check(rc, "MPI_Barrier", self.rank, &self.host, || {
+            format!("the barrier around a timed batch of {}", call.kind.name())
+        });
+    }
+
     /// Steps 1-4 of the bootstrap; collective.
     pub fn new(world: &World, opts: &Options, env: &dyn Fn(&str) -> Option<OsString>) -> Result<NcclBackend> {
         if opts.implementation != crate::options::Implementation::Native {
@@ -423,7 +429,7 @@ impl NcclBackend {
             staging: HostBuffer::empty(),
             drv,
             nccl: local.nccl,
-            mpi_comm: world.comm().as_raw(),
+            mpi_comm: world.raw_comm(),
             rank: world.rank,
             nranks: world.size,
             host,
@@ -748,8 +754,7 @@ fn describe_all(world: &World, local: &Local) -> Vec<String> {
     let mut rec = [0u8; RECORD];
     let n = mine.len().min(RECORD - 1);
     rec[..n].copy_from_slice(&mine.as_bytes()[..n]);
-    let mut all = vec![0u8; RECORD * world.size];
-    world.comm().all_gather_into(&rec[..], &mut all[..]);
+    let all = world.all_gather_same(&rec[..]);
     let mut lines = vec![
         format!(
             "NCCL {} ({}), CUDA driver {}.{} ({})",
@@ -870,6 +875,7 @@ impl Backend for NcclBackend {
     }
 
     fn run(&mut self, call: &Call, iters: usize, batch: usize, samples: &mut Vec<f64>) -> Result<()> {
+        // The barriers around the timed calls go through MPI: a failure ends the job.
         let p = self.prepare(call)?;
         let batch = batch.max(1);
         // Ping-pong pairs time a round trip; report one way.
@@ -877,8 +883,7 @@ impl Backend for NcclBackend {
         let scale = 1.0 / (batch as f64 * round_trip);
         samples.clear();
         samples.reserve(iters / batch);
-        // SAFETY: MPI is initialised (the World outlives the backend).
-        unsafe { mpi::ffi::MPI_Barrier(self.mpi_comm) };
+        self.mpi_barrier(call);
         for _ in 0..iters / batch {
             let timed = (|| -> std::result::Result<f64, String> {
                 self.start.record(&self.stream)?;
@@ -886,8 +891,7 @@ impl Backend for NcclBackend {
                     self.call_once(&p)?;
                     if self.blocking {
                         self.wait_stream()?;
-                        // SAFETY: as above.
-                        unsafe { mpi::ffi::MPI_Barrier(self.mpi_comm) };
+                        self.mpi_barrier(call);
                     }
                 }
                 self.end.record(&self.stream)?;

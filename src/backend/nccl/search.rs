@@ -310,6 +310,7 @@ mod tests {
         assert_eq!(seen, cands);
 
         // The real loader on the fake files: they exist but are not libraries.
+        // SAFETY: the fake files are not libraries: dlopen refuses them without running anything.
         let tried = open_first(&cands[2..], |c| unsafe {
             libloading::Library::new(c.target()).map(|_| ()).map_err(|e| e.to_string())
         })
