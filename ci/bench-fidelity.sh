@@ -16,6 +16,7 @@ bash ci/setup.sh
 REPS=${REPS:-3}
 MAX=${MAX:-67108864}
 out=results/fidelity
+rm -rf "$out/baseline" "$out"/coll-bench-*.csv "$out"/bare-*.csv   # a run starts from nothing: --csv never overwrites
 mkdir -p "$out"
 cargo build --release --quiet
 mpicc -O2 -o "$out/bare_loop" ci/bench/bare_loop.c

@@ -9,6 +9,7 @@ bash ci/setup.sh
 . ci/env.sh
 cargo build --release --quiet
 out=results/speed
+rm -rf "$out"   # a run starts from nothing: --csv never overwrites
 mkdir -p "$out"
 for i in 1 2; do
   start=$(date +%s.%N)

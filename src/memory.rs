@@ -2,7 +2,7 @@
 //! sweep is the worst way to learn it.
 
 use crate::error::{Error, Result};
-use crate::size::human;
+use crate::size::amount;
 
 /// Memory a rank needs beyond its two buffers: the program, MPI's own buffers and the samples.
 pub const OVERHEAD_BYTES: u64 = 32 << 20;
@@ -48,9 +48,9 @@ pub fn check_fit(flag: &str, per_rank: u64, local_ranks: usize, available: u64, 
     if need > available {
         return Err(Error::usage(format!(
             "{flag}: the buffers need {} per rank × {local_ranks} rank(s) on {host} = {}, but only {} is available; expected a smaller {flag} (or fewer ranks per host)",
-            human(per_rank),
-            human(need),
-            human(available)
+            amount(per_rank),
+            amount(need),
+            amount(available)
         )));
     }
     Ok(())

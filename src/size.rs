@@ -43,6 +43,25 @@ pub fn human(bytes: u64) -> String {
     bytes.to_string()
 }
 
+/// An amount of memory for reading, not for typing back: [`human`]'s exact form where it is
+/// short (at most four digits before the suffix: `6G`, `1536`, `16G`), else rounded to one
+/// decimal and marked approximate (`~22.9G`, not `24056960K`). Memory sizes only; message sizes
+/// are printed with [`human`], which the size flags read back.
+pub fn amount(bytes: u64) -> String {
+    let exact = human(bytes);
+    if exact.trim_end_matches(['K', 'M', 'G', 'T']).len() <= 4 {
+        return exact;
+    }
+    const UNITS: [(u32, &str); 4] = [(40, "T"), (30, "G"), (20, "M"), (10, "K")];
+    for (shift, suffix) in UNITS {
+        let unit = (1u64 << shift) as f64;
+        if bytes as f64 >= unit {
+            return format!("~{:.1}{suffix}", bytes as f64 / unit);
+        }
+    }
+    exact
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,6 +83,16 @@ mod tests {
         for bad in ["0", "0K", "-8", "1.5M", "abc", "", "K", "12Q", "8 M", "99999999999999999999", "17179869184G"] {
             assert!(parse_size(bad).is_err(), "{bad:?} accepted");
         }
+    }
+
+    #[test]
+    fn amounts_are_exact_when_short_and_rounded_when_not() {
+        assert_eq!(amount(6 << 30), "6G");
+        assert_eq!(amount(1536), "1536");
+        assert_eq!(amount(16 << 30), "16G");
+        assert_eq!(amount(24_056_960 * 1024), "~22.9G");
+        assert_eq!(amount(206_191_985_152), "~192.0G");
+        assert_eq!(amount(12_345), "~12.1K");
     }
 
     #[test]

@@ -115,7 +115,7 @@ pub fn locked_memory() -> String {
         if v == libc::RLIM_INFINITY {
             "unlimited".to_string()
         } else {
-            crate::size::human(v)
+            crate::size::amount(v)
         }
     };
     if r.rlim_cur == r.rlim_max {

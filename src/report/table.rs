@@ -224,7 +224,7 @@ impl<W: Write> Report for TableReport<W> {
         }
         self.line(&format!(
             "# Peak memory per rank: {} (largest of any rank; buffers sized for {} messages)",
-            crate::size::human(totals.peak_rss_bytes),
+            crate::size::amount(totals.peak_rss_bytes),
             crate::size::human(info.options.max_bytes)
         ));
         self.line("#");

@@ -833,10 +833,10 @@ impl Backend for NcclBackend {
         if need > free {
             return Err(Error::setup(format!(
                 "buffers of {} do not fit on {}: {} free of {}; lower -e/--maxbytes",
-                crate::size::human(need as u64),
+                crate::size::amount(need as u64),
                 place,
-                crate::size::human(free as u64),
-                crate::size::human(total as u64)
+                crate::size::amount(free as u64),
+                crate::size::amount(total as u64)
             )));
         }
         let alloc = |len| DeviceBuffer::new(drv, len).map_err(|e| Error::setup(format!("{e} on {place}")));
