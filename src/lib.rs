@@ -8,7 +8,7 @@
 //! 1. `bin/coll-bench.rs` → [`app`]: argv → the MPI [`world`] → the plan, agreed across ranks →
 //!    a subcommand; for the sweep it wires the reports.
 //! 2. [`cli`]: every flag of every MPI subcommand (one parser per file) → typed options.
-//! 3. Subcommands: [`acceptance`] (`check`, `spec`), [`tune`], [`pairs`], [`info`]; below them
+//! 3. Subcommands: [`acceptance`] (`check`, `spec`), [`tune`], [`pairs`], [`info`], [`step`]; below them
 //!    [`plot`] and [`compare`], which read CSVs without MPI (and parse their own flags).
 //! 4. [`setup`]: one sweep's set-up on every rank: the backend made from the options, the types
 //!    it supports, the memory fit, the output paths, the run's context for the reports.
@@ -52,6 +52,7 @@ pub mod report;
 pub mod setup;
 pub mod size;
 pub mod stats;
+pub mod step;
 pub mod sweep;
 pub mod tune;
 pub mod verify;

@@ -1,0 +1,243 @@
+//! `coll-bench step [OPTIONS]`: one training step's communication.
+
+use super::values::{count_flag, size_flag};
+use super::Clap;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::step::model::{DpStyle, Model};
+use crate::step::{LayoutChoice, LayoutSpec, StepOptions};
+use std::path::PathBuf;
+
+/// One training step's communication: TP, PP and DP calls with real buffers, all groups at once.
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "coll-bench step",
+    bin_name = "coll-bench step",
+    version,
+    allow_negative_numbers = true,
+    after_help = "\
+Launch with MPI: mpirun -n 8 -H node1:4,node2:4 coll-bench step --layout tp=4,dp=* [OPTIONS]
+Runs what one step of the layout sends (TP collectives per layer and micro-batch, PP activations and
+gradients in 1F1B order, DP gradients at the end), every group of a dimension at the same time, then
+each dimension alone. Compute is not modelled and overlap is not assumed.
+Ranks: tp fastest-varying, then dp, then pp (Megatron-LM's order), so a TP group sits on one host.
+Examples:
+  mpirun -n 4 coll-bench step --layout tp=2,dp=*
+  mpirun -n 8 -H node1:4,node2:4 coll-bench step --layouts all --layers 8 --hidden 2048
+Exit codes: 0 ok, 1 wrong data, 2 usage or setup error."
+)]
+pub struct StepArgs {
+    /// Layout: tp=T,pp=P,dp=D, any of them (a missing one is 1), one may be * (filled from the world size)
+    #[arg(long = "layout", value_name = "LAYOUT", default_value = "dp=*", conflicts_with = "layouts")]
+    pub layout: String,
+    /// Run every valid tp × pp × dp factorization of the world and rank them by time per step
+    #[arg(long = "layouts", value_name = "all")]
+    pub layouts: Option<String>,
+    /// With --layouts all: allow TP groups that span hosts (by default tp divides the ranks per host)
+    #[arg(long = "tp-across-hosts")]
+    pub tp_across_hosts: bool,
+    /// Transformer layers
+    #[arg(long = "layers", value_name = "L", default_value = "4")]
+    pub layers: String,
+    /// Hidden size
+    #[arg(long = "hidden", value_name = "H", default_value = "512")]
+    pub hidden: String,
+    /// Parameter count (K/M/G are decimal here: 7G = 7e9) [default: 12 · layers · hidden²]
+    #[arg(long = "params", value_name = "N")]
+    pub params: Option<String>,
+    /// Sequence length (tokens)
+    #[arg(long = "seq", value_name = "S", default_value = "512")]
+    pub seq: String,
+    /// Micro-batch size (sequences)
+    #[arg(long = "micro-batch", value_name = "B", default_value = "1")]
+    pub micro_batch: String,
+    /// Micro-batches per step
+    #[arg(long = "micro-batches", value_name = "M", default_value = "4")]
+    pub micro_batches: String,
+    /// The model's data type: bf16, fp16 or float
+    #[arg(long = "dtype", value_name = "TYPE", default_value = "bf16")]
+    pub dtype: String,
+    /// Data-parallel style: ddp (all-reduce AVG of gradients in buckets) or zero (reduce-scatter
+    /// of gradients + all-gather of parameters)
+    #[arg(long = "dp", value_name = "ddp|zero", default_value = "ddp")]
+    pub dp: String,
+    /// DP bucket size (binary: 25M = 25 MiB, as PyTorch DDP's bucket_cap_mb)
+    #[arg(long = "bucket", value_name = "SIZE", default_value = "25M")]
+    pub bucket: String,
+    /// TP all-gather + reduce-scatter instead of all-reduce (Megatron-LM sequence parallelism)
+    #[arg(long = "sequence-parallel")]
+    pub sequence_parallel: bool,
+    /// Timed steps per layout (and per dimension alone)
+    #[arg(short = 'n', long = "iters", value_name = "N", default_value = "5")]
+    pub iters: String,
+    /// Warm-up steps before the timed ones
+    #[arg(short = 'w', long = "warmup_iters", value_name = "N", default_value = "1")]
+    pub warmup: String,
+    /// Check the data of every phase of one step (0 or 1)
+    #[arg(short = 'c', long = "check", value_name = "0|1", default_value = "1")]
+    pub check: String,
+    /// Write one row per layout and dimension as CSV to PATH [default: results/step-<UTC time>.csv]
+    #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
+    pub csv: Option<PathBuf>,
+    /// Write no CSV
+    #[arg(long = "no-csv")]
+    pub no_csv: bool,
+    /// Write the results as JSON to PATH
+    #[arg(long = "json", value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Replace output files that exist (regular files only)
+    #[arg(long = "force", visible_alias = "overwrite")]
+    pub force: bool,
+    /// Write to the file a symbolic link at an output path points at (refused by default)
+    #[arg(long = "follow-symlinks")]
+    pub follow_symlinks: bool,
+}
+
+/// A positive whole number for `flag`.
+fn positive(flag: &str, v: &str) -> Result<u64> {
+    match v.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(Error::usage(format!("step {flag}: '{v}' is not allowed; expected a whole number above 0"))),
+    }
+}
+
+/// `--params`: a whole number, K/M/G/T decimal (7G = 7 000 000 000), above 0.
+fn params(v: &str) -> Result<u64> {
+    let t = v.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c.to_ascii_uppercase() {
+                'K' => 1_000u64,
+                'M' => 1_000_000,
+                'G' | 'B' => 1_000_000_000,
+                'T' => 1_000_000_000_000,
+                _ => 0,
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    let n = num.parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0).map(|x| (x * mult as f64).round() as u64);
+    match n {
+        Some(n) if n > 0 && mult > 0 => Ok(n),
+        _ => Err(Error::usage(format!(
+            "step --params: '{v}' is not allowed; expected a parameter count above 0, e.g. 350M or 7G (decimal)"
+        ))),
+    }
+}
+
+/// `tp=T,pp=P,dp=D`: each dimension at most once, a positive count or `*` (at most one).
+pub fn layout(v: &str) -> Result<LayoutSpec> {
+    let form = "expected tp=T,pp=P,dp=D (each a whole number above 0, one may be *, a missing one is 1), e.g. tp=2,dp=*";
+    let bad = |why: String| Error::usage(format!("step --layout: {why}; {form}"));
+    let mut spec = LayoutSpec { tp: Some(1), pp: Some(1), dp: Some(1) };
+    let mut seen: Vec<&str> = vec![];
+    for item in v.split(',').map(str::trim) {
+        let (k, val) = item.split_once('=').ok_or_else(|| bad(format!("'{item}' is not DIM=N")))?;
+        let (k, val) = (k.trim(), val.trim());
+        let slot = match k {
+            "tp" => &mut spec.tp,
+            "pp" => &mut spec.pp,
+            "dp" => &mut spec.dp,
+            _ => return Err(bad(format!("unknown dimension '{k}' (known: tp, pp, dp)"))),
+        };
+        if seen.contains(&k) {
+            return Err(bad(format!("{k} is given twice")));
+        }
+        seen.push(k);
+        *slot = match val {
+            "*" => None,
+            _ => Some(val.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| bad(format!("{k}={val} is not allowed")))?),
+        };
+    }
+    if [spec.tp, spec.pp, spec.dp].iter().filter(|x| x.is_none()).count() > 1 {
+        return Err(bad("more than one *".to_string()));
+    }
+    Ok(spec)
+}
+
+/// Parse `step …` (`argv[0]` is "step").
+pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
+    let a: StepArgs = match super::clap_parse(argv)? {
+        Clap::Args(a) => a,
+        Clap::Info(t) => return Ok(Clap::Info(t)),
+    };
+    let choice = match a.layouts.as_deref().map(str::trim) {
+        Some("all") => LayoutChoice::All,
+        Some(other) => {
+            return Err(Error::usage(format!("step --layouts: '{other}' is not allowed; expected all")));
+        }
+        None => LayoutChoice::One(layout(&a.layout)?),
+    };
+    let dtype = match DType::parse(a.dtype.trim()) {
+        Some(d @ (DType::Bfloat16 | DType::Float16 | DType::Float32)) => d,
+        _ => {
+            return Err(Error::usage(format!(
+                "step --dtype: '{}' is not allowed; expected bf16, fp16 or float",
+                a.dtype
+            )))
+        }
+    };
+    let dp_style = match a.dp.trim() {
+        "ddp" => DpStyle::Ddp,
+        "zero" => DpStyle::Zero,
+        other => return Err(Error::usage(format!("step --dp: '{other}' is not allowed; expected ddp or zero"))),
+    };
+    let bucket = size_flag("step --bucket", &a.bucket)?;
+    if bucket == 0 {
+        return Err(Error::usage("step --bucket: 0 is not allowed; expected a size above 0, e.g. 25M"));
+    }
+    let model = Model {
+        layers: positive("--layers", &a.layers)?,
+        hidden: positive("--hidden", &a.hidden)?,
+        params: a.params.as_deref().map(params).transpose()?,
+        seq: positive("--seq", &a.seq)?,
+        micro_batch: positive("--micro-batch", &a.micro_batch)?,
+        micro_batches: positive("--micro-batches", &a.micro_batches)?,
+        elem_bytes: dtype.size() as u64,
+        dp_style,
+        bucket,
+        sequence_parallel: a.sequence_parallel,
+    };
+    Ok(Clap::Args(StepOptions {
+        model,
+        dtype,
+        layout: choice,
+        tp_across_hosts: a.tp_across_hosts,
+        iters: count_flag("step -n/--iters", &a.iters, 1)?,
+        warmup: count_flag("step -w/--warmup_iters", &a.warmup, 0)?,
+        check: super::values::bool_flag("step -c/--check", &a.check)?,
+        csv: if a.no_csv { None } else { Some(a.csv) },
+        json: a.json,
+        files: crate::options::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_parse_and_refuse() {
+        assert_eq!(layout("tp=2,dp=*").unwrap(), LayoutSpec { tp: Some(2), pp: Some(1), dp: None });
+        assert_eq!(layout("pp=2, dp=2").unwrap(), LayoutSpec { tp: Some(1), pp: Some(2), dp: Some(2) });
+        for (bad, says) in [
+            ("xp=2", "unknown dimension 'xp'"),
+            ("tp=0", "tp=0 is not allowed"),
+            ("tp=*,dp=*", "more than one *"),
+            ("tp=2,tp=2", "tp is given twice"),
+            ("tp2", "'tp2' is not DIM=N"),
+        ] {
+            let e = layout(bad).unwrap_err().to_string();
+            assert!(e.contains(says) && e.contains("expected tp=T,pp=P,dp=D"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn params_are_decimal() {
+        assert_eq!(params("350M").unwrap(), 350_000_000);
+        assert_eq!(params("1.5G").unwrap(), 1_500_000_000);
+        assert_eq!(params("1000").unwrap(), 1000);
+        assert!(params("0").is_err() && params("7X").is_err() && params("-1").is_err());
+    }
+}
