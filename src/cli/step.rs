@@ -91,6 +91,9 @@ pub struct StepArgs {
     /// Write to the file a symbolic link at an output path points at (refused by default)
     #[arg(long = "follow-symlinks")]
     pub follow_symlinks: bool,
+    /// Testing only: flip a bit of every output this rank receives in the check pass
+    #[arg(long = "debug-corrupt-rank", value_name = "RANK", hide = true)]
+    pub debug_corrupt_rank: Option<usize>,
 }
 
 /// A positive whole number for `flag`.
@@ -210,6 +213,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
         csv: if a.no_csv { None } else { Some(a.csv) },
         json: a.json,
         files: crate::options::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
+        debug_corrupt_rank: a.debug_corrupt_rank,
     }))
 }
 

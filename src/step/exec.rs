@@ -106,6 +106,8 @@ struct Runner<'a> {
     dp: Option<Group>,
     pp: PpBufs,
     samples: Vec<f64>,
+    /// Testing only: flip a bit of each output received in the check pass.
+    corrupt: bool,
 }
 
 /// The byte of element `i` of the transfer `x` from `src` (a pattern the receiver can predict).
@@ -147,7 +149,11 @@ impl Runner<'_> {
         self.samples = samples;
         let mut wrong = 0;
         if check {
+            let corrupt = self.corrupt && guard_from > 0;
             let g = self.group(dim);
+            if corrupt {
+                g.backend.write(Buf::Recv, guard_from, &mut |b| b[0] ^= 0x40)?;
+            }
             g.backend.read(Buf::Recv, guard_from + GUARD_BYTES, &mut |b| {
                 let v = verify(spec, &c, wire, op, b, 0, guard_from);
                 wrong = v.wrong + v.out_of_bounds;
@@ -176,6 +182,9 @@ impl Runner<'_> {
         let t0 = mpi::time();
         self.world.sendrecv_bytes(to, &self.pp.send[..n], from, &mut self.pp.recv[..n]);
         let secs = mpi::time() - t0;
+        if check && self.corrupt && x.recv.is_some() && n > 0 {
+            self.pp.recv[0] ^= 0x40;
+        }
         let mut wrong = 0;
         if let (true, Some(r), Some(src)) = (check, x.recv, from) {
             wrong = self.pp.recv[..n].iter().enumerate().filter(|(i, b)| **b != pp_byte(src, r.dir, r.mb, *i)).count()
@@ -279,6 +288,7 @@ pub fn run_layout(world: &World, opts: &StepOptions, shape: &Shape) -> Result<La
         dp,
         pp: PpBufs { send: vec![0u8; pp_bytes], recv: vec![0u8; pp_bytes] },
         samples: vec![],
+        corrupt: opts.debug_corrupt_rank == Some(world.rank),
     };
     let prog = program(model, shape, world.rank);
     let dims: Vec<Dim> = plans.iter().map(|p| p.dim).collect();

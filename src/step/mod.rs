@@ -75,6 +75,8 @@ pub struct StepOptions {
     pub csv: Option<Option<PathBuf>>,
     pub json: Option<PathBuf>,
     pub files: crate::report::Policy,
+    /// Testing only: this rank flips a bit of every output it receives in the check pass.
+    pub debug_corrupt_rank: Option<usize>,
 }
 
 /// (t, p, d) of `rank`: tp fastest, then dp, then pp.
