@@ -424,6 +424,41 @@ mod tests {
         assert!(e.contains("2 ranks, but the world has 4"), "{e}");
     }
 
+    /// The step's rank order and groups are the same as `--groups tp=…,pp=…,dp=…` gives
+    /// (`crate::layout`, Megatron-LM's default order); its layouts are the same factorizations.
+    #[test]
+    fn same_groups_and_layouts_as_the_layout_module() {
+        use crate::layout::{self, Grid};
+        for world in [4usize, 8, 12, 16] {
+            for per_host in [1usize, 2, 4, 8] {
+                let m = model::Model {
+                    layers: 2 * 3 * 4 * 5 * 7 * 8,
+                    hidden: 8,
+                    params: None,
+                    seq: 1,
+                    micro_batch: 1,
+                    micro_batches: 1,
+                    elem_bytes: 2,
+                    dp_style: model::DpStyle::Ddp,
+                    bucket: 1 << 20,
+                    sequence_parallel: false,
+                };
+                let (mine, _) = model::factorizations(world, per_host, false, &m);
+                let theirs = layout::factorizations(world, per_host, false);
+                assert_eq!(mine.len(), theirs.len(), "{world} on {per_host} per host");
+                for (s, g) in mine.iter().zip(&theirs) {
+                    let (tp, pp, dp) = (layout::Dim::Tp, layout::Dim::Pp, layout::Dim::Dp);
+                    assert_eq!((s.tp, s.pp, s.dp), (g.size(tp), g.size(pp), g.size(dp)));
+                    let grid = Grid::new(&[(tp, s.tp), (pp, s.pp), (dp, s.dp)]);
+                    for (d, ld) in [(Dim::Tp, tp), (Dim::Pp, pp), (Dim::Dp, dp)] {
+                        let theirs: Vec<Vec<usize>> = grid.groups_of(ld).into_iter().map(|g| g.ranks).collect();
+                        assert_eq!(groups(s, d), theirs, "{s} {d}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn tp_is_fastest_then_dp_then_pp() {
         let s = Shape { tp: 2, pp: 2, dp: 2 };
