@@ -36,7 +36,9 @@ pub fn main() -> i32 {
     // `coll-bench help [SUBCOMMAND]` is `coll-bench [SUBCOMMAND] --help`.
     if argv.get(1).map(String::as_str) == Some("help") {
         match argv.get(2).map(String::as_str) {
-            None | Some("check" | "tune" | "pairs" | "step" | "info" | "plot" | "compare" | "spec") if argv.len() <= 3 => {
+            None | Some("check" | "tune" | "pairs" | "step" | "info" | "plot" | "compare" | "spec")
+                if argv.len() <= 3 =>
+            {
                 argv = argv.iter().take(1).chain(argv.get(2)).cloned().chain(["--help".to_string()]).collect();
             }
             _ => {

@@ -336,7 +336,10 @@ fn step_layouts_on_two_hosts() {
         ),
         "{out}"
     );
-    assert!(out.contains("# Left out: tp=4, pp=1, dp=1: tp=4 would span hosts of 2 ranks (--tp-across-hosts)"), "{out}");
+    assert!(
+        out.contains("# Left out: tp=4, pp=1, dp=1: tp=4 would span hosts of 2 ranks (--tp-across-hosts)"),
+        "{out}"
+    );
     assert_eq!(out.matches("; all data correct").count(), 5, "{out}");
     assert_eq!(out.lines().filter(|l| l.starts_with("#   ") && l.contains(" ms/step (")).count(), 5, "{out}");
     let mut rd = csv::Reader::from_path(bed.dir().join("step.csv")).unwrap();

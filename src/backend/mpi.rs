@@ -500,7 +500,13 @@ impl DupComm {
         world.check(rc, "MPI_Comm_dup", "the duplicate communicator of a forced algorithm");
         // (A duplicate inherits the world's MPI_ERRORS_RETURN; set it anyway, it is what we rely on.)
         world.check(mpi_error::return_errors(c), "MPI_Comm_set_errhandler", "the duplicate communicator");
-        DupComm { comm: c, rank: world.rank, host: world.host().to_string(), group_rank: world.rank, group_size: world.size }
+        DupComm {
+            comm: c,
+            rank: world.rank,
+            host: world.host().to_string(),
+            group_rank: world.rank,
+            group_size: world.size,
+        }
     }
 
     /// The world split by `color` (`MPI_Comm_split`), ranked by `key`: the ranks of one group of
@@ -520,7 +526,13 @@ impl DupComm {
         let (rc_r, rc_n) = unsafe { (ffi::MPI_Comm_rank(c, &mut r), ffi::MPI_Comm_size(c, &mut n)) };
         world.check(rc_r, "MPI_Comm_rank", "a group's communicator");
         world.check(rc_n, "MPI_Comm_size", "a group's communicator");
-        DupComm { comm: c, rank: world.rank, host: world.host().to_string(), group_rank: r as usize, group_size: n as usize }
+        DupComm {
+            comm: c,
+            rank: world.rank,
+            host: world.host().to_string(),
+            group_rank: r as usize,
+            group_size: n as usize,
+        }
     }
 }
 

@@ -131,7 +131,8 @@ fn params(v: &str) -> Result<u64> {
 
 /// `tp=T,pp=P,dp=D`: each dimension at most once, a positive count or `*` (at most one).
 pub fn layout(v: &str) -> Result<LayoutSpec> {
-    let form = "expected tp=T,pp=P,dp=D (each a whole number above 0, one may be *, a missing one is 1), e.g. tp=2,dp=*";
+    let form =
+        "expected tp=T,pp=P,dp=D (each a whole number above 0, one may be *, a missing one is 1), e.g. tp=2,dp=*";
     let bad = |why: String| Error::usage(format!("step --layout: {why}; {form}"));
     let mut spec = LayoutSpec { tp: Some(1), pp: Some(1), dp: Some(1) };
     let mut seen: Vec<&str> = vec![];
@@ -150,7 +151,9 @@ pub fn layout(v: &str) -> Result<LayoutSpec> {
         seen.push(k);
         *slot = match val {
             "*" => None,
-            _ => Some(val.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| bad(format!("{k}={val} is not allowed")))?),
+            _ => Some(
+                val.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| bad(format!("{k}={val} is not allowed")))?,
+            ),
         };
     }
     if [spec.tp, spec.pp, spec.dp].iter().filter(|x| x.is_none()).count() > 1 {

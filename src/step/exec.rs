@@ -52,7 +52,9 @@ pub fn program(model: &Model, shape: &Shape, rank: usize) -> Vec<Action> {
             };
             let layers = model.layers / shape.pp as u64;
             (0..layers)
-                .flat_map(|_| per_layer.iter().map(move |&kind| Action::Coll { dim: Dim::Tp, kind, op: Op::Sum, bytes }))
+                .flat_map(|_| {
+                    per_layer.iter().map(move |&kind| Action::Coll { dim: Dim::Tp, kind, op: Op::Sum, bytes })
+                })
                 .collect()
         }
         None => vec![],
@@ -348,7 +350,9 @@ mod tests {
         for sp in [false, true] {
             for style in [DpStyle::Ddp, DpStyle::Zero] {
                 let m = Model { sequence_parallel: sp, dp_style: style, ..small() };
-                for shape in [Shape { tp: 2, pp: 1, dp: 2 }, Shape { tp: 1, pp: 2, dp: 2 }, Shape { tp: 2, pp: 2, dp: 1 }] {
+                for shape in
+                    [Shape { tp: 2, pp: 1, dp: 2 }, Shape { tp: 1, pp: 2, dp: 2 }, Shape { tp: 2, pp: 2, dp: 1 }]
+                {
                     let plans = plan(&m, &shape);
                     let mut sends = 0u64;
                     for rank in 0..shape.world() {
@@ -366,7 +370,8 @@ mod tests {
                                 assert_eq!(mine.iter().map(|x| x.1).sum::<u64>(), p.bytes());
                             }
                         }
-                        sends += prog.iter().filter(|o| matches!(o, Action::Pp { x, .. } if x.send.is_some())).count() as u64;
+                        sends += prog.iter().filter(|o| matches!(o, Action::Pp { x, .. } if x.send.is_some())).count()
+                            as u64;
                     }
                     // PP: 2·M transfers per stage boundary, (pp − 1) boundaries per pipeline.
                     let pipelines = (shape.tp * shape.dp) as u64;

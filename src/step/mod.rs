@@ -36,7 +36,7 @@ impl LayoutSpec {
         let text = |x: Option<usize>| x.map_or("*".to_string(), |n| n.to_string());
         let shown = format!("tp={},pp={},dp={}", text(self.tp), text(self.pp), text(self.dp));
         let fill = if [self.tp, self.pp, self.dp].contains(&None) {
-            if !world.is_multiple_of(known) {
+            if world % known != 0 {
                 return Err(format!(
                     "step --layout {shown}: {known} does not divide the world of {world} ranks; expected sizes whose product divides {world}"
                 ));
@@ -183,7 +183,8 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
         }
         .transpose();
         csv.and_then(|c| {
-            let j = opts.json.as_ref().map(|p| crate::report::AppendFile::create("step --json", p, opts.files)).transpose();
+            let j =
+                opts.json.as_ref().map(|p| crate::report::AppendFile::create("step --json", p, opts.files)).transpose();
             match j {
                 Ok(j) => Ok(Some((c, j))),
                 Err(e) => {
@@ -285,7 +286,10 @@ fn print_header(world: &World, opts: &StepOptions, shapes: &[Shape], left_out: &
             let _ = writeln!(out, "# Left out: {s}: {why}");
         }
     }
-    let _ = writeln!(out, "#  dim  groups×size  calls/step  bytes/step   time/step (ms)  busbw (GB/s)  alone (ms)  alone busbw (GB/s)");
+    let _ = writeln!(
+        out,
+        "#  dim  groups×size  calls/step  bytes/step   time/step (ms)  busbw (GB/s)  alone (ms)  alone busbw (GB/s)"
+    );
     let _ = out.flush();
 }
 

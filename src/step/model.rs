@@ -130,7 +130,7 @@ impl Model {
 
     /// Why this shape cannot run this model (pp must divide the layers), or None.
     pub fn refuse(&self, shape: &Shape) -> Option<String> {
-        if !self.layers.is_multiple_of(shape.pp as u64) {
+        if self.layers % shape.pp as u64 != 0 {
             return Some(format!("pp={} does not divide --layers {}", shape.pp, self.layers));
         }
         None
@@ -211,8 +211,10 @@ pub fn plan(model: &Model, shape: &Shape) -> Vec<DimPlan> {
                 let padded = shard.div_ceil(unit) * unit;
                 let bucket = (model.bucket / unit).max(1) * unit;
                 let b = buckets(padded, bucket, unit);
-                let rs = b.iter().map(|&(calls, bytes)| CallGroup { dim: Dim::Dp, kind: Kind::ReduceScatter, calls, bytes });
-                let ag = b.iter().map(|&(calls, bytes)| CallGroup { dim: Dim::Dp, kind: Kind::AllGather, calls, bytes });
+                let rs =
+                    b.iter().map(|&(calls, bytes)| CallGroup { dim: Dim::Dp, kind: Kind::ReduceScatter, calls, bytes });
+                let ag =
+                    b.iter().map(|&(calls, bytes)| CallGroup { dim: Dim::Dp, kind: Kind::AllGather, calls, bytes });
                 rs.chain(ag).collect()
             }
         };
@@ -246,10 +248,10 @@ pub fn factorizations(
     model: &Model,
 ) -> (Vec<Shape>, Vec<(Shape, String)>) {
     let (mut ok, mut left) = (vec![], vec![]);
-    for tp in (1..=world).filter(|t| world.is_multiple_of(*t)) {
-        for pp in (1..=world / tp).filter(|p| (world / tp).is_multiple_of(*p)) {
+    for tp in (1..=world).filter(|t| world % *t == 0) {
+        for pp in (1..=world / tp).filter(|p| (world / tp) % *p == 0) {
             let shape = Shape { tp, pp, dp: world / tp / pp };
-            if !tp_across_hosts && !ranks_per_host.is_multiple_of(tp) {
+            if !tp_across_hosts && ranks_per_host % tp != 0 {
                 left.push((shape, format!("tp={tp} would span hosts of {ranks_per_host} ranks (--tp-across-hosts)")));
             } else if let Some(why) = model.refuse(&shape) {
                 left.push((shape, why));

@@ -128,20 +128,12 @@ mod tests {
         // Stage 0: F0 out; F1 out while B0 comes in; B1 in.
         assert_eq!(
             one_f_one_b(0, 2, 2),
-            vec![
-                x(Some((Forward, 0)), None),
-                x(Some((Forward, 1)), Some((Backward, 0))),
-                x(None, Some((Backward, 1)))
-            ]
+            vec![x(Some((Forward, 0)), None), x(Some((Forward, 1)), Some((Backward, 0))), x(None, Some((Backward, 1)))]
         );
         // Stage 1 meets it exchange for exchange.
         assert_eq!(
             one_f_one_b(1, 2, 2),
-            vec![
-                x(None, Some((Forward, 0))),
-                x(Some((Backward, 0)), Some((Forward, 1))),
-                x(Some((Backward, 1)), None)
-            ]
+            vec![x(None, Some((Forward, 0))), x(Some((Backward, 0)), Some((Forward, 1))), x(Some((Backward, 1)), None)]
         );
     }
 
@@ -194,7 +186,8 @@ mod tests {
                         _ => s - 1,
                     };
                     e.send.is_none_or(|t| all[peer(t, true)].get(at[peer(t, true)]).and_then(|x| x.recv) == Some(t))
-                        && e.recv.is_none_or(|t| all[peer(t, false)].get(at[peer(t, false)]).and_then(|x| x.send) == Some(t))
+                        && e.recv
+                            .is_none_or(|t| all[peer(t, false)].get(at[peer(t, false)]).and_then(|x| x.send) == Some(t))
                 };
                 loop {
                     let ready: Vec<usize> = (0..p).filter(|&s| met(&at, s)).collect();
