@@ -4,9 +4,10 @@
 //! and allocated, the output paths checked before anything is measured, and the run's context
 //! for the reports. Every step is agreed across ranks, so an error on one rank stops all of them.
 
-use crate::backend::mpi::MpiBackend;
+use crate::backend::mpi::{GroupComm, MpiBackend};
 use crate::backend::Backend;
 use crate::error::Result;
+use crate::layout::{Group, Layout};
 use crate::memory;
 use crate::options::{BackendKind, CsvTarget, Options, Policy};
 use crate::record::RunInfo;
@@ -20,6 +21,45 @@ pub fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
         BackendKind::Mpi => Ok(Box::new(MpiBackend::new(world, opts)?)),
         // Collective inside: agrees across ranks at each step of its bootstrap.
         BackendKind::Nccl => crate::backend::nccl::create(world, opts),
+    }
+}
+
+/// The host number of every rank, hosts numbered in the order of their first rank.
+pub fn host_of_rank(world: &World) -> Vec<usize> {
+    let mut out = vec![0; world.size];
+    for (h, (_, ranks)) in world.ranks_by_host().iter().enumerate() {
+        ranks.iter().for_each(|r| out[*r] = h);
+    }
+    out
+}
+
+/// The groups of `layout` on this world: the same on every rank (computed from the same host
+/// map), so refusing a layout needs no agreement; it happens before anything is made.
+pub fn groups(world: &World, layout: &Layout) -> Result<Vec<Group>> {
+    crate::layout::groups(layout, &host_of_rank(world))
+}
+
+/// The group of `groups` this rank is in (its index, which is its id).
+pub fn my_group(world: &World, groups: &[Group]) -> usize {
+    groups.iter().position(|g| g.ranks.contains(&world.rank)).unwrap_or(0)
+}
+
+/// The backend on this rank's group of `groups` (one call per set of groups: the step of a
+/// layout makes one per dimension): `MPI_Comm_split` by group, keyed by world rank, for MPI;
+/// `ncclCommSplit` (or one unique id per group) for NCCL. A single group of every rank is the
+/// world's backend itself. Collective over the world.
+pub fn make_group_backend(world: &World, opts: &Options, groups: &[Group]) -> Result<Box<dyn Backend>> {
+    if groups.len() == 1 && groups[0].size() == world.size {
+        return make_backend(world, opts);
+    }
+    let color = my_group(world, groups) as u32;
+    match opts.backend {
+        BackendKind::Mpi => {
+            let backend = MpiBackend::new(world, opts)?;
+            let comm = GroupComm::split(world, color, world.rank);
+            Ok(Box::new(backend.into_group(comm)?))
+        }
+        BackendKind::Nccl => crate::backend::nccl::create_in_group(world, opts, color),
     }
 }
 
