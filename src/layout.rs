@@ -270,9 +270,9 @@ pub enum SplitKind {
     Div,
 }
 
-/// Which ranks run a collective together.
+/// Which ranks run a collective together. Serialised as its text form (`tp=2,dp=*:dp`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+#[serde(into = "String", try_from = "String")]
 pub enum Layout {
     #[default]
     World,
@@ -414,6 +414,19 @@ impl FromStr for Layout {
     type Err = Error;
     fn from_str(s: &str) -> Result<Layout> {
         Layout::parse_for("--groups", s)
+    }
+}
+
+impl From<Layout> for String {
+    fn from(l: Layout) -> String {
+        l.to_string()
+    }
+}
+
+impl TryFrom<String> for Layout {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Layout> {
+        s.parse()
     }
 }
 
