@@ -179,15 +179,6 @@ impl MpiBackend {
         self.dup = true;
     }
 
-    /// Run on a group's communicator from now on (`step`: one per parallel dimension), as a
-    /// member of that group: rank and rank count are the group's. A failed call ends the job,
-    /// as on the world's communicator.
-    pub fn use_group(&mut self, comm: &DupComm) {
-        self.comm = comm.comm;
-        self.rank = comm.group_rank;
-        self.nranks = comm.group_size;
-    }
-
     fn prepare(&mut self, call: &Call) -> Result<Prepared> {
         let dtype = datatype(call.dtype).ok_or_else(|| {
             Error::usage(format!("-d/--datatype: {} is not supported by the mpi backend", call.dtype))
@@ -504,9 +495,6 @@ pub struct DupComm {
     /// For the line if freeing it fails.
     rank: usize,
     host: String,
-    /// This rank in the communicator, and the communicator's size.
-    group_rank: usize,
-    group_size: usize,
 }
 
 impl DupComm {
@@ -520,39 +508,7 @@ impl DupComm {
         world.check(rc, "MPI_Comm_dup", "the duplicate communicator of a forced algorithm");
         // (A duplicate inherits the world's MPI_ERRORS_RETURN; set it anyway, it is what we rely on.)
         world.check(mpi_error::return_errors(c), "MPI_Comm_set_errhandler", "the duplicate communicator");
-        DupComm {
-            comm: c,
-            rank: world.rank,
-            host: world.host().to_string(),
-            group_rank: world.rank,
-            group_size: world.size,
-        }
-    }
-
-    /// The world split by `color` (`MPI_Comm_split`), ranked by `key`: the ranks of one group of
-    /// a parallel dimension. Collective over the world.
-    pub fn split(world: &World, color: usize, key: usize) -> DupComm {
-        // SAFETY: MPI is initialised; `c` is written by MPI_Comm_split; the size and rank are
-        // written into plain integers.
-        let (rc, c) = unsafe {
-            let mut c: ffi::MPI_Comm = std::mem::zeroed();
-            let rc = ffi::MPI_Comm_split(world.raw_comm(), color as c_int, key as c_int, &mut c);
-            (rc, c)
-        };
-        world.check(rc, "MPI_Comm_split", "a group's communicator");
-        world.check(mpi_error::return_errors(c), "MPI_Comm_set_errhandler", "a group's communicator");
-        let (mut r, mut n): (c_int, c_int) = (0, 0);
-        // SAFETY: `c` is a valid communicator; `r` and `n` are written.
-        let (rc_r, rc_n) = unsafe { (ffi::MPI_Comm_rank(c, &mut r), ffi::MPI_Comm_size(c, &mut n)) };
-        world.check(rc_r, "MPI_Comm_rank", "a group's communicator");
-        world.check(rc_n, "MPI_Comm_size", "a group's communicator");
-        DupComm {
-            comm: c,
-            rank: world.rank,
-            host: world.host().to_string(),
-            group_rank: r as usize,
-            group_size: n as usize,
-        }
+        DupComm { comm: c, rank: world.rank, host: world.host().to_string() }
     }
 }
 

@@ -1,12 +1,11 @@
 //! Running one layout's step on the ranks: each rank's program (its stage's slots in 1F1B order,
 //! TP's calls in each forward and backward pass, DP's at the end), one communicator per group
-//! (`MPI_Comm_split`), real buffers; timed per dimension in the whole step and alone, then one
+//! (`setup::make_group_backend`: `MPI_Comm_split`), real buffers; timed per dimension in the whole step and alone, then one
 //! checked step. Nothing here prints.
 
 use super::model::{plan, CallGroup, Dim, DimPlan, DpStyle};
 use super::schedule::{slots, Dir, Exchange, Slot};
 use super::{coords, group_of, groups, rank_of, DimResult, LayoutResult, StepOptions};
-use crate::backend::mpi::{DupComm, MpiBackend};
 use crate::backend::{Backend, Buf, Call};
 use crate::collective::{Convention, Ctx, Kind};
 use crate::dtype::{DType, Op};
@@ -87,9 +86,7 @@ pub fn buffer_need(model: &Model, shape: &Shape) -> u64 {
 
 /// A group's communicator and the backend on it.
 struct Group {
-    // Declared first: dropped before the communicator it runs on.
-    backend: MpiBackend,
-    _comm: DupComm,
+    backend: Box<dyn Backend>,
     rank: usize,
     size: usize,
 }
@@ -239,15 +236,16 @@ impl Runner<'_> {
     }
 }
 
-/// The communicator and backend of `rank`'s group in `dim` (collective over the world), its
-/// buffers allocated for the largest call of `plan`.
+/// The backend on `rank`'s group in `dim` (`setup::make_group_backend`: `MPI_Comm_split`;
+/// collective over the world), its buffers allocated for the largest call of `plan`.
 fn make_group(world: &World, shape: &Shape, dim: Dim, plan: &DimPlan, wire: DType) -> Result<Group> {
+    let all: Vec<crate::layout::Group> =
+        groups(shape, dim).into_iter().enumerate().map(|(id, ranks)| crate::layout::Group { id, ranks }).collect();
     let members = group_of(shape, dim, world.rank);
-    let color = groups(shape, dim).iter().position(|g| *g == members).expect("the rank's group is a group");
+    // Ranks ascending in a group (tp fastest, then dp, then pp), so the place in the group's
+    // communicator (keyed by world rank) is the place in the list.
     let key = members.iter().position(|r| *r == world.rank).expect("the rank is in its group");
-    let comm = DupComm::split(world, color, key);
-    let mut backend = world.agree(MpiBackend::new(world, &Options::default()))?;
-    backend.use_group(&comm);
+    let mut backend = world.agree(crate::setup::make_group_backend(world, &Options::default(), &all))?;
     let elem = wire.size();
     let (mut send, mut recv) = (0usize, 0usize);
     for g in &plan.groups {
@@ -256,7 +254,7 @@ fn make_group(world: &World, shape: &Shape, dim: Dim, plan: &DimPlan, wire: DTyp
         recv = recv.max(l.recv_count * elem);
     }
     world.agree(backend.allocate(send, recv + GUARD_BYTES))?;
-    Ok(Group { backend, _comm: comm, rank: key, size: members.len() })
+    Ok(Group { backend, rank: key, size: members.len() })
 }
 
 /// Effective bus bandwidth of `plan`'s calls in `secs`: Σ calls × bytes × bus factor / time.
