@@ -18,7 +18,7 @@ md=results/step-vm.md
   echo
   echo "Machine: $machine. $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), ${COLL_BENCH_MPI}."
   echo "Command: \`${MPIRUN[*]} -n 4 --oversubscribe $COLL_BENCH_BIN step --layouts all --csv $out/run-N.csv\` (defaults otherwise)."
-  echo "Bar: each run <= 60 s (wall clock of the whole mpirun)."
+  echo "Bar: each run <= 60 s (wall clock of the whole mpirun). Load before the runs: $(cut -d' ' -f1-3 /proc/loadavg) (other work shares the machine)."
   echo
   echo "| run | wall (s) | coll-bench's own 'Took' (s) | layouts | all data correct | exit |"
   echo "|---|---|---|---|---|---|"
@@ -40,4 +40,6 @@ md=results/step-vm.md
   echo '```'
   grep -A20 '^# Ranked' "$out/run-1.txt" | grep -v '^# Wrote'
   echo '```'
+  echo
+  echo "Load after the runs: $(cut -d' ' -f1-3 /proc/loadavg)."
 } | tee "$md"
