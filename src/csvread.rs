@@ -134,7 +134,8 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
         let text = |i: usize| rec.get(i).unwrap_or("").trim();
         if rank_col.is_some_and(|i| !text(i).is_empty())
             || group_col.is_some_and(|i| !text(i).is_empty())
-            || skipped_col.is_some_and(|i| !text(i).is_empty()) {
+            || skipped_col.is_some_and(|i| !text(i).is_empty())
+        {
             continue;
         }
         let int = |i: usize, name: &str| text(i).parse::<u64>().map_err(|_| bad(name, text(i), "a whole number"));

@@ -148,7 +148,8 @@ pub struct GroupInfo {
 impl GroupInfo {
     /// The groups of `ranks_of` on a world whose hosts are `hosts` (name, ranks).
     pub fn of(groups: &[(usize, Vec<usize>)], hosts: &[(String, Vec<usize>)]) -> Vec<GroupInfo> {
-        let host_of = |r: usize| hosts.iter().find(|(_, rs)| rs.contains(&r)).map(|(h, _)| h.clone()).unwrap_or_default();
+        let host_of =
+            |r: usize| hosts.iter().find(|(_, rs)| rs.contains(&r)).map(|(h, _)| h.clone()).unwrap_or_default();
         groups
             .iter()
             .map(|(id, ranks)| {

@@ -256,7 +256,15 @@ impl<'a> Sweep<'a> {
 
     /// One batch on an active rank; on an idle one (another group's turn) no call and no
     /// samples.
-    fn turn_batch(&mut self, active: bool, call: &Call, phase: Phase, iters: u64, batch: u64, est_s: f64) -> Result<()> {
+    fn turn_batch(
+        &mut self,
+        active: bool,
+        call: &Call,
+        phase: Phase,
+        iters: u64,
+        batch: u64,
+        est_s: f64,
+    ) -> Result<()> {
         if active {
             self.batch(call, phase, iters, batch, est_s)
         } else {
