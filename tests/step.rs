@@ -59,7 +59,23 @@ fn tp_dp_and_pp_dp_zero_wrong() {
 fn a_corrupted_phase_is_wrong() {
     let (o, _d) = mpirun(
         4,
-        &["step", "--layout", "tp=2,pp=2", "--no-csv", "-n", "1", "--sequence-parallel", "--debug-corrupt-rank", "2"],
+        &[
+            "step",
+            "--layout",
+            "tp=2,pp=2",
+            "--hidden",
+            "128",
+            "--seq",
+            "128",
+            "--no-csv",
+            "-w",
+            "0",
+            "-n",
+            "1",
+            "--sequence-parallel",
+            "--debug-corrupt-rank",
+            "2",
+        ],
     );
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
@@ -68,7 +84,10 @@ fn a_corrupted_phase_is_wrong() {
 
 #[test]
 fn layouts_all_lists_every_valid_layout_ranked() {
-    let (o, _d) = mpirun(4, &["step", "--layouts", "all", "--no-csv", "-n", "1"]);
+    // A small model (1.5 MiB of gradients, 32 KiB activations): the listing and the
+    // ranking are under test, not the sizes (MPICH's busy-polling ranks on 2 cores are slow).
+    let small = ["--hidden", "128", "--seq", "128", "-w", "0", "-n", "1", "--no-csv"];
+    let (o, _d) = mpirun(4, &[&["step", "--layouts", "all"][..], &small].concat());
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     // 4 ranks on one host: tp × pp × dp = 4 in 6 ways.
@@ -90,7 +109,7 @@ fn layouts_all_lists_every_valid_layout_ranked() {
         assert_eq!(ranked.iter().filter(|l| l.contains(&format!(". {name}"))).count(), 1, "{name}: {out}");
     }
     // pp=4 must divide --layers: 6 layers leave pp=4 out, with the reason.
-    let (o, _d) = mpirun(4, &["step", "--layouts", "all", "--layers", "6", "--no-csv", "-n", "1"]);
+    let (o, _d) = mpirun(4, &[&["step", "--layouts", "all", "--layers", "6"][..], &small].concat());
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     assert!(out.contains("# Layouts (5):"), "{out}");
