@@ -255,7 +255,7 @@ impl<'a> Sweep<'a> {
     }
 
     /// One batch on an active rank; on an idle one (another group's turn) no call and no
-    /// samples.
+    /// samples, but the watchdog armed as for the batch it waits for (the next exchange).
     fn turn_batch(
         &mut self,
         active: bool,
@@ -266,11 +266,14 @@ impl<'a> Sweep<'a> {
         est_s: f64,
     ) -> Result<()> {
         if active {
-            self.batch(call, phase, iters, batch, est_s)
-        } else {
-            self.samples.clear();
-            Ok(())
+            return self.batch(call, phase, iters, batch, est_s);
         }
+        // Waiting for the group whose turn it is: watched as long as its batch may take.
+        if let Some(w) = &self.watchdog {
+            w.arm(Task { call: *call, phase, calls: iters }, iters as f64 * est_s);
+        }
+        self.samples.clear();
+        Ok(())
     }
 
     /// Warm-up, timed batches and the check of one turn. Estimates are maxima over every rank
