@@ -120,11 +120,22 @@ fn layouts_all_lists_every_valid_layout_ranked() {
 fn bad_layouts_are_one_line_and_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     for (args, needle) in [
-        (&["step", "--layout", "tp=3,dp=*"][..], "3 does not divide the world of 4 ranks"),
-        (&["step", "--layout", "tp=2,pp=1,dp=1"][..], "2 ranks, but the world has 4"),
-        (&["step", "--layout", "ep=2,dp=*"][..], "unknown dimension 'ep'"),
-        (&["step", "--layout", "tp=0,dp=*"][..], "tp=0 is not allowed"),
-        (&["step", "--layout", "tp=*,dp=*"][..], "more than one *"),
+        (
+            &["step", "--layout", "tp=3,dp=*"][..],
+            "step --layout tp=3,dp=*: the other sizes multiply to 3, which does not divide the 4 ranks",
+        ),
+        (
+            &["step", "--layout", "tp=2,pp=1,dp=1"][..],
+            "step --layout tp=2,dp=1,pp=1: the sizes multiply to 2, not to the 4 ranks",
+        ),
+        (
+            &["step", "--layout", "ep=2,dp=*"][..],
+            "step --layout \"ep=2,dp=*\": step has no dimension ep (tp, pp, dp); accepted: tp=T,pp=P,dp=D",
+        ),
+        (&["step", "--layout", "tp=0,dp=*"][..], "step --layout \"tp=0,dp=*\": tp=0: the size must be a whole number"),
+        (&["step", "--layout", "tp=*,dp=*"][..], "only one * is allowed; accepted: tp=T,pp=P,dp=D"),
+        (&["step", "--layout", "tp=2,dp=*:dp"][..], "step --layout \"tp=2,dp=*:dp\": :dp is for --groups"),
+        (&["step", "--layout", "rail"][..], "step --layout \"rail\": rail is a --groups layout"),
         (&["step", "--layout", "pp=4", "--layers", "6"][..], "pp=4 does not divide --layers 6"),
         (&["step", "--hidden", "0"][..], "step --hidden"),
         (&["step", "--bucket", "0"][..], "step --bucket"),

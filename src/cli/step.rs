@@ -4,8 +4,9 @@ use super::values::{count_flag, size_flag};
 use super::Clap;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::layout::{Dim, Grid, Layout};
 use crate::step::model::{DpStyle, Model};
-use crate::step::{LayoutChoice, LayoutSpec, StepOptions};
+use crate::step::{LayoutChoice, StepOptions};
 use std::path::PathBuf;
 
 /// One training step's communication: TP, PP and DP calls with real buffers, all groups at once.
@@ -129,37 +130,28 @@ fn params(v: &str) -> Result<u64> {
     }
 }
 
-/// `tp=T,pp=P,dp=D`: each dimension at most once, a positive count or `*` (at most one).
-pub fn layout(v: &str) -> Result<LayoutSpec> {
-    let form =
-        "expected tp=T,pp=P,dp=D (each a whole number above 0, one may be *, a missing one is 1), e.g. tp=2,dp=*";
-    let bad = |why: String| Error::usage(format!("step --layout: {why}; {form}"));
-    let mut spec = LayoutSpec { tp: Some(1), pp: Some(1), dp: Some(1) };
-    let mut seen: Vec<&str> = vec![];
-    for item in v.split(',').map(str::trim) {
-        let (k, val) = item.split_once('=').ok_or_else(|| bad(format!("'{item}' is not DIM=N")))?;
-        let (k, val) = (k.trim(), val.trim());
-        let slot = match k {
-            "tp" => &mut spec.tp,
-            "pp" => &mut spec.pp,
-            "dp" => &mut spec.dp,
-            _ => return Err(bad(format!("unknown dimension '{k}' (known: tp, pp, dp)"))),
-        };
-        if seen.contains(&k) {
-            return Err(bad(format!("{k} is given twice")));
+/// What `step --layout` accepts (a subset of `crate::layout`'s forms).
+const LAYOUT_FORM: &str =
+    "tp=T,pp=P,dp=D (each a whole number above 0, one may be *, a missing one is 1), e.g. tp=2,dp=*";
+
+/// `--layout tp=T,pp=P,dp=D`, parsed by `crate::layout`: a named layout of tp, pp and dp only,
+/// in the default rank order, without `:DIM` (a step runs every dimension).
+pub fn layout(v: &str) -> Result<Grid> {
+    let flag = "step --layout";
+    let bad = |why: &str| Error::usage(format!("{flag} {v:?}: {why}; accepted: {LAYOUT_FORM}"));
+    match Layout::parse_accepting(flag, v, LAYOUT_FORM)? {
+        Layout::Named(g, None) => {
+            if let Some(d) = [Dim::Cp, Dim::Ep].into_iter().find(|d| g.has(*d)) {
+                Err(bad(&format!("step has no dimension {d} (tp, pp, dp)")))
+            } else if g.order() != Dim::DEFAULT_ORDER {
+                Err(bad("step has no order= (its ranks are tp fastest-varying, then dp, then pp)"))
+            } else {
+                Ok(g)
+            }
         }
-        seen.push(k);
-        *slot = match val {
-            "*" => None,
-            _ => Some(
-                val.parse::<usize>().ok().filter(|n| *n > 0).ok_or_else(|| bad(format!("{k}={val} is not allowed")))?,
-            ),
-        };
+        Layout::Named(_, Some(d)) => Err(bad(&format!(":{d} is for --groups (a step runs every dimension)"))),
+        other => Err(bad(&format!("{other} is a --groups layout, not a tp × pp × dp grid"))),
     }
-    if [spec.tp, spec.pp, spec.dp].iter().filter(|x| x.is_none()).count() > 1 {
-        return Err(bad("more than one *".to_string()));
-    }
-    Ok(spec)
 }
 
 /// Parse `step …` (`argv[0]` is "step").
@@ -226,17 +218,30 @@ mod tests {
 
     #[test]
     fn layouts_parse_and_refuse() {
-        assert_eq!(layout("tp=2,dp=*").unwrap(), LayoutSpec { tp: Some(2), pp: Some(1), dp: None });
-        assert_eq!(layout("pp=2, dp=2").unwrap(), LayoutSpec { tp: Some(1), pp: Some(2), dp: Some(2) });
+        let sizes = |g: Grid| (g.size_of(Dim::Tp), g.size_of(Dim::Pp), g.size_of(Dim::Dp));
+        assert_eq!(sizes(layout("tp=2,dp=*").unwrap()), (Some(2), Some(1), None));
+        assert_eq!(sizes(layout("pp=2, dp=2").unwrap()), (Some(1), Some(2), Some(2)));
+        assert_eq!(layout("tp=2,pp=2,dp=1").unwrap().resolve(4).unwrap().world(), Some(4));
         for (bad, says) in [
-            ("xp=2", "unknown dimension 'xp'"),
-            ("tp=0", "tp=0 is not allowed"),
-            ("tp=*,dp=*", "more than one *"),
-            ("tp=2,tp=2", "tp is given twice"),
-            ("tp2", "'tp2' is not DIM=N"),
+            ("xp=2", "no dimension \"xp\""),
+            ("tp=0", "tp=0: the size must be a whole number"),
+            ("tp=*,dp=*", "only one *"),
+            ("tp=2,tp=2", "tp given twice"),
+            ("tp2", "\"tp2\" is not KEY=VALUE"),
+            ("ep=2,dp=*", "step has no dimension ep"),
+            ("cp=1,dp=*", "step has no dimension cp"),
+            ("tp=2,dp=2,order=dp-tp", "step has no order="),
+            ("tp=2,dp=*:dp", ":dp is for --groups"),
+            ("node", "node is a --groups layout"),
+            ("split=mod:2", "split=mod:2 is a --groups layout"),
         ] {
             let e = layout(bad).unwrap_err().to_string();
-            assert!(e.contains(says) && e.contains("expected tp=T,pp=P,dp=D"), "{bad}: {e}");
+            assert!(e.starts_with("step --layout ") && e.contains(says), "{bad}: {e}");
+            assert!(
+                e.contains("accepted: tp=T,pp=P,dp=D") && !e.contains("split=") || bad.starts_with("split"),
+                "{bad}: {e}"
+            );
+            assert!(!e.contains('\n'), "{bad}: {e}");
         }
     }
 

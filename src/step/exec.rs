@@ -3,9 +3,9 @@
 //! (`setup::make_group_backend`: `MPI_Comm_split`), real buffers; timed per dimension in the whole step and alone, then one
 //! checked step. Nothing here prints.
 
-use super::model::{plan, CallGroup, Dim, DimPlan, DpStyle};
+use super::model::{plan, CallGroup, Dim, DimPlan, DpStyle, DIMS};
 use super::schedule::{slots, Dir, Exchange, Slot};
-use super::{coords, group_of, groups, rank_of, DimResult, LayoutResult, StepOptions};
+use super::{DimResult, LayoutResult, StepOptions};
 use crate::backend::{Backend, Buf, Call};
 use crate::collective::{Convention, Ctx, Kind};
 use crate::dtype::{DType, Op};
@@ -15,6 +15,7 @@ use crate::verify::{fill_input, verify, GUARD_BYTES, SENTINEL};
 use crate::world::World;
 
 use super::model::{Model, Shape};
+use crate::layout::Grid;
 
 /// The type the mpi backend moves for the model's `dtype`: bf16 and fp16 go as float (MPI has
 /// no standard 16-bit float), the same bytes in half as many elements.
@@ -38,7 +39,7 @@ pub enum Action {
 pub fn program(model: &Model, shape: &Shape, rank: usize) -> Vec<Action> {
     let plans = plan(model, shape);
     let find = |d: Dim| plans.iter().find(|p| p.dim == d);
-    let (_, stage, _) = coords(shape, rank);
+    let stage = shape.grid().coord(rank, Dim::Pp);
     let mut out = vec![];
     // TP's calls in one forward or backward pass of the stage's layers.
     let pass: Vec<Action> = match find(Dim::Tp) {
@@ -99,7 +100,7 @@ struct PpBufs {
 
 struct Runner<'a> {
     world: &'a World,
-    shape: Shape,
+    grid: Grid,
     wire: DType,
     tp: Option<Group>,
     dp: Option<Group>,
@@ -163,10 +164,13 @@ impl Runner<'_> {
 
     /// One pipeline exchange; its seconds and, when `check`, the bytes wrong on this rank.
     fn exchange(&mut self, x: Exchange, bytes: u64, check: bool) -> (f64, u64) {
-        let (t, p, d) = coords(&self.shape, self.world.rank);
+        let me = self.grid.coords(self.world.rank);
+        let pp = Dim::Pp as usize;
         let peer = |dir: Dir, sending: bool| {
             let next = matches!((dir, sending), (Dir::Forward, true) | (Dir::Backward, false));
-            rank_of(&self.shape, t, if next { p + 1 } else { p - 1 }, d)
+            let mut c = me;
+            c[pp] = if next { c[pp] + 1 } else { c[pp] - 1 };
+            self.grid.rank_at(&c)
         };
         let n = bytes as usize;
         if check {
@@ -197,7 +201,7 @@ impl Runner<'_> {
     fn step(&mut self, prog: &[Action], only: &[Dim], check: bool) -> Result<([f64; 3], f64, u64)> {
         let mut per = [0.0f64; 3];
         let mut wrong = 0;
-        let idx = |d: Dim| Dim::ALL.iter().position(|x| *x == d).unwrap_or(0);
+        let idx = |d: Dim| DIMS.iter().position(|x| *x == d).unwrap_or(0);
         self.world.barrier();
         let t0 = mpi::time();
         for op in prog {
@@ -238,10 +242,9 @@ impl Runner<'_> {
 
 /// The backend on `rank`'s group in `dim` (`setup::make_group_backend`: `MPI_Comm_split`;
 /// collective over the world), its buffers allocated for the largest call of `plan`.
-fn make_group(world: &World, shape: &Shape, dim: Dim, plan: &DimPlan, wire: DType) -> Result<Group> {
-    let all: Vec<crate::layout::Group> =
-        groups(shape, dim).into_iter().enumerate().map(|(id, ranks)| crate::layout::Group { id, ranks }).collect();
-    let members = group_of(shape, dim, world.rank);
+fn make_group(world: &World, grid: &Grid, dim: Dim, plan: &DimPlan, wire: DType) -> Result<Group> {
+    let all = grid.groups_of(dim);
+    let members = &all.iter().find(|g| g.index_of(world.rank).is_some()).expect("every rank is in a group").ranks;
     // Ranks ascending in a group (tp fastest, then dp, then pp), so the place in the group's
     // communicator (keyed by world rank) is the place in the list.
     let key = members.iter().position(|r| *r == world.rank).expect("the rank is in its group");
@@ -277,12 +280,13 @@ pub fn run_layout(world: &World, opts: &StepOptions, shape: &Shape) -> Result<La
     let plans = plan(model, shape);
     let wire = wire_dtype(opts.dtype);
     let find = |d: Dim| plans.iter().find(|p| p.dim == d);
-    let tp = find(Dim::Tp).map(|p| make_group(world, shape, Dim::Tp, p, wire)).transpose()?;
-    let dp = find(Dim::Dp).map(|p| make_group(world, shape, Dim::Dp, p, wire)).transpose()?;
+    let grid = shape.grid();
+    let tp = find(Dim::Tp).map(|p| make_group(world, &grid, Dim::Tp, p, wire)).transpose()?;
+    let dp = find(Dim::Dp).map(|p| make_group(world, &grid, Dim::Dp, p, wire)).transpose()?;
     let pp_bytes = find(Dim::Pp).map_or(0, |p| p.groups[0].bytes as usize);
     let mut r = Runner {
         world,
-        shape: *shape,
+        grid,
         wire,
         tp,
         dp,
@@ -295,7 +299,7 @@ pub fn run_layout(world: &World, opts: &StepOptions, shape: &Shape) -> Result<La
     let (per, step_s) = r.timed(&prog, &dims, opts.warmup, opts.iters)?;
     let mut results = vec![];
     for p in &plans {
-        let i = Dim::ALL.iter().position(|x| *x == p.dim).unwrap_or(0);
+        let i = DIMS.iter().position(|x| *x == p.dim).unwrap_or(0);
         // Alone: the same calls, the other dimensions idle (no warm-up beyond the first run's).
         let (alone, _) = r.timed(&prog, &[p.dim], opts.warmup.min(1), opts.iters)?;
         results.push(DimResult {

@@ -14,50 +14,20 @@ pub mod schedule;
 
 use crate::dtype::DType;
 use crate::error::{exit, Error, Result};
+use crate::layout::Grid;
 use crate::size::human;
 use crate::world::World;
-use model::{Dim, Model, Shape};
+use model::{Dim, Model, Shape, DIMS};
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::PathBuf;
 
-/// `--layout`: each dimension's size; None is `*` (filled from the world size).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LayoutSpec {
-    pub tp: Option<usize>,
-    pub pp: Option<usize>,
-    pub dp: Option<usize>,
-}
-
-impl LayoutSpec {
-    /// The shape on `world` ranks, or one line naming what does not fit.
-    pub fn resolve(&self, world: usize) -> std::result::Result<Shape, String> {
-        let known: usize = [self.tp, self.pp, self.dp].iter().flatten().product();
-        let text = |x: Option<usize>| x.map_or("*".to_string(), |n| n.to_string());
-        let shown = format!("tp={},pp={},dp={}", text(self.tp), text(self.pp), text(self.dp));
-        let fill = if [self.tp, self.pp, self.dp].contains(&None) {
-            if world % known != 0 {
-                return Err(format!(
-                    "step --layout {shown}: {known} does not divide the world of {world} ranks; expected sizes whose product divides {world}"
-                ));
-            }
-            world / known
-        } else {
-            if known != world {
-                return Err(format!(
-                    "step --layout {shown}: {known} ranks, but the world has {world}; expected sizes whose product is {world} (or one *)"
-                ));
-            }
-            1
-        };
-        Ok(Shape { tp: self.tp.unwrap_or(fill), pp: self.pp.unwrap_or(fill), dp: self.dp.unwrap_or(fill) })
-    }
-}
-
 /// One layout, or every valid one.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum LayoutChoice {
-    One(LayoutSpec),
+    /// `--layout`: a tp × pp × dp grid in the default rank order; its `*` is filled from the
+    /// world size.
+    One(Grid),
     All,
 }
 
@@ -77,38 +47,6 @@ pub struct StepOptions {
     pub files: crate::report::Policy,
     /// Testing only: this rank flips a bit of every output it receives in the check pass.
     pub debug_corrupt_rank: Option<usize>,
-}
-
-/// (t, p, d) of `rank`: tp fastest, then dp, then pp.
-pub fn coords(shape: &Shape, rank: usize) -> (usize, usize, usize) {
-    (rank % shape.tp, rank / (shape.tp * shape.dp), (rank / shape.tp) % shape.dp)
-}
-
-/// The rank at (t, p, d).
-pub fn rank_of(shape: &Shape, t: usize, p: usize, d: usize) -> usize {
-    t + shape.tp * (d + shape.dp * p)
-}
-
-/// The world ranks of `rank`'s group in `dim`, in the order of that dimension's coordinate.
-pub fn group_of(shape: &Shape, dim: Dim, rank: usize) -> Vec<usize> {
-    let (t, p, d) = coords(shape, rank);
-    match dim {
-        Dim::Tp => (0..shape.tp).map(|x| rank_of(shape, x, p, d)).collect(),
-        Dim::Pp => (0..shape.pp).map(|x| rank_of(shape, t, x, d)).collect(),
-        Dim::Dp => (0..shape.dp).map(|x| rank_of(shape, t, p, x)).collect(),
-    }
-}
-
-/// Every group of `dim`, each in coordinate order, in order of their first rank.
-pub fn groups(shape: &Shape, dim: Dim) -> Vec<Vec<usize>> {
-    let mut out: Vec<Vec<usize>> = vec![];
-    for r in 0..shape.world() {
-        let g = group_of(shape, dim, r);
-        if !out.contains(&g) {
-            out.push(g);
-        }
-    }
-    out
 }
 
 /// One dimension's measured cost.
@@ -145,16 +83,16 @@ pub struct LayoutResult {
 pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     // Which layouts: refused before anything is opened or measured.
     let per_host = world.ranks_by_host().iter().map(|(_, r)| r.len()).min().unwrap_or(1);
-    let (shapes, left_out) = match opts.layout {
-        LayoutChoice::One(spec) => {
-            let shape = spec.resolve(world.size).map_err(Error::usage);
+    let (shapes, left_out) = match &opts.layout {
+        LayoutChoice::One(grid) => {
+            let shape = grid.resolve_for("step --layout", world.size).map(|g| Shape::of(&g));
             let shape = shape.and_then(|s| match opts.model.refuse(&s) {
                 Some(why) => Err(Error::usage(format!("step --layout: {why}; expected pp dividing the layers"))),
                 None => Ok(s),
             });
             (vec![world.agree(shape)?], vec![])
         }
-        LayoutChoice::All => model::factorizations(world.size, per_host, opts.tp_across_hosts, &opts.model),
+        LayoutChoice::All => model::layouts(world.size, per_host, opts.tp_across_hosts, &opts.model),
     };
     if shapes.is_empty() {
         return world.agree(Err(Error::usage(format!(
@@ -296,9 +234,10 @@ fn print_header(world: &World, opts: &StepOptions, shapes: &[Shape], left_out: &
 fn print_layout(r: &LayoutResult) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "# Layout {}", r.shape);
-    for (dim, groups) in Dim::ALL.iter().map(|d| (d, groups(&r.shape, *d))) {
-        if groups[0].len() > 1 {
-            let list: Vec<String> = groups.iter().map(|g| format!("[{}]", crate::world::rank_list(g))).collect();
+    let grid = r.shape.grid();
+    for (dim, groups) in DIMS.iter().map(|d| (d, grid.groups_of(*d))) {
+        if groups[0].size() > 1 {
+            let list: Vec<String> = groups.iter().map(|g| format!("[{}]", crate::world::rank_list(&g.ranks))).collect();
             let _ = writeln!(out, "#   {dim} groups: {}", list.join(" "));
         }
     }
@@ -335,11 +274,8 @@ pub fn ranking_line(results: &[LayoutResult]) -> Vec<String> {
     sorted
         .iter()
         .map(|r| {
-            let name: Vec<String> = Dim::ALL
-                .iter()
-                .filter(|d| r.shape.size(**d) > 1)
-                .map(|d| format!("{d}={}", r.shape.size(*d)))
-                .collect();
+            let name: Vec<String> =
+                DIMS.iter().filter(|d| r.shape.size(**d) > 1).map(|d| format!("{d}={}", r.shape.size(*d))).collect();
             let name = if name.is_empty() { "tp=1, pp=1, dp=1".to_string() } else { name.join(", ") };
             let split: Vec<String> = r.dims.iter().map(|d| format!("{} {:.2}", d.dim, d.time_s * 1e3)).collect();
             format!("{name}: {:.2} ms/step ({})", r.step_s * 1e3, split.join(", "))
@@ -411,68 +347,4 @@ fn write_csv(f: &mut crate::report::AppendFile, opts: &StepOptions, r: &LayoutRe
         ])?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn layouts_resolve_against_the_world() {
-        let spec = |tp, pp, dp| LayoutSpec { tp, pp, dp };
-        assert_eq!(spec(Some(2), Some(1), None).resolve(8), Ok(Shape { tp: 2, pp: 1, dp: 4 }));
-        assert_eq!(spec(Some(2), Some(2), Some(1)).resolve(4), Ok(Shape { tp: 2, pp: 2, dp: 1 }));
-        let e = spec(Some(3), Some(1), None).resolve(4).unwrap_err();
-        assert!(e.contains("3 does not divide the world of 4 ranks"), "{e}");
-        let e = spec(Some(2), Some(1), Some(1)).resolve(4).unwrap_err();
-        assert!(e.contains("2 ranks, but the world has 4"), "{e}");
-    }
-
-    /// The step's rank order and groups are the same as `--groups tp=…,pp=…,dp=…` gives
-    /// (`crate::layout`, Megatron-LM's default order); its layouts are the same factorizations.
-    #[test]
-    fn same_groups_and_layouts_as_the_layout_module() {
-        use crate::layout::{self, Grid};
-        for world in [4usize, 8, 12, 16] {
-            for per_host in [1usize, 2, 4, 8] {
-                let m = model::Model {
-                    layers: 2 * 3 * 4 * 5 * 7 * 8,
-                    hidden: 8,
-                    params: None,
-                    seq: 1,
-                    micro_batch: 1,
-                    micro_batches: 1,
-                    elem_bytes: 2,
-                    dp_style: model::DpStyle::Ddp,
-                    bucket: 1 << 20,
-                    sequence_parallel: false,
-                };
-                let (mine, _) = model::factorizations(world, per_host, false, &m);
-                let theirs = layout::factorizations(world, per_host, false);
-                assert_eq!(mine.len(), theirs.len(), "{world} on {per_host} per host");
-                for (s, g) in mine.iter().zip(&theirs) {
-                    let (tp, pp, dp) = (layout::Dim::Tp, layout::Dim::Pp, layout::Dim::Dp);
-                    assert_eq!((s.tp, s.pp, s.dp), (g.size(tp), g.size(pp), g.size(dp)));
-                    let grid = Grid::new(&[(tp, s.tp), (pp, s.pp), (dp, s.dp)]);
-                    for (d, ld) in [(Dim::Tp, tp), (Dim::Pp, pp), (Dim::Dp, dp)] {
-                        let theirs: Vec<Vec<usize>> = grid.groups_of(ld).into_iter().map(|g| g.ranks).collect();
-                        assert_eq!(groups(s, d), theirs, "{s} {d}");
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn tp_is_fastest_then_dp_then_pp() {
-        let s = Shape { tp: 2, pp: 2, dp: 2 };
-        assert_eq!(coords(&s, 5), (1, 1, 0));
-        assert_eq!(groups(&s, Dim::Tp), vec![vec![0, 1], vec![2, 3], vec![4, 5], vec![6, 7]]);
-        assert_eq!(groups(&s, Dim::Dp), vec![vec![0, 2], vec![1, 3], vec![4, 6], vec![5, 7]]);
-        assert_eq!(groups(&s, Dim::Pp), vec![vec![0, 4], vec![1, 5], vec![2, 6], vec![3, 7]]);
-        for r in 0..8 {
-            let (t, p, d) = coords(&s, r);
-            assert_eq!(rank_of(&s, t, p, d), r);
-        }
-    }
 }

@@ -23,34 +23,15 @@
 //! overlap is not assumed.
 
 use crate::collective::Kind;
+use crate::layout::{self, Grid};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The parallel dimensions of a step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Dim {
-    Tp,
-    Pp,
-    Dp,
-}
+/// The dimensions of the layout model ([`crate::layout::Dim`]); a step uses three of them.
+pub use crate::layout::Dim;
 
-impl Dim {
-    pub const ALL: [Dim; 3] = [Dim::Tp, Dim::Pp, Dim::Dp];
-    pub fn name(self) -> &'static str {
-        match self {
-            Dim::Tp => "tp",
-            Dim::Pp => "pp",
-            Dim::Dp => "dp",
-        }
-    }
-}
-
-impl fmt::Display for Dim {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
+/// The dimensions of a step, in the order it prints them (the order of `--layout tp=T,pp=P,dp=D`).
+pub const DIMS: [Dim; 3] = [Dim::Tp, Dim::Pp, Dim::Dp];
 
 /// Data-parallel style.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -71,7 +52,9 @@ impl DpStyle {
     }
 }
 
-/// tp × pp × dp ranks.
+/// The sizes of a resolved tp × pp × dp [`Grid`] as plain numbers, for the model's arithmetic
+/// and the outputs (CSV columns, JSON `shape`). Rank order and groups are the grid's
+/// ([`Shape::grid`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Shape {
     pub tp: usize,
@@ -80,11 +63,21 @@ pub struct Shape {
 }
 
 impl Shape {
+    /// The sizes of a resolved grid (cp and ep are 1 in every grid step accepts).
+    pub fn of(grid: &Grid) -> Shape {
+        Shape { tp: grid.size(Dim::Tp), pp: grid.size(Dim::Pp), dp: grid.size(Dim::Dp) }
+    }
+    /// The grid of these sizes, in Megatron-LM's default rank order.
+    pub fn grid(&self) -> Grid {
+        Grid::new(&[(Dim::Tp, self.tp), (Dim::Pp, self.pp), (Dim::Dp, self.dp)])
+    }
+    /// The size of `dim` (1 for cp and ep, which a step does not use).
     pub fn size(&self, dim: Dim) -> usize {
         match dim {
             Dim::Tp => self.tp,
             Dim::Pp => self.pp,
             Dim::Dp => self.dp,
+            Dim::Cp | Dim::Ep => 1,
         }
     }
     pub fn world(&self) -> usize {
@@ -238,26 +231,29 @@ fn buckets(total: u64, bucket: u64, unit: u64) -> Vec<(u64, u64)> {
     v
 }
 
-/// Every tp × pp × dp factorization of `world` ranks with tp within a host (tp divides
-/// `ranks_per_host`) unless `tp_across_hosts`, and pp dividing the model's layers; in order of tp,
-/// then pp. The second list: the factorizations left out, with why.
-pub fn factorizations(
+/// The layouts `--layouts all` runs: [`layout::factorizations`] of `world` (tp within a host,
+/// i.e. dividing `ranks_per_host`, unless `tp_across_hosts`), less those whose pp does not divide
+/// the model's layers; in order of tp, then pp. The second list: every factorization left out,
+/// with why.
+pub fn layouts(
     world: usize,
     ranks_per_host: usize,
     tp_across_hosts: bool,
     model: &Model,
 ) -> (Vec<Shape>, Vec<(Shape, String)>) {
+    let fit = layout::factorizations(world, ranks_per_host, tp_across_hosts);
     let (mut ok, mut left) = (vec![], vec![]);
-    for tp in (1..=world).filter(|t| world % *t == 0) {
-        for pp in (1..=world / tp).filter(|p| (world / tp) % *p == 0) {
-            let shape = Shape { tp, pp, dp: world / tp / pp };
-            if !tp_across_hosts && ranks_per_host % tp != 0 {
-                left.push((shape, format!("tp={tp} would span hosts of {ranks_per_host} ranks (--tp-across-hosts)")));
-            } else if let Some(why) = model.refuse(&shape) {
-                left.push((shape, why));
-            } else {
-                ok.push(shape);
-            }
+    for grid in layout::factorizations(world, ranks_per_host, true) {
+        let shape = Shape::of(&grid);
+        if !fit.contains(&grid) {
+            left.push((
+                shape,
+                format!("tp={} would span hosts of {ranks_per_host} ranks (--tp-across-hosts)", shape.tp),
+            ));
+        } else if let Some(why) = model.refuse(&shape) {
+            left.push((shape, why));
+        } else {
+            ok.push(shape);
         }
     }
     (ok, left)
@@ -343,7 +339,7 @@ mod tests {
 
     fn shapes(world: usize, per_host: usize, across: bool) -> Vec<(usize, usize, usize)> {
         let m = Model { layers: 64, ..small() };
-        factorizations(world, per_host, across, &m).0.iter().map(|s| (s.tp, s.pp, s.dp)).collect()
+        layouts(world, per_host, across, &m).0.iter().map(|s| (s.tp, s.pp, s.dp)).collect()
     }
 
     #[test]
@@ -365,9 +361,40 @@ mod tests {
     #[test]
     fn pp_must_divide_the_layers() {
         let m = Model { layers: 3, ..small() };
-        let (ok, left) = factorizations(4, 4, false, &m);
+        let (ok, left) = layouts(4, 4, false, &m);
         assert!(ok.iter().all(|s| s.pp == 1));
         assert_eq!(left.len(), 3);
         assert!(left[0].1.contains("pp=2 does not divide --layers 3"), "{:?}", left);
+    }
+
+    #[test]
+    fn tp_across_hosts_is_left_out_with_the_reason() {
+        // 4 ranks, 2 per host, 3 layers: tp=4 spans hosts; pp=2 and pp=4 do not divide 3.
+        let m = Model { layers: 3, ..small() };
+        let (ok, left) = layouts(4, 2, false, &m);
+        let t = |s: &Shape| (s.tp, s.pp, s.dp);
+        assert_eq!(ok.iter().map(t).collect::<Vec<_>>(), vec![(1, 1, 4), (2, 1, 2)]);
+        let left: Vec<((usize, usize, usize), &str)> = left.iter().map(|(s, w)| (t(s), w.as_str())).collect();
+        assert_eq!(
+            left,
+            vec![
+                ((1, 2, 2), "pp=2 does not divide --layers 3"),
+                ((1, 4, 1), "pp=4 does not divide --layers 3"),
+                ((2, 2, 1), "pp=2 does not divide --layers 3"),
+                ((4, 1, 1), "tp=4 would span hosts of 2 ranks (--tp-across-hosts)"),
+            ]
+        );
+        assert_eq!(layouts(4, 2, true, &m).0.len(), 3);
+    }
+
+    #[test]
+    fn shape_is_a_view_of_the_grid() {
+        let s = Shape { tp: 2, pp: 2, dp: 2 };
+        let g = s.grid();
+        assert_eq!(Shape::of(&g), s);
+        assert_eq!(g.world(), Some(8));
+        // Megatron-LM's order: tp fastest-varying, then dp, then pp (rank 5 = t1, d0, p1).
+        assert_eq!((g.coord(5, Dim::Tp), g.coord(5, Dim::Dp), g.coord(5, Dim::Pp)), (1, 0, 1));
+        assert_eq!(DIMS.map(|d| s.size(d)), [2, 2, 2]);
     }
 }
