@@ -5,8 +5,11 @@
 //! (1F1B); [`exec`] runs them on the ranks; the printing is here. Compute is not modelled and
 //! overlap is not assumed.
 //!
-//! Ranks: tp fastest-varying, then dp, then pp (Megatron-LM's order): rank = t + tp·(d + dp·p),
-//! so a TP group is tp consecutive ranks (on one host when tp divides the ranks per host).
+//! Layouts, rank order and groups are [`crate::layout`]'s (`--layout` is a [`Grid`] of tp, pp and
+//! dp; `--layouts all` is [`crate::layout::factorizations`] less the layouts whose pp does not
+//! divide the layers): tp fastest-varying, then dp, then pp (Megatron-LM's order),
+//! rank = t + tp·(d + dp·p), so a TP group is tp consecutive ranks (on one host when tp divides
+//! the ranks per host).
 
 pub mod exec;
 pub mod model;
