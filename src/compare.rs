@@ -283,8 +283,7 @@ pub struct Judgement {
     pub ratio: f64,
     /// (ratio − 1) × 100.
     pub change_pct: f64,
-    /// The change relative to the rest of the run (the other collectives' series, same runs),
-    /// in percent: what is judged.
+    /// The change relative to the run's level (see [`classify_all`]), in percent: what is judged.
     pub rel_pct: f64,
     /// The same change, in the other statistic (mean when the median is judged).
     pub other_change_pct: f64,
@@ -307,7 +306,7 @@ pub struct SeriesJudgement<'a> {
     /// mean levels with several runs).
     pub ratio: f64,
     pub change_pct: f64,
-    /// The shift relative to the other collectives' series of the same runs (percent): judged.
+    /// The shift relative to the run's level (percent): what is judged.
     pub rel_pct: f64,
     /// The series' shift in the other statistic.
     pub other_change_pct: f64,
@@ -448,8 +447,9 @@ fn mean(v: &[f64]) -> f64 {
 ///
 /// Every run r gets, per point p, its deviation y(r,p) = ln value − the point's mean ln over all
 /// runs of both sides; per series s, its level S(r,s) = the median of y over the series' sizes;
-/// and per collective C, a reference R(r,C) = the median level of the series of the OTHER
-/// collectives (of every series when there is no other collective). A series' (or a point's)
+/// and per collective C, a reference R(r,C) = the median level of every series when the runs
+/// have three collectives or more (one that moved is a minority), else of the series of the
+/// OTHER collective (of every series when there is no other). A series' (or a point's)
 /// relative change is the difference between the sides' mean of S − R (of y − R): the whole run
 /// moving (drift) moves R with it, a collective moving alone does not. The whole run's shift is
 /// the difference between the sides' mean of L(r) = the median level over all series.
@@ -496,9 +496,13 @@ pub fn classify_all<'a>(points: &[Point<'a>], m: usize, k: usize, s: &Settings) 
     // The series a collective's reference is made of: judged series of other collectives, or
     // every judged series when there is none (or every series when none is judged).
     let basis: Vec<usize> = if judged.is_empty() { (0..series.len()).collect() } else { judged.clone() };
+    // With three collectives or more, one that moved is a minority of the series and the median
+    // over all of them is the run's level; with two, each is judged against the other (the
+    // absolute change then tells which of them moved).
+    let collectives: HashSet<&str> = basis.iter().map(|j| series[*j].0.collective.as_str()).collect();
     let reference_of = |coll: &str| -> Vec<usize> {
         let others: Vec<usize> = basis.iter().copied().filter(|j| series[*j].0.collective != coll).collect();
-        if others.is_empty() {
+        if others.is_empty() || collectives.len() >= 3 {
             basis.clone()
         } else {
             others
@@ -684,11 +688,27 @@ pub fn classify_all<'a>(points: &[Point<'a>], m: usize, k: usize, s: &Settings) 
         })
         .collect();
 
-    // The whole run.
+    // The whole run: its shift is the median over series; it moved only if every collective
+    // moved that way (each collective's shift: the median over its series), so one collective
+    // that moved alone is that collective's change, not the run's.
     let shift = diff(&run_level);
+    let by_collective: Vec<f64> = collectives
+        .iter()
+        .map(|c| median(basis.iter().filter(|j| series[**j].0.collective == *c).map(|j| diff(&levels[*j]))))
+        .collect();
+    let (least_up, least_down) = (
+        by_collective.iter().copied().fold(f64::INFINITY, f64::min),
+        by_collective.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+    );
+    let everywhere = |v: Change, bar_up: f64, bar_down: f64| match v {
+        Change::Regression if pct(least_up) <= bar_up => Change::WithinNoise,
+        Change::Improvement if pct(least_down) >= -bar_down => Change::WithinNoise,
+        v => v,
+    };
     let common = match (noise, common_se) {
         (Noise::BetweenRuns, Some((se, df))) => {
             let (bar_pct, bar_down_pct, verdict) = classify(shift, shift, se, t_for(s.alpha, 1, df), s.threshold_pct);
+            let verdict = everywhere(verdict, bar_pct, bar_down_pct);
             Common { change_pct: pct(shift), se: Some(se), bar_pct, bar_down_pct, verdict }
         }
         _ => {
@@ -696,7 +716,7 @@ pub fn classify_all<'a>(points: &[Point<'a>], m: usize, k: usize, s: &Settings) 
             // shift beyond --drift fails the gate.
             let d = s.drift_pct.max(s.threshold_pct);
             let (_, _, verdict) = classify(shift, shift, 0.0, 0.0, d);
-            let verdict = match verdict {
+            let verdict = match everywhere(verdict, d, d) {
                 Change::Unchanged if pct(shift).abs() > s.threshold_pct => Change::WithinNoise,
                 v => v,
             };
@@ -803,7 +823,7 @@ impl Report<'_, '_> {
         );
         let _ = writeln!(
             out,
-            "# judged: each series' shift (the median over its sizes of ln new/base of the {stat}) relative to the series of the other collectives in the same runs (`rel`), so drift of the whole run cancels; a point likewise, only in a stretch of consecutive sizes (3, or 2 in a series of fewer than 6), and only with several runs per side (with one, such a stretch is `slower`, shown, not judged)"
+            "# judged: each series' shift (the median over its sizes of ln new/base of the {stat}) relative to the level of the same runs (`rel`: the median over every series; over the other collective's with only two), so drift of the whole run cancels; a point likewise, only in a stretch of consecutive sizes (3, or 2 in a series of fewer than 6), and only with several runs per side (with one, such a stretch is `slower`, shown, not judged)"
         );
         match c.noise {
             Noise::BetweenRuns => {
@@ -911,7 +931,7 @@ impl Report<'_, '_> {
         let w = self.width();
         let _ = writeln!(
             out,
-            "# series: the shift of each series as a whole (the median over its sizes), relative to the other collectives' series (rel), against the noise of that shift"
+            "# series: the shift of each series as a whole (the median over its sizes), relative to the run's level (rel), against the noise of that shift"
         );
         let _ = writeln!(
             out,
@@ -1140,7 +1160,7 @@ mod tests {
     }
 
     fn settings() -> Settings {
-        Settings { stat: Stat::Median, threshold_pct: 5.0, alpha: 0.05 }
+        Settings { stat: Stat::Median, threshold_pct: 5.0, alpha: 0.05, drift_pct: 25.0 }
     }
 
     fn compare<'a>(base: &'a [Run], new: &'a [Run]) -> (Matched<'a>, Comparison<'a>) {
@@ -1215,7 +1235,7 @@ mod tests {
     fn a_run_against_itself_is_unchanged() {
         let a = [sweep("a", |_, _| 1.0)];
         let (_, c) = compare(&a, &a);
-        assert_eq!(c.noise, Noise::BetweenSizes);
+        assert_eq!(c.noise, Noise::BetweenSeries);
         assert!(c.points.iter().all(|j| j.verdict == Change::Unchanged && j.ratio == 1.0));
         assert_eq!(c.series.len(), 2, "one series per collective here");
         assert_eq!(regressions(&c), (0, 0));
@@ -1228,7 +1248,7 @@ mod tests {
         let b = [sweep("b", |_, s| 1.0 + 0.2 * jitter(2, s))];
         let (_, c) = compare(&a, &b);
         assert!(c.points.iter().filter(|j| j.change_pct.abs() > 5.0).count() > 5, "the old compare would cry wolf");
-        assert!(c.typical_noise_pct > 5.0, "{}", c.typical_noise_pct);
+        assert!(c.point_noise_pct > 5.0, "{}", c.point_noise_pct);
         assert_eq!(regressions(&c), (0, 0), "{c:?}");
         // A whole collective 30% slower on top of it: caught, as a series at least.
         let slow = [sweep("slow", |coll, s| (1.0 + 0.2 * jitter(2, s)) * if coll == "all-reduce" { 1.3 } else { 1.0 })];
@@ -1275,44 +1295,160 @@ mod tests {
         assert!(c.series.iter().all(|s| s.verdict == Change::WithinNoise));
     }
 
+    /// A run of three collectives × 12 sizes (one placement), each point's median
+    /// `base(size) × f(coll, size)`.
+    fn sweep3(name: &str, f: impl Fn(&str, u64) -> f64) -> Run {
+        let mut rows = vec![];
+        for coll in ["all-reduce", "all-gather", "reduce-scatter"] {
+            for i in 0..12u64 {
+                let size = 8u64 << i;
+                let base = 1.0 + size as f64 / 1000.0;
+                rows.push(row(coll, size, base * f(coll, size), rows.len() as u64 + 2));
+            }
+        }
+        run(name, rows)
+    }
+
+    /// Point jitter of ±`amp` from a seed, per collective and size.
+    fn noisy(seed: u64, amp: f64) -> impl Fn(&str, u64) -> f64 {
+        move |coll: &str, s: u64| 1.0 + amp * jitter(seed + 31 * coll.len() as u64, s)
+    }
+
     #[test]
-    fn a_clear_slowdown_of_some_sizes_is_a_point_regression() {
+    fn a_shift_common_to_every_collective_is_drift_up_to_the_drift_bar() {
+        // The whole new run 15% slower (every collective), with ±3% point jitter: with one run
+        // per side that is drift as much as a change; below --drift 25%, not a regression.
+        let a = [sweep3("a", noisy(1, 0.03))];
+        let b = [sweep3("b", |c, s| 1.15 * noisy(2, 0.03)(c, s))];
+        let (_, c) = compare(&a, &b);
+        assert_eq!(regressions(&c), (0, 0), "{c:?}");
+        assert!((c.common.change_pct - 15.0).abs() < 3.0, "{:?}", c.common);
+        assert_eq!(c.common.verdict, Change::WithinNoise);
+        assert_eq!(c.common.se, None);
+        assert!(c.series.iter().all(|s| s.rel_pct.abs() < 5.0), "relative to each other nothing moved: {c:?}");
+        // 40% slower everywhere: beyond --drift, the whole run regressed.
+        let b = [sweep3("b", |c, s| 1.4 * noisy(2, 0.03)(c, s))];
+        let (_, c) = compare(&a, &b);
+        assert_eq!(c.common.verdict, Change::Regression, "{:?}", c.common);
+        assert_eq!(regressions(&c), (0, 0), "no series moved against the others");
+        // One collective of two 40% slower is that collective's change, not the whole run's.
+        let b = [sweep("b", |c, _| if c == "all-gather" { 1.4 } else { 1.0 })];
+        let a2 = [sweep("a", |_, _| 1.0)];
+        let (_, c) = compare(&a2, &b);
+        assert_ne!(c.common.verdict, Change::Regression, "{:?}", c.common);
+        assert_eq!(regressions(&c), (0, 1), "{c:?}");
+        // With three runs a side, the whole run is judged on the runs' own spread: 15% slower
+        // in every new run, the runs within ±2% of each other, is a regression.
+        let level = |seed: u64| 1.0 + 0.02 * jitter(seed, 99);
+        let base: Vec<Run> =
+            (0..3).map(|i| sweep3(&format!("b{i}"), move |c, s| level(i) * noisy(i, 0.03)(c, s))).collect();
+        let new: Vec<Run> =
+            (3..6).map(|i| sweep3(&format!("n{i}"), move |c, s| 1.15 * level(i) * noisy(i, 0.03)(c, s))).collect();
+        let (_, c) = compare(&base, &new);
+        assert_eq!(c.noise, Noise::BetweenRuns);
+        assert!(c.common.se.is_some());
+        assert_eq!(c.common.verdict, Change::Regression, "{:?}", c.common);
+        assert_eq!(regressions(&c), (0, 0), "{c:?}");
+    }
+
+    #[test]
+    fn one_collective_slower_than_the_rest_of_a_drifting_run_is_caught() {
+        // The whole new run 12% faster (drift), ±5% point jitter, and all-gather 30% slower than
+        // it would have been: in absolute terms +14%, relative to the other collectives +30%.
+        let a = [sweep3("a", noisy(1, 0.05))];
+        let b = [sweep3("b", |c, s| 0.88 * noisy(2, 0.05)(c, s) * if c == "all-gather" { 1.3 } else { 1.0 })];
+        let (_, c) = compare(&a, &b);
+        let flagged: Vec<&str> =
+            c.series.iter().filter(|s| s.verdict == Change::Regression).map(|s| s.key.collective.as_str()).collect();
+        assert_eq!(flagged, vec!["all-gather"], "{c:?}");
+        let ag = c.series.iter().find(|s| s.key.collective == "all-gather").unwrap();
+        assert!((ag.rel_pct - 30.0).abs() < 5.0 && (ag.change_pct - 14.4).abs() < 5.0, "{ag:?}");
+        // The others held still against each other: not improvements, though 12% faster.
+        assert!(c.series.iter().filter(|s| s.key.collective != "all-gather").all(|s| s.verdict != Change::Improvement));
+        // A collective that held still while the rest got 12% faster did not regress: it is
+        // +14% relative, but not slower in itself.
+        let b = [sweep3("b", |c, s| noisy(2, 0.05)(c, s) * if c == "all-gather" { 1.0 } else { 0.88 })];
+        let (_, c) = compare(&a, &b);
+        assert_eq!(regressions(&c), (0, 0), "{c:?}");
+    }
+
+    #[test]
+    fn jitter_at_one_or_two_sizes_is_not_a_regression() {
+        // ±2% jitter, and all-reduce 60% slower at one size (64 B), then at two neighbouring
+        // sizes (1K and 2K) of its 12.
+        let a = [sweep3("a", noisy(1, 0.02))];
+        let spike = |c: &str, s: u64| noisy(2, 0.02)(c, s) * if c == "all-reduce" && s == 64 { 1.6 } else { 1.0 };
+        let b = [sweep3("b", spike)];
+        let (_, c) = compare(&a, &b);
+        assert_eq!(regressions(&c), (0, 0), "{c:?}");
+        assert_eq!(c.points.iter().filter(|j| j.verdict == Change::Lone).count(), 1, "{c:?}");
+        let two = |c: &str, s: u64| {
+            noisy(2, 0.02)(c, s) * if c == "all-reduce" && (s == 1024 || s == 2048) { 1.6 } else { 1.0 }
+        };
+        let b = [sweep3("b", two)];
+        let (_, c) = compare(&a, &b);
+        assert_eq!(regressions(&c), (0, 0), "{c:?}");
+        assert_eq!(c.points.iter().filter(|j| j.verdict == Change::Lone).count(), 2, "{c:?}");
+    }
+
+    #[test]
+    fn a_slowdown_of_some_sizes_is_a_regression_with_repeated_runs_only() {
+        // all-reduce 30% slower from 4K up (its 3 largest sizes of 12).
+        let slow = |c: &str, s: u64| if c == "all-reduce" && s >= 4096 { 1.3 } else { 1.0 };
         let a = [sweep("a", |_, _| 1.0)];
-        let b = [sweep("b", |coll, s| if coll == "all-reduce" && s >= 4096 { 1.3 } else { 1.0 })];
+        let b = [sweep("b", slow)];
         let (m, c) = compare(&a, &b);
+        // One run per side: shown as `slower`, not judged (back-to-back runs move such
+        // stretches of one collective); the series' median did not move.
         for (p, j) in m.points.iter().zip(&c.points) {
             let doctored = p.key.collective == "all-reduce" && p.key.size_bytes >= 4096;
-            assert_eq!(j.verdict == Change::Regression, doctored, "{p:?} {j:?}");
+            assert_eq!(j.verdict == Change::Slower, doctored, "{p:?} {j:?}");
             if doctored {
                 assert!((j.change_pct - 30.0).abs() < 1e-9);
                 assert!((j.other_change_pct - 30.0).abs() < 1e-9, "the mean moved the same way");
             }
         }
+        assert_eq!(regressions(&c), (0, 0));
+        // Two runs a side (±1% apart): a regression at those points.
+        let base = [sweep("a1", noisy(1, 0.01)), sweep("a2", noisy(2, 0.01))];
+        let new = [
+            sweep("b1", move |c, s| slow(c, s) * noisy(3, 0.01)(c, s)),
+            sweep("b2", move |c, s| slow(c, s) * noisy(4, 0.01)(c, s)),
+        ];
+        let (m, c) = compare(&base, &new);
+        for (p, j) in m.points.iter().zip(&c.points) {
+            let doctored = p.key.collective == "all-reduce" && p.key.size_bytes >= 4096;
+            assert_eq!(j.verdict == Change::Regression, doctored, "{p:?} {j:?}");
+        }
         // Within the threshold is never a regression, however precise.
-        let b = [sweep("b", |coll, _| if coll == "all-reduce" { 1.04 } else { 1.0 })];
-        assert_eq!(regressions(&compare(&a, &b).1), (0, 0));
-        // Faster is an improvement.
+        let b = [sweep3("b", |coll, _| if coll == "all-reduce" { 1.04 } else { 1.0 })];
+        assert_eq!(regressions(&compare(&[sweep3("a", |_, _| 1.0)], &b).1), (0, 0));
+        // Faster everywhere: the whole run moved, no series against the others.
         let b = [sweep("b", |_, _| 0.7)];
         let (_, c) = compare(&a, &b);
-        assert!(c.points.iter().all(|j| j.verdict == Change::Improvement));
+        assert_eq!(c.common.verdict, Change::Improvement);
         assert_eq!(regressions(&c), (0, 0));
     }
 
     #[test]
     fn the_statistic_judged_is_the_one_shown() {
-        // The mean doubles (a few preempted samples), the median stays: median says ok, mean says
-        // regression, and each names the other's change.
-        let a = [sweep("a", |_, _| 1.0)];
-        let mut b = sweep("b", |_, _| 1.0);
-        for r in &mut b.rows {
+        // all-gather's mean doubles (a few preempted samples), its median stays: judged on the
+        // median it is ok, on the mean it regressed, and each names the other's change.
+        let a = [sweep3("a", |_, _| 1.0)];
+        let mut b = sweep3("b", |_, _| 1.0);
+        for r in b.rows.iter_mut().filter(|r| r.key.collective == "all-gather") {
             r.time_us *= 2.0;
         }
         let b = [b];
         let m = match_runs(&a, &b).unwrap();
         let med = classify_all(&m.points, 1, 1, &settings());
-        assert!(med.points.iter().all(|j| j.verdict == Change::Unchanged && (j.other_change_pct - 100.0).abs() < 1e-9));
+        assert!(med.points.iter().all(|j| j.verdict == Change::Unchanged));
+        let ag = med.series.iter().find(|s| s.key.collective == "all-gather").unwrap();
+        assert!(ag.verdict == Change::Unchanged && (ag.other_change_pct - 100.0).abs() < 1e-9, "{ag:?}");
         let mean = classify_all(&m.points, 1, 1, &Settings { stat: Stat::Mean, ..settings() });
-        assert!(mean.points.iter().all(|j| j.verdict == Change::Regression && j.other_change_pct.abs() < 1e-9));
+        let ag = mean.series.iter().find(|s| s.key.collective == "all-gather").unwrap();
+        assert!(ag.verdict == Change::Regression && ag.other_change_pct.abs() < 1e-9, "{ag:?}");
+        assert!((ag.change_pct - 100.0).abs() < 1e-9);
     }
 
     #[test]
@@ -1340,47 +1476,61 @@ mod tests {
     fn the_report_has_each_part_once_and_in_order() {
         // A made-up comparison: all-reduce 30% slower from 64 B on (9 of its 12 sizes); new lacks
         // all-gather at 16K and has all-reduce at 32M more.
-        let a = sweep("a.csv", |_, _| 1.0);
-        let mut b = sweep("b.csv", |coll, s| if coll == "all-reduce" && s >= 64 { 1.3 } else { 1.0 });
+        let a = sweep3("a.csv", |_, _| 1.0);
+        let mut b = sweep3("b.csv", |coll, s| if coll == "all-reduce" && s >= 64 { 1.3 } else { 1.0 });
         b.rows.retain(|r| !(r.key.collective == "all-gather" && r.key.size_bytes == 16384));
         b.rows.push(row("all-reduce", 32 << 20, 5.0, 99));
         let (a, b) = ([a], [b]);
         let (m, c) = compare(&a, &b);
         let text = render(&a, &b, &m, &c, &settings());
         let lines: Vec<&str> = text.lines().collect();
-        // Header: names, statistic, noise, bar.
+        // Header: names, statistic, what is judged, noise, bar.
         assert_eq!(
             lines[0],
             "# compare: base a.csv -> new b.csv; judged on the median time per call (median_us of each run)"
         );
-        assert!(lines[1].starts_with("# noise: one run per side"), "{text}");
-        assert!(lines[2].starts_with("# regression: median slower by more than 5% "), "{text}");
-        // One table row per shared point (23 of them), after the two header lines.
+        assert!(lines[1].starts_with("# judged: each series' shift"), "{text}");
+        assert!(lines[2].starts_with("# noise: one run per side"), "{text}");
+        assert!(lines[3].starts_with("# regression: median slower by more than 5% "), "{text}");
+        // One table row per shared point (35 of them), after the two header lines; the table
+        // shows the change in both statistics.
+        assert!(
+            lines[4].contains("median_chg") && lines[4].contains(" rel ") && lines[4].ends_with("mean_chg"),
+            "{text}"
+        );
         let rows: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("  ")).collect();
-        assert_eq!(rows.len(), 23, "{text}");
-        assert_eq!(rows.iter().filter(|l| l.contains("REGRESSION")).count(), 9, "{text}");
-        // The series table: two series, all-reduce regressed.
+        assert_eq!(rows.len(), 35, "{text}");
+        assert_eq!(rows.iter().filter(|l| l.contains(" slower ")).count(), 9, "{text}");
+        // The series table: three series, all-reduce regressed.
         let series: Vec<&str> = lines.iter().copied().filter(|l| l.starts_with("= ")).collect();
-        assert_eq!(series.len(), 2, "{text}");
-        assert!(series[0].starts_with("= all-reduce") && series[0].ends_with("REGRESSION"), "{text}");
+        assert_eq!(series.len(), 3, "{text}");
+        assert!(series[0].starts_with("= all-reduce") && series[0].contains("REGRESSION"), "{text}");
+        // The whole run, in one line.
+        assert_eq!(lines.iter().filter(|l| l.starts_with("# whole run: median +0.0% ")).count(), 1, "{text}");
         // Unmatched points, sizes as the flags take them.
         assert!(lines.contains(&"# only in a.csv: all-gather mpi float sum out-of-place: 1 size (16K)"), "{text}");
         assert!(lines.contains(&"# only in b.csv: all-reduce mpi float sum out-of-place: 1 size (32M)"), "{text}");
-        // One line per regressed point, one for the series, then the summary last.
+        // One line per `slower` point, one for the series, then the summary last.
         assert_eq!(
-            lines.iter().filter(|l| l.starts_with("regressed: all-reduce mpi float sum out-of-place ")).count(),
+            lines.iter().filter(|l| l.starts_with("slower, not judged (one run per side): all-reduce ")).count(),
             9
         );
         assert!(
             lines.contains(
-                &"regressed: all-reduce mpi float sum out-of-place 16K: median 17.38 -> 22.60 us (+30.0%, bar +5.0%)"
+                &"slower, not judged (one run per side): all-reduce mpi float sum out-of-place 16K: median 17.38 -> 22.60 us (+30.0%; +30.0% relative to the rest of the run, bar +5.0%)"
             ),
             "{text}"
         );
-        assert_eq!(lines.iter().filter(|l| l.starts_with("regressed series: all-reduce ")).count(), 1, "{text}");
+        assert!(
+            lines.contains(
+                &"regressed series: all-reduce mpi float sum out-of-place over 12 sizes: median ratio 1.300 (+30.0%; +30.0% relative to the rest of the run, bar +5.0%)"
+            ),
+            "{text}"
+        );
         let last = lines.last().unwrap();
         assert!(
-            last.starts_with("compare: 23 points in common: 9 regressions, 0 improved, 0 beyond 5% within noise, 14 within 5%; series: 1 regressed, 0 improved of 2;")
+            last.starts_with("compare: 35 points in common: 0 regressions, 9 slower not judged, 0 improved, 0 beyond 5% within noise, 0 lone, 26 within 5%; series: 1 regressed, 0 improved of 3;")
+                && last.contains("judged on the median, one run per side (drift not separable), whole run +0.0% ok;")
                 && last.ends_with("1 only in base, 1 only in new"),
             "{text}"
         );

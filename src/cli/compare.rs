@@ -72,9 +72,9 @@ pub fn parse(argv: &[String]) -> Result<Clap<CompareOptions>> {
         Ok(v) if v > 0.0 && v < 1.0 => v,
         _ => {
             return Err(Error::usage(format!(
-                "compare: --alpha: '{}' is not a significance level; expected a number between 0 and 1, e.g. --alpha 0.05",
-                a.alpha
-            )))
+            "compare: --alpha: '{}' is not a significance level; expected a number between 0 and 1, e.g. --alpha 0.05",
+            a.alpha
+        )))
         }
     };
     let stat = Stat::parse(&a.stat).ok_or_else(|| {
