@@ -6,24 +6,25 @@
 //! a side's value is the geometric mean over its runs, and the change is the ratio new / base.
 //!
 //! The noise that matters is between runs, not within one: thousands of samples make a run's own
-//! interval tiny, while two back-to-back runs of the same sweep differ by far more (the machine's
-//! state drifts). So the noise is estimated from the runs themselves:
-//! - with two or more runs on a side, from the spread of ln(value) between the runs of each side,
-//!   pooled over both sides, per point and never below its series' average (two runs agreeing by
-//!   chance do not make a point look precise);
-//! - with one run per side, drift cannot be told from change; the noise is then the jitter of the
-//!   ratio between neighbouring sizes of a series (robust: 1.4826 × median |step| / √2), never
-//!   below the jitter of the whole comparison, and the output says so (and names a move of the
-//!   whole comparison beyond the threshold, which may be drift as well as a change).
+//! interval tiny, while two back-to-back runs of the same sweep differ by far more — mostly all
+//! together (the whole run a few percent faster or slower). So a change is judged relative to
+//! the rest of the same run ([`classify_all`]):
+//! - a series (collective × backend × type × op × placement, three sizes or more) regressed when
+//!   its shift (the median over its sizes of ln new/base) minus the run's level (the median over
+//!   every series; the other collective's when there are two) is beyond the noise at `--alpha`
+//!   (Bonferroni over the series) and the series is slower than `--threshold` in itself. The noise:
+//!   with one run per side, the spread (MAD) of the other collectives' series, never below the
+//!   series' own jitter between sizes; with several, the between-run spread of each run's relative
+//!   level, pooled over the series (Student's t);
+//! - a point likewise, but only in a stretch of consecutive sizes (one or two sizes are `lone`),
+//!   and only with several runs per side: with one, a stretch of one collective's sizes moves too
+//!   much between back-to-back runs to be judged, and is shown as `slower`;
+//! - the whole run (the median over series) cannot be told from drift with one run per side: it
+//!   fails only beyond `--drift`; with several, by the between-run spread of the runs' levels;
+//!   either way only if every collective moved.
 //!
-//! A point regressed when it slowed by more than `--threshold` percent AND by more than the noise
-//! explains at a family-wise false-alarm level `--alpha` (one-sided normal quantile at
-//! alpha / number of points, Bonferroni). A series (one collective × backend × type × op ×
-//! placement, three sizes or more) regressed when the median of its points' ln-ratios does the
-//! same, with the median's standard error (1.2533 σ / √n) and alpha / number of series: this
-//! catches a modest slowdown of one whole collective that single noisy points cannot show.
-//! Exit 1 if any point or series regressed, 0 if none, 2 on error. Points only in one side are
-//! listed, never judged.
+//! Exit 1 if a series, a point or the whole run regressed, 0 if none, 2 on error. Points only in
+//! one side are listed, never judged. The flags are parsed by `cli::compare`.
 
 use crate::csvread::{self, Key, Row};
 use crate::error::{exit, Error, Result};
