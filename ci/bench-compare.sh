@@ -9,7 +9,7 @@
 # The runs are timed at normal priority (not nice'd: other work on the machine should run at idle
 # priority, and a nice'd run measures the neighbours); the build runs under idle priority.
 # Writes results/compare-noise-<host>.md; raw runs in results/compare-noise/ (not committed).
-# RUNS=24 by default (12 pairs); about 4 min on a quiet 2-core VM.
+# RUNS=24 by default (12 pairs); 30-90 s of runs on the 2-core VM, then a few minutes of compares.
 # REPORT_ONLY=1 keeps the raw runs already in results/compare-noise/ and judges them again with
 # the binary built now (the runs themselves do not depend on compare).
 set -euo pipefail
