@@ -234,7 +234,9 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
         version: env!("CARGO_PKG_VERSION").to_string(),
         timestamp: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         backend: "mpi".into(),
-        backend_details: vec![format!("MPI library: {}", world.library_version)],
+        backend_details: std::iter::once(format!("MPI library: {}", world.library_version))
+            .chain(crate::backend::host::heap_note())
+            .collect(),
         mpi_library: world.library_version.clone(),
         ranks: world.size,
         hosts: world.ranks_by_host(),
@@ -263,6 +265,9 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     let hosts = world.ranks_by_host();
     say(world, &format!("# coll-bench {} tune", env!("CARGO_PKG_VERSION")));
     say(world, &format!("# MPI library: {}", world.library_version));
+    if let Some(heap) = crate::backend::host::heap_note() {
+        say(world, &format!("# {heap}"));
+    }
     say(
         world,
         &format!(
