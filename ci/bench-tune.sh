@@ -84,17 +84,26 @@ print("The file it wrote, without its measured lines:\n")
 print("```\n" + "\n".join(rules) + "\n```\n")
 print(f"Plain sweeps `reduce-scatter -b 8 -e 64M` without and with the file applied, alternating, {reps} each;")
 print("per size the median over the runs of each run's median time per call (out of place). Ratio = without / with.\n")
-print("| size (B) | without (us) | with (us) | ratio |\n|---:|---:|---:|---:|")
+print("| size (B) | without (us) | runs min-max | with (us) | runs min-max | ratio |\n|---:|---:|---:|---:|---:|---:|")
 ratios = {}
+apart = []
 for s in sizes:
-    a = statistics.median(w[s] for w in without)
-    b = statistics.median(w[s] for w in with_)
+    wo = [w[s] for w in without]
+    wi = [w[s] for w in with_]
+    a, b = statistics.median(wo), statistics.median(wi)
     ratios[s] = a / b
-    print(f"| {s} | {a:.1f} | {b:.1f} | {a / b:.2f} |")
+    # Slower beyond the run-to-run noise: every run with the file slower than every run
+    # without it, and the medians more than 10% apart (tune's own rule, MIN_GAIN).
+    if min(wi) > max(wo) and a / b < 1 / 1.1:
+        apart.append(s)
+    print(f"| {s} | {a:.1f} | {min(wo):.1f}-{max(wo):.1f} | {b:.1f} | {min(wi):.1f}-{max(wi):.1f} | {a / b:.2f} |")
 r1m = ratios.get(1 << 20)
 slow = [s for s, r in ratios.items() if r < 0.8]
 print()
 print(f"- 1 MiB: ratio **{r1m:.2f}** (bar: >= 2): {'PASS' if r1m and r1m >= 2 else 'FAIL'}.")
 print(f"- Sizes slower with the file by more than 20% (this machine's run-to-run noise): "
       f"{', '.join(map(str, slow)) if slow else 'none'}: {'PASS' if not slow else 'FAIL'}.")
+print(f"- Sizes slower with the file beyond this run's own noise (every run with the file slower than every run "
+      f"without, and the medians more than 10% apart): {', '.join(map(str, apart)) if apart else 'none'}: "
+      f"{'PASS' if not apart else 'FAIL'}.")
 PY

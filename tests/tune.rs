@@ -136,6 +136,9 @@ fn check_reduce_scatter_tune(n: usize, full: bool) {
         }
     }
     assert_eq!(rules.matches("# coll-bench-measured reduce-scatter").count(), sizes, "{rules}");
+    // The file's choice ran at every size: a time for it everywhere (MPICH's one algorithm for
+    // every size is never one the skip rule left out somewhere).
+    assert!(!rules.contains("NaN"), "{rules}");
     let o = tune(dir.path(), n, &["--verify", "rs.rules", "-n", "3", "-w", "1", "--no-csv"], &[]);
     let (out, err) = (stdout(&o), stderr(&o));
     // The verdict is timing (exit 0 or 1); correctness is not.
@@ -226,6 +229,34 @@ fn open_mpi_applies_the_rules_file() {
     );
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     assert!(rows(&o).iter().all(|r| r[8] == "0" && r[12] == "0"), "{}", stdout(&o));
+}
+
+/// A file whose measured line has no time for the chosen algorithm (a cell tune did not run:
+/// `NaN`, as files written before the skip rule was taken into MPICH's choice have): --verify
+/// judges that size against the default's time before and says so; no NaN reaches the table.
+#[test]
+fn verify_judges_a_size_tune_did_not_run_against_the_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = match FAMILY {
+        "mpich" => "# coll-bench-rules mpich\nMPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM=pairwise\n",
+        _ => "# coll-bench-rules openmpi\n1\n13\n1\n2\n1\n0 0 0 0\n",
+    };
+    // Times no run of this machine comes near: the verdicts cannot depend on its load.
+    let text = format!(
+        "{rules}# coll-bench-measured reduce-scatter 65536 pairwise 1000000 1000000 1000000\n# coll-bench-measured reduce-scatter 131072 pairwise 1000000 NaN NaN\n"
+    );
+    std::fs::write(dir.path().join("old.rules"), text).unwrap();
+    let o = tune(dir.path(), 2, &["--verify", "old.rules", "-n", "3", "-w", "1", "--no-csv"], &[]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(!out.to_lowercase().contains("nan"), "{out}");
+    let row = |size: &str| {
+        out.lines().find(|l| l.split_whitespace().next() == Some(size)).unwrap_or_else(|| panic!("no {size}: {out}"))
+    };
+    assert!(row("65536").ends_with("ok (pairwise)"), "{out}");
+    let r = row("131072");
+    assert!(r.contains("ok (pairwise; tune did not run it at this size: against the default before)"), "{out}");
+    assert_eq!(r.split_whitespace().nth(2), Some("-"), "the chosen time is shown as '-': {r}");
 }
 
 fn refused(args: &[&str], needle: &str) {

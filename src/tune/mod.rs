@@ -660,7 +660,7 @@ fn print_verify(world: &World, kind: Kind, sizes: &[u64], now: &[Cell], file: &r
     say(
         world,
         &format!(
-            "# {:>11}  {:>10}  {:>10}  {:>10}  {:>10}  {:>8}  verdict",
+            "# {:>11}  {:>10}  {:>10}  {:>10}  {:>11}  {:>8}  verdict",
             "size (B)", "before", "chosen", "now", "now fastest", "speed-up"
         ),
     );
@@ -698,7 +698,7 @@ fn print_verify(world: &World, kind: Kind, sizes: &[u64], now: &[Cell], file: &r
         say(
             world,
             &format!(
-                "  {size:>11}  {:>10}  {:>10}  {now_s:>10}  {lo_s:>10}  {speed:>8}  {verdict}",
+                "  {size:>11}  {:>10}  {:>10}  {now_s:>10}  {lo_s:>11}  {speed:>8}  {verdict}",
                 num(m.default_us),
                 num(m.chosen_us)
             ),
