@@ -5,7 +5,8 @@
 #     faster at 1 MiB than without it, and no size is slower beyond noise. Measured as ratios
 #     within one run: plain sweeps of reduce-scatter without and with the file applied
 #     (OMPI_MCA_coll_tuned_use_dynamic_rules=1 + ..._dynamic_rules_filename), alternating REPS
-#     times each (default 3); per size the median over the runs of each run's median time.
+#     times each (default 5: with 3, every run of one beating every run of the other happens by chance
+#     at 1 size in 20); per size the median over the runs of each run's median time.
 # Prints a Markdown report on stdout (results/tune-vm.md); the load average is shown, because the
 # machine may be shared.
 # Usage: bash ci/bench-tune.sh [REPS]     (SKIP_CORE=1: part 2 only; SKIP_BUILD=1: use the binary
@@ -15,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/env.sh
 [ "${SKIP_BUILD:-0}" = 1 ] || cargo build --release --quiet
-reps=${1:-3}
+reps=${1:-5}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 load() { cut -d' ' -f1-3 /proc/loadavg; }
