@@ -86,19 +86,6 @@ impl Drop for HostBuffer {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn aligned_and_filled() {
-        let b = HostBuffer::new(1000, 0xA5).unwrap();
-        assert_eq!(b.as_ptr() as usize % 64, 0);
-        assert!(b.bytes().iter().all(|x| *x == 0xA5));
-        assert!(HostBuffer::new(0, 0).unwrap().is_empty());
-    }
-}
-
 /// What [`steady_heap`] did, for the run's header (`None` before it ran).
 static HEAP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
@@ -145,4 +132,17 @@ pub fn steady_heap() -> String {
 /// The line [`steady_heap`] returned, once it has run.
 pub fn heap_note() -> Option<String> {
     HEAP.get().cloned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn aligned_and_filled() {
+        let b = HostBuffer::new(1000, 0xA5).unwrap();
+        assert_eq!(b.as_ptr() as usize % 64, 0);
+        assert!(b.bytes().iter().all(|x| *x == 0xA5));
+        assert!(HostBuffer::new(0, 0).unwrap().is_empty());
+    }
 }

@@ -181,12 +181,13 @@ pub fn one_for_all(sources: &[Source], sizes: &[SizeSeen]) -> Option<usize> {
             wins[r] += 1;
         }
     }
-    let best = (0..sources.len())
-        .filter(|&c| c != d && sources[c].selectable() && wins[c] > 0 && qualifies(c))
-        .fold(None, |acc: Option<usize>, c| match acc {
+    let best = (0..sources.len()).filter(|&c| c != d && sources[c].selectable() && wins[c] > 0 && qualifies(c)).fold(
+        None,
+        |acc: Option<usize>, c| match acc {
             Some(b) if wins[b] >= wins[c] => acc,
             _ => Some(c),
-        });
+        },
+    );
     Some(best.unwrap_or(d))
 }
 

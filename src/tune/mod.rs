@@ -544,9 +544,7 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
                             let Some(at) = sizes.iter().position(|s| *s == m.size_bytes) else { continue };
                             m.algorithm = name.clone();
                             (m.chosen_us, m.chosen_hi_us) = match cells[j][at].outcome() {
-                                Outcome::Time(t) => {
-                                    (t, choose::band(cells[j][at].rounds()).map(|b| b.1).unwrap_or(t))
-                                }
+                                Outcome::Time(t) => (t, choose::band(cells[j][at].rounds()).map(|b| b.1).unwrap_or(t)),
                                 _ => (f64::NAN, f64::NAN),
                             };
                         }
