@@ -259,6 +259,34 @@ fn verify_judges_a_size_tune_did_not_run_against_the_default() {
     assert_eq!(r.split_whitespace().nth(2), Some("-"), "the chosen time is shown as '-': {r}");
 }
 
+/// Every run keeps its heap (mallopt before MPI_Init, so the library's per-call temporary
+/// buffers cost no page faults and tune agrees with the sweep) and says so in its header; a
+/// user's own malloc variable is left alone, and the header names it.
+#[test]
+fn the_heap_is_kept_unless_the_user_set_malloc_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    // The launcher's environment without any malloc variable of the caller's, plus `env`.
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut c = mpirun_cmd(2, 120);
+        c.args(args).current_dir(dir.path());
+        for v in ["MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"] {
+            c.env_remove(v);
+        }
+        c.envs(env.iter().copied());
+        let o = c.output().expect("the MPI launcher runs");
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let sweep = ["reduce-scatter", "-b", "1K", "-e", "1K", "-n", "2", "--no-csv"];
+    let out = run(&sweep, &[]);
+    assert!(out.contains("# malloc: freed memory kept in the heap (M_MMAP_MAX 0, M_TRIM_THRESHOLD max)"), "{out}");
+    let out = run(&["tune", "reduce-scatter", "-b", "1K", "-e", "1K", "-n", "3", "--no-csv"], &[]);
+    assert!(out.lines().nth(2).is_some_and(|l| l.starts_with("# malloc: freed memory kept")), "{out}");
+    let out = run(&sweep, &[("MALLOC_TRIM_THRESHOLD_", "1048576")]);
+    assert!(out.contains("# malloc: as set by MALLOC_TRIM_THRESHOLD_ (coll-bench leaves it alone)"), "{out}");
+    assert!(!out.contains("freed memory kept"), "{out}");
+}
+
 fn refused(args: &[&str], needle: &str) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("taken.rules"), "mine\n").unwrap();
