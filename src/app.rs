@@ -53,7 +53,19 @@ pub fn main() -> i32 {
     match argv.get(1).map(String::as_str) {
         Some("plot" | "compare" | "spec") if launcher_rank().unwrap_or(0) != 0 => return exit::OK,
         Some("plot") => return crate::plot::main(&argv[1..]),
-        Some("compare") => return crate::compare::main(&argv[1..]),
+        Some("compare") => {
+            return match cli::compare::parse(&argv[1..]) {
+                Ok(cli::Clap::Args(o)) => crate::compare::main(&o),
+                Ok(cli::Clap::Info(text)) => {
+                    print!("{text}");
+                    exit::OK
+                }
+                Err(e) => {
+                    eprintln!("coll-bench: error: {e}");
+                    exit::ERROR
+                }
+            }
+        }
         Some("spec") => return crate::acceptance::from_run::main(&argv[1..]),
         _ => {}
     }
