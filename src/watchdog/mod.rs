@@ -361,6 +361,9 @@ fn report_for_job(s: &Shared, line: &str) -> ! {
             ch.send(r, Kind::Finish, &me);
         }
     }
+    // Let the others leave first (they look every 25 ms), so that none sees this rank's MPI
+    // connections drop while it is still inside MPI.
+    std::thread::sleep(END_RESEND);
     leave(s)
 }
 
