@@ -89,6 +89,9 @@ pub fn main() -> i32 {
             return exit::ERROR;
         }
     }
+    // Before MPI_Init and any thread: the MPI library's per-call temporary buffers reuse the
+    // heap in every job (backend::host::steady_heap says why).
+    crate::backend::host::steady_heap();
     let world = match World::init() {
         Ok(w) => w,
         Err(e) => {
