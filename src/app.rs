@@ -3,7 +3,7 @@
 //! outputs, backend, memory) → sweep → reports, wired here. Every phase boundary is an
 //! agreement across ranks, so an error on one rank stops all of them, printed once by rank 0.
 
-use crate::cli::{self, Parsed};
+use crate::cli::{self, Clap, FileCommand, Parsed};
 use crate::error::{exit, Error, Result};
 use crate::launch;
 use crate::memory;
@@ -54,10 +54,22 @@ pub fn main() -> i32 {
     // Launched under mpirun anyway, they run on the launcher's rank 0 only: one help, one file.
     match argv.get(1).map(String::as_str) {
         Some("plot" | "compare" | "spec") if launcher_rank().unwrap_or(0) != 0 => return exit::OK,
-        Some("plot") => return crate::plot::main(&argv[1..]),
-        Some("compare") => return crate::compare::main(&argv[1..]),
-        Some("spec") => return crate::acceptance::from_run::main(&argv[1..]),
         _ => {}
+    }
+    if let Some(parsed) = cli::parse_files(&argv) {
+        return match parsed {
+            Ok(Clap::Args(FileCommand::Plot(o))) => crate::plot::main(&o),
+            Ok(Clap::Args(FileCommand::Spec(o))) => crate::acceptance::from_run::main(&o),
+            Ok(Clap::Args(FileCommand::Compare(o))) => crate::compare::main(&o),
+            Ok(Clap::Info(text)) => {
+                print!("{text}");
+                exit::OK
+            }
+            Err(e) => {
+                eprintln!("coll-bench: error: {e}");
+                exit::ERROR
+            }
+        };
     }
     let parsed = cli::parse(&argv);
     if let Ok(Parsed::Info(text)) = &parsed {
@@ -79,6 +91,9 @@ pub fn main() -> i32 {
             return exit::ERROR;
         }
     }
+    // Before MPI_Init and any thread: the MPI library's per-call temporary buffers reuse the
+    // heap in every job (backend::host::steady_heap says why).
+    crate::backend::host::steady_heap();
     let world = match World::init() {
         Ok(w) => w,
         Err(e) => {

@@ -7,12 +7,14 @@
 //!
 //! 1. `bin/coll-bench.rs` → [`app`]: argv → the MPI [`world`] → the plan, agreed across ranks →
 //!    a subcommand; for the sweep it wires the reports.
-//! 2. [`cli`]: every flag of every MPI subcommand (one parser per file) → typed options.
+//! 2. [`cli`]: every flag of every subcommand (one parser per file; `cli/plot.rs`,
+//!    `cli/spec.rs` and `cli/compare.rs` for the subcommands over files) → typed options.
 //! 3. Subcommands: [`acceptance`] (`check`, `spec`), [`tune`], [`pairs`], [`info`], [`step`]; below them
-//!    [`plot`] and [`compare`], which read CSVs without MPI (and parse their own flags).
+//!    [`plot`] and [`compare`], which read CSVs without MPI.
 //! 4. [`setup`]: one sweep's set-up on every rank: the backend made from the options, the types
 //!    it supports, the memory fit, the output paths, the run's context for the reports.
-//! 5. [`sweep`] (the driver), then [`watchdog`] (`-T`: a call that outlives it ends the job).
+//! 5. [`sweep`] (the driver), then [`watchdog`] (`-T`: a call that outlives it ends the job; a
+//!    failed MPI call ends every rank in order through its side channel).
 //! 6. [`backend`] (one trait; MPI, NCCL) and [`report`] (table, CSV, JSON, Markdown, progress).
 //! 7. [`csvread`], [`memory`]; [`record`], [`world`]; [`launch`], [`options`] (with its literal
 //!    `Default`); [`verify`] (exact inputs, verification).

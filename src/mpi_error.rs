@@ -5,11 +5,11 @@
 //! Open MPI banner or MPICH error stack would take the place of our line.
 //!
 //! A failed MPI call cannot be agreed on across ranks (the others may be blocked inside the same
-//! collective), so it is not an [`crate::error::Error`]: `fail` never returns. While a sweep runs,
-//! the watchdog registers how to end every rank (`set_ender`): the line goes to the rank that
-//! prints for the job, and the others end over the watchdog's side channel, as when a step hangs.
-//! Without it (one rank, `-T 0`, outside a sweep) this rank prints its line and ends, and the
-//! launcher tears down the rest.
+//! collective), so it is not an [`crate::error::Error`]: `fail` never returns. While a sweep runs
+//! (with `-T 0` too), the watchdog registers how to end every rank (`set_ender`): the line goes
+//! to rank 0, which prints it for the job, and every rank then exits by itself over the
+//! watchdog's side channel (`crate::watchdog`). Without it (one rank, outside a sweep) this rank
+//! prints its line and ends, and the launcher tears down the rest.
 
 use mpi::ffi;
 use std::os::raw::{c_char, c_int};

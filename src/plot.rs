@@ -10,9 +10,9 @@
 
 use crate::csvread::{self, Row};
 use crate::error::{exit, Error, Result};
+use crate::options::Policy;
 use crate::record::Placement;
 use crate::size::human;
-use clap::{Parser, ValueEnum};
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged, ValueFormatter};
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::CoordTranslate;
@@ -22,58 +22,29 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-const FORM: &str = "coll-bench plot RUN.csv [MORE.csv…] -o FILE.svg|FILE.png";
+/// The command line's form, for error lines.
+pub const FORM: &str = "coll-bench plot RUN.csv [MORE.csv…] -o FILE.svg|FILE.png";
 
-#[derive(Parser, Debug)]
-#[command(
-    name = "coll-bench plot",
-    bin_name = "coll-bench plot",
-    about = "Plot bus bandwidth and time against message size from coll-bench CSVs, to SVG or PNG",
-    after_help = "Runs without MPI (no mpirun needed).\nExample: coll-bench plot base.csv new.csv -o busbw.svg"
-)]
-struct Args {
-    /// CSV files written by coll-bench (--csv); each file's series are marked with its own shape.
-    #[arg(value_name = "RUN.csv", required = true)]
-    files: Vec<PathBuf>,
-    /// The image to write; its extension chooses the format.
-    #[arg(short = 'o', long = "output", value_name = "FILE.svg|FILE.png", required = true)]
-    output: PathBuf,
-    /// Which placements to draw.
-    #[arg(long, value_enum, default_value = "out-of-place")]
-    placement: PlacementChoice,
-    /// Which time per call to draw, and to derive the bus bandwidth from: the mean (as the
-    /// table and the CSV's busbw_gbps) or the median (steadier on a noisy machine).
-    #[arg(long, value_enum, default_value = "mean")]
-    stat: Stat,
-    /// Image width in pixels.
-    #[arg(long, default_value_t = 1200, value_parser = clap::value_parser!(u32).range(MIN_SIDE as i64..=MAX_SIDE as i64))]
-    width: u32,
-    /// Image height in pixels.
-    #[arg(long, default_value_t = 900, value_parser = clap::value_parser!(u32).range(MIN_SIDE as i64..=MAX_SIDE as i64))]
-    height: u32,
-    /// Title (default: the files, ranks and hosts).
-    #[arg(long)]
-    title: Option<String>,
-    /// Replace the image if it exists (a regular file only)
-    #[arg(long = "force", visible_alias = "overwrite")]
-    force: bool,
-    /// Write to the file a symbolic link at the output path points at (refused by default)
-    #[arg(long = "follow-symlinks")]
-    follow_symlinks: bool,
+/// The image's smallest and largest side, pixels.
+pub const MIN_SIDE: u32 = 300;
+pub const MAX_SIDE: u32 = 8192;
+
+/// `coll-bench plot`, as the command line gave it (`crate::cli`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlotOptions {
+    /// The CSVs, each file's series marked with its own shape.
+    pub files: Vec<PathBuf>,
+    /// The image; its extension chooses the format.
+    pub output: PathBuf,
+    pub style: Style,
+    pub policy: Policy,
 }
 
-const MIN_SIDE: u32 = 300;
-const MAX_SIDE: u32 = 8192;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum PlacementChoice {
-    /// in-place only (also: in, in_place)
-    #[value(name = "in-place", aliases = ["in", "in_place"])]
+/// Which placements to draw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PlacementChoice {
     In,
-    /// out-of-place only (also: out, out_of_place)
-    #[value(name = "out-of-place", aliases = ["out", "out_of_place"])]
     Out,
-    /// both
     Both,
 }
 
@@ -88,7 +59,8 @@ impl PlacementChoice {
     }
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+/// Which time per call to draw, and to derive the bus bandwidth from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stat {
     /// time_us and busbw_gbps as measured
     Mean,
@@ -102,13 +74,9 @@ enum Format {
     Png,
 }
 
-/// Entry point; `args[0]` is "plot".
-pub fn main(args: &[String]) -> i32 {
-    let parsed: Args = match csvread::parse_or_exit("plot", FORM, args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    match run(&parsed, "-o/--output", false) {
+/// `coll-bench plot`: check the image's path and the CSVs, draw, write; the exit code.
+pub fn main(o: &PlotOptions) -> i32 {
+    match write_plot(&o.files, &o.output, &o.style, o.policy, "-o/--output", false) {
         Ok(()) => exit::OK,
         Err(e) => {
             eprintln!("coll-bench: error: plot: {e}");
@@ -119,36 +87,26 @@ pub fn main(args: &[String]) -> i32 {
 
 /// Plot one finished run's CSV to `output` with the default style: the sweep's `--plot FILE`
 /// (its path checked before the run, its directory made if missing).
-pub fn plot_run(csv: &Path, output: &Path, policy: crate::report::Policy) -> Result<()> {
+pub fn plot_run(csv: &Path, output: &Path, policy: Policy) -> Result<()> {
     write_plot(&[csv.to_path_buf()], output, &Style::default(), policy, "--plot", true)
 }
 
 /// How the image looks: every flag of `plot` but the files, the output and the file policy.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Style {
-    placement: PlacementChoice,
-    stat: Stat,
-    width: u32,
-    height: u32,
-    title: Option<String>,
+    pub placement: PlacementChoice,
+    pub stat: Stat,
+    /// Pixels.
+    pub width: u32,
+    pub height: u32,
+    /// Default: the files, ranks and hosts.
+    pub title: Option<String>,
 }
 
 impl Default for Style {
     /// The flags' defaults (a test checks that they agree).
     fn default() -> Style {
         Style { placement: PlacementChoice::Out, stat: Stat::Mean, width: 1200, height: 900, title: None }
-    }
-}
-
-impl Args {
-    fn style(&self) -> Style {
-        Style {
-            placement: self.placement,
-            stat: self.stat,
-            width: self.width,
-            height: self.height,
-            title: self.title.clone(),
-        }
     }
 }
 
@@ -170,11 +128,6 @@ fn format_of(path: &Path) -> Result<Format> {
     }
 }
 
-fn run(args: &Args, flag: &str, make_dirs: bool) -> Result<()> {
-    let policy = crate::report::Policy { force: args.force, follow_symlinks: args.follow_symlinks };
-    write_plot(&args.files, &args.output, &args.style(), policy, flag, make_dirs)
-}
-
 /// Read `files`, draw them in `style` and write the image to `output` (named `flag` in errors).
 /// `make_dirs`: the sweep's `--plot`, whose path was checked before the run; the standalone
 /// subcommand checks the image and the CSVs here, before drawing.
@@ -182,7 +135,7 @@ fn write_plot(
     files: &[PathBuf],
     output: &Path,
     style: &Style,
-    policy: crate::report::Policy,
+    policy: Policy,
     flag: &str,
     make_dirs: bool,
 ) -> Result<()> {
@@ -706,23 +659,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn placement_has_one_spelling_and_reads_the_old_ones() {
-        let parse =
-            |p: &str| Args::try_parse_from(["plot", "r.csv", "-o", "x.svg", "--placement", p]).map(|a| a.placement);
-        for (p, want) in [
-            ("out-of-place", PlacementChoice::Out),
-            ("out", PlacementChoice::Out),
-            ("out_of_place", PlacementChoice::Out),
-            ("in-place", PlacementChoice::In),
-            ("in", PlacementChoice::In),
-            ("in_place", PlacementChoice::In),
-            ("both", PlacementChoice::Both),
-        ] {
-            assert_eq!(parse(p).unwrap(), want, "{p}");
-        }
-        assert!(parse("sideways").is_err());
+    fn placements_keep_their_rows() {
         assert!(PlacementChoice::Out.keeps("out-of-place") && !PlacementChoice::Out.keeps("in-place"));
+        assert!(PlacementChoice::In.keeps("in-place") && !PlacementChoice::In.keeps("out-of-place"));
+        assert!(PlacementChoice::Both.keeps("in-place") && PlacementChoice::Both.keeps("out-of-place"));
     }
+
     use crate::csvread::Key;
 
     fn row(coll: &str, dtype: &str, placement: &str, size: u64) -> Row {
@@ -852,19 +794,6 @@ mod tests {
     fn files_are_named_by_file_name_unless_two_share_it() {
         let l = file_labels(&[PathBuf::from("x/run.csv"), PathBuf::from("y/run.csv"), PathBuf::from("z/other.csv")]);
         assert_eq!(l, vec!["x/run.csv", "y/run.csv", "other.csv"]);
-    }
-
-    #[test]
-    fn the_flags_defaults_are_the_default_style() {
-        // `--plot` draws with Style::default(), `plot` with its flags: without flags, the same.
-        let parse = |extra: &[&str]| {
-            let mut argv = vec!["plot", "r.csv", "-o", "r.svg"];
-            argv.extend_from_slice(extra);
-            Args::try_parse_from(argv).unwrap().style()
-        };
-        assert_eq!(parse(&[]), Style::default());
-        assert_ne!(parse(&["--stat", "median"]), Style::default());
-        assert_ne!(parse(&["--width", "640"]), Style::default());
     }
 
     fn series(file: usize, points: Vec<PlotPoint>) -> Series {

@@ -17,65 +17,34 @@ use crate::collective::Kind;
 use crate::csvread::{self, Row};
 use crate::dtype::{DType, Op};
 use crate::error::{exit, Error, Result};
+use crate::options::Policy;
 use crate::size::human;
-use clap::{Parser, Subcommand};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-const FORM: &str = "coll-bench spec from-run RUN.csv [--margin PCT] [-o SPEC.toml]";
+/// The command line's form, for error lines.
+pub const FORM: &str = "coll-bench spec from-run RUN.csv [--margin PCT] [-o SPEC.toml]";
 
 /// Share of the largest size from which bandwidth counts as levelled off (as the table's footer).
 const PLATEAU_FRACTION: u64 = 8;
 
-#[derive(Parser, Debug)]
-#[command(
-    name = "coll-bench spec",
-    bin_name = "coll-bench spec",
-    about = "Write acceptance specs for `coll-bench check`",
-    after_help = "Runs without MPI (no mpirun needed).\n\
-Example: coll-bench spec from-run results/good.csv --margin 30% -o gate.toml\n\
-Then: mpirun -n 16 coll-bench check gate.toml --junit verdicts.xml"
-)]
-struct Args {
-    #[command(subcommand)]
-    command: Command,
+/// `coll-bench spec from-run`, as the command line gave it (`crate::cli`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct FromRunOptions {
+    /// The known-good run's CSV.
+    pub run: PathBuf,
+    /// How much slower than the baseline still passes: 0.30 for `30%`.
+    pub margin: f64,
+    /// The margin as given, for the spec's header.
+    pub margin_text: String,
+    /// Where the spec goes; `None`: standard output.
+    pub output: Option<PathBuf>,
+    pub policy: Policy,
 }
 
-#[derive(Subcommand, Debug)]
-enum Command {
-    /// A spec from a known-good run's CSV: each requirement is the run's value with a margin
-    #[command(after_help = "Example: coll-bench spec from-run results/good.csv --margin 30% -o gate.toml\n\
-Bandwidth rules require busbw >= baseline / (1 + margin) over the sizes where it has levelled off;\n\
-latency rules require time <= baseline x (1 + margin) at the smallest size. Out-of-place rows only.")]
-    FromRun(FromRunArgs),
-}
-
-#[derive(clap::Args, Debug)]
-struct FromRunArgs {
-    /// A CSV written by coll-bench (a sweep's --csv, or check's); per-rank rows are ignored
-    #[arg(value_name = "RUN.csv")]
-    run: PathBuf,
-    /// How much slower than the baseline still passes, in percent (`30%` or `30`)
-    #[arg(long, value_name = "PCT", default_value = "30%", allow_hyphen_values = true)]
-    margin: String,
-    /// Write the spec here [default: standard output]
-    #[arg(short = 'o', long = "output", value_name = "SPEC.toml")]
-    output: Option<PathBuf>,
-    /// Replace the output if it exists (a regular file only)
-    #[arg(long = "force", visible_alias = "overwrite")]
-    force: bool,
-    /// Write to the file a symbolic link at the output path points at (refused by default)
-    #[arg(long = "follow-symlinks")]
-    follow_symlinks: bool,
-}
-
-pub fn main(args: &[String]) -> i32 {
-    let parsed: Args = match csvread::parse_or_exit("spec", FORM, args) {
-        Ok(a) => a,
-        Err(code) => return code,
-    };
-    let Command::FromRun(a) = parsed.command;
-    match from_run(&a) {
+/// `coll-bench spec from-run`: the spec written; the exit code.
+pub fn main(o: &FromRunOptions) -> i32 {
+    match from_run(o) {
         Ok(()) => exit::OK,
         Err(e) => {
             eprintln!("coll-bench: error: spec from-run: {e}");
@@ -84,25 +53,14 @@ pub fn main(args: &[String]) -> i32 {
     }
 }
 
-/// `30%`, `30` or `7.5%` → 0.30, 0.30, 0.075; a positive, finite number of percent.
-pub fn parse_margin(v: &str) -> Result<f64> {
-    let bad = || Error::usage(format!("--margin: '{v}' is not a margin; expected a positive percentage, e.g. 30%"));
-    let pct: f64 = v.trim().trim_end_matches('%').trim().parse().map_err(|_| bad())?;
-    if !(pct.is_finite() && pct > 0.0) {
-        return Err(bad());
-    }
-    Ok(pct / 100.0)
-}
-
-fn from_run(a: &FromRunArgs) -> Result<()> {
-    let margin = parse_margin(&a.margin)?;
-    let policy = crate::report::Policy { force: a.force, follow_symlinks: a.follow_symlinks };
+fn from_run(a: &FromRunOptions) -> Result<()> {
+    let policy = a.policy;
     if let Some(out) = &a.output {
         crate::report::outfile::check(&[("-o/--output", out)], &[("the run's CSV", &a.run)], policy)?;
     }
     let rows = csvread::read(&a.run)?;
     let shown = crate::report::outfile::absolute(&a.run).display().to_string();
-    let text = render(&rows, margin, &a.margin, &shown)?;
+    let text = render(&rows, a.margin, &a.margin_text, &shown)?;
     match &a.output {
         None => print!("{text}"),
         Some(out) => {
@@ -294,16 +252,6 @@ mod tests {
             ranks: Some(4),
             hosts: Some(2),
             line: 2,
-        }
-    }
-
-    #[test]
-    fn margins_take_percent() {
-        assert_eq!(parse_margin("30%").unwrap(), 0.3);
-        assert_eq!(parse_margin("7.5").unwrap(), 0.075);
-        for bad in ["", "-5%", "0", "thirty", "NaN%", "inf"] {
-            let e = parse_margin(bad).unwrap_err().to_string();
-            assert!(e.starts_with("--margin: ") && e.contains("e.g. 30%"), "{e}");
         }
     }
 

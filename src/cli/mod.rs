@@ -1,14 +1,16 @@
-//! The command line: every flag of every MPI subcommand, turned into typed, validated options
+//! The command line: every flag of every subcommand, turned into typed, validated options
 //! before anything runs. One file per subcommand's parser ([`sweep`] for the sweep itself,
-//! `check`, `tune`, `pairs`, `info`, `step`); the options types belong to the subcommands, which never
-//! see a flag. Values are taken as text and checked here, so every bad value gives one line
-//! naming the flag and the accepted form.
-//!
-//! (`plot`, `compare` and `spec` read files, need no MPI, and parse their own flags.)
+//! `check`, `tune`, `pairs`, `info`, `step`, and `plot`, `spec` and `compare`, which read files and
+//! need no MPI: [`parse_files`]); the options types belong to the subcommands, which never see a
+//! flag. Values are taken as text and checked here, so every bad value gives one line naming the
+//! flag and the accepted form.
 
 mod check;
+mod compare;
 mod info;
 mod pairs;
+mod plot;
+mod spec;
 pub mod step;
 pub mod sweep;
 mod tune;
@@ -38,10 +40,53 @@ pub enum Parsed {
     Info(String),
 }
 
-/// Help and version text, or one line naming what was wrong.
+/// The options, or help and version text (a usage error is the `Err` beside it).
+#[derive(Debug)]
 pub enum Clap<T> {
     Args(T),
     Info(String),
+}
+
+/// A subcommand over files, run without MPI on the launcher's rank 0 only.
+#[derive(Debug)]
+pub enum FileCommand {
+    /// `coll-bench plot …`
+    Plot(Box<crate::plot::PlotOptions>),
+    /// `coll-bench spec from-run …`
+    Spec(Box<crate::acceptance::from_run::FromRunOptions>),
+    /// `coll-bench compare …`
+    Compare(Box<crate::compare::CompareOptions>),
+}
+
+/// Parse `argv` if it names a subcommand over files (`plot`, `spec`, `compare`); `None` for the others.
+pub fn parse_files(argv: &[String]) -> Option<Result<Clap<FileCommand>>> {
+    fn boxed<T>(c: Result<Clap<T>>, f: impl FnOnce(T) -> FileCommand) -> Result<Clap<FileCommand>> {
+        c.map(|c| match c {
+            Clap::Args(o) => Clap::Args(f(o)),
+            Clap::Info(t) => Clap::Info(t),
+        })
+    }
+    match argv.get(1).map(String::as_str) {
+        Some("plot") => Some(boxed(plot::parse(&argv[1..]), |o| FileCommand::Plot(Box::new(o)))),
+        Some("spec") => Some(boxed(spec::parse(&argv[1..]), |o| FileCommand::Spec(Box::new(o)))),
+        Some("compare") => Some(boxed(compare::parse(&argv[1..]), |o| FileCommand::Compare(Box::new(o)))),
+        _ => None,
+    }
+}
+
+/// As [`clap_parse`], for a subcommand over files (`sub`): a usage error is one line,
+/// `SUB: …; expected FORM` (printed after `coll-bench: error: `).
+fn clap_parse_files<T: Parser>(sub: &str, form: &str, argv: &[String]) -> Result<Clap<T>> {
+    match T::try_parse_from(argv) {
+        Ok(a) => Ok(Clap::Args(a)),
+        Err(e) => {
+            use clap::error::ErrorKind;
+            match e.kind() {
+                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => Ok(Clap::Info(e.render().to_string())),
+                _ => Err(Error::usage(format!("{sub}: {}; expected {form}", crate::error::clap_message(&e)))),
+            }
+        }
+    }
 }
 
 /// Run clap on `argv`: a usage error becomes one line ([`crate::error::clap_message`], then

@@ -38,8 +38,14 @@ pub enum Kind {
     /// The sender has printed the job's line and ends; the receiver may end quietly.
     Done = 4,
     /// An MPI call failed on the sender, whose line is the description: rank 0 prints it and
-    /// ends every rank (`Done`).
+    /// ends every rank (`End`, `Bye`, then `Finish` or `Done`).
     Failed = 5,
+    /// Rank 0 has printed a failed call's line: answer `Bye` and wait for `Finish` (or `Done`).
+    End = 6,
+    /// The answer to `End`: the sender is alive and will end when told.
+    Bye = 7,
+    /// Every rank said `Bye`: leave the launcher's books (`pmi`) and end with exit code 2.
+    Finish = 8,
 }
 
 /// One rank's state as it reports it.
@@ -189,6 +195,9 @@ impl Channel {
             3 => Kind::State,
             4 => Kind::Done,
             5 => Kind::Failed,
+            6 => Kind::End,
+            7 => Kind::Bye,
+            8 => Kind::Finish,
             _ => return None,
         };
         let from = u32::from_be_bytes(b[13..17].try_into().ok()?) as usize;

@@ -62,9 +62,10 @@ impl Inquiry<'_> {
             Kind::State => {
                 self.answers.insert(p.from, p.state);
             }
-            Kind::Done => self.done = true,
+            // Another rank has printed the job's line (a hang's, or a failed call's).
+            Kind::Done | Kind::End | Kind::Finish => self.done = true,
             // A failed MPI call during an inquiry: the inquiry's line comes first.
-            Kind::Failed => {}
+            Kind::Failed | Kind::Bye => {}
         }
     }
 

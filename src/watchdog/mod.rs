@@ -17,11 +17,17 @@
 //! network, and no unwinding through a thread that is stuck inside MPI). mpirun tears down the
 //! rest. Rows already written stay: the reports flush every row as it is written.
 //!
-//! A failed MPI call ends the job the same way (`crate::mpi_error::fail`, routed here while a
-//! watchdog runs): the failing rank sends its line to rank 0 (`Failed`), which prints it and
-//! sends `Done` to every other rank, so one line is printed however many ranks fail, and ranks
-//! blocked inside the collective end too. Rank 0 failing prints its own line. If rank 0 does not
-//! answer within `FAILED_WAIT` (gone), the failing rank prints its line itself.
+//! A failed MPI call ends the job through the same channel (`crate::mpi_error::fail`, routed here
+//! while a watchdog runs, also with `-T 0`, which only turns the deadlines off): the failing rank
+//! sends its line to rank 0 (`Failed`), which prints it, so one line is printed however many
+//! ranks fail; rank 0 failing prints its own line. Then the job ends in order, every rank by
+//! itself, those blocked inside the collective too: rank 0 sends `End` until every rank has
+//! answered `Bye` (`BYE_WAIT`), then `Finish`, on which each rank leaves the launcher's books
+//! (`pmi`: under MPICH's Hydra, a rank that exits without that is taken for crashed, and the
+//! others are SIGKILLed with a `BAD TERMINATION` banner) and exits with 2. A rank that does not
+//! answer `Bye` in time gets `Done` instead, as after a hang: every rank exits at once and the
+//! launcher ends what is left. If rank 0 does not answer within `FAILED_WAIT` (gone), the failing
+//! rank prints its line itself.
 //!
 //! Why `_exit` and not `MPI_Abort`: MPI runs single-threaded here (`MPI_THREAD_SINGLE`), so a
 //! second thread calling into it is outside the standard. With Open MPI 4.1 both end the job
@@ -31,6 +37,7 @@
 mod channel;
 mod inquiry;
 mod message;
+mod pmi;
 
 use crate::backend::Call;
 use crate::error::exit;
@@ -47,8 +54,18 @@ use std::time::{Duration, Instant};
 pub use message::describe;
 
 /// How long a rank whose MPI call failed waits for rank 0 to print its line and end the job
-/// before printing it itself.
-const FAILED_WAIT: Duration = Duration::from_secs(10);
+/// before printing it itself (more than `BYE_WAIT` and `FINISH_WAIT` together).
+const FAILED_WAIT: Duration = Duration::from_secs(15);
+
+/// How long rank 0 asks (`End`, every `END_RESEND`) for every rank's `Bye` after a failed call.
+/// Every live rank's watchdog thread answers within a tick (at most 0.1 s); the margin is for a
+/// loaded machine.
+const BYE_WAIT: Duration = Duration::from_secs(5);
+const END_RESEND: Duration = Duration::from_millis(100);
+
+/// How long a rank that said `Bye` waits for `Finish` or `Done` before ending anyway (the
+/// launcher then ends the rest).
+const FINISH_WAIT: Duration = Duration::from_secs(8);
 
 /// Set by the first thread that prints this process's line: a second one (the watchdog thread
 /// given another rank's failure while the main thread reports its own) stays silent and waits
@@ -94,6 +111,11 @@ struct Shared {
     rank: usize,
     hosts: Vec<String>,
     channel: Option<Channel>,
+    /// Rank 0, ending the job after a failed call: which ranks have said `Bye` (either thread may
+    /// read it off the channel).
+    byes: Mutex<Vec<bool>>,
+    /// This rank's socket to MPICH's process manager, if it has one.
+    pmi: Option<pmi::Pmi>,
 }
 
 pub struct Watchdog {
@@ -104,15 +126,22 @@ pub struct Watchdog {
 
 impl Watchdog {
     /// Start the thread, after opening the side channel. Collective (every rank calls it with the
-    /// same `timeout`); `None` with `-T 0`.
+    /// same `timeout`). With `-T 0` no step has a deadline, but a failed MPI call still ends every
+    /// rank through the channel; `None` there on one rank (nothing to watch).
     pub fn start(world: &World, timeout: Timeout) -> Option<Watchdog> {
-        let base_s = timeout.base_s()?;
+        if timeout.base_s().is_none() && world.size == 1 {
+            return None;
+        }
+        // No deadline: the failed calls' channel only, looked at 10 times a second.
+        let base_s = timeout.base_s().unwrap_or(Timeout::AUTO_MIN_S);
         let channel = if world.size > 1 { Channel::open(world) } else { None };
         Some(Self::with_channel(base_s, timeout, world.rank, world.hosts.clone(), channel))
     }
 
     fn with_channel(base_s: f64, timeout: Timeout, rank: usize, hosts: Vec<String>, channel: Option<Channel>) -> Self {
         let shared = Arc::new(Shared {
+            byes: Mutex::new(vec![false; hosts.len()]),
+            pmi: pmi::Pmi::from_env(),
             epoch: Instant::now(),
             deadline_ns: AtomicU64::new(0),
             limit_ns: AtomicU64::new(0),
@@ -173,6 +202,22 @@ impl Drop for Watchdog {
 }
 
 impl Shared {
+    fn note_bye(&self, rank: usize) {
+        if let Some(b) = self.byes.lock().unwrap_or_else(|e| e.into_inner()).get_mut(rank) {
+            *b = true;
+        }
+    }
+
+    fn said_bye(&self, rank: usize) -> bool {
+        self.byes.lock().unwrap_or_else(|e| e.into_inner()).get(rank).copied().unwrap_or(false)
+    }
+
+    /// Every rank but this one has said `Bye`.
+    fn all_said_bye(&self) -> bool {
+        let byes = self.byes.lock().unwrap_or_else(|e| e.into_inner());
+        byes.iter().enumerate().all(|(r, &b)| b || r == self.rank)
+    }
+
     /// This rank's state, as it tells the others.
     fn state(&self) -> State {
         let c = self.current.lock().unwrap_or_else(|e| e.into_inner());
@@ -203,8 +248,10 @@ impl Shared {
 /// `ask`: how long an inquiry waits for answers.
 fn watch(s: &Shared, tick: Duration, ask: Duration) {
     let mut arrivals = vec![None; s.hosts.len()];
+    // When this rank said `Bye` (rank 0 ends the job after a failed call).
+    let mut ending: Option<Instant> = None;
     while !s.stop.load(Ordering::Acquire) {
-        std::thread::park_timeout(tick);
+        std::thread::park_timeout(if ending.is_some() { tick.min(END_RESEND / 4) } else { tick });
         let mut asked = vec![];
         if let Some(ch) = &s.channel {
             while let Some(p) = ch.recv() {
@@ -214,8 +261,17 @@ fn watch(s: &Shared, tick: Duration, ask: Duration) {
                     Kind::State => {}
                     Kind::Done => end(None),
                     Kind::Failed => report_for_job(s, &p.state.desc),
+                    Kind::End => {
+                        ch.send(p.from, Kind::Bye, &s.state());
+                        ending.get_or_insert_with(Instant::now);
+                    }
+                    Kind::Bye => s.note_bye(p.from),
+                    Kind::Finish => leave(s),
                 }
             }
+        }
+        if ending.is_some_and(|t| t.elapsed() > FINISH_WAIT) {
+            end(None);
         }
         let overdue = s.overdue();
         if !asked.is_empty() || overdue.is_some() {
@@ -270,14 +326,52 @@ fn failed(s: &Shared, line: &str) -> ! {
     }
 }
 
-/// Rank 0: print `line` for the job, tell every other rank to end, end.
+/// Rank 0, after a failed call: print `line` for the job, and end every rank in order: `End`
+/// until all have said `Bye`, then `Finish`, and leave; `Done` if some rank stays silent.
 fn report_for_job(s: &Shared, line: &str) -> ! {
     say(line);
-    if let Some(ch) = &s.channel {
-        let me = s.state();
-        for r in (0..ch.size()).filter(|&r| r != s.rank) {
+    let Some(ch) = &s.channel else { end(None) };
+    let me = s.state();
+    let others = || (0..ch.size()).filter(|&r| r != s.rank);
+    let deadline = Instant::now() + BYE_WAIT;
+    let mut next = Instant::now();
+    while !s.all_said_bye() && Instant::now() < deadline {
+        if Instant::now() >= next {
+            for r in others().filter(|&r| !s.said_bye(r)) {
+                ch.send(r, Kind::End, &me);
+            }
+            next += END_RESEND;
+        }
+        while let Some(p) = ch.recv() {
+            if p.kind == Kind::Bye {
+                s.note_bye(p.from);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    if !s.all_said_bye() {
+        for r in others() {
             ch.send(r, Kind::Done, &me);
         }
+        end(None)
+    }
+    // Twice: one lost packet would cost that rank `FINISH_WAIT` and the job its clean end.
+    for _ in 0..2 {
+        for r in others() {
+            ch.send(r, Kind::Finish, &me);
+        }
+    }
+    // Let the others leave first (they look every 25 ms), so that none sees this rank's MPI
+    // connections drop while it is still inside MPI.
+    std::thread::sleep(END_RESEND);
+    leave(s)
+}
+
+/// End this process in order (every other rank does too): leave the launcher's books, then exit
+/// with code 2.
+fn leave(s: &Shared) -> ! {
+    if let Some(p) = s.pmi {
+        p.finalize();
     }
     end(None)
 }
