@@ -53,7 +53,19 @@ pub fn main() -> i32 {
     match argv.get(1).map(String::as_str) {
         Some("plot" | "compare" | "spec") if launcher_rank().unwrap_or(0) != 0 => return exit::OK,
         Some("plot") => return crate::plot::main(&argv[1..]),
-        Some("compare") => return crate::compare::main(&argv[1..]),
+        Some("compare") => {
+            return match cli::compare::parse(&argv[1..]) {
+                Ok(cli::Clap::Args(o)) => crate::compare::main(&o),
+                Ok(cli::Clap::Info(text)) => {
+                    print!("{text}");
+                    exit::OK
+                }
+                Err(e) => {
+                    eprintln!("coll-bench: error: {e}");
+                    exit::ERROR
+                }
+            }
+        }
         Some("spec") => return crate::acceptance::from_run::main(&argv[1..]),
         _ => {}
     }
@@ -77,6 +89,9 @@ pub fn main() -> i32 {
             return exit::ERROR;
         }
     }
+    // Before MPI_Init and any thread: the MPI library's per-call temporary buffers reuse the
+    // heap in every job (backend::host::steady_heap says why).
+    crate::backend::host::steady_heap();
     let world = match World::init() {
         Ok(w) => w,
         Err(e) => {

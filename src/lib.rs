@@ -7,9 +7,10 @@
 //!
 //! 1. `bin/coll-bench.rs` → [`app`]: argv → the MPI [`world`] → the plan, agreed across ranks →
 //!    a subcommand; for the sweep it wires the reports.
-//! 2. [`cli`]: every flag of every MPI subcommand (one parser per file) → typed options.
+//! 2. [`cli`]: every flag of every MPI subcommand, and of `compare` (one parser per file) →
+//!    typed options.
 //! 3. Subcommands: [`acceptance`] (`check`, `spec`), [`tune`], [`pairs`], [`info`]; below them
-//!    [`plot`] and [`compare`], which read CSVs without MPI (and parse their own flags).
+//!    [`plot`] and [`compare`], which read CSVs without MPI (`plot` parses its own flags).
 //! 4. [`setup`]: one sweep's set-up on every rank: the backend made from the options, the types
 //!    it supports, the memory fit, the output paths, the run's context for the reports.
 //! 5. [`sweep`] (the driver), then [`watchdog`] (`-T`: a call that outlives it ends the job).

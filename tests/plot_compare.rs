@@ -215,39 +215,81 @@ fn jitter(seed: u64, h: &csv::StringRecord, row: &[String]) -> f64 {
 #[test]
 fn compare_flags_a_thirty_percent_slowdown() {
     let dir = workdir();
-    // all-reduce from 64 KiB up made 30% slower: 5 sizes × 2 placements.
+    // all-reduce from 64 KiB up made 30% slower: 5 sizes × 2 placements (the series' median
+    // does not move: 5 of 18 sizes).
     let slowed = |h: &csv::StringRecord, row: &[String]| {
         row[col(h, "collective")] == "all-reduce" && row[col(h, "size_bytes")].parse::<u64>().unwrap() >= 64 << 10
     };
     scaled(dir.path(), "slow.csv", |h, row| if slowed(h, row) { 1.3 } else { 1.0 });
+    // One run per side: a stretch of sizes of one collective moves this much between
+    // back-to-back runs, so the points are shown as `slower`, not judged: exit 0.
     let o = sub(dir.path(), &["compare", "run.csv", "slow.csv"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    let slower: Vec<&str> = out.lines().filter(|l| l.starts_with("slower, not judged (one run per side): ")).collect();
+    assert_eq!(slower.len(), 10, "every doctored point, nothing else:\n{out}");
+    for l in &slower {
+        assert!(
+            l.contains(": all-reduce mpi float sum ")
+                && l.contains("(+30.0%; +30.0% relative to the rest of the run, bar +5.0%)"),
+            "{l}"
+        );
+    }
+    for l in out.lines().filter(|l| l.starts_with("  ") && l.contains(" slower ")) {
+        assert!(l.contains(" 1.300 ") && l.trim_end().ends_with("+30.0%"), "{l}");
+    }
+    assert!(out.lines().last().unwrap().contains(": 0 regressions, 10 slower not judged,"), "{out}");
+
+    // Two runs a side, each a copy within ±1% of the other: the same stretch is a regression.
+    scaled(dir.path(), "run2.csv", |h, row| 1.0 + 0.01 * jitter(7, h, row));
+    scaled(dir.path(), "slow2.csv", |h, row| (1.0 + 0.01 * jitter(8, h, row)) * if slowed(h, row) { 1.3 } else { 1.0 });
+    let two = |extra: &[&'static str]| {
+        let mut a = vec!["compare", "run.csv", "run2.csv"];
+        a.extend(extra);
+        a.extend(["--", "slow.csv", "slow2.csv"]);
+        a
+    };
+    let o = sub(dir.path(), &two(&[]));
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
     let regressed: Vec<&str> = out.lines().filter(|l| l.starts_with("regressed: ")).collect();
     assert_eq!(regressed.len(), 10, "every doctored point, nothing else:\n{out}");
     for l in &regressed {
-        assert!(l.starts_with("regressed: all-reduce mpi float sum ") && l.contains("(+30.0%, bar +5.0%)"), "{l}");
+        assert!(
+            l.starts_with("regressed: all-reduce mpi float sum ")
+                && l.contains(" relative to the rest of the run, bar "),
+            "{l}"
+        );
     }
     // The table row of each says so, on the median, and the mean moved the same way.
-    for l in out.lines().filter(|l| l.contains(" REGRESSION ")) {
-        assert!(l.contains(" 1.300 ") && l.trim_end().ends_with("+30.0%"), "{l}");
+    for l in out.lines().filter(|l| l.starts_with("  ") && l.contains(" REGRESSION ")) {
+        let ratio: f64 = l.split_whitespace().nth(8).unwrap().parse().unwrap();
+        assert!(l.contains("all-reduce") && (1.25..1.35).contains(&ratio) && l.trim_end().ends_with('%'), "{l}");
     }
-    assert_eq!(out.lines().filter(|l| l.contains(" REGRESSION ")).count(), 10, "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("  ") && l.contains(" REGRESSION ")).count(), 10, "{out}");
     let summary = out.lines().last().unwrap();
-    assert!(summary.contains(": 10 regressions,") && summary.contains("judged on the median"), "{summary}");
+    assert!(
+        summary.contains(": 10 regressions,") && summary.contains("judged on the median, 2 vs 2 runs"),
+        "{summary}"
+    );
 
     // Below the threshold it is not a regression: --threshold 40.
-    let o = sub(dir.path(), &["compare", "run.csv", "slow.csv", "--threshold", "40"]);
+    let o = sub(dir.path(), &two(&["--threshold", "40"]));
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
     // The other way round it is an improvement.
     let o = sub(dir.path(), &["compare", "slow.csv", "run.csv"]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
-    assert!(stdout(&o).contains(": 0 regressions, 10 improved"), "{}", stdout(&o));
+    assert!(stdout(&o).contains(": 0 regressions, 0 slower not judged, 10 improved"), "{}", stdout(&o));
     // Judged on the mean, it says so.
-    let o = sub(dir.path(), &["compare", "run.csv", "slow.csv", "--stat", "mean"]);
+    let o = sub(dir.path(), &two(&["--stat", "mean"]));
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
-    assert!(stdout(&o).contains("judged on the mean time per call (time_us of each run)"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("judged on the mean time per call (time_us of each run"), "{}", stdout(&o));
     assert!(stdout(&o).lines().any(|l| l.contains("base_mean") && l.contains("median_chg")), "{}", stdout(&o));
+    assert!(
+        stdout(&o).lines().filter(|l| l.starts_with("regressed: ")).all(|l| l.contains(": mean ")),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
@@ -363,4 +405,8 @@ fn compare_refuses_bad_input() {
     }
     one_error_line(&sub(dir.path(), &["compare", "run.csv", "run.csv", "--threshold", "-3"]), "--threshold");
     one_error_line(&sub(dir.path(), &["compare", "run.csv", "run.csv", "--alpha", "2"]), "--alpha");
+    one_error_line(
+        &sub(dir.path(), &["compare", "run.csv", "run.csv", "--drift", "lots"]),
+        "--drift: 'lots' is not a percentage",
+    );
 }

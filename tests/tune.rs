@@ -136,6 +136,9 @@ fn check_reduce_scatter_tune(n: usize, full: bool) {
         }
     }
     assert_eq!(rules.matches("# coll-bench-measured reduce-scatter").count(), sizes, "{rules}");
+    // The file's choice ran at every size: a time for it everywhere (MPICH's one algorithm for
+    // every size is never one the skip rule left out somewhere).
+    assert!(!rules.contains("NaN"), "{rules}");
     let o = tune(dir.path(), n, &["--verify", "rs.rules", "-n", "3", "-w", "1", "--no-csv"], &[]);
     let (out, err) = (stdout(&o), stderr(&o));
     // The verdict is timing (exit 0 or 1); correctness is not.
@@ -226,6 +229,62 @@ fn open_mpi_applies_the_rules_file() {
     );
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     assert!(rows(&o).iter().all(|r| r[8] == "0" && r[12] == "0"), "{}", stdout(&o));
+}
+
+/// A file whose measured line has no time for the chosen algorithm (a cell tune did not run:
+/// `NaN`, as files written before the skip rule was taken into MPICH's choice have): --verify
+/// judges that size against the default's time before and says so; no NaN reaches the table.
+#[test]
+fn verify_judges_a_size_tune_did_not_run_against_the_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = match FAMILY {
+        "mpich" => "# coll-bench-rules mpich\nMPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM=pairwise\n",
+        _ => "# coll-bench-rules openmpi\n1\n13\n1\n2\n1\n0 0 0 0\n",
+    };
+    // Times no run of this machine comes near: the verdicts cannot depend on its load.
+    let text = format!(
+        "{rules}# coll-bench-measured reduce-scatter 65536 pairwise 1000000 1000000 1000000\n# coll-bench-measured reduce-scatter 131072 pairwise 1000000 NaN NaN\n"
+    );
+    std::fs::write(dir.path().join("old.rules"), text).unwrap();
+    let o = tune(dir.path(), 2, &["--verify", "old.rules", "-n", "3", "-w", "1", "--no-csv"], &[]);
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    assert!(!out.to_lowercase().contains("nan"), "{out}");
+    let row = |size: &str| {
+        out.lines().find(|l| l.split_whitespace().next() == Some(size)).unwrap_or_else(|| panic!("no {size}: {out}"))
+    };
+    assert!(row("65536").ends_with("ok (pairwise)"), "{out}");
+    let r = row("131072");
+    assert!(r.contains("ok (pairwise; tune did not run it at this size: against the default before)"), "{out}");
+    assert_eq!(r.split_whitespace().nth(2), Some("-"), "the chosen time is shown as '-': {r}");
+}
+
+/// Every run keeps its heap (mallopt before MPI_Init, so the library's per-call temporary
+/// buffers cost no page faults and tune agrees with the sweep) and says so in its header; a
+/// user's own malloc variable is left alone, and the header names it.
+#[test]
+fn the_heap_is_kept_unless_the_user_set_malloc_variables() {
+    let dir = tempfile::tempdir().unwrap();
+    // The launcher's environment without any malloc variable of the caller's, plus `env`.
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let mut c = mpirun_cmd(2, 120);
+        c.args(args).current_dir(dir.path());
+        for v in ["MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"] {
+            c.env_remove(v);
+        }
+        c.envs(env.iter().copied());
+        let o = c.output().expect("the MPI launcher runs");
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let sweep = ["reduce-scatter", "-b", "1K", "-e", "1K", "-n", "2", "--no-csv"];
+    let out = run(&sweep, &[]);
+    assert!(out.contains("# malloc: freed memory kept in the heap (M_MMAP_MAX 0, M_TRIM_THRESHOLD max)"), "{out}");
+    let out = run(&["tune", "reduce-scatter", "-b", "1K", "-e", "1K", "-n", "3", "--no-csv"], &[]);
+    assert!(out.lines().nth(2).is_some_and(|l| l.starts_with("# malloc: freed memory kept")), "{out}");
+    let out = run(&sweep, &[("MALLOC_TRIM_THRESHOLD_", "1048576")]);
+    assert!(out.contains("# malloc: as set by MALLOC_TRIM_THRESHOLD_ (coll-bench leaves it alone)"), "{out}");
+    assert!(!out.contains("freed memory kept"), "{out}");
 }
 
 fn refused(args: &[&str], needle: &str) {

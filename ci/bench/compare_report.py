@@ -38,6 +38,8 @@ def compare(base, new, *extra):
     for line in p.stdout.splitlines():
         if line.startswith("regressed: ") or line.startswith("regressed series: "):
             flagged.add(line.split(": ", 1)[1].split()[0])
+        elif line.startswith("regressed whole run: "):
+            flagged.add("whole-run")
     return p.returncode, flagged, p.stdout.splitlines()[-1]
 
 
@@ -51,22 +53,45 @@ def load():
         open(os.path.join(out, "load-end.txt")).read().split("load average:")[1].strip()
 
 
+def stalls():
+    """Runs in which some points took 100x or more their median over all runs (another job's
+    time slices: the 2-core machine shared with a timing job at normal priority)."""
+    vals = {}
+    per_run = []
+    for p in runs:
+        rows = {(r["collective"], r["placement"], r["size_bytes"]): float(r["median_us"]) for r in csv.DictReader(open(p))}
+        per_run.append(rows)
+        for k, v in rows.items():
+            vals.setdefault(k, []).append(v)
+    med = {k: sorted(v)[len(v) // 2] for k, v in vals.items()}
+    out = []
+    for p, rows in zip(runs, per_run):
+        n = sum(1 for k, v in rows.items() if v >= 100 * med[k])
+        if n:
+            out.append(f"{os.path.basename(p)} ({n} of {len(rows)} points)")
+    return out
+
+
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 osname = next((l.split("=", 1)[1].strip().strip('"') for l in open("/etc/os-release") if l.startswith("PRETTY_NAME=")), "?")
 wall = open(os.path.join(out, "wall-s.txt")).read().strip()
 ls, le = load()
 print("# compare: false alarms on back-to-back runs, detection of doctored slowdowns\n")
-print(f"Machine: {platform.node()}, {os.cpu_count()} cores ({cpu}), {osname}; loaded by other work at the time "
+print(f"Machine: {platform.node()}, {os.cpu_count()} cores ({cpu}), {osname}; shared with other work "
       f"(load average at the start {ls}, at the end {le}). {len(runs)} runs of "
       f"`mpirun -n 2 coll-bench -e 64K --budget 5ms` (all-reduce, all-gather, reduce-scatter; float sum; "
-      f"8 B .. 64 KiB; out-of-place and in-place: 84 points), back to back, under `nice -n 19`, in {wall} s. "
+      f"8 B .. 64 KiB; out-of-place and in-place: 84 points), back to back, at normal priority, in {wall} s. "
       "Made by `ci/bench-compare.sh` (raw runs in results/compare-noise/, not committed).\n")
+st = stalls()
+print("Runs with stalls (points 100x or more slower than their median over all runs): "
+      + (", ".join(st) if st else "none") + ".\n")
 print("Each comparison uses consecutive runs (no run in two comparisons of one mode): one run per side "
       "(`compare run-01.csv run-02.csv`), two (`compare run-01 run-02 -- run-03 run-04`) or three per side. "
       "A false alarm is exit 1 on undoctored runs. Detection: every NEW run's rows of one collective "
       "(every size, both placements, every time column) scaled by 1.1, 1.2 or 1.3, one collective at a time; "
       "caught = exit 1 naming that collective (a point or its series); `+other` counts the doctored "
-      "comparisons that also named an undoctored collective. Defaults: `--stat median --threshold 5 --alpha 0.05`.\n")
+      "comparisons that also named something else (an undoctored collective, or the whole run). "
+      "Defaults: `--stat median --threshold 5 --alpha 0.05 --drift 25`.\n")
 print("| runs per side | comparisons | false alarms (exit 1) | points flagged, total | caught 10% | caught 20% | caught 30% | +other |")
 print("|---:|---:|---:|---:|---:|---:|---:|---:|")
 details = []
@@ -80,7 +105,7 @@ for k in (1, 2, 3):
     for ti, (base, new) in enumerate(ts):
         code, flagged, summary = compare(base, new)
         alarms += code == 1
-        points += int(summary.split(": ", 2)[1].split()[0]) if "regression" in summary else 0
+        points += int(summary.split(" in common: ", 1)[1].split()[0])
         details.append(f"- {k} per side, {' '.join(map(os.path.basename, base))} -> "
                        f"{' '.join(map(os.path.basename, new))}: exit {code}; `{summary}`")
         for f in LEVELS:

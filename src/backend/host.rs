@@ -86,6 +86,54 @@ impl Drop for HostBuffer {
     }
 }
 
+/// What [`steady_heap`] did, for the run's header (`None` before it ran).
+static HEAP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// The environment variables through which a user sets glibc's malloc thresholds: when one is
+/// set, [`steady_heap`] leaves the allocator as the user asked.
+pub const MALLOC_VARIABLES: [&str; 4] =
+    ["MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"];
+
+/// Make the process's heap keep what it frees (glibc: `M_MMAP_MAX` 0 and `M_TRIM_THRESHOLD`
+/// at its maximum, see mallopt(3)), on every rank before `MPI_Init`.
+///
+/// Why: MPI libraries allocate a temporary buffer of the message's size inside some collectives
+/// on every call (Open MPI 4.1's reduce-scatter-block algorithms: `malloc`, reduce, `free`).
+/// With glibc's default, dynamic thresholds, whether that buffer is served from memory the heap
+/// already holds or from fresh pages (a new mapping, or the top of the heap given back and taken
+/// again) depends on the process's allocation history: it changes from one job to the next, with
+/// the sizes and placements run before, and between tune and the sweep. Fresh pages cost a page
+/// fault each on every call: 2 ranks, reduce-scatter of 128 KiB measured ~10 µs or ~50 µs by
+/// that alone (results/tune-vm.md). With the heap kept, every job measures the steady state, so
+/// tune's choice holds in the sweep. Returns the line for the run's header.
+pub fn steady_heap() -> String {
+    HEAP.get_or_init(|| {
+        if let Some(v) = MALLOC_VARIABLES.iter().find(|v| std::env::var_os(v).is_some()) {
+            return format!("malloc: as set by {v} (coll-bench leaves it alone)");
+        }
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            // SAFETY: mallopt only changes glibc's malloc parameters; called before any other
+            // thread starts (before MPI_Init).
+            let ok = unsafe { libc::mallopt(libc::M_MMAP_MAX, 0) == 1 && libc::mallopt(libc::M_TRIM_THRESHOLD, -1) == 1 };
+            if ok {
+                return "malloc: freed memory kept in the heap (M_MMAP_MAX 0, M_TRIM_THRESHOLD max), so the MPI library's per-call temporary buffers cost no page faults; set MALLOC_MMAP_MAX_ or MALLOC_TRIM_THRESHOLD_ to choose otherwise".to_string();
+            }
+            "malloc: glibc's defaults (mallopt refused M_MMAP_MAX/M_TRIM_THRESHOLD)".to_string()
+        }
+        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+        {
+            "malloc: the C library's defaults (not glibc)".to_string()
+        }
+    })
+    .clone()
+}
+
+/// The line [`steady_heap`] returned, once it has run.
+pub fn heap_note() -> Option<String> {
+    HEAP.get().cloned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

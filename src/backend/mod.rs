@@ -2,7 +2,7 @@
 //! never sees a library: it asks a backend to allocate, to fill or read its buffers through a
 //! host view, and to run a timed batch. `mpi` runs on CPU buffers; the NCCL backend plugs in here.
 
-mod host;
+pub mod host;
 pub mod mpi;
 pub mod mpit;
 /// GPU collectives through NCCL (`--backend nccl`); a stand-in that refuses it in a build

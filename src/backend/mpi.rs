@@ -620,7 +620,9 @@ impl Backend for MpiBackend {
             Implementation::Ring => "ring (all-reduce, reduce-scatter, all-gather over MPI_Sendrecv)",
             Implementation::RecursiveDoubling => "recursive-doubling (all-reduce over MPI_Sendrecv)",
         };
-        vec![format!("MPI library: {}", self.version), format!("implementation: {imp}")]
+        let mut d = vec![format!("MPI library: {}", self.version), format!("implementation: {imp}")];
+        d.extend(super::host::heap_note());
+        d
     }
 
     fn supports(&self, dtype: DType) -> Result<()> {

@@ -1,12 +1,13 @@
 //! The command line: every flag of every MPI subcommand, turned into typed, validated options
 //! before anything runs. One file per subcommand's parser ([`sweep`] for the sweep itself,
-//! `check`, `tune`, `pairs`, `info`); the options types belong to the subcommands, which never
-//! see a flag. Values are taken as text and checked here, so every bad value gives one line
-//! naming the flag and the accepted form.
+//! `check`, `tune`, `pairs`, `info`, and `compare`, which reads files and needs no MPI); the
+//! options types belong to the subcommands, which never see a flag. Values are taken as text and
+//! checked here, so every bad value gives one line naming the flag and the accepted form.
 //!
-//! (`plot`, `compare` and `spec` read files, need no MPI, and parse their own flags.)
+//! (`plot` and `spec` read files, need no MPI, and still parse their own flags.)
 
 mod check;
+pub mod compare;
 mod info;
 mod pairs;
 pub mod sweep;

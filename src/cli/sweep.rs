@@ -19,7 +19,7 @@ Subcommands (`coll-bench help SUBCOMMAND` for each one's flags):
   pairs    point-to-point latency and bandwidth between every pair of ranks; names the slow pairs
   info     what every host has (MPI, CPU, memory, network, NCCL, GPUs); names the hosts that differ
   plot     draw bus bandwidth and time against size from CSVs (SVG or PNG); no MPI needed
-  compare  compare runs' CSVs point by point; exit 1 on a slowdown beyond run-to-run noise; no MPI needed
+  compare  compare runs' CSVs; exit 1 when a collective slowed beyond run-to-run noise; no MPI needed
   spec     `spec from-run RUN.csv --margin 30%`: an acceptance spec from a known-good run; no MPI needed
 
 Examples:

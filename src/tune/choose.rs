@@ -29,9 +29,11 @@ pub enum Outcome {
     Absent,
 }
 
-/// A rule switches away from the library's default only when the gain is larger than this
-/// factor and beyond the measured noise (the two candidates' [`band`]s over their rounds do not
-/// overlap, where both are known): otherwise keeping the default cannot make a size slower.
+/// A rule switches away from the library's default only when the algorithm beats it by more
+/// than this factor, and beyond the noise tune saw: where both [`band`]s are known, the
+/// algorithm's slowest round times this factor must still be faster than the default's fastest
+/// round (every round of the one beats every round of the other by more than 10%). Otherwise
+/// the default is kept: keeping it cannot make a size slower.
 pub const MIN_GAIN: f64 = 1.10;
 
 /// The skip rule: a candidate more than this many times slower than the fastest at a size…
@@ -112,8 +114,8 @@ pub struct Choice {
 }
 
 /// Choose at one size. Ties go to the earlier candidate (the default comes first, then the
-/// library's algorithms in its order, then ours). `intervals`: each candidate's 95% interval of
-/// its median (lo, hi), where known.
+/// library's algorithms in its order, then ours). `intervals`: each candidate's noise [`band`]
+/// over its rounds (lo, hi), where known.
 pub fn choose(sources: &[Source], outcomes: &[Outcome], intervals: &[Option<(f64, f64)>]) -> Choice {
     let time = |i: usize| match outcomes[i] {
         Outcome::Time(t) if t.is_finite() => Some(t),
@@ -134,7 +136,7 @@ pub fn choose(sources: &[Source], outcomes: &[Outcome], intervals: &[Option<(f64
     let rule = match (default, lib_best) {
         (Some((d, dt)), Some((l, lt))) => {
             let apart = match (intervals.get(l).copied().flatten(), intervals.get(d).copied().flatten()) {
-                (Some((_, l_hi)), Some((d_lo, _))) => l_hi < d_lo,
+                (Some((_, l_hi)), Some((d_lo, _))) => l_hi * MIN_GAIN < d_lo,
                 _ => true,
             };
             Some(if lt * MIN_GAIN < dt && apart { l } else { d })
@@ -147,6 +149,46 @@ pub fn choose(sources: &[Source], outcomes: &[Outcome], intervals: &[Option<(f64
         _ => None,
     };
     Choice { best: best.map(|(i, _)| i), rule, speedup }
+}
+
+/// One size's outcomes and bands, per candidate (for [`one_for_all`]).
+pub type SizeSeen = (Vec<Outcome>, Vec<Option<(f64, f64)>>);
+
+/// MPICH's file selects one algorithm for every size: which one (an index into `sources`, the
+/// default's when nothing qualifies). A library algorithm qualifies only when it has a correct
+/// time at every size and is slower than the default beyond noise at none (its fastest round
+/// not above the default's slowest); a size where it was not run (the skip rule: over 3x the
+/// fastest), wrong or failed disqualifies it, as it would be applied there too. Of those that
+/// qualify, the one [`choose`] picks at the most sizes (at least one); the earlier on a tie.
+pub fn one_for_all(sources: &[Source], sizes: &[SizeSeen]) -> Option<usize> {
+    let d = sources.iter().position(|s| *s == Source::Default)?;
+    let qualifies = |c: usize| {
+        sizes.iter().all(|(outcomes, bands)| match (outcomes.get(c), outcomes.get(d)) {
+            (Some(Outcome::Time(t)), Some(Outcome::Time(dt))) if t.is_finite() => {
+                match (bands.get(c).copied().flatten(), bands.get(d).copied().flatten()) {
+                    (Some((lo, _)), Some((_, d_hi))) => lo <= d_hi,
+                    _ => t <= dt,
+                }
+            }
+            // The default wrong or absent here: nothing to be slower than.
+            (Some(Outcome::Time(t)), _) => t.is_finite(),
+            _ => false,
+        })
+    };
+    let mut wins = vec![0usize; sources.len()];
+    for (outcomes, bands) in sizes {
+        if let Some(r) = choose(sources, outcomes, bands).rule {
+            wins[r] += 1;
+        }
+    }
+    let best = (0..sources.len()).filter(|&c| c != d && sources[c].selectable() && wins[c] > 0 && qualifies(c)).fold(
+        None,
+        |acc: Option<usize>, c| match acc {
+            Some(b) if wins[b] >= wins[c] => acc,
+            _ => Some(c),
+        },
+    );
+    Some(best.unwrap_or(d))
 }
 
 #[cfg(test)]
@@ -188,9 +230,12 @@ mod tests {
         let ci = [Some((70.0, 130.0)), Some((60.0, 110.0)), None, None];
         let c = choose(&sources(), &o, &ci);
         assert_eq!((c.best, c.rule), (Some(1), Some(0)));
-        // Apart: switch.
+        // Apart by more than MIN_GAIN: switch.
         let ci = [Some((95.0, 105.0)), Some((78.0, 82.0)), None, None];
         assert_eq!(choose(&sources(), &o, &ci).rule, Some(1));
+        // Apart, but its slowest round (90) is not 10% under the default's fastest (95): keep.
+        let ci = [Some((95.0, 105.0)), Some((78.0, 90.0)), None, None];
+        assert_eq!(choose(&sources(), &o, &ci).rule, Some(0));
     }
 
     #[test]
@@ -223,6 +268,38 @@ mod tests {
         assert!(!clearly_slower(299.0, 100.0, 1 << 20));
         assert!(!clearly_slower(10_000.0, 1.0, 32 * 1024), "small sizes cost the budget whatever: never skipped");
         assert!(!clearly_slower(1.0, 0.0, 1 << 20));
+    }
+
+    #[test]
+    fn one_algorithm_for_every_size_is_never_skipped_wrong_or_slower_anywhere() {
+        let s = [Source::Default, Source::Library(1), Source::Library(2)];
+        let t = |d: f64, a: f64, b: f64| -> SizeSeen {
+            let o = vec![Outcome::Time(d), Outcome::Time(a), Outcome::Time(b)];
+            let bands = vec![Some((d * 0.98, d * 1.02)), Some((a * 0.98, a * 1.02)), Some((b * 0.98, b * 1.02))];
+            (o, bands)
+        };
+        // 1 wins at two sizes, 2 at one: 1.
+        let sizes = vec![t(100.0, 50.0, 100.0), t(100.0, 50.0, 100.0), t(100.0, 100.0, 50.0)];
+        assert_eq!(one_for_all(&s, &sizes), Some(1));
+        // 1 wins at most sizes but was skipped at the largest (over 3x the fastest there): applied
+        // everywhere it would make that size slower; 2 wins once and is never slower: 2.
+        let mut skipped = t(100.0, 0.0, 100.0);
+        skipped.0[1] = Outcome::Absent;
+        skipped.1[1] = None;
+        let sizes = vec![t(100.0, 50.0, 100.0), t(100.0, 50.0, 100.0), t(100.0, 60.0, 50.0), skipped];
+        assert_eq!(one_for_all(&s, &sizes), Some(2));
+        // Slower than the default beyond noise at one size, or wrong at one: not chosen.
+        let sizes = vec![t(100.0, 50.0, 100.0), t(100.0, 200.0, 100.0)];
+        assert_eq!(one_for_all(&s, &sizes), Some(0));
+        let mut wrong = t(100.0, 50.0, 100.0);
+        wrong.0[1] = Outcome::Wrong(3);
+        assert_eq!(one_for_all(&s, &[t(100.0, 50.0, 100.0), wrong]), Some(0));
+        // Within the default's noise at one size (a band reaching into the default's): allowed.
+        let mut close = t(100.0, 101.0, 100.0);
+        close.1[1] = Some((99.0, 104.0));
+        assert_eq!(one_for_all(&s, &[t(100.0, 50.0, 100.0), close]), Some(1));
+        // No win anywhere: the default.
+        assert_eq!(one_for_all(&s, &[t(100.0, 100.0, 100.0)]), Some(0));
     }
 
     #[test]

@@ -234,7 +234,9 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
         version: env!("CARGO_PKG_VERSION").to_string(),
         timestamp: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         backend: "mpi".into(),
-        backend_details: vec![format!("MPI library: {}", world.library_version)],
+        backend_details: std::iter::once(format!("MPI library: {}", world.library_version))
+            .chain(crate::backend::host::heap_note())
+            .collect(),
         mpi_library: world.library_version.clone(),
         ranks: world.size,
         hosts: world.ranks_by_host(),
@@ -264,6 +266,9 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     let hosts = world.ranks_by_host();
     say(world, &format!("# coll-bench {} tune", env!("CARGO_PKG_VERSION")));
     say(world, &format!("# MPI library: {}", world.library_version));
+    if let Some(heap) = crate::backend::host::heap_note() {
+        say(world, &format!("# {heap}"));
+    }
     say(
         world,
         &format!(
@@ -500,12 +505,14 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
                     Outcome::Time(t) => t,
                     _ => f64::NAN,
                 };
+                let hi = choose::band(cells[r][i].rounds()).map(|b| b.1).unwrap_or(t(r));
                 measured_lines.push(rules::Measured {
                     kind,
                     size_bytes: size,
                     algorithm: if alg == 0 { "default".to_string() } else { cand.name.clone() },
                     default_us: t(0),
                     chosen_us: t(r),
+                    chosen_hi_us: if t(r).is_finite() { hi } else { f64::NAN },
                 });
             }
         });
@@ -517,32 +524,29 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
                     rules: rules::size_rules(&choices),
                 }),
                 _ => {
-                    // One algorithm for every size: the one chosen at most sizes (the default on a tie).
-                    let mut count: Vec<(i32, String, usize)> = vec![];
-                    for (_, alg, name) in &choices {
-                        match count.iter_mut().find(|(a, _, _)| a == alg) {
-                            Some(c) => c.2 += 1,
-                            None => count.push((*alg, name.clone(), 1)),
+                    // One algorithm for every size (choose::one_for_all: never skipped, wrong or
+                    // slower beyond noise at any size; the default when none qualifies).
+                    let seen: Vec<choose::SizeSeen> = (0..sizes.len())
+                        .map(|i| {
+                            let outcomes = cells.iter().map(|r| r[i].outcome()).collect();
+                            let bands = cells.iter().map(|r| choose::band(r[i].rounds())).collect();
+                            (outcomes, bands)
+                        })
+                        .collect();
+                    let sources: Vec<Source> = d.candidates.iter().map(|c| c.source.clone()).collect();
+                    if let (Some(j), Some(var)) = (choose::one_for_all(&sources, &seen), &d.var) {
+                        let cand = &d.candidates[j];
+                        let name = if j == 0 { "default".to_string() } else { cand.name.clone() };
+                        if j != 0 {
+                            environment.push((var.name.clone(), cand.name.clone()));
                         }
-                    }
-                    count.sort_by_key(|(a, _, n)| (std::cmp::Reverse(*n), *a));
-                    if let (Some((alg, name, _)), Some(var)) = (count.first(), &d.var) {
-                        if *alg != 0 {
-                            environment.push((var.name.clone(), name.clone()));
-                        }
-                        // What the file applies at every size is this one algorithm: record its times.
-                        let j = d.candidates.iter().position(|c| match c.source {
-                            Source::Library(v) => v == *alg,
-                            Source::Default => *alg == 0,
-                            Source::Own(_) => false,
-                        });
+                        // What the file applies at every size is this one algorithm: its times.
                         for m in &mut measured_lines[first_measured..] {
-                            let at = sizes.iter().position(|s| *s == m.size_bytes);
-                            let p = j.zip(at).map(|(j, i)| cells[j][i].outcome());
+                            let Some(at) = sizes.iter().position(|s| *s == m.size_bytes) else { continue };
                             m.algorithm = name.clone();
-                            m.chosen_us = match p {
-                                Some(Outcome::Time(t)) => t,
-                                _ => f64::NAN,
+                            (m.chosen_us, m.chosen_hi_us) = match cells[j][at].outcome() {
+                                Outcome::Time(t) => (t, choose::band(cells[j][at].rounds()).map(|b| b.1).unwrap_or(t)),
+                                _ => (f64::NAN, f64::NAN),
                             };
                         }
                     }
@@ -645,39 +649,58 @@ fn print_table(
 }
 
 /// The verify table: per size the time recorded before (the default), the time of the file's
-/// choice, and the default now with the file applied. Returns whether any size missed.
+/// choice, and the default now with the file applied (the median of its rounds, and its fastest
+/// round). A size is slower beyond noise (MISSED) when even the fastest round now is slower than
+/// the chosen algorithm's slowest round in tune's run by more than [`VERIFY_TOLERANCE`] (the
+/// runs are separate jobs). Where tune has no time of the chosen one (a cell not run: NaN), the
+/// default's time recorded before is the reference. Returns whether any size missed.
 fn print_verify(world: &World, kind: Kind, sizes: &[u64], now: &[Cell], file: &rules::RulesFile) -> bool {
-    say(world, &format!("# {kind}: the library's default with the file applied (us)"));
+    say(world, &format!("# {kind}: the library's default with the file applied (us); MISSED: its fastest round now is over tune's slowest round of the chosen algorithm by more than {:.0}%", VERIFY_TOLERANCE * 100.0));
     say(
         world,
-        &format!("# {:>11}  {:>10}  {:>10}  {:>10}  {:>8}  verdict", "size (B)", "before", "chosen", "now", "speed-up"),
+        &format!(
+            "# {:>11}  {:>10}  {:>10}  {:>10}  {:>11}  {:>8}  verdict",
+            "size (B)", "before", "chosen", "now", "now fastest", "speed-up"
+        ),
     );
     let mut missed = false;
     for (i, &size) in sizes.iter().enumerate() {
         let Some(m) = file.measured.iter().find(|m| m.kind == kind && m.size_bytes == size) else { continue };
         let Some(p) = now.get(i) else { continue };
-        let (now_s, verdict) = match p.outcome() {
+        let (now_s, lo_s, verdict) = match p.outcome() {
             Outcome::Time(t) => {
-                let ok = t <= m.chosen_us * (1.0 + VERIFY_TOLERANCE)
-                    || t <= m.default_us * (1.0 + VERIFY_TOLERANCE) && m.algorithm == "default";
-                missed |= !ok;
-                (
-                    format!("{t:.1}"),
-                    if ok { format!("ok ({})", m.algorithm) } else { format!("MISSED ({} expected)", m.algorithm) },
-                )
+                let lo = choose::band(p.rounds()).map(|b| b.0).unwrap_or(t);
+                let reference = [m.chosen_hi_us, m.chosen_us, m.default_us].into_iter().find(|x| x.is_finite());
+                let verdict = match reference {
+                    Some(r) if lo > r * (1.0 + VERIFY_TOLERANCE) => {
+                        missed = true;
+                        format!("MISSED ({} expected)", m.algorithm)
+                    }
+                    Some(_) if !m.chosen_us.is_finite() => {
+                        format!("ok ({}; tune did not run it at this size: against the default before)", m.algorithm)
+                    }
+                    Some(_) => format!("ok ({})", m.algorithm),
+                    None => format!("ok ({}; no time from tune to compare with)", m.algorithm),
+                };
+                (format!("{t:.1}"), format!("{lo:.1}"), verdict)
             }
             o => {
                 missed = true;
-                (fmt_outcome(o), "WRONG".to_string())
+                (fmt_outcome(o), "-".to_string(), "WRONG".to_string())
             }
         };
         let speed = match p.outcome() {
-            Outcome::Time(t) if t > 0.0 => format!("{:.2}x", m.default_us / t),
+            Outcome::Time(t) if t > 0.0 && m.default_us.is_finite() => format!("{:.2}x", m.default_us / t),
             _ => "-".into(),
         };
+        let num = |x: f64| if x.is_finite() { format!("{x:.1}") } else { "-".to_string() };
         say(
             world,
-            &format!("  {size:>11}  {:>10.1}  {:>10.1}  {now_s:>10}  {speed:>8}  {verdict}", m.default_us, m.chosen_us),
+            &format!(
+                "  {size:>11}  {:>10}  {:>10}  {now_s:>10}  {lo_s:>11}  {speed:>8}  {verdict}",
+                num(m.default_us),
+                num(m.chosen_us)
+            ),
         );
     }
     missed

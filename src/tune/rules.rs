@@ -42,6 +42,9 @@ pub struct Measured {
     pub algorithm: String,
     pub default_us: f64,
     pub chosen_us: f64,
+    /// The chosen one's slowest round (the top of its noise band in tune's run), which
+    /// `--verify` judges against; files of 5 fields read it as `chosen_us`.
+    pub chosen_hi_us: f64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -129,12 +132,13 @@ impl RulesFile {
         }
         for m in &self.measured {
             t.push_str(&format!(
-                "# coll-bench-measured {} {} {} {} {}\n",
+                "# coll-bench-measured {} {} {} {} {} {}\n",
                 m.kind.name(),
                 m.size_bytes,
                 m.algorithm,
                 m.default_us,
-                m.chosen_us
+                m.chosen_us,
+                m.chosen_hi_us
             ));
         }
         t
@@ -160,17 +164,26 @@ impl RulesFile {
         for (i, line) in text.lines().enumerate() {
             if let Some(rest) = line.strip_prefix("# coll-bench-measured ") {
                 let f: Vec<&str> = rest.split_whitespace().collect();
-                let bad =
-                    || format!("line {}: a measured line needs: collective size algorithm default_us chosen_us", i + 1);
-                if f.len() != 5 {
+                let bad = || {
+                    format!(
+                        "line {}: a measured line needs: collective size algorithm default_us chosen_us [chosen_slowest_round_us]",
+                        i + 1
+                    )
+                };
+                if f.len() != 5 && f.len() != 6 {
                     return Err(bad());
                 }
+                let chosen_us: f64 = f[4].parse().map_err(|_| bad())?;
                 measured.push(Measured {
                     kind: Kind::parse(f[0]).ok_or_else(bad)?,
                     size_bytes: f[1].parse().map_err(|_| bad())?,
                     algorithm: f[2].to_string(),
                     default_us: f[3].parse().map_err(|_| bad())?,
-                    chosen_us: f[4].parse().map_err(|_| bad())?,
+                    chosen_us,
+                    chosen_hi_us: match f.get(5) {
+                        Some(v) => v.parse().map_err(|_| bad())?,
+                        None => chosen_us,
+                    },
                 });
                 continue;
             }
@@ -264,6 +277,7 @@ mod tests {
                 algorithm: "recursive_halving".into(),
                 default_us: 594.5,
                 chosen_us: 169.25,
+                chosen_hi_us: 175.5,
             }],
         }
     }
@@ -320,5 +334,14 @@ mod tests {
         };
         let back = RulesFile::parse(&f.text("x", &[])).unwrap();
         assert_eq!(back, f);
+    }
+
+    #[test]
+    fn measured_lines_of_five_fields_and_cells_not_run_read_back() {
+        let text = "# coll-bench-rules mpich\n# coll-bench-measured reduce-scatter 1024 pairwise 10.5 9.25\n# coll-bench-measured reduce-scatter 4194304 pairwise 700 NaN NaN\n";
+        let m = RulesFile::parse(text).unwrap().measured;
+        assert_eq!((m[0].chosen_us, m[0].chosen_hi_us), (9.25, 9.25));
+        assert!(m[1].chosen_us.is_nan() && m[1].chosen_hi_us.is_nan());
+        assert_eq!(m[1].default_us, 700.0);
     }
 }
