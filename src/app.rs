@@ -290,6 +290,9 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
         Plan::Tune(o) => return crate::tune::run(world, &o),
     };
     world.agree(opts.validate_for_world(world.size))?;
+    // --groups: a layout that does not fit this world is refused before anything is made.
+    let groups = world.agree(setup::groups(world, &opts.groups))?;
+    let member = world.agree(setup::member(world, &opts, &groups))?;
     // Outputs first: a run that would fail on one fails before anything is allocated.
     setup::check_outputs(world, &setup::sweep_outputs(&opts), &[], opts.files)?;
 
@@ -304,7 +307,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
     let begun: Result<()> = reports.iter_mut().try_for_each(|r| r.begin(&info));
     world.agree(begun)?;
 
-    let mut sweep = Sweep::new(world, backend.as_mut(), &opts);
+    let mut sweep = Sweep::new(world, backend.as_mut(), &opts).in_group(member);
     let mut totals = sweep.run(&mut |p| reports.iter_mut().try_for_each(|r| r.point(&info, p)))?;
     totals.peak_rss_bytes = world.max_u64(memory::peak_rss_bytes());
     let mut ended: Result<()> = reports.iter_mut().try_for_each(|r| r.end(&info, &totals));

@@ -111,6 +111,8 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
     let ranks_col = col("ranks");
     let hosts_col = col("hosts");
     let rank_col = col("rank");
+    // `--per-group` rows: one group's time, not the run's.
+    let group_col = col("group");
     let ci_cols = col("ci95_lo_us").zip(col("ci95_hi_us"));
     // `coll-bench tune`'s CSV: one series per algorithm, named as backend/algorithm.
     let algorithm_col = col("algorithm");
@@ -130,7 +132,10 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
             Error::usage(format!("'{shown}' line {line}: column {name} is '{v}', expected {want}"))
         };
         let text = |i: usize| rec.get(i).unwrap_or("").trim();
-        if rank_col.is_some_and(|i| !text(i).is_empty()) || skipped_col.is_some_and(|i| !text(i).is_empty()) {
+        if rank_col.is_some_and(|i| !text(i).is_empty())
+            || group_col.is_some_and(|i| !text(i).is_empty())
+            || skipped_col.is_some_and(|i| !text(i).is_empty())
+        {
             continue;
         }
         let int = |i: usize, name: &str| text(i).parse::<u64>().map_err(|_| bad(name, text(i), "a whole number"));

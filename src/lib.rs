@@ -18,7 +18,7 @@
 //! 6. [`backend`] (one trait; MPI, NCCL) and [`report`] (table, CSV, JSON, Markdown, progress).
 //! 7. [`csvread`], [`memory`]; [`record`], [`world`]; [`launch`], [`options`] (with its literal
 //!    `Default`); [`verify`] (exact inputs, verification).
-//! 8. The vocabulary: [`collective`] (one file each), [`dtype`], [`duration`], [`mpi_error`] (every MPI return code checked; a failed call is one line), [`size`],
+//! 8. The vocabulary: [`collective`] (one file each), [`dtype`], [`duration`], [`layout`] (process groups), [`mpi_error`] (every MPI return code checked; a failed call is one line), [`size`],
 //!    [`stats`]; at the bottom [`error`].
 //!
 //! # Data flow
@@ -44,6 +44,7 @@ pub mod duration;
 pub mod error;
 pub mod info;
 pub mod launch;
+pub mod layout;
 pub mod memory;
 pub mod mpi_error;
 pub mod options;

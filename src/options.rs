@@ -5,6 +5,7 @@
 use crate::collective::Kind;
 use crate::dtype::{DType, Op};
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
@@ -202,6 +203,12 @@ pub struct Options {
     pub progress: bool,
     /// Add one row per rank to the CSV and JSON (`--per-rank`).
     pub per_rank: bool,
+    /// `--groups LAYOUT`: which ranks run each collective together (default: the world).
+    pub groups: Layout,
+    /// `--one-group-at-a-time`: the groups run in turn instead of all at once.
+    pub one_group_at_a_time: bool,
+    /// `--per-group`: add one row per group to the CSV and JSON.
+    pub per_group: bool,
     /// `--json PATH`: results, options, hosts and versions as JSON.
     pub json: Option<PathBuf>,
     /// `--markdown PATH`: the table as Markdown.
@@ -258,6 +265,9 @@ impl Default for Options {
             csv: CsvTarget::Default,
             progress: false,
             per_rank: false,
+            groups: Layout::World,
+            one_group_at_a_time: false,
+            per_group: false,
             json: None,
             markdown: None,
             plot: None,

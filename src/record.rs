@@ -132,6 +132,67 @@ pub struct RunInfo {
     /// What the run changed of what was asked, once each (e.g. types the backend does not
     /// support, dropped from a list that has others).
     pub notes: Vec<String>,
+    /// The groups of `--groups` (the world: one group of every rank).
+    pub groups: Vec<GroupInfo>,
+}
+
+/// One group of `--groups`, for the header and the reports.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GroupInfo {
+    pub id: usize,
+    pub ranks: Vec<usize>,
+    /// The hosts of its ranks, in order of their first rank in the group.
+    pub hosts: Vec<String>,
+}
+
+impl GroupInfo {
+    /// The groups of `ranks_of` on a world whose hosts are `hosts` (name, ranks).
+    pub fn of(groups: &[(usize, Vec<usize>)], hosts: &[(String, Vec<usize>)]) -> Vec<GroupInfo> {
+        let host_of =
+            |r: usize| hosts.iter().find(|(_, rs)| rs.contains(&r)).map(|(h, _)| h.clone()).unwrap_or_default();
+        groups
+            .iter()
+            .map(|(id, ranks)| {
+                let mut hs: Vec<String> = vec![];
+                for r in ranks {
+                    let h = host_of(*r);
+                    if !hs.contains(&h) {
+                        hs.push(h);
+                    }
+                }
+                GroupInfo { id: *id, ranks: ranks.clone(), hosts: hs }
+            })
+            .collect()
+    }
+}
+
+impl RunInfo {
+    /// Ranks per group (every group has the same size).
+    pub fn group_size(&self) -> usize {
+        self.groups.first().map_or(self.ranks, |g| g.ranks.len())
+    }
+
+    /// Each group's time of `m`: its ranks' times combined by `-a` (rank 0 of the group for
+    /// `rank0`), by group; empty when the ranks' times are not there.
+    pub fn group_times_us(&self, m: &Measurement) -> Vec<f64> {
+        use crate::options::Aggregation;
+        let t = &m.per_rank_us;
+        if t.is_empty() {
+            return vec![];
+        }
+        self.groups
+            .iter()
+            .map(|g| {
+                let v: Vec<f64> = g.ranks.iter().filter_map(|r| t.get(*r).copied()).collect();
+                match self.options.aggregation {
+                    Aggregation::Rank0 => v.first().copied().unwrap_or(0.0),
+                    Aggregation::Mean => v.iter().sum::<f64>() / v.len().max(1) as f64,
+                    Aggregation::Min => v.iter().copied().fold(f64::INFINITY, f64::min),
+                    Aggregation::Max => v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+                }
+            })
+            .collect()
+    }
 }
 
 fn hosts_as_objects<S: serde::Serializer>(hosts: &[(String, Vec<usize>)], s: S) -> Result<S::Ok, S::Error> {

@@ -4,9 +4,10 @@
 //! and allocated, the output paths checked before anything is measured, and the run's context
 //! for the reports. Every step is agreed across ranks, so an error on one rank stops all of them.
 
-use crate::backend::mpi::MpiBackend;
+use crate::backend::mpi::{GroupComm, MpiBackend};
 use crate::backend::Backend;
 use crate::error::Result;
+use crate::layout::{Group, Layout};
 use crate::memory;
 use crate::options::{BackendKind, CsvTarget, Options, Policy};
 use crate::record::RunInfo;
@@ -20,6 +21,77 @@ pub fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
         BackendKind::Mpi => Ok(Box::new(MpiBackend::new(world, opts)?)),
         // Collective inside: agrees across ranks at each step of its bootstrap.
         BackendKind::Nccl => crate::backend::nccl::create(world, opts),
+    }
+}
+
+/// The host number of every rank, hosts numbered in the order of their first rank.
+pub fn host_of_rank(world: &World) -> Vec<usize> {
+    let mut out = vec![0; world.size];
+    for (h, (_, ranks)) in world.ranks_by_host().iter().enumerate() {
+        ranks.iter().for_each(|r| out[*r] = h);
+    }
+    out
+}
+
+/// The groups of `layout` on this world: the same on every rank (computed from the same host
+/// map), so refusing a layout needs no agreement; it happens before anything is made.
+pub fn groups(world: &World, layout: &Layout) -> Result<Vec<Group>> {
+    crate::layout::groups(layout, &host_of_rank(world))
+}
+
+/// The groups of `layout` with their hosts, for the reports (the world when it does not fit:
+/// it was refused before).
+pub fn group_info(world: &World, layout: &Layout) -> Vec<crate::record::GroupInfo> {
+    let gs = groups(world, layout).unwrap_or_else(|_| vec![Group { id: 0, ranks: (0..world.size).collect() }]);
+    let pairs: Vec<(usize, Vec<usize>)> = gs.into_iter().map(|g| (g.id, g.ranks)).collect();
+    crate::record::GroupInfo::of(&pairs, &world.ranks_by_host())
+}
+
+/// This rank's place in `groups` for the sweep; refuses a root that is not a rank of every
+/// group (`-r` counts within each group).
+pub fn member(world: &World, opts: &Options, groups: &[Group]) -> Result<crate::sweep::Member> {
+    let group = my_group(world, groups);
+    let g = &groups[group];
+    let size = g.size();
+    let rooted = opts.collectives.iter().any(|k| k.spec().rooted());
+    if rooted && opts.root >= size && groups.len() > 1 {
+        return Err(crate::error::Error::usage(format!(
+            "-r/--root: {} is not a rank of each group (--groups {}: groups of {size} ranks; the root counts within each group); expected 0..={}",
+            opts.root,
+            opts.groups,
+            size - 1
+        )));
+    }
+    Ok(crate::sweep::Member {
+        group,
+        groups: groups.len(),
+        rank: g.index_of(world.rank).unwrap_or(0),
+        size,
+        one_at_a_time: opts.one_group_at_a_time,
+    })
+}
+
+/// The group of `groups` this rank is in (its index, which is its id).
+pub fn my_group(world: &World, groups: &[Group]) -> usize {
+    groups.iter().position(|g| g.ranks.contains(&world.rank)).unwrap_or(0)
+}
+
+/// The backend on this rank's group of `groups` (one call per set of groups: the step of a
+/// layout makes one per dimension): `MPI_Comm_split` by group, keyed by world rank, for MPI;
+/// `ncclCommSplit` (or one unique id per group) for NCCL. A single group of every rank is the
+/// world's backend itself. Collective over the world.
+pub fn make_group_backend(world: &World, opts: &Options, groups: &[Group]) -> Result<Box<dyn Backend>> {
+    if groups.len() == 1 && groups[0].size() == world.size {
+        return make_backend(world, opts);
+    }
+    let color = my_group(world, groups) as u32;
+    match opts.backend {
+        BackendKind::Mpi => {
+            let backend = MpiBackend::new(world, opts)?;
+            let comm = GroupComm::split(world, color, world.rank);
+            Ok(Box::new(backend.into_group(comm)?))
+        }
+        BackendKind::Nccl => crate::backend::nccl::create_in_group(world, opts, color),
     }
 }
 
@@ -52,13 +124,15 @@ pub fn fit_memory(world: &World, flag: &str, per_rank: u64) -> Result<()> {
 /// has others: the note says which), its buffers checked against this host's free memory and
 /// allocated. Every step is agreed across ranks.
 pub fn ready_backend(world: &World, opts: &mut Options) -> Result<(Box<dyn Backend>, Option<String>)> {
-    let mut backend = world.agree(make_backend(world, opts))?;
+    let groups = groups(world, &opts.groups)?;
+    let m = member(world, opts, &groups)?;
+    let mut backend = world.agree(make_group_backend(world, opts, &groups))?;
     let note = world.agree(fit_dtypes(backend.as_ref(), opts))?;
     let opts = &*opts;
     if opts.backend == BackendKind::Mpi {
         world.agree(crate::backend::mpi::known_faults(world, opts))?;
     }
-    let (send, recv) = buffer_bytes(opts, world.size, world.rank, backend.convention());
+    let (send, recv) = buffer_bytes(opts, m.size, m.rank, backend.convention());
     // MPI libraries reduce large messages through a scratch buffer of the message's size.
     let scratch = opts.backend == BackendKind::Mpi && opts.collectives.iter().any(|k| k.spec().reduces());
     fit_memory(world, "-e/--maxbytes", memory::per_rank_need(send as u64, recv as u64, scratch))?;
@@ -85,6 +159,7 @@ pub fn run_info(
         options: opts.clone(),
         pids: world.all_gather(std::process::id()),
         notes,
+        groups: group_info(world, &opts.groups),
     }
 }
 

@@ -41,6 +41,10 @@ const COLUMNS: &[&str] = &[
     "warnings",
     "rank",
     "mpi_library",
+    "groups",
+    "group_size",
+    "group_count",
+    "group",
 ];
 
 #[test]

@@ -38,7 +38,7 @@ const LAYERS: &[&[&str]] = &[
     // Exact input patterns and the verification of outputs.
     &["verify"],
     // The vocabulary: collectives, data types, durations, MPI return codes, sizes, statistics.
-    &["collective", "dtype", "duration", "mpi_error", "size", "stats"],
+    &["collective", "dtype", "duration", "layout", "mpi_error", "size", "stats"],
     // The one error type and the exit codes.
     &["error"],
 ];

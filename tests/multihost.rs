@@ -319,3 +319,43 @@ fn info_names_the_host_that_differs() {
     // Nothing else differs between the two namespace hosts (same interfaces, same machine).
     assert_eq!(last[0], format!("# {h2} (rank 1): env NCCL_SOCKET_IFNAME = ib0 (majority: eth0)"), "{out}");
 }
+
+/// `--groups` on the test bed (2 hosts × 2 ranks, `--map-by slot`: ranks 0,1 on host 1 and 2,3
+/// on host 2): `node` is one group per host, `rail` the i-th rank of each host (the cross-host
+/// groups), `tp=2,dp=2` keeps each tensor-parallel pair on one host and `:dp` crosses them.
+/// Every collective exact in every layout, and the header's groups with their hosts.
+#[test]
+fn groups_follow_the_hosts_on_two_hosts() {
+    let Some(bed) = Bed::up("groups_follow_the_hosts_on_two_hosts", 2) else { return };
+    let (h1, h2) = (bed.host(1), bed.host(2));
+    let both = format!("{h1}, {h2}");
+    for (layout, want) in [
+        ("node", [format!("group   0: ranks 0-1 on {h1}"), format!("group   1: ranks 2-3 on {h2}")]),
+        ("rail", [format!("group   0: ranks 0,2 on {both}"), format!("group   1: ranks 1,3 on {both}")]),
+        ("tp=2,dp=2", [format!("group   0: ranks 0-1 on {h1}"), format!("group   1: ranks 2-3 on {h2}")]),
+        ("tp=2,dp=2:dp", [format!("group   0: ranks 0,2 on {both}"), format!("group   1: ranks 1,3 on {both}")]),
+    ] {
+        let args =
+            ["all", "-d", "int32,float", "-b", "8", "-e", "4K", "-f", "8", "-n", "3", "--no-csv", "--groups", layout];
+        let o = bed.mpirun(4, "slot", &[BIN], &args, 300);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "{layout}:\n{out}\n{}", stderr(&o));
+        assert!(out.contains(&format!("#   {h1}: 2 rank(s): 0-1\n")), "{out}");
+        let listed: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("#   group ")).collect();
+        let want: Vec<String> = want.iter().map(|w| w.trim_start_matches("group ").to_string()).collect();
+        assert_eq!(listed, want, "{layout}:\n{out}");
+        assert!(out.contains("2 group(s) of 2 rank(s), all at the same time"), "{out}");
+        assert!(out.contains("# Wrong elements       : 0 OK"), "{layout}:\n{out}");
+        assert!(out.contains("# Out of bounds values : 0 OK"), "{layout}:\n{out}");
+        let rows = rows(&o);
+        // 3 reducing × 2 types + 6 moving × 2 types, sizes 8, 64, 512, 4096; barrier.
+        assert_eq!(rows.len(), (3 * 2 + 6 * 2) * 4 + 1, "{layout}:\n{out}");
+        assert!(rows.iter().all(|r| r[8] == "0" && r[12] == "0"), "{layout}:\n{out}");
+    }
+    // Hosts of unequal rank counts have no rails: 3 ranks, 2 on host 1 and 1 on host 2.
+    let o = bed.mpirun(3, "slot", &[BIN], &["all-reduce", "-e", "64", "--no-csv", "--groups", "rail"], 120);
+    assert_eq!(o.status.code(), Some(2), "{}\n{}", stdout(&o), stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("--groups rail: hosts have unequal rank counts (2 and 1)"), "{err}");
+    assert!(!stdout(&o).contains("# Collective"), "{}", stdout(&o));
+}

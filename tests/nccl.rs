@@ -789,3 +789,33 @@ fn a_split_in_the_wrong_order_or_a_bad_split_spec_is_one_line() {
         refused(&o, d.path(), &[&format!("COLL_BENCH_DEBUG_NCCL_SPLIT={bad}: expected N or N:R")]);
     }
 }
+
+/// `--groups` on the NCCL backend (stand-ins, 4 ranks): the world's communicator split by group
+/// (ncclCommSplit, or one unique id per group without it), every collective exact in its group,
+/// all at once and one group at a time; the header names how the groups were made.
+#[test]
+fn groups_run_every_collective_exactly_on_nccl() {
+    let lib = fake_nccl_without_split();
+    for (env, via) in [
+        (fake_env("4", &[]), "# groups by ncclCommSplit".to_string()),
+        (
+            fake_env("4", &[("COLL_BENCH_NCCL_LIBRARY", lib)]),
+            format!("# groups by one unique id per group, broadcast over the group's MPI communicator (the NCCL at {lib} has no ncclCommSplit)"),
+        ),
+    ] {
+        for (layout, extra) in [("tp=2,dp=2:dp", None), ("split=div:2", Some("--one-group-at-a-time"))] {
+            let mut args = vec!["all", "-d", "int32", "-o", "sum", "-e", "1K", "-f", "8", "-n", "2", "-r", "1", "--no-csv", "--groups", layout];
+            args.extend(extra);
+            let (o, _d) = nccl_run(4, &args, &env);
+            let out = stdout(&o);
+            assert_eq!(o.status.code(), Some(0), "{layout}:\n{out}\n{}", stderr(&o));
+            assert!(out.lines().any(|l| l == via), "{layout}: no line {via}\n{out}");
+            let listed: Vec<&str> =
+                out.lines().filter_map(|l| l.strip_prefix("#   group ")).map(|l| l.split(" on ").next().unwrap()).collect();
+            let want = if layout == "split=div:2" { ["  0: ranks 0-1", "  1: ranks 2-3"] } else { ["  0: ranks 0,2", "  1: ranks 1,3"] };
+            assert_eq!(listed, want, "{layout}:\n{out}");
+            assert!(out.contains("# Wrong elements       : 0 OK"), "{layout}:\n{out}");
+            assert!(rows(&o).iter().all(|r| r[8] == "0" && r[12] == "0"), "{layout}:\n{out}");
+        }
+    }
+}

@@ -30,7 +30,10 @@ pub use crate::options::Implementation;
 
 pub struct MpiBackend {
     comm: ffi::MPI_Comm,
+    /// This rank in `comm` (the group's rank on a group communicator).
     rank: usize,
+    /// This rank in the world, for the line of a failed call.
+    world_rank: usize,
     /// This rank's host, for the line of a failed call.
     host: String,
     nranks: usize,
@@ -48,6 +51,8 @@ pub struct MpiBackend {
     null_datatype: bool,
     /// Running on a `DupComm` (tune): a failed call is an `Error` for the caller to agree on.
     dup: bool,
+    /// The group's communicator when running on one (`--groups`), freed with the backend.
+    group: Option<GroupComm>,
 }
 
 /// A failed MPI call: its name and the library's code.
@@ -131,6 +136,7 @@ impl MpiBackend {
         Ok(MpiBackend {
             comm: world.raw_comm(),
             rank: world.rank,
+            world_rank: world.rank,
             host: world.host().to_string(),
             nranks: world.size,
             blocking,
@@ -143,7 +149,21 @@ impl MpiBackend {
             // Testing only (`--debug-mpi-error`): every MPI call of this rank fails.
             null_datatype: opts.debug_mpi_error.contains(&world.rank),
             dup: false,
+            group: None,
         })
+    }
+
+    /// Run on the group communicator `g` from now on (`--groups`): this rank's rank and the
+    /// rank count become the group's; `--impl` is checked against the group's size.
+    pub fn into_group(mut self, g: GroupComm) -> Result<MpiBackend> {
+        if let Some(why) = self.implementation.unfit(g.size) {
+            return Err(Error::usage(format!("--impl {}: {why} (in each group)", self.implementation.name())));
+        }
+        self.comm = g.comm;
+        self.rank = g.rank;
+        self.nranks = g.size;
+        self.group = Some(g);
+        Ok(self)
     }
 
     /// Testing only (`--debug-mpi-error`): make every MPI call of this rank fail with an invalid
@@ -444,7 +464,7 @@ impl MpiBackend {
     /// The line for `f`, failed in `call`.
     fn failure(&self, call: &Call, f: &Failed) -> String {
         let message = mpi_error::error_string(f.rc);
-        mpi_error::line(f.call, &describe(call), self.rank, &self.host, &message)
+        mpi_error::line(f.call, &describe(call), self.world_rank, &self.host, &message)
     }
 
     fn buffer(&mut self, buf: Buf) -> &mut HostBuffer {
@@ -497,6 +517,63 @@ impl Drop for DupComm {
         // SAFETY: a communicator we created; every rank drops it at the same point.
         let rc = unsafe { ffi::MPI_Comm_free(&mut self.comm) };
         mpi_error::check(rc, "MPI_Comm_free", self.rank, &self.host, || "the duplicate communicator's release".into());
+    }
+}
+
+/// One group's communicator (`MPI_Comm_split` of the world by colour, ordered by key), with
+/// `MPI_ERRORS_RETURN` like every communicator of ours, freed (collectively over the group) when
+/// dropped. This rank's rank and the group's size are MPI's.
+pub struct GroupComm {
+    comm: ffi::MPI_Comm,
+    pub rank: usize,
+    pub size: usize,
+    /// For the line if freeing it fails.
+    world_rank: usize,
+    host: String,
+}
+
+impl GroupComm {
+    /// This rank's communicator in the group of `color`, ordered by `key`. Collective over the
+    /// world: every rank calls it, with its own colour and key. A failed call ends the job with
+    /// one line ([`crate::mpi_error`]).
+    pub fn split(world: &World, color: u32, key: usize) -> GroupComm {
+        let during = "the split of the world into groups (--groups)";
+        let color = c_int::try_from(color).unwrap_or(c_int::MAX);
+        // SAFETY: MPI is initialised; `c` is written by MPI_Comm_split.
+        let (rc, c) = unsafe {
+            let mut c: ffi::MPI_Comm = std::mem::zeroed();
+            let rc = ffi::MPI_Comm_split(world.raw_comm(), color, key as c_int, &mut c);
+            (rc, c)
+        };
+        world.check(rc, "MPI_Comm_split", during);
+        world.check(mpi_error::return_errors(c), "MPI_Comm_set_errhandler", during);
+        let (mut rank, mut size) = (0 as c_int, 0 as c_int);
+        // SAFETY: a live communicator and out-pointers to locals.
+        world.check(unsafe { ffi::MPI_Comm_rank(c, &mut rank) }, "MPI_Comm_rank", during);
+        // SAFETY: as above.
+        world.check(unsafe { ffi::MPI_Comm_size(c, &mut size) }, "MPI_Comm_size", during);
+        GroupComm {
+            comm: c,
+            rank: rank as usize,
+            size: size as usize,
+            world_rank: world.rank,
+            host: world.host().into(),
+        }
+    }
+
+    /// The raw communicator (the NCCL backend's barriers in a group).
+    pub fn raw(&self) -> ffi::MPI_Comm {
+        self.comm
+    }
+}
+
+impl Drop for GroupComm {
+    fn drop(&mut self) {
+        // SAFETY: a communicator we created; every member drops it at the same point.
+        let rc = unsafe { ffi::MPI_Comm_free(&mut self.comm) };
+        mpi_error::check(rc, "MPI_Comm_free", self.world_rank, &self.host, || {
+            "the release of a group communicator".into()
+        });
     }
 }
 

@@ -102,6 +102,16 @@ pub struct Args {
     /// Add one CSV/JSON row per rank (each rank's own mean time)
     #[arg(long = "per-rank")]
     pub per_rank: bool,
+    /// Which ranks run each collective together, all groups at once: world, node, rail,
+    /// split=mod:N, split=div:N, or tp=T,pp=P,dp=D (one * allowed; order=…, :DIM)
+    #[arg(long = "groups", value_name = "LAYOUT", default_value = "world")]
+    pub groups: String,
+    /// Run the groups of --groups in turn instead of all at once (to see contention)
+    #[arg(long = "one-group-at-a-time")]
+    pub one_group_at_a_time: bool,
+    /// Add one CSV/JSON row per group (--groups)
+    #[arg(long = "per-group")]
+    pub per_group: bool,
     /// Also write the results as JSON (results, options, hosts, versions)
     #[arg(long = "json", value_name = "PATH")]
     pub json: Option<PathBuf>,
@@ -194,6 +204,7 @@ impl Args {
             ))
         })?;
         let max_time_s = duration::parse("--max-time", &self.max_time, duration::OR_ZERO)?;
+        let groups: crate::layout::Layout = self.groups.parse()?;
         let opts = Options {
             collectives: dedup(collectives),
             min_bytes,
@@ -214,6 +225,9 @@ impl Args {
             csv,
             progress: self.progress,
             per_rank: self.per_rank,
+            groups,
+            one_group_at_a_time: self.one_group_at_a_time,
+            per_group: self.per_group,
             json: self.json,
             markdown: self.markdown,
             plot: self.plot,

@@ -50,6 +50,10 @@ pub const COLUMNS: &[&str] = &[
     "warnings",
     "rank",
     "mpi_library",
+    "groups",
+    "group_size",
+    "group_count",
+    "group",
 ];
 
 #[derive(Serialize)]
@@ -94,6 +98,22 @@ struct Row<'a> {
     rank: String,
     /// The MPI library the run was built against and launched with (first line of its version).
     mpi_library: &'a str,
+    /// The layout of `--groups` (`world` by default).
+    groups: String,
+    /// Ranks per group (the bus factor's rank count).
+    group_size: usize,
+    group_count: usize,
+    /// Empty on the combined row; the group's id on a `--per-group` row.
+    group: String,
+}
+
+/// Which row of a measurement: the combined one, one rank's (`--per-rank`) or one group's
+/// (`--per-group`).
+#[derive(Clone, Copy)]
+enum Which {
+    Combined,
+    Rank(usize),
+    Group(usize, f64),
 }
 
 pub struct CsvReport {
@@ -150,10 +170,15 @@ impl CsvReport {
 
     /// The rows of one placement of a point (tune: out of place only, unless `--in-place`).
     pub fn measurement(&mut self, info: &RunInfo, p: &Point, m: &Measurement) -> Result<()> {
-        self.row(info, p, m, None)?;
+        self.row(info, p, m, Which::Combined)?;
         if info.options.per_rank {
             for r in 0..m.per_rank_us.len() {
-                self.row(info, p, m, Some(r))?;
+                self.row(info, p, m, Which::Rank(r))?;
+            }
+        }
+        if info.options.per_group {
+            for (g, t) in info.group_times_us(m).into_iter().enumerate() {
+                self.row(info, p, m, Which::Group(g, t))?;
             }
         }
         Ok(())
@@ -173,7 +198,11 @@ impl CsvReport {
         append_record(&mut self.file, "--csv", record)
     }
 
-    fn row(&mut self, info: &RunInfo, p: &Point, m: &Measurement, rank: Option<usize>) -> Result<()> {
+    fn row(&mut self, info: &RunInfo, p: &Point, m: &Measurement, which: Which) -> Result<()> {
+        let rank = match which {
+            Which::Rank(r) => Some(r),
+            _ => None,
+        };
         let hosts: Vec<&str> = info.hosts.iter().map(|(h, _)| h.as_str()).collect();
         let row = Row {
             timestamp: &info.timestamp,
@@ -214,12 +243,24 @@ impl CsvReport {
             warnings: m.warnings.iter().map(warning_kind).collect::<Vec<_>>().join(";"),
             rank: rank.map(|r| r.to_string()).unwrap_or_default(),
             mpi_library: &info.mpi_library,
+            groups: info.options.groups.to_string(),
+            group_size: info.group_size(),
+            group_count: info.groups.len().max(1),
+            group: match which {
+                Which::Group(g, _) => g.to_string(),
+                _ => String::new(),
+            },
         };
         let mut row = row;
-        if let Some(r) = rank {
-            // A per-rank row: that rank's own mean time and the bandwidth it implies; the
-            // sample statistics describe the combined samples and are left empty.
-            let t = m.per_rank_us[r];
+        let own = match which {
+            Which::Combined => None,
+            Which::Rank(r) => Some(m.per_rank_us[r]),
+            Which::Group(_, t) => Some(t),
+        };
+        if let Some(t) = own {
+            // A per-rank (per-group) row: that rank's own mean time (the group's ranks' times
+            // combined by -a) and the bandwidth it implies; the sample statistics describe the
+            // combined samples and are left empty.
             row.time_us = t;
             row.algbw_gbps = if t > 0.0 { m.algbw_gbps * m.time_us / t } else { 0.0 };
             row.busbw_gbps = row.algbw_gbps * p.bus_factor;
@@ -270,12 +311,7 @@ impl Report for CsvReport {
 
     fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()> {
         for m in p.measurements() {
-            self.row(info, p, m, None)?;
-            if info.options.per_rank {
-                for r in 0..m.per_rank_us.len() {
-                    self.row(info, p, m, Some(r))?;
-                }
-            }
+            self.measurement(info, p, m)?;
         }
         Ok(())
     }

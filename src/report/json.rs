@@ -17,7 +17,7 @@ pub const SCHEMA: &str = "coll-bench/1";
 
 pub struct JsonReport {
     file: Option<AppendFile>,
-    points: Vec<Point>,
+    points: Vec<serde_json::Value>,
 }
 
 #[derive(Serialize)]
@@ -27,7 +27,7 @@ struct Document<'a> {
     /// `false` in the JSON Lines form of a run still going (or killed).
     complete: bool,
     run: serde_json::Value,
-    points: &'a [Point],
+    points: &'a [serde_json::Value],
     totals: Option<&'a Totals>,
 }
 
@@ -45,6 +45,22 @@ fn run_value(info: &RunInfo) -> serde_json::Value {
     let mut v = serde_json::to_value(info).expect("the run serialises");
     if let Some(o) = v.get_mut("options").and_then(|o| o.as_object_mut()) {
         o.retain(|k, _| !k.starts_with("debug_"));
+    }
+    v
+}
+
+/// A point as JSON: each rank's times only with `--per-rank`, each group's (`per_group_us`)
+/// only with `--per-group`.
+fn point_value(info: &RunInfo, p: &Point) -> serde_json::Value {
+    let mut v = serde_json::to_value(p).expect("records serialise");
+    for (m, key) in [(&p.out_of_place, "out_of_place"), (&p.in_place, "in_place")] {
+        let per_group = if info.options.per_group { info.group_times_us(m) } else { vec![] };
+        if let Some(o) = v.get_mut(key).and_then(|o| o.as_object_mut()) {
+            o.insert("per_group_us".into(), serde_json::json!(per_group));
+            if !info.options.per_rank {
+                o.insert("per_rank_us".into(), serde_json::json!([]));
+            }
+        }
     }
     v
 }
@@ -82,14 +98,9 @@ impl Report for JsonReport {
     }
 
     fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()> {
-        let mut p = p.clone();
-        if !info.options.per_rank {
-            for m in [&mut p.out_of_place, &mut p.in_place] {
-                m.per_rank_us.clear();
-            }
-        }
-        self.line(&p)?;
-        self.points.push(p);
+        let v = point_value(info, p);
+        self.line(&v)?;
+        self.points.push(v);
         Ok(())
     }
 
@@ -149,6 +160,7 @@ mod tests {
             options: Options::default(),
             pids: vec![1, 2],
             notes: vec![],
+            groups: vec![crate::record::GroupInfo { id: 0, ranks: vec![0, 1], hosts: vec!["a".into()] }],
         }
     }
 
@@ -236,6 +248,8 @@ mod tests {
         other.options.iters = Some(10);
         other.options.warmup = Some(1);
         other.options.debug_corrupt_rank = Some(1);
+        other.options.per_group = true;
+        other.options.groups = "tp=2,dp=*".parse().unwrap();
         let mut docs = vec![];
         for info in [info(), other] {
             let doc = Document {
@@ -243,7 +257,7 @@ mod tests {
                 tool: "coll-bench",
                 complete: true,
                 run: run_value(&info),
-                points: std::slice::from_ref(&p),
+                points: &[point_value(&info, &p)],
                 totals: Some(&Totals::default()),
             };
             docs.push(serde_json::to_value(&doc).unwrap());

@@ -25,6 +25,8 @@ pub struct TableReport<W: Write> {
     warnings: Vec<(String, String, usize, String)>,
     /// Per rank: points where it stood out, and the first example.
     slow: std::collections::BTreeMap<usize, (usize, String)>,
+    /// Per group (`--groups`): points where it stood out, and the first example.
+    slow_groups: std::collections::BTreeMap<usize, (usize, String)>,
     /// sendrecv at its largest size: bytes and each rank's one-way time (per-host footer line).
     pingpong: Option<(u64, Vec<f64>)>,
 }
@@ -39,6 +41,7 @@ impl<W: Write> TableReport<W> {
             measured: 0,
             warnings: vec![],
             slow: Default::default(),
+            slow_groups: Default::default(),
             pingpong: None,
         }
     }
@@ -125,6 +128,23 @@ impl<W: Write> Report for TableReport<W> {
         for note in &info.notes {
             self.line(&format!("# note: {note}"));
         }
+        if !o.groups.is_world() {
+            let mode = if o.one_group_at_a_time { "one at a time" } else { "all at the same time" };
+            self.line(&format!(
+                "# groups: {} — {} group(s) of {} rank(s), {mode}; root and bus factor count within each group",
+                o.groups,
+                info.groups.len(),
+                info.group_size()
+            ));
+            for g in &info.groups {
+                self.line(&format!(
+                    "#   group {:>3}: ranks {} on {}",
+                    g.id,
+                    crate::world::rank_list(&g.ranks),
+                    g.hosts.join(", ")
+                ));
+            }
+        }
         self.line("#");
         for (rank, host) in info.hosts.iter().flat_map(|(h, rs)| rs.iter().map(move |r| (*r, h))) {
             let pid = info.pids.get(rank).copied().unwrap_or(0);
@@ -133,7 +153,7 @@ impl<W: Write> Report for TableReport<W> {
         Ok(())
     }
 
-    fn point(&mut self, _info: &RunInfo, p: &Point) -> Result<()> {
+    fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()> {
         let label =
             format!("{} {}{}", p.collective.name(), p.dtype.name(), p.op.map(|o| format!(" {o}")).unwrap_or_default());
         let new_block = self.block.as_ref() != Some(&label);
@@ -176,6 +196,15 @@ impl<W: Write> Report for TableReport<W> {
                     (0, format!("{:.2} us against a median of {:.2} us at {at}", o.time_us, o.median_us))
                 });
                 e.0 += 1;
+            }
+            // The slow-rank rule applied to the groups' times.
+            if info.groups.len() > 1 {
+                for o in crate::stats::rank_outliers(&info.group_times_us(m)) {
+                    let e = self.slow_groups.entry(o.rank).or_insert_with(|| {
+                        (0, format!("{:.2} us against a median of {:.2} us at {at}", o.time_us, o.median_us))
+                    });
+                    e.0 += 1;
+                }
             }
         }
         if p.collective == crate::collective::Kind::SendRecv
@@ -221,6 +250,14 @@ impl<W: Write> Report for TableReport<W> {
                     self.measured
                 ));
             }
+        }
+        for (g, (n, example)) in std::mem::take(&mut self.slow_groups) {
+            let hosts = info.groups.get(g).map(|g| g.hosts.join(", ")).unwrap_or_default();
+            let ranks = info.groups.get(g).map(|g| crate::world::rank_list(&g.ranks)).unwrap_or_default();
+            self.line(&format!(
+                "# Slow group: group {g} (ranks {ranks} on {hosts}) stands out at {n} of {} measurements, e.g. {example}",
+                self.measured
+            ));
         }
         self.line(&format!(
             "# Peak memory per rank: {} (largest of any rank; buffers sized for {} messages)",
@@ -307,6 +344,7 @@ mod tests {
             options: Options::default(),
             pids: vec![1, 2],
             notes: vec![],
+            groups: vec![],
         };
         let off = || vec![Warning::MeanOffMedian { time_us: 2.0, median_us: 1.0, outliers: 3, samples: 100 }];
         let mut t = TableReport::new(Vec::new());

@@ -86,10 +86,42 @@ impl Ranks for World {
     }
 }
 
+/// This rank's place in the groups of `--groups`: which group, how many there are, its rank in
+/// the group and the group's size (the backend runs on the group's communicator). The world is
+/// one group of every rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub group: usize,
+    pub groups: usize,
+    pub rank: usize,
+    pub size: usize,
+    /// `--one-group-at-a-time`: each point is measured group by group, the others waiting.
+    pub one_at_a_time: bool,
+}
+
+impl Member {
+    /// The whole world as one group.
+    pub fn world(ranks: &dyn Ranks) -> Member {
+        Member { group: 0, groups: 1, rank: ranks.rank(), size: ranks.size(), one_at_a_time: false }
+    }
+}
+
+/// One turn of one placement on this rank: what its batches gave.
+struct Turn {
+    warmup_iters: u64,
+    first_call_us: Option<f64>,
+    iters: u64,
+    batch: u64,
+    samples: Vec<f64>,
+    verdict: DataErrors,
+}
+
 pub struct Sweep<'a> {
     pub world: &'a dyn Ranks,
     pub backend: &'a mut dyn Backend,
     pub opts: &'a Options,
+    /// This rank's group (`--groups`); the world by default.
+    pub member: Member,
     samples: Vec<f64>,
     /// `-T`: armed around every batch of calls and exchange of results, disarmed between points;
     /// `None` with `-T 0`.
@@ -99,13 +131,20 @@ pub struct Sweep<'a> {
 impl<'a> Sweep<'a> {
     pub fn new(world: &'a World, backend: &'a mut dyn Backend, opts: &'a Options) -> Self {
         let watchdog = Watchdog::start(world, opts.timeout);
-        Sweep { world, backend, opts, samples: vec![], watchdog }
+        Sweep { world, backend, opts, member: Member::world(world), samples: vec![], watchdog }
+    }
+
+    /// The sweep run in groups: the backend runs on this rank's group's communicator, sizes,
+    /// bus factors and checks follow the group; times are combined over every rank.
+    pub fn in_group(mut self, member: Member) -> Self {
+        self.member = member;
+        self
     }
 
     /// A sweep over `ranks` without the watchdog (which needs MPI's world): for unit tests.
     #[cfg(test)]
     pub(crate) fn without_watchdog(ranks: &'a dyn Ranks, backend: &'a mut dyn Backend, opts: &'a Options) -> Self {
-        Sweep { world: ranks, backend, opts, samples: vec![], watchdog: None }
+        Sweep { world: ranks, backend, opts, member: Member::world(ranks), samples: vec![], watchdog: None }
     }
 
     /// One batch of `iters` calls through the backend, under the watchdog (`-T`) unless it is
@@ -127,7 +166,7 @@ impl<'a> Sweep<'a> {
     pub fn run(&mut self, sink: &mut dyn FnMut(&Point) -> Result<()>) -> Result<Totals> {
         let mut totals = Totals::default();
         let conv = self.backend.convention();
-        let (n, rank) = (self.world.size(), self.world.rank());
+        let (n, rank) = (self.member.size, self.member.rank);
         for (kind, dtype, op) in plan(self.opts) {
             let spec = kind.spec();
             for size in sizes_for(spec, self.opts) {
@@ -158,70 +197,40 @@ impl<'a> Sweep<'a> {
         Ok(totals)
     }
 
-    /// Warm up, choose the iteration count, time, combine across ranks, check.
+    /// Warm up, choose the iteration count, time, combine across ranks, check. With
+    /// `--one-group-at-a-time` each group takes its turn while the others wait; every rank
+    /// takes part in every exchange of every turn (an idle rank gives nothing), so the counts
+    /// stay agreed.
     fn measure(&mut self, call: &Call, placement: Placement) -> Result<Measurement> {
         let opts = self.opts;
         let world = self.world;
-        let mut warmup_iters = 0u64;
-        let mut first_call_us = None;
-        // Estimates are maxima over ranks, so every rank derives the same counts.
-        let mut estimate = None;
-        match opts.warmup {
-            Some(w) => {
-                if w > 0 {
-                    self.batch(call, Phase::WarmUp, w, 1, 0.0)?;
-                    warmup_iters = w;
-                    estimate = Some(world.max_f64(mean(&self.samples)));
-                }
-            }
-            None => {
-                self.batch(call, Phase::WarmUp, 1, 1, 0.0)?;
-                let first = world.max_f64(self.samples[0]);
-                first_call_us = Some(first * 1e6);
-                let more = ((0.1 * opts.budget_s / first.max(1e-9)) as u64).clamp(1, 1000);
-                self.batch(call, Phase::WarmUp, more, 1, first)?;
-                warmup_iters = 1 + more;
-                estimate = Some(world.max_f64(mean(&self.samples)));
+        let turns = if self.member.one_at_a_time { self.member.groups } else { 1 };
+        let mut mine = None;
+        for t in 0..turns {
+            let active = turns == 1 || t == self.member.group;
+            let turn = self.turn(call, active)?;
+            if active {
+                mine = Some(turn);
             }
         }
-        let est = match estimate {
-            Some(e) => e,
-            None => {
-                self.batch(call, Phase::WarmUp, 1, 1, 0.0)?;
-                world.max_f64(self.samples[0])
-            }
+        let Some(Turn { warmup_iters, first_call_us, iters, batch, samples, verdict }) = mine else {
+            unreachable!("every rank is in one group, whose turn comes")
         };
-        let (planned, batch) = iterations(opts.iters, opts.budget_s, est);
-        // Adaptive: with the count from the budget, time it in quarters and stop once every
-        // rank's median is known tightly enough (the decision is agreed, so all ranks stop
-        // together).
-        let chunks = if opts.iters.is_none() && opts.ci_target > 0.0 && planned / batch >= 24 { 4 } else { 1 };
-        let per_chunk = (planned / batch).div_ceil(chunks) * batch;
-        let mut timed: Vec<f64> = Vec::with_capacity((planned / batch) as usize);
-        let mut iters = 0u64;
-        while iters < planned {
-            let n = per_chunk.min(planned - iters);
-            self.batch(call, Phase::Timed, n, batch, est)?;
-            timed.extend_from_slice(&self.samples);
-            iters += n;
-            if chunks > 1 && iters < planned && world.max_f64(relative_ci95(&timed)) <= opts.ci_target {
-                break;
-            }
-        }
-        self.samples = timed;
+        self.samples = samples;
         let per_rank_s = world.all_gather_f64(mean(&self.samples));
         let time_s = aggregate(opts.aggregation, &per_rank_s);
-        let combined = world.combine_samples(opts.aggregation, &self.samples);
+        // Turns may differ in their sample counts: combine the common part.
+        let common = -world.max_f64(-(self.samples.len() as f64));
+        let combined = world.combine_samples(opts.aggregation, &self.samples[..common.max(0.0) as usize]);
         let summary = if world.rank() == 0 { Summary::of_seconds(&combined) } else { Summary::default() };
 
         let spec = call.kind.spec();
         let bytes = (call.layout.alg_count * call.dtype.size()) as f64;
         let algbw_gbps = if time_s > 0.0 { bytes / time_s / 1e9 } else { 0.0 };
-        let busbw_gbps = algbw_gbps * spec.bus_factor(world.size());
+        let busbw_gbps = algbw_gbps * spec.bus_factor(self.member.size);
 
         let (wrong, out_of_bounds) = if opts.check {
-            let v = self.check(call)?;
-            (Some(world.sum_u64(v.wrong)), Some(world.sum_u64(v.out_of_bounds)))
+            (Some(world.sum_u64(verdict.wrong)), Some(world.sum_u64(verdict.out_of_bounds)))
         } else {
             (None, None)
         };
@@ -245,14 +254,92 @@ impl<'a> Sweep<'a> {
         })
     }
 
+    /// One batch on an active rank; on an idle one (another group's turn) no call and no
+    /// samples, but the watchdog armed as for the batch it waits for (the next exchange).
+    fn turn_batch(
+        &mut self,
+        active: bool,
+        call: &Call,
+        phase: Phase,
+        iters: u64,
+        batch: u64,
+        est_s: f64,
+    ) -> Result<()> {
+        if active {
+            return self.batch(call, phase, iters, batch, est_s);
+        }
+        // Waiting for the group whose turn it is: watched as long as its batch may take.
+        if let Some(w) = &self.watchdog {
+            w.arm(Task { call: *call, phase, calls: iters }, iters as f64 * est_s);
+        }
+        self.samples.clear();
+        Ok(())
+    }
+
+    /// Warm-up, timed batches and the check of one turn. Estimates are maxima over every rank
+    /// (an idle rank gives 0), so every rank derives the same counts.
+    fn turn(&mut self, call: &Call, active: bool) -> Result<Turn> {
+        let opts = self.opts;
+        let world = self.world;
+        let first = |s: &[f64]| s.first().copied().unwrap_or(0.0);
+        let mut warmup_iters = 0u64;
+        let mut first_call_us = None;
+        let mut estimate = None;
+        match opts.warmup {
+            Some(w) => {
+                if w > 0 {
+                    self.turn_batch(active, call, Phase::WarmUp, w, 1, 0.0)?;
+                    warmup_iters = w;
+                    estimate = Some(world.max_f64(mean(&self.samples)));
+                }
+            }
+            None => {
+                self.turn_batch(active, call, Phase::WarmUp, 1, 1, 0.0)?;
+                let first = world.max_f64(first(&self.samples));
+                first_call_us = Some(first * 1e6);
+                let more = ((0.1 * opts.budget_s / first.max(1e-9)) as u64).clamp(1, 1000);
+                self.turn_batch(active, call, Phase::WarmUp, more, 1, first)?;
+                warmup_iters = 1 + more;
+                estimate = Some(world.max_f64(mean(&self.samples)));
+            }
+        }
+        let est = match estimate {
+            Some(e) => e,
+            None => {
+                self.turn_batch(active, call, Phase::WarmUp, 1, 1, 0.0)?;
+                world.max_f64(first(&self.samples))
+            }
+        };
+        let (planned, batch) = iterations(opts.iters, opts.budget_s, est);
+        // Adaptive: with the count from the budget, time it in quarters and stop once every
+        // rank's median is known tightly enough (the decision is agreed, so all ranks stop
+        // together).
+        let chunks = if opts.iters.is_none() && opts.ci_target > 0.0 && planned / batch >= 24 { 4 } else { 1 };
+        let per_chunk = (planned / batch).div_ceil(chunks) * batch;
+        let mut timed: Vec<f64> = Vec::with_capacity((planned / batch) as usize);
+        let mut iters = 0u64;
+        while iters < planned {
+            let n = per_chunk.min(planned - iters);
+            self.turn_batch(active, call, Phase::Timed, n, batch, est)?;
+            timed.extend_from_slice(&self.samples);
+            iters += n;
+            let ci = if active { relative_ci95(&timed) } else { 0.0 };
+            if chunks > 1 && iters < planned && world.max_f64(ci) <= opts.ci_target {
+                break;
+            }
+        }
+        let verdict = if opts.check && active { self.check(call)? } else { DataErrors::default() };
+        Ok(Turn { warmup_iters, first_call_us, iters, batch, samples: timed, verdict })
+    }
+
     /// The check pass: known input, sentinel-filled output, one call, compare.
     fn check(&mut self, call: &Call) -> Result<DataErrors> {
         let spec = call.kind.spec();
         let l = call.layout;
         let elem = call.dtype.size();
         let c = Ctx {
-            rank: self.world.rank(),
-            nranks: self.world.size(),
+            rank: self.member.rank,
+            nranks: self.member.size,
             root: call.root,
             in_place: call.in_place,
             convention: self.backend.convention(),
@@ -274,7 +361,7 @@ impl<'a> Sweep<'a> {
             })?;
         }
         self.batch(call, Phase::Check, 1, 1, 0.0)?;
-        if self.opts.debug_corrupt_rank == Some(c.rank) && spec.output_len(&c) > 0 {
+        if self.opts.debug_corrupt_rank == Some(self.world.rank()) && spec.output_len(&c) > 0 {
             self.backend.write(Buf::Recv, recv_len, &mut |b| b[out_at * elem] ^= 0x40)?;
         }
         let mut verdict = DataErrors::default();

@@ -351,6 +351,7 @@ fn info(o: &Options) -> RunInfo {
         options: o.clone(),
         pids: vec![1],
         notes: vec![],
+        groups: vec![],
     }
 }
 

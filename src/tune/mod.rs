@@ -243,6 +243,7 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
         options: opts.clone(),
         pids: world.all_gather(std::process::id()),
         notes: vec![],
+        groups: crate::setup::group_info(world, &crate::layout::Layout::World),
     };
     let csv = if world.rank == 0 {
         let made = match &opts.csv {

@@ -11,3 +11,7 @@ pub fn create(_world: &World, _opts: &Options) -> Result<Box<dyn Backend>> {
         "--backend: nccl is not built into this coll-bench (built without the cargo feature `nccl`; rebuild with default features); expected mpi",
     ))
 }
+
+pub fn create_in_group(world: &World, opts: &Options, _color: u32) -> Result<Box<dyn Backend>> {
+    create(world, opts)
+}

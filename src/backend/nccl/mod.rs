@@ -139,6 +139,14 @@ pub fn create(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     Ok(Box::new(backend))
 }
 
+/// The backend in this rank's group of colour `color` (`--groups`): the world's backend, then
+/// [`NcclBackend::into_group`]. Collective over the world.
+pub fn create_in_group(world: &World, opts: &Options, color: u32) -> Result<Box<dyn Backend>> {
+    let env = |k: &str| std::env::var_os(k);
+    let backend = NcclBackend::new(world, opts, &env)?;
+    Ok(Box::new(backend.into_group(world, color, opts.timeout.limit_s(0.0))?))
+}
+
 /// What each rank sets up on its own (bootstrap steps 1 and 3).
 struct Local {
     drv: &'static Driver,
@@ -347,6 +355,9 @@ pub struct NcclBackend {
     blocking: bool,
     check: bool,
     details: Vec<String>,
+    /// The group's MPI communicator when running in a group (`--groups`): `mpi_comm` for the
+    /// barriers of `-z`. Dropped after the NCCL communicator (field order).
+    group_mpi: Option<super::mpi::GroupComm>,
 }
 
 /// Everything one call needs, resolved before the timed loop. Device addresses.
@@ -437,6 +448,7 @@ impl NcclBackend {
             blocking: opts.blocking,
             check: opts.check,
             details,
+            group_mpi: None,
         })
     }
 

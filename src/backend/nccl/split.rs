@@ -65,6 +65,26 @@ impl Group {
     }
 }
 
+impl NcclBackend {
+    /// Run in the group of `color` from now on (`--groups`): the group's communicator
+    /// ([`NcclBackend::split`], keyed by world rank) replaces the world's, this rank's rank and
+    /// the rank count become the group's, and `-z`'s barriers run on the group's MPI
+    /// communicator. Collective over the world; every rank is in a group.
+    pub fn into_group(mut self, world: &World, color: u32, limit_s: Option<f64>) -> Result<NcclBackend> {
+        let group = self.split(world, Some(color), world.rank as i32, limit_s)?;
+        let group = world.agree(group.ok_or_else(|| Error::setup("NCCL split returned no group communicator")))?;
+        let mpi = crate::backend::mpi::GroupComm::split(world, color, world.rank);
+        self.details.push(format!("{}", self.split_via()));
+        let Group { comm, rank, size, .. } = group;
+        self.comm = comm;
+        self.rank = rank;
+        self.nranks = size;
+        self.mpi_comm = mpi.raw();
+        self.group_mpi = Some(mpi);
+        Ok(self)
+    }
+}
+
 /// The parent ranks of colour `color` in their order in the group: by key, then parent rank
 /// (NCCL's and MPI's rule).
 pub fn members(colors: &[Option<u32>], keys: &[i32], color: u32) -> Vec<usize> {
