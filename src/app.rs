@@ -36,13 +36,15 @@ pub fn main() -> i32 {
     // `coll-bench help [SUBCOMMAND]` is `coll-bench [SUBCOMMAND] --help`.
     if argv.get(1).map(String::as_str) == Some("help") {
         match argv.get(2).map(String::as_str) {
-            None | Some("check" | "tune" | "pairs" | "info" | "plot" | "compare" | "spec") if argv.len() <= 3 => {
+            None | Some("check" | "tune" | "pairs" | "step" | "info" | "plot" | "compare" | "spec")
+                if argv.len() <= 3 =>
+            {
                 argv = argv.iter().take(1).chain(argv.get(2)).cloned().chain(["--help".to_string()]).collect();
             }
             _ => {
                 if launcher_rank().unwrap_or(0) == 0 {
                     let asked = argv[2..].join(" ");
-                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, tune, pairs, info, plot, compare, spec, or none (coll-bench help [SUBCOMMAND])");
+                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, tune, pairs, step, info, plot, compare, spec, or none (coll-bench help [SUBCOMMAND])");
                 }
                 return exit::ERROR;
             }
@@ -167,6 +169,7 @@ enum Plan {
     Check(Box<crate::acceptance::CheckOptions>),
     HostInfo(Box<crate::info::InfoOptions>),
     Tune(Box<crate::tune::TuneOptions>),
+    Step(Box<crate::step::StepOptions>),
 }
 
 /// Every rank must run rank 0's plan: rank 0 broadcasts its parse, every rank compares.
@@ -177,6 +180,7 @@ fn agree_plan(world: &World, parsed: Result<Parsed>) -> Result<Plan> {
         Ok(Parsed::Check(o)) => Ok(Plan::Check(o)),
         Ok(Parsed::HostInfo(o)) => Ok(Plan::HostInfo(o)),
         Ok(Parsed::Tune(o)) => Ok(Plan::Tune(o)),
+        Ok(Parsed::Step(o)) => Ok(Plan::Step(o)),
         Ok(Parsed::Info(_)) => Err(Error::usage("--help/--version given on some ranks only")),
         Err(e) => Err(e),
     };
@@ -288,6 +292,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
         Plan::Check(o) => return crate::acceptance::run(world, &o),
         Plan::HostInfo(o) => return crate::info::run(world, &o, env),
         Plan::Tune(o) => return crate::tune::run(world, &o),
+        Plan::Step(o) => return crate::step::run(world, &o),
     };
     world.agree(opts.validate_for_world(world.size))?;
     // --groups: a layout that does not fit this world is refused before anything is made.

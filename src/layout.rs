@@ -85,8 +85,9 @@ impl fmt::Display for Dim {
     }
 }
 
-/// The sizes of a named layout and its rank order.
+/// The sizes of a named layout and its rank order. Serialised as its text form (`tp=2,dp=*`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub struct Grid {
     /// Size per dimension, indexed by `Dim as usize`; `None`: the one `*`, filled by
     /// [`Grid::resolve`]. A dimension not written has size 1.
@@ -229,6 +230,22 @@ impl Grid {
     }
 }
 
+impl From<Grid> for String {
+    fn from(g: Grid) -> String {
+        g.to_string()
+    }
+}
+
+impl TryFrom<String> for Grid {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Grid> {
+        match s.parse()? {
+            Layout::Named(g, None) => Ok(g),
+            _ => Err(Error::usage(format!("{s:?} is not a grid (tp=T,pp=P,dp=D, no :DIM)"))),
+        }
+    }
+}
+
 impl fmt::Display for Grid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.sizes_text())
@@ -293,7 +310,13 @@ pub const ACCEPTED: &str =
 impl Layout {
     /// Parse `text`, naming `flag` in the one-line error.
     pub fn parse_for(flag: &str, text: &str) -> Result<Layout> {
-        parse(text).map_err(|why| Error::usage(format!("{flag} {text:?}: {why}; accepted: {ACCEPTED}")))
+        Self::parse_accepting(flag, text, ACCEPTED)
+    }
+
+    /// [`Layout::parse_for`] for a flag that takes a subset of the forms: `accepted` is what
+    /// its error line says is accepted.
+    pub fn parse_accepting(flag: &str, text: &str, accepted: &str) -> Result<Layout> {
+        parse(text).map_err(|why| Error::usage(format!("{flag} {text:?}: {why}; accepted: {accepted}")))
     }
 
     /// The dimension whose groups run: the `:DIM` given, else the fastest-varying dimension

@@ -9,7 +9,7 @@
 //!    a subcommand; for the sweep it wires the reports.
 //! 2. [`cli`]: every flag of every subcommand (one parser per file; `cli/plot.rs`,
 //!    `cli/spec.rs` and `cli/compare.rs` for the subcommands over files) → typed options.
-//! 3. Subcommands: [`acceptance`] (`check`, `spec`), [`tune`], [`pairs`], [`info`]; below them
+//! 3. Subcommands: [`acceptance`] (`check`, `spec`), [`tune`], [`pairs`], [`info`], [`step`]; below them
 //!    [`plot`] and [`compare`], which read CSVs without MPI.
 //! 4. [`setup`]: one sweep's set-up on every rank: the backend made from the options, the types
 //!    it supports, the memory fit, the output paths, the run's context for the reports.
@@ -55,6 +55,7 @@ pub mod report;
 pub mod setup;
 pub mod size;
 pub mod stats;
+pub mod step;
 pub mod sweep;
 pub mod tune;
 pub mod verify;

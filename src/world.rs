@@ -290,6 +290,34 @@ impl World {
         self.check(rc, "MPI_Recv", &format!("a message from rank {peer}"));
     }
 
+    /// Send `send` to `to` and receive `recv.len()` bytes from `from` at once (`MPI_Sendrecv`,
+    /// tag 1, so it never matches [`World::send_bytes`]); None on a side skips it
+    /// (`MPI_PROC_NULL`). Point-to-point.
+    pub fn sendrecv_bytes(&self, to: Option<usize>, send: &[u8], from: Option<usize>, recv: &mut [u8]) {
+        // SAFETY: a constant of the MPI library, read only.
+        let null = unsafe { ffi::RSMPI_PROC_NULL };
+        let peer = |p: Option<usize>| p.map_or(null, |p| p as c_int);
+        let (scount, rcount) = (if to.is_some() { send.len() } else { 0 }, if from.is_some() { recv.len() } else { 0 });
+        // SAFETY: `scount` bytes at a live buffer, room for `rcount` bytes; the status is ignored.
+        let rc = unsafe {
+            ffi::MPI_Sendrecv(
+                send.as_ptr().cast(),
+                scount as c_int,
+                ffi::RSMPI_UINT8_T,
+                peer(to),
+                1,
+                recv.as_mut_ptr().cast(),
+                rcount as c_int,
+                ffi::RSMPI_UINT8_T,
+                peer(from),
+                1,
+                self.raw_comm(),
+                ffi::RSMPI_STATUS_IGNORE,
+            )
+        };
+        self.check(rc, "MPI_Sendrecv", &format!("an exchange with ranks {to:?} (to) and {from:?} (from)"));
+    }
+
     /// Every rank's `mine` (the same length everywhere) on rank 0, in rank order; other ranks get
     /// an empty vector. Collective.
     pub fn gather_f64(&self, mine: &[f64]) -> Vec<f64> {

@@ -18,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
     // Every flag of every subcommand → typed options.
     &["cli"],
     // Subcommands that run on the MPI world.
-    &["acceptance", "info", "pairs", "tune"],
+    &["acceptance", "info", "pairs", "step", "tune"],
     // Subcommands over files (no MPI); `--plot` of the sweep and of tune draws through plot.
     &["compare", "plot"],
     // One sweep's set-up on every rank: backend, types, memory fit, output paths.

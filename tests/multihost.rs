@@ -320,6 +320,34 @@ fn info_names_the_host_that_differs() {
     assert_eq!(last[0], format!("# {h2} (rank 1): env NCCL_SOCKET_IFNAME = ib0 (majority: eth0)"), "{out}");
 }
 
+/// `step` on 2 hosts × 2 ranks (`--map-by slot`: ranks 0,1 on host 1, 2,3 on host 2): TP stays
+/// within a host, so `--layouts all` leaves tp=4 out and runs the other five, data correct; a
+/// tp=2,dp=2 step's TP groups are the two hosts' rank pairs.
+#[test]
+fn step_layouts_on_two_hosts() {
+    let Some(bed) = Bed::up("step_layouts_on_two_hosts", 2) else { return };
+    let o = bed.mpirun(4, "slot", &[BIN], &["step", "--layouts", "all", "-n", "2", "--csv", "step.csv"], 300);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("step: 4 ranks on 2 host(s)"), "{out}");
+    assert!(
+        out.contains(
+            "# Layouts (5): tp=1, pp=1, dp=4; tp=1, pp=2, dp=2; tp=1, pp=4, dp=1; tp=2, pp=1, dp=2; tp=2, pp=2, dp=1\n"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("# Left out: tp=4, pp=1, dp=1: tp=4 would span hosts of 2 ranks (--tp-across-hosts)"),
+        "{out}"
+    );
+    assert_eq!(out.matches("; all data correct").count(), 5, "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("#   ") && l.contains(" ms/step (")).count(), 5, "{out}");
+    let mut rd = csv::Reader::from_path(bed.dir().join("step.csv")).unwrap();
+    // One row per layout and dimension of size > 1: dp=4 (1), pp=2,dp=2 (2), pp=4 (1),
+    // tp=2,dp=2 (2), tp=2,pp=2 (2).
+    assert_eq!(rd.records().count(), 8);
+}
+
 /// `--groups` on the test bed (2 hosts × 2 ranks, `--map-by slot`: ranks 0,1 on host 1 and 2,3
 /// on host 2): `node` is one group per host, `rail` the i-th rank of each host (the cross-host
 /// groups), `tp=2,dp=2` keeps each tensor-parallel pair on one host and `:dp` crosses them.

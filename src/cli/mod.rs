@@ -1,9 +1,9 @@
 //! The command line: every flag of every subcommand, turned into typed, validated options
 //! before anything runs. One file per subcommand's parser ([`sweep`] for the sweep itself,
-//! `check`, `tune`, `pairs`, `info`, and `plot`, `spec` and `compare`, which read files and need
-//! no MPI: [`parse_files`]); the options types belong to the subcommands, which never see a flag.
-//! Values are taken as text and checked here, so every bad value gives one line naming the flag
-//! and the accepted form.
+//! `check`, `tune`, `pairs`, `info`, `step`, and `plot`, `spec` and `compare`, which read files and
+//! need no MPI: [`parse_files`]); the options types belong to the subcommands, which never see a
+//! flag. Values are taken as text and checked here, so every bad value gives one line naming the
+//! flag and the accepted form.
 
 mod check;
 mod compare;
@@ -11,6 +11,7 @@ mod info;
 mod pairs;
 mod plot;
 mod spec;
+pub mod step;
 pub mod sweep;
 mod tune;
 mod values;
@@ -33,6 +34,8 @@ pub enum Parsed {
     HostInfo(Box<crate::info::InfoOptions>),
     /// `coll-bench tune …`
     Tune(Box<crate::tune::TuneOptions>),
+    /// `coll-bench step …`
+    Step(Box<crate::step::StepOptions>),
     /// `--help` or `--version`: the text to print (once) and exit 0.
     Info(String),
 }
@@ -116,6 +119,7 @@ pub fn parse(argv: &[String]) -> Result<Parsed> {
         Some("pairs") => boxed(pairs::parse(&argv[1..])?, |o| Parsed::Pairs(Box::new(o))),
         Some("tune") => boxed(tune::parse(&argv[1..])?, |o| Parsed::Tune(Box::new(o))),
         Some("check") => boxed(check::parse(&argv[1..])?, |o| Parsed::Check(Box::new(o))),
+        Some("step") => boxed(step::parse(&argv[1..])?, |o| Parsed::Step(Box::new(o))),
         Some("info") => boxed(info::parse(&argv[1..])?, |o| Parsed::HostInfo(Box::new(o))),
         _ => boxed(sweep::parse(argv)?, |o| Parsed::Run(Box::new(o))),
     })

@@ -17,6 +17,7 @@ Subcommands (`coll-bench help SUBCOMMAND` for each one's flags):
   check    judge the cluster against an acceptance spec (TOML); exit 1 when a rule fails
   tune     which algorithm the MPI library should use per collective and size; writes its tuning file
   pairs    point-to-point latency and bandwidth between every pair of ranks; names the slow pairs
+  step     one training step's communication for a tp × pp × dp layout; --layouts all ranks them
   info     what every host has (MPI, CPU, memory, network, NCCL, GPUs); names the hosts that differ
   plot     draw bus bandwidth and time against size from CSVs (SVG or PNG); no MPI needed
   compare  compare runs' CSVs; exit 1 when a collective slowed beyond run-to-run noise; no MPI needed

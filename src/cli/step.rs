@@ -1,0 +1,252 @@
+//! `coll-bench step [OPTIONS]`: one training step's communication.
+
+use super::values::{count_flag, size_flag};
+use super::Clap;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::layout::{Dim, Grid, Layout};
+use crate::step::model::{DpStyle, Model};
+use crate::step::{LayoutChoice, StepOptions};
+use std::path::PathBuf;
+
+/// One training step's communication: TP, PP and DP calls with real buffers, all groups at once.
+#[derive(clap::Parser, Debug)]
+#[command(
+    name = "coll-bench step",
+    bin_name = "coll-bench step",
+    version,
+    allow_negative_numbers = true,
+    after_help = "\
+Launch with MPI: mpirun -n 8 -H node1:4,node2:4 coll-bench step --layout tp=4,dp=* [OPTIONS]
+Runs what one step of the layout sends (TP collectives per layer and micro-batch, PP activations and
+gradients in 1F1B order, DP gradients at the end), every group of a dimension at the same time, then
+each dimension alone. Compute is not modelled and overlap is not assumed.
+Ranks: tp fastest-varying, then dp, then pp (Megatron-LM's order), so a TP group sits on one host.
+Examples:
+  mpirun -n 4 coll-bench step --layout tp=2,dp=*
+  mpirun -n 8 -H node1:4,node2:4 coll-bench step --layouts all --layers 8 --hidden 2048
+Exit codes: 0 ok, 1 wrong data, 2 usage or setup error."
+)]
+pub struct StepArgs {
+    /// Layout: tp=T,pp=P,dp=D, any of them (a missing one is 1), one may be * (filled from the world size)
+    #[arg(long = "layout", value_name = "LAYOUT", default_value = "dp=*", conflicts_with = "layouts")]
+    pub layout: String,
+    /// Run every valid tp × pp × dp factorization of the world and rank them by time per step
+    #[arg(long = "layouts", value_name = "all")]
+    pub layouts: Option<String>,
+    /// With --layouts all: allow TP groups that span hosts (by default tp divides the ranks per host)
+    #[arg(long = "tp-across-hosts")]
+    pub tp_across_hosts: bool,
+    /// Transformer layers
+    #[arg(long = "layers", value_name = "L", default_value = "4")]
+    pub layers: String,
+    /// Hidden size
+    #[arg(long = "hidden", value_name = "H", default_value = "512")]
+    pub hidden: String,
+    /// Parameter count (K/M/G are decimal here: 7G = 7e9) [default: 12 · layers · hidden²]
+    #[arg(long = "params", value_name = "N")]
+    pub params: Option<String>,
+    /// Sequence length (tokens)
+    #[arg(long = "seq", value_name = "S", default_value = "512")]
+    pub seq: String,
+    /// Micro-batch size (sequences)
+    #[arg(long = "micro-batch", value_name = "B", default_value = "1")]
+    pub micro_batch: String,
+    /// Micro-batches per step
+    #[arg(long = "micro-batches", value_name = "M", default_value = "4")]
+    pub micro_batches: String,
+    /// The model's data type: bf16, fp16 or float
+    #[arg(long = "dtype", value_name = "TYPE", default_value = "bf16")]
+    pub dtype: String,
+    /// Data-parallel style: ddp (all-reduce AVG of gradients in buckets) or zero (reduce-scatter
+    /// of gradients + all-gather of parameters)
+    #[arg(long = "dp", value_name = "ddp|zero", default_value = "ddp")]
+    pub dp: String,
+    /// DP bucket size (binary: 25M = 25 MiB, as PyTorch DDP's bucket_cap_mb)
+    #[arg(long = "bucket", value_name = "SIZE", default_value = "25M")]
+    pub bucket: String,
+    /// TP all-gather + reduce-scatter instead of all-reduce (Megatron-LM sequence parallelism)
+    #[arg(long = "sequence-parallel")]
+    pub sequence_parallel: bool,
+    /// Timed steps per layout (and per dimension alone)
+    #[arg(short = 'n', long = "iters", value_name = "N", default_value = "5")]
+    pub iters: String,
+    /// Warm-up steps before the timed ones
+    #[arg(short = 'w', long = "warmup_iters", value_name = "N", default_value = "1")]
+    pub warmup: String,
+    /// Check the data of every phase of one step (0 or 1)
+    #[arg(short = 'c', long = "check", value_name = "0|1", default_value = "1")]
+    pub check: String,
+    /// Write one row per layout and dimension as CSV to PATH [default: results/step-<UTC time>.csv]
+    #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
+    pub csv: Option<PathBuf>,
+    /// Write no CSV
+    #[arg(long = "no-csv")]
+    pub no_csv: bool,
+    /// Write the results as JSON to PATH
+    #[arg(long = "json", value_name = "PATH")]
+    pub json: Option<PathBuf>,
+    /// Replace output files that exist (regular files only)
+    #[arg(long = "force", visible_alias = "overwrite")]
+    pub force: bool,
+    /// Write to the file a symbolic link at an output path points at (refused by default)
+    #[arg(long = "follow-symlinks")]
+    pub follow_symlinks: bool,
+    /// Testing only: flip a bit of every output this rank receives in the check pass
+    #[arg(long = "debug-corrupt-rank", value_name = "RANK", hide = true)]
+    pub debug_corrupt_rank: Option<usize>,
+}
+
+/// A positive whole number for `flag`.
+fn positive(flag: &str, v: &str) -> Result<u64> {
+    match v.trim().parse::<u64>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(Error::usage(format!("step {flag}: '{v}' is not allowed; expected a whole number above 0"))),
+    }
+}
+
+/// `--params`: a whole number, K/M/G/T decimal (7G = 7 000 000 000), above 0.
+fn params(v: &str) -> Result<u64> {
+    let t = v.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m = match c.to_ascii_uppercase() {
+                'K' => 1_000u64,
+                'M' => 1_000_000,
+                'G' | 'B' => 1_000_000_000,
+                'T' => 1_000_000_000_000,
+                _ => 0,
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    let n = num.parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0).map(|x| (x * mult as f64).round() as u64);
+    match n {
+        Some(n) if n > 0 && mult > 0 => Ok(n),
+        _ => Err(Error::usage(format!(
+            "step --params: '{v}' is not allowed; expected a parameter count above 0, e.g. 350M or 7G (decimal)"
+        ))),
+    }
+}
+
+/// What `step --layout` accepts (a subset of `crate::layout`'s forms).
+const LAYOUT_FORM: &str =
+    "tp=T,pp=P,dp=D (each a whole number above 0, one may be *, a missing one is 1), e.g. tp=2,dp=*";
+
+/// `--layout tp=T,pp=P,dp=D`, parsed by `crate::layout`: a named layout of tp, pp and dp only,
+/// in the default rank order, without `:DIM` (a step runs every dimension).
+pub fn layout(v: &str) -> Result<Grid> {
+    let flag = "step --layout";
+    let bad = |why: &str| Error::usage(format!("{flag} {v:?}: {why}; accepted: {LAYOUT_FORM}"));
+    match Layout::parse_accepting(flag, v, LAYOUT_FORM)? {
+        Layout::Named(g, None) => {
+            if let Some(d) = [Dim::Cp, Dim::Ep].into_iter().find(|d| g.has(*d)) {
+                Err(bad(&format!("step has no dimension {d} (tp, pp, dp)")))
+            } else if g.order() != Dim::DEFAULT_ORDER {
+                Err(bad("step has no order= (its ranks are tp fastest-varying, then dp, then pp)"))
+            } else {
+                Ok(g)
+            }
+        }
+        Layout::Named(_, Some(d)) => Err(bad(&format!(":{d} is for --groups (a step runs every dimension)"))),
+        other => Err(bad(&format!("{other} is a --groups layout, not a tp × pp × dp grid"))),
+    }
+}
+
+/// Parse `step …` (`argv[0]` is "step").
+pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
+    let a: StepArgs = match super::clap_parse(argv)? {
+        Clap::Args(a) => a,
+        Clap::Info(t) => return Ok(Clap::Info(t)),
+    };
+    let choice = match a.layouts.as_deref().map(str::trim) {
+        Some("all") => LayoutChoice::All,
+        Some(other) => {
+            return Err(Error::usage(format!("step --layouts: '{other}' is not allowed; expected all")));
+        }
+        None => LayoutChoice::One(layout(&a.layout)?),
+    };
+    let dtype = match DType::parse(a.dtype.trim()) {
+        Some(d @ (DType::Bfloat16 | DType::Float16 | DType::Float32)) => d,
+        _ => {
+            return Err(Error::usage(format!(
+                "step --dtype: '{}' is not allowed; expected bf16, fp16 or float",
+                a.dtype
+            )))
+        }
+    };
+    let dp_style = match a.dp.trim() {
+        "ddp" => DpStyle::Ddp,
+        "zero" => DpStyle::Zero,
+        other => return Err(Error::usage(format!("step --dp: '{other}' is not allowed; expected ddp or zero"))),
+    };
+    let bucket = size_flag("step --bucket", &a.bucket)?;
+    if bucket == 0 {
+        return Err(Error::usage("step --bucket: 0 is not allowed; expected a size above 0, e.g. 25M"));
+    }
+    let model = Model {
+        layers: positive("--layers", &a.layers)?,
+        hidden: positive("--hidden", &a.hidden)?,
+        params: a.params.as_deref().map(params).transpose()?,
+        seq: positive("--seq", &a.seq)?,
+        micro_batch: positive("--micro-batch", &a.micro_batch)?,
+        micro_batches: positive("--micro-batches", &a.micro_batches)?,
+        elem_bytes: dtype.size() as u64,
+        dp_style,
+        bucket,
+        sequence_parallel: a.sequence_parallel,
+    };
+    Ok(Clap::Args(StepOptions {
+        model,
+        dtype,
+        layout: choice,
+        tp_across_hosts: a.tp_across_hosts,
+        iters: count_flag("step -n/--iters", &a.iters, 1)?,
+        warmup: count_flag("step -w/--warmup_iters", &a.warmup, 0)?,
+        check: super::values::bool_flag("step -c/--check", &a.check)?,
+        csv: if a.no_csv { None } else { Some(a.csv) },
+        json: a.json,
+        files: crate::options::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
+        debug_corrupt_rank: a.debug_corrupt_rank,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_parse_and_refuse() {
+        let sizes = |g: Grid| (g.size_of(Dim::Tp), g.size_of(Dim::Pp), g.size_of(Dim::Dp));
+        assert_eq!(sizes(layout("tp=2,dp=*").unwrap()), (Some(2), Some(1), None));
+        assert_eq!(sizes(layout("pp=2, dp=2").unwrap()), (Some(1), Some(2), Some(2)));
+        assert_eq!(layout("tp=2,pp=2,dp=1").unwrap().resolve(4).unwrap().world(), Some(4));
+        for (bad, says) in [
+            ("xp=2", "no dimension \"xp\""),
+            ("tp=0", "tp=0: the size must be a whole number"),
+            ("tp=*,dp=*", "only one *"),
+            ("tp=2,tp=2", "tp given twice"),
+            ("tp2", "\"tp2\" is not KEY=VALUE"),
+            ("ep=2,dp=*", "step has no dimension ep"),
+            ("cp=1,dp=*", "step has no dimension cp"),
+            ("tp=2,dp=2,order=dp-tp", "step has no order="),
+            ("tp=2,dp=*:dp", ":dp is for --groups"),
+            ("node", "node is a --groups layout"),
+            ("split=mod:2", "split=mod:2 is a --groups layout"),
+        ] {
+            let e = layout(bad).unwrap_err().to_string();
+            assert!(e.starts_with("step --layout ") && e.contains(says), "{bad}: {e}");
+            assert!(e.ends_with(&format!("; accepted: {LAYOUT_FORM}")), "{bad}: {e}");
+            assert!(!e.contains('\n'), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn params_are_decimal() {
+        assert_eq!(params("350M").unwrap(), 350_000_000);
+        assert_eq!(params("1.5G").unwrap(), 1_500_000_000);
+        assert_eq!(params("1000").unwrap(), 1000);
+        assert!(params("0").is_err() && params("7X").is_err() && params("-1").is_err());
+    }
+}

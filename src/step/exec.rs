@@ -1,0 +1,386 @@
+//! Running one layout's step on the ranks: each rank's program (its stage's slots in 1F1B order,
+//! TP's calls in each forward and backward pass, DP's at the end), one communicator per group
+//! (`setup::make_group_backend`: `MPI_Comm_split`), real buffers; timed per dimension in the whole step and alone, then one
+//! checked step. Nothing here prints.
+
+use super::model::{plan, CallGroup, Dim, DimPlan, DpStyle, DIMS};
+use super::schedule::{slots, Dir, Exchange, Slot};
+use super::{DimResult, LayoutResult, StepOptions};
+use crate::backend::{Backend, Buf, Call};
+use crate::collective::{Convention, Ctx, Kind};
+use crate::dtype::{DType, Op};
+use crate::error::Result;
+use crate::options::Options;
+use crate::verify::{fill_input, verify, GUARD_BYTES, SENTINEL};
+use crate::world::World;
+
+use super::model::{Model, Shape};
+use crate::layout::Grid;
+
+/// The type the mpi backend moves for the model's `dtype`: bf16 and fp16 go as float (MPI has
+/// no standard 16-bit float), the same bytes in half as many elements.
+pub fn wire_dtype(dtype: DType) -> DType {
+    match dtype {
+        DType::Bfloat16 | DType::Float16 => DType::Float32,
+        d => d,
+    }
+}
+
+/// One operation of a rank's program.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Action {
+    /// A collective of TP or DP on `bytes` (the whole buffer).
+    Coll { dim: Dim, kind: Kind, op: Op, bytes: u64 },
+    /// A pipeline exchange of `bytes` each way it goes.
+    Pp { x: Exchange, bytes: u64 },
+}
+
+/// `rank`'s program for one step.
+pub fn program(model: &Model, shape: &Shape, rank: usize) -> Vec<Action> {
+    let plans = plan(model, shape);
+    let find = |d: Dim| plans.iter().find(|p| p.dim == d);
+    let stage = shape.grid().coord(rank, Dim::Pp);
+    let mut out = vec![];
+    // TP's calls in one forward or backward pass of the stage's layers.
+    let pass: Vec<Action> = match find(Dim::Tp) {
+        Some(tp) => {
+            let bytes = tp.groups[0].bytes;
+            let per_layer: Vec<Kind> = if model.sequence_parallel {
+                vec![Kind::AllGather, Kind::ReduceScatter, Kind::AllGather, Kind::ReduceScatter]
+            } else {
+                vec![Kind::AllReduce, Kind::AllReduce]
+            };
+            let layers = model.layers / shape.pp as u64;
+            (0..layers)
+                .flat_map(|_| {
+                    per_layer.iter().map(move |&kind| Action::Coll { dim: Dim::Tp, kind, op: Op::Sum, bytes })
+                })
+                .collect()
+        }
+        None => vec![],
+    };
+    let pp_bytes = find(Dim::Pp).map_or(0, |p| p.groups[0].bytes);
+    for slot in slots(stage, shape.pp, model.micro_batches) {
+        match slot {
+            Slot::Forward | Slot::Backward => out.extend_from_slice(&pass),
+            Slot::Exchange(x) => out.push(Action::Pp { x, bytes: pp_bytes }),
+        }
+    }
+    if let Some(dp) = find(Dim::Dp) {
+        let op = if model.dp_style == DpStyle::Ddp { Op::Avg } else { Op::Sum };
+        for g in &dp.groups {
+            for _ in 0..g.calls {
+                out.push(Action::Coll { dim: Dim::Dp, kind: g.kind, op, bytes: g.bytes });
+            }
+        }
+    }
+    out
+}
+
+/// Bytes of buffers one rank holds for `shape` (both buffers of TP, DP and PP, with guards).
+pub fn buffer_need(model: &Model, shape: &Shape) -> u64 {
+    plan(model, shape)
+        .iter()
+        .map(|p| 2 * (p.groups.iter().map(|g| g.bytes).max().unwrap_or(0) + 4 + GUARD_BYTES as u64))
+        .sum()
+}
+
+/// A group's communicator and the backend on it.
+struct Group {
+    backend: Box<dyn Backend>,
+    rank: usize,
+    size: usize,
+}
+
+/// Buffers of the pipeline's exchanges.
+struct PpBufs {
+    send: Vec<u8>,
+    recv: Vec<u8>,
+}
+
+struct Runner<'a> {
+    world: &'a World,
+    grid: Grid,
+    wire: DType,
+    tp: Option<Group>,
+    dp: Option<Group>,
+    pp: PpBufs,
+    samples: Vec<f64>,
+    /// Testing only: flip a bit of each output received in the check pass.
+    corrupt: bool,
+}
+
+/// The byte of element `i` of the transfer `x` from `src` (a pattern the receiver can predict).
+fn pp_byte(src: usize, dir: Dir, mb: u64, i: usize) -> u8 {
+    let d = if dir == Dir::Forward { 1 } else { 2 };
+    ((src * 131 + mb as usize * 31 + d * 7 + i) % 251) as u8
+}
+
+impl Runner<'_> {
+    fn group(&mut self, dim: Dim) -> &mut Group {
+        match dim {
+            Dim::Tp => self.tp.as_mut(),
+            _ => self.dp.as_mut(),
+        }
+        .expect("a group for every dimension with calls")
+    }
+
+    /// One collective; its seconds and, when `check`, the elements wrong on this rank.
+    fn coll(&mut self, dim: Dim, kind: Kind, op: Op, bytes: u64, check: bool) -> Result<(f64, u64)> {
+        let wire = self.wire;
+        let elem = wire.size();
+        let g = self.group(dim);
+        let elems = (bytes as usize).div_ceil(elem);
+        let spec = kind.spec();
+        let layout = spec.layout(elems, g.size, g.rank, Convention::Mpi);
+        let call = Call { kind, dtype: wire, op, root: 0, layout, in_place: false };
+        let c = Ctx { rank: g.rank, nranks: g.size, root: 0, in_place: false, convention: Convention::Mpi, layout };
+        let guard_from = layout.recv_count * elem;
+        if check {
+            g.backend.write(Buf::Recv, guard_from + GUARD_BYTES, &mut |b| b.fill(SENTINEL))?;
+            g.backend.write(Buf::Send, layout.send_count * elem, &mut |b| {
+                fill_input(spec, &c, wire, op, b, 0);
+            })?;
+        }
+        let mut samples = std::mem::take(&mut self.samples);
+        let g = self.group(dim);
+        g.backend.run(&call, 1, 1, &mut samples)?;
+        let t = samples[0];
+        self.samples = samples;
+        let mut wrong = 0;
+        if check {
+            let corrupt = self.corrupt && guard_from > 0;
+            let g = self.group(dim);
+            if corrupt {
+                g.backend.write(Buf::Recv, guard_from, &mut |b| b[0] ^= 0x40)?;
+            }
+            g.backend.read(Buf::Recv, guard_from + GUARD_BYTES, &mut |b| {
+                let v = verify(spec, &c, wire, op, b, 0, guard_from);
+                wrong = v.wrong + v.out_of_bounds;
+            })?;
+        }
+        Ok((t, wrong))
+    }
+
+    /// One pipeline exchange; its seconds and, when `check`, the bytes wrong on this rank.
+    fn exchange(&mut self, x: Exchange, bytes: u64, check: bool) -> (f64, u64) {
+        let me = self.grid.coords(self.world.rank);
+        let pp = Dim::Pp as usize;
+        let peer = |dir: Dir, sending: bool| {
+            let next = matches!((dir, sending), (Dir::Forward, true) | (Dir::Backward, false));
+            let mut c = me;
+            c[pp] = if next { c[pp] + 1 } else { c[pp] - 1 };
+            self.grid.rank_at(&c)
+        };
+        let n = bytes as usize;
+        if check {
+            if let Some(s) = x.send {
+                let me = self.world.rank;
+                self.pp.send[..n].iter_mut().enumerate().for_each(|(i, b)| *b = pp_byte(me, s.dir, s.mb, i));
+            }
+            self.pp.recv[..n].fill(SENTINEL);
+        }
+        let to = x.send.map(|s| peer(s.dir, true));
+        let from = x.recv.map(|r| peer(r.dir, false));
+        let t0 = mpi::time();
+        self.world.sendrecv_bytes(to, &self.pp.send[..n], from, &mut self.pp.recv[..n]);
+        let secs = mpi::time() - t0;
+        if check && self.corrupt && x.recv.is_some() && n > 0 {
+            self.pp.recv[0] ^= 0x40;
+        }
+        let mut wrong = 0;
+        if let (true, Some(r), Some(src)) = (check, x.recv, from) {
+            wrong = self.pp.recv[..n].iter().enumerate().filter(|(i, b)| **b != pp_byte(src, r.dir, r.mb, *i)).count()
+                as u64;
+        }
+        (secs, wrong)
+    }
+
+    /// One step of `prog`, running only the dimensions in `only`: seconds per dimension (TP,
+    /// PP, DP), the step's wall time on this rank, and the elements wrong when `check`.
+    fn step(&mut self, prog: &[Action], only: &[Dim], check: bool) -> Result<([f64; 3], f64, u64)> {
+        let mut per = [0.0f64; 3];
+        let mut wrong = 0;
+        let idx = |d: Dim| DIMS.iter().position(|x| *x == d).unwrap_or(0);
+        self.world.barrier();
+        let t0 = mpi::time();
+        for op in prog {
+            match *op {
+                Action::Coll { dim, kind, op, bytes } if only.contains(&dim) => {
+                    let (t, w) = self.coll(dim, kind, op, bytes, check)?;
+                    per[idx(dim)] += t;
+                    wrong += w;
+                }
+                Action::Pp { x, bytes } if only.contains(&Dim::Pp) => {
+                    let (t, w) = self.exchange(x, bytes, check);
+                    per[idx(Dim::Pp)] += t;
+                    wrong += w;
+                }
+                _ => {}
+            }
+        }
+        Ok((per, mpi::time() - t0, wrong))
+    }
+
+    /// `warmup` then `iters` steps: mean seconds per step per dimension and of the wall time,
+    /// each the slowest rank's.
+    fn timed(&mut self, prog: &[Action], only: &[Dim], warmup: u64, iters: u64) -> Result<([f64; 3], f64)> {
+        for _ in 0..warmup {
+            self.step(prog, only, false)?;
+        }
+        let (mut per, mut wall) = ([0.0f64; 3], 0.0);
+        for _ in 0..iters {
+            let (p, w, _) = self.step(prog, only, false)?;
+            per.iter_mut().zip(p).for_each(|(a, b)| *a += b);
+            wall += w;
+        }
+        let n = iters as f64;
+        let per = per.map(|x| self.world.max_f64(x / n));
+        Ok((per, self.world.max_f64(wall / n)))
+    }
+}
+
+/// The backend on `rank`'s group in `dim` (`setup::make_group_backend`: `MPI_Comm_split`;
+/// collective over the world), its buffers allocated for the largest call of `plan`.
+fn make_group(world: &World, grid: &Grid, dim: Dim, plan: &DimPlan, wire: DType) -> Result<Group> {
+    let all = grid.groups_of(dim);
+    let members = &all.iter().find(|g| g.index_of(world.rank).is_some()).expect("every rank is in a group").ranks;
+    // Ranks ascending in a group (tp fastest, then dp, then pp), so the place in the group's
+    // communicator (keyed by world rank) is the place in the list.
+    let key = members.iter().position(|r| *r == world.rank).expect("the rank is in its group");
+    let mut backend = world.agree(crate::setup::make_group_backend(world, &Options::default(), &all))?;
+    let elem = wire.size();
+    let (mut send, mut recv) = (0usize, 0usize);
+    for g in &plan.groups {
+        let l = g.kind.spec().layout((g.bytes as usize).div_ceil(elem), members.len(), key, Convention::Mpi);
+        send = send.max(l.send_count * elem);
+        recv = recv.max(l.recv_count * elem);
+    }
+    world.agree(backend.allocate(send, recv + GUARD_BYTES))?;
+    Ok(Group { backend, rank: key, size: members.len() })
+}
+
+/// Effective bus bandwidth of `plan`'s calls in `secs`: Σ calls × bytes × bus factor / time.
+fn busbw(plan: &DimPlan, secs: f64) -> f64 {
+    let moved: f64 = plan
+        .groups
+        .iter()
+        .map(|g: &CallGroup| (g.calls * g.bytes) as f64 * g.kind.spec().bus_factor(plan.group_size))
+        .sum();
+    if secs > 0.0 {
+        moved / secs / 1e9
+    } else {
+        0.0
+    }
+}
+
+/// Run `shape`'s step on every rank: whole, each dimension alone, then checked.
+pub fn run_layout(world: &World, opts: &StepOptions, shape: &Shape) -> Result<LayoutResult> {
+    let model = &opts.model;
+    let plans = plan(model, shape);
+    let wire = wire_dtype(opts.dtype);
+    let find = |d: Dim| plans.iter().find(|p| p.dim == d);
+    let grid = shape.grid();
+    let tp = find(Dim::Tp).map(|p| make_group(world, &grid, Dim::Tp, p, wire)).transpose()?;
+    let dp = find(Dim::Dp).map(|p| make_group(world, &grid, Dim::Dp, p, wire)).transpose()?;
+    let pp_bytes = find(Dim::Pp).map_or(0, |p| p.groups[0].bytes as usize);
+    let mut r = Runner {
+        world,
+        grid,
+        wire,
+        tp,
+        dp,
+        pp: PpBufs { send: vec![0u8; pp_bytes], recv: vec![0u8; pp_bytes] },
+        samples: vec![],
+        corrupt: opts.debug_corrupt_rank == Some(world.rank),
+    };
+    let prog = program(model, shape, world.rank);
+    let dims: Vec<Dim> = plans.iter().map(|p| p.dim).collect();
+    let (per, step_s) = r.timed(&prog, &dims, opts.warmup, opts.iters)?;
+    let mut results = vec![];
+    for p in &plans {
+        let i = DIMS.iter().position(|x| *x == p.dim).unwrap_or(0);
+        // Alone: the same calls, the other dimensions idle (no warm-up beyond the first run's).
+        let (alone, _) = r.timed(&prog, &[p.dim], opts.warmup.min(1), opts.iters)?;
+        results.push(DimResult {
+            dim: p.dim,
+            group_size: p.group_size,
+            group_count: shape.world() / p.group_size,
+            plan: p.clone(),
+            calls: p.calls(),
+            bytes: p.bytes(),
+            time_s: per[i],
+            alone_s: alone[i],
+            busbw_gbps: busbw(p, per[i]),
+            alone_busbw_gbps: busbw(p, alone[i]),
+        });
+    }
+    let wrong = if opts.check {
+        let (_, _, w) = r.step(&prog, &dims, true)?;
+        Some(world.sum_u64(w))
+    } else {
+        None
+    };
+    world.barrier();
+    Ok(LayoutResult { shape: *shape, dims: results, step_s, wrong })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::step::model::DpStyle;
+
+    fn small() -> Model {
+        Model {
+            layers: 4,
+            hidden: 256,
+            params: None,
+            seq: 128,
+            micro_batch: 2,
+            micro_batches: 3,
+            elem_bytes: 2,
+            dp_style: DpStyle::Ddp,
+            bucket: 1 << 20,
+            sequence_parallel: false,
+        }
+    }
+
+    /// Every rank's program makes exactly the model's calls: TP and DP per rank, PP per stage
+    /// boundary (each transfer sent once and received once).
+    #[test]
+    fn programs_make_the_models_calls() {
+        for sp in [false, true] {
+            for style in [DpStyle::Ddp, DpStyle::Zero] {
+                let m = Model { sequence_parallel: sp, dp_style: style, ..small() };
+                for shape in
+                    [Shape { tp: 2, pp: 1, dp: 2 }, Shape { tp: 1, pp: 2, dp: 2 }, Shape { tp: 2, pp: 2, dp: 1 }]
+                {
+                    let plans = plan(&m, &shape);
+                    let mut sends = 0u64;
+                    for rank in 0..shape.world() {
+                        let prog = program(&m, &shape, rank);
+                        for p in &plans {
+                            let mine: Vec<(Kind, u64)> = prog
+                                .iter()
+                                .filter_map(|o| match *o {
+                                    Action::Coll { dim, kind, bytes, .. } if dim == p.dim => Some((kind, bytes)),
+                                    _ => None,
+                                })
+                                .collect();
+                            if p.dim != Dim::Pp {
+                                assert_eq!(mine.len() as u64, p.calls(), "{shape} {:?}", p.dim);
+                                assert_eq!(mine.iter().map(|x| x.1).sum::<u64>(), p.bytes());
+                            }
+                        }
+                        sends += prog.iter().filter(|o| matches!(o, Action::Pp { x, .. } if x.send.is_some())).count()
+                            as u64;
+                    }
+                    // PP: 2·M transfers per stage boundary, (pp − 1) boundaries per pipeline.
+                    let pipelines = (shape.tp * shape.dp) as u64;
+                    let want = plans.iter().find(|p| p.dim == Dim::Pp).map_or(0, |p| p.calls() * (shape.pp as u64 - 1));
+                    assert_eq!(sends, want * pipelines, "{shape}");
+                }
+            }
+        }
+    }
+}

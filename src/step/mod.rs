@@ -1,0 +1,353 @@
+//! `coll-bench step`: what one training step of a tp × pp × dp layout sends, run with real
+//! buffers, every group of a dimension at the same time; each dimension's time per step in the
+//! step and alone, and the total. `--layouts all` runs every valid layout of the world and ranks
+//! them. The model ([`model`]) says what is sent; [`schedule`] orders the pipeline's transfers
+//! (1F1B); [`exec`] runs them on the ranks; the printing is here. Compute is not modelled and
+//! overlap is not assumed.
+//!
+//! Layouts, rank order and groups are [`crate::layout`]'s (`--layout` is a [`Grid`] of tp, pp and
+//! dp; `--layouts all` is [`crate::layout::factorizations`] less the layouts whose pp does not
+//! divide the layers): tp fastest-varying, then dp, then pp (Megatron-LM's order),
+//! rank = t + tp·(d + dp·p), so a TP group is tp consecutive ranks (on one host when tp divides
+//! the ranks per host).
+
+pub mod exec;
+pub mod model;
+pub mod schedule;
+
+use crate::dtype::DType;
+use crate::error::{exit, Error, Result};
+use crate::layout::Grid;
+use crate::size::human;
+use crate::world::World;
+use model::{Dim, Model, Shape, DIMS};
+use serde::{Deserialize, Serialize};
+use std::io::Write;
+use std::path::PathBuf;
+
+/// One layout, or every valid one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum LayoutChoice {
+    /// `--layout`: a tp × pp × dp grid in the default rank order; its `*` is filled from the
+    /// world size.
+    One(Grid),
+    All,
+}
+
+/// `coll-bench step`'s options (from `crate::cli`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepOptions {
+    pub model: Model,
+    pub dtype: DType,
+    pub layout: LayoutChoice,
+    pub tp_across_hosts: bool,
+    pub iters: u64,
+    pub warmup: u64,
+    pub check: bool,
+    /// None: no CSV; Some(None): the default path; Some(Some(p)): this path.
+    pub csv: Option<Option<PathBuf>>,
+    pub json: Option<PathBuf>,
+    pub files: crate::report::Policy,
+    /// Testing only: this rank flips a bit of every output it receives in the check pass.
+    pub debug_corrupt_rank: Option<usize>,
+}
+
+/// One dimension's measured cost.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DimResult {
+    pub dim: Dim,
+    pub group_size: usize,
+    pub group_count: usize,
+    /// What is sent, per step, with the call counts (calls and bytes are per group, per step).
+    pub plan: model::DimPlan,
+    pub calls: u64,
+    pub bytes: u64,
+    /// Seconds per step in this dimension's calls, in the whole step (the slowest rank's).
+    pub time_s: f64,
+    /// The same calls run with the other dimensions idle.
+    pub alone_s: f64,
+    /// Σ bytes × bus factor / time, GB/s (1e9).
+    pub busbw_gbps: f64,
+    pub alone_busbw_gbps: f64,
+}
+
+/// One layout's result.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LayoutResult {
+    pub shape: Shape,
+    pub dims: Vec<DimResult>,
+    /// Wall time of the whole step (communication only), seconds: the slowest rank's.
+    pub step_s: f64,
+    /// Elements wrong (summed over ranks) in the check pass; None when not checked.
+    pub wrong: Option<u64>,
+}
+
+/// The whole subcommand, on every rank, after the options are agreed.
+pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
+    // Which layouts: refused before anything is opened or measured.
+    let per_host = world.ranks_by_host().iter().map(|(_, r)| r.len()).min().unwrap_or(1);
+    let (shapes, left_out) = match &opts.layout {
+        LayoutChoice::One(grid) => {
+            let shape = grid.resolve_for("step --layout", world.size).map(|g| Shape::of(&g));
+            let shape = shape.and_then(|s| match opts.model.refuse(&s) {
+                Some(why) => Err(Error::usage(format!("step --layout: {why}; expected pp dividing the layers"))),
+                None => Ok(s),
+            });
+            (vec![world.agree(shape)?], vec![])
+        }
+        LayoutChoice::All => model::layouts(world.size, per_host, opts.tp_across_hosts, &opts.model),
+    };
+    if shapes.is_empty() {
+        return world.agree(Err(Error::usage(format!(
+            "step --layouts all: no valid layout of {} ranks ({} left out); expected --layers divisible by some pp, or --tp-across-hosts",
+            world.size,
+            left_out.len()
+        ))));
+    }
+    // Output paths checked, then created, before measuring.
+    let mut outputs: Vec<(&str, &std::path::Path)> = vec![];
+    if let Some(Some(p)) = &opts.csv {
+        outputs.push(("step --csv", p));
+    }
+    if let Some(p) = &opts.json {
+        outputs.push(("step --json", p));
+    }
+    crate::setup::check_outputs(world, &outputs, &[], opts.files)?;
+    let need = shapes.iter().map(|s| exec::buffer_need(&opts.model, s)).max().unwrap_or(0);
+    crate::setup::fit_memory(world, "step --hidden/--bucket", need + crate::memory::OVERHEAD_BYTES)?;
+    let now = chrono::Utc::now();
+    let created = if world.rank == 0 {
+        let csv = match &opts.csv {
+            Some(Some(p)) => Some(crate::report::AppendFile::create("step --csv", p, opts.files)),
+            Some(None) => Some(crate::report::create_default_csv("step --csv", "step", &now)),
+            None => None,
+        }
+        .transpose();
+        csv.and_then(|c| {
+            let j =
+                opts.json.as_ref().map(|p| crate::report::AppendFile::create("step --json", p, opts.files)).transpose();
+            match j {
+                Ok(j) => Ok(Some((c, j))),
+                Err(e) => {
+                    c.into_iter().for_each(crate::report::AppendFile::remove);
+                    Err(e)
+                }
+            }
+        })
+    } else {
+        Ok(None)
+    };
+    let (mut csv, json) = world.agree(created)?.unwrap_or((None, None));
+
+    let t0 = mpi::time();
+    if world.rank == 0 {
+        print_header(world, opts, &shapes, &left_out);
+    }
+    let mut results = vec![];
+    let mut written: Result<()> = Ok(());
+    for shape in &shapes {
+        let r = exec::run_layout(world, opts, shape)?;
+        if world.rank == 0 {
+            print_layout(&r);
+            if let (Some(f), Ok(())) = (csv.as_mut(), &written) {
+                written = write_csv(f, opts, &r, results.is_empty());
+            }
+        }
+        results.push(r);
+    }
+    let elapsed = mpi::time() - t0;
+    if world.rank != 0 {
+        world.agree(written)?;
+        let wrong = results.iter().any(|r| r.wrong.unwrap_or(0) > 0);
+        return Ok(if wrong { exit::WRONG } else { exit::OK });
+    }
+    print_ranking(&results, elapsed);
+    if let (Some(f), Ok(())) = (json, &written) {
+        let doc = serde_json::json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "timestamp": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "ranks": world.size,
+            "hosts": world.ranks_by_host(),
+            "options": opts,
+            "compute_modelled": false,
+            "overlap_assumed": false,
+            "layouts": results,
+        });
+        let mut f = f;
+        let mut bytes = serde_json::to_vec_pretty(&doc).expect("results serialise");
+        bytes.push(b'\n');
+        written = f.append(&bytes).map(|_| {
+            println!("{}", crate::report::written_line(f.real_path(), "JSON"));
+        });
+    }
+    if let (Some(f), Ok(())) = (&csv, &written) {
+        println!("{}", crate::report::written_line(f.real_path(), "CSV"));
+    }
+    world.agree(written)?;
+    let wrong = results.iter().any(|r| r.wrong.unwrap_or(0) > 0);
+    Ok(if wrong { exit::WRONG } else { exit::OK })
+}
+
+fn print_header(world: &World, opts: &StepOptions, shapes: &[Shape], left_out: &[(Shape, String)]) {
+    let m = &opts.model;
+    let mut out = std::io::stdout().lock();
+    let params = match m.params {
+        Some(p) => format!("{p} params (--params)"),
+        None => format!("{} params (12 · layers · hidden²)", m.param_count()),
+    };
+    let _ = writeln!(
+        out,
+        "# coll-bench {} step: {} ranks on {} host(s); model: {} layers, hidden {}, {params}; seq {}, micro-batch {}, {} micro-batches, {}; dp {} (bucket {}){}",
+        env!("CARGO_PKG_VERSION"),
+        world.size,
+        world.ranks_by_host().len(),
+        m.layers,
+        m.hidden,
+        m.seq,
+        m.micro_batch,
+        m.micro_batches,
+        opts.dtype,
+        m.dp_style.name(),
+        human(m.bucket),
+        if m.sequence_parallel { "; sequence parallel" } else { "" }
+    );
+    let _ = writeln!(out, "# Communication only: compute is not modelled and overlap is not assumed (every call waits for the one before).");
+    let _ = writeln!(out, "# Ranks: tp fastest-varying, then dp, then pp (rank = t + tp·(d + dp·p)).");
+    if exec::wire_dtype(opts.dtype) != opts.dtype {
+        let _ = writeln!(
+            out,
+            "# {} on the mpi backend: the same bytes are moved as float (MPI has no standard 16-bit float); counts and bytes are the model's.",
+            opts.dtype
+        );
+    }
+    if let LayoutChoice::All = opts.layout {
+        let list: Vec<String> = shapes.iter().map(|s| s.to_string()).collect();
+        let _ = writeln!(out, "# Layouts ({}): {}", shapes.len(), list.join("; "));
+        for (s, why) in left_out {
+            let _ = writeln!(out, "# Left out: {s}: {why}");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "#  dim  groups×size  calls/step  bytes/step   time/step (ms)  busbw (GB/s)  alone (ms)  alone busbw (GB/s)"
+    );
+    let _ = out.flush();
+}
+
+fn print_layout(r: &LayoutResult) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "# Layout {}", r.shape);
+    let grid = r.shape.grid();
+    for (dim, groups) in DIMS.iter().map(|d| (d, grid.groups_of(*d))) {
+        if groups[0].size() > 1 {
+            let list: Vec<String> = groups.iter().map(|g| format!("[{}]", crate::world::rank_list(&g.ranks))).collect();
+            let _ = writeln!(out, "#   {dim} groups: {}", list.join(" "));
+        }
+    }
+    for d in &r.dims {
+        let _ = writeln!(
+            out,
+            "{:>6}  {:>11}  {:>10}  {:>10}  {:>15.3}  {:>12.3}  {:>10.3}  {:>18.3}",
+            d.dim.name(),
+            format!("{}×{}", d.group_count, d.group_size),
+            d.calls,
+            human(d.bytes),
+            d.time_s * 1e3,
+            d.busbw_gbps,
+            d.alone_s * 1e3,
+            d.alone_busbw_gbps
+        );
+    }
+    if r.dims.is_empty() {
+        let _ = writeln!(out, "#   (one rank: nothing to send)");
+    }
+    let wrong = match r.wrong {
+        Some(0) => "all data correct".to_string(),
+        Some(n) => format!("{n} elements WRONG"),
+        None => "not checked (-c 0)".to_string(),
+    };
+    let _ = writeln!(out, "#   total communication per step: {:.3} ms; {wrong}", r.step_s * 1e3);
+    let _ = out.flush();
+}
+
+/// "tp=2, dp=2: 4.1 ms/step (tp 1.2, dp 2.9); …", fastest first.
+pub fn ranking_line(results: &[LayoutResult]) -> Vec<String> {
+    let mut sorted: Vec<&LayoutResult> = results.iter().collect();
+    sorted.sort_by(|a, b| a.step_s.total_cmp(&b.step_s));
+    sorted
+        .iter()
+        .map(|r| {
+            let name: Vec<String> =
+                DIMS.iter().filter(|d| r.shape.size(**d) > 1).map(|d| format!("{d}={}", r.shape.size(*d))).collect();
+            let name = if name.is_empty() { "tp=1, pp=1, dp=1".to_string() } else { name.join(", ") };
+            let split: Vec<String> = r.dims.iter().map(|d| format!("{} {:.2}", d.dim, d.time_s * 1e3)).collect();
+            format!("{name}: {:.2} ms/step ({})", r.step_s * 1e3, split.join(", "))
+        })
+        .collect()
+}
+
+fn print_ranking(results: &[LayoutResult], elapsed: f64) {
+    let mut out = std::io::stdout().lock();
+    if results.len() > 1 {
+        let _ = writeln!(out, "# Ranked by communication time per step (ms per dimension in brackets):");
+        for (i, line) in ranking_line(results).iter().enumerate() {
+            let _ = writeln!(out, "#   {}. {line}", i + 1);
+        }
+    }
+    let _ = writeln!(out, "# Took {elapsed:.2} s");
+    let _ = out.flush();
+}
+
+const CSV_HEAD: [&str; 19] = [
+    "tp",
+    "pp",
+    "dp",
+    "dim",
+    "group_size",
+    "group_count",
+    "calls_per_step",
+    "bytes_per_step",
+    "time_per_step_ms",
+    "busbw_gbps",
+    "alone_time_per_step_ms",
+    "alone_busbw_gbps",
+    "step_ms",
+    "wrong",
+    "layers",
+    "hidden",
+    "seq",
+    "micro_batches",
+    "dtype",
+];
+
+fn write_csv(f: &mut crate::report::AppendFile, opts: &StepOptions, r: &LayoutResult, head: bool) -> Result<()> {
+    let mut record = |fields: &[String]| crate::report::csv::append_record(f, "step --csv", fields);
+    if head {
+        record(&CSV_HEAD.map(String::from))?;
+    }
+    let m = &opts.model;
+    for d in &r.dims {
+        record(&[
+            r.shape.tp.to_string(),
+            r.shape.pp.to_string(),
+            r.shape.dp.to_string(),
+            d.dim.name().to_string(),
+            d.group_size.to_string(),
+            d.group_count.to_string(),
+            d.calls.to_string(),
+            d.bytes.to_string(),
+            (d.time_s * 1e3).to_string(),
+            d.busbw_gbps.to_string(),
+            (d.alone_s * 1e3).to_string(),
+            d.alone_busbw_gbps.to_string(),
+            (r.step_s * 1e3).to_string(),
+            r.wrong.map_or(String::new(), |w| w.to_string()),
+            m.layers.to_string(),
+            m.hidden.to_string(),
+            m.seq.to_string(),
+            m.micro_batches.to_string(),
+            opts.dtype.name().to_string(),
+        ])?;
+    }
+    Ok(())
+}

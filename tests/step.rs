@@ -1,0 +1,155 @@
+//! `coll-bench step` under mpirun on 4 ranks: one training step's communication per layout,
+//! every phase's data checked; `--layouts all` lists and ranks every valid layout; bad layouts
+//! are one line and exit 2 before anything is measured or written.
+mod common;
+use common::*;
+
+/// The data rows of the step's table: (dim, groups×size, calls, bytes).
+fn dims(out: &str) -> Vec<(String, String, u64, String)> {
+    out.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 8).then(|| (f[0].to_string(), f[1].to_string(), f[2].parse().unwrap(), f[3].to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn tp_dp_and_pp_dp_zero_wrong() {
+    // Default model: 4 layers, hidden 512, seq 512, micro-batch 1, 4 micro-batches, bf16:
+    // activations 1·512·512·2 B = 512 KiB; params 12·4·512² = 12 582 912.
+    let (o, _d) = mpirun(4, &["step", "--layout", "tp=2,dp=*", "--no-csv", "-n", "2"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("# Layout tp=2, pp=1, dp=2"), "{out}");
+    assert!(out.contains("tp groups: [0-1] [2-3]") && out.contains("dp groups: [0,2] [1,3]"), "{out}");
+    assert!(out.contains("compute is not modelled and overlap is not assumed"), "{out}");
+    // TP: 4 all-reduces × 4 layers × 4 micro-batches = 64 × 512 KiB = 32 MiB; DP: the shard,
+    // 12 582 912 / 2 params × 2 B = 12 MiB, in one 25 MiB bucket.
+    assert_eq!(
+        dims(&out),
+        [("tp".into(), "2×2".into(), 64, "32M".into()), ("dp".into(), "2×2".into(), 1, "12M".into())]
+    );
+    assert!(out.contains("; all data correct"), "{out}");
+
+    let (o, dir) = mpirun(4, &["step", "--layout", "pp=2,dp=2", "--dp", "zero", "--csv", "s.csv", "-n", "2"]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("pp groups: [0,2] [1,3]") && out.contains("dp groups: [0-1] [2-3]"), "{out}");
+    // PP: 4 forward + 4 backward transfers of 512 KiB; DP zero: a reduce-scatter and an
+    // all-gather of the 12 MiB shard (12 582 912 / 2 · 2 B).
+    assert_eq!(dims(&out), [("pp".into(), "2×2".into(), 8, "4M".into()), ("dp".into(), "2×2".into(), 2, "24M".into())]);
+    assert!(out.contains("; all data correct"), "{out}");
+    let mut rd = csv::Reader::from_path(dir.path().join("s.csv")).unwrap();
+    let head: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    assert_eq!(&head[..4], ["tp", "pp", "dp", "dim"]);
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!((&rows[1][3], &rows[1][6], &rows[1][7], &rows[1][13]), ("dp", "2", "25165824", "0"));
+    for r in &rows {
+        let t: f64 = r[8].parse().unwrap();
+        assert!(t > 0.0, "{r:?}");
+    }
+}
+
+/// The check can fail: a rank that flips a bit of what it receives makes the run exit 1, in
+/// every dimension (TP and DP collectives, PP transfers).
+#[test]
+fn a_corrupted_phase_is_wrong() {
+    let (o, _d) = mpirun(
+        4,
+        &[
+            "step",
+            "--layout",
+            "tp=2,pp=2",
+            "--hidden",
+            "128",
+            "--seq",
+            "128",
+            "--no-csv",
+            "-w",
+            "0",
+            "-n",
+            "1",
+            "--sequence-parallel",
+            "--debug-corrupt-rank",
+            "2",
+        ],
+    );
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    assert!(out.contains("elements WRONG"), "{out}");
+}
+
+#[test]
+fn layouts_all_lists_every_valid_layout_ranked() {
+    // A small model (1.5 MiB of gradients, 32 KiB activations): the listing and the
+    // ranking are under test, not the sizes (MPICH's busy-polling ranks on 2 cores are slow).
+    let small = ["--hidden", "128", "--seq", "128", "-w", "0", "-n", "1", "--no-csv"];
+    let (o, _d) = mpirun(4, &[&["step", "--layouts", "all"][..], &small].concat());
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    // 4 ranks on one host: tp × pp × dp = 4 in 6 ways.
+    assert!(
+        out.contains(
+            "# Layouts (6): tp=1, pp=1, dp=4; tp=1, pp=2, dp=2; tp=1, pp=4, dp=1; tp=2, pp=1, dp=2; tp=2, pp=2, dp=1; tp=4, pp=1, dp=1"
+        ),
+        "{out}"
+    );
+    assert_eq!(out.matches("; all data correct").count(), 6, "{out}");
+    let ranked: Vec<&str> = out.lines().filter(|l| l.starts_with("#   ") && l.contains(" ms/step (")).collect();
+    assert_eq!(ranked.len(), 6, "{out}");
+    let times: Vec<f64> = ranked
+        .iter()
+        .map(|l| l.split(": ").nth(1).unwrap().split(" ms/step").next().unwrap().parse().unwrap())
+        .collect();
+    assert!(times.windows(2).all(|w| w[0] <= w[1]), "not ranked: {times:?}");
+    for name in ["dp=4:", "pp=2, dp=2:", "pp=4:", "tp=2, dp=2:", "tp=2, pp=2:", "tp=4:"] {
+        assert_eq!(ranked.iter().filter(|l| l.contains(&format!(". {name}"))).count(), 1, "{name}: {out}");
+    }
+    // pp=4 must divide --layers: 6 layers leave pp=4 out, with the reason.
+    let (o, _d) = mpirun(4, &[&["step", "--layouts", "all", "--layers", "6"][..], &small].concat());
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("# Layouts (5):"), "{out}");
+    assert!(out.contains("# Left out: tp=1, pp=4, dp=1: pp=4 does not divide --layers 6"), "{out}");
+}
+
+#[test]
+fn bad_layouts_are_one_line_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    for (args, needle) in [
+        (
+            &["step", "--layout", "tp=3,dp=*"][..],
+            "step --layout tp=3,dp=*: the other sizes multiply to 3, which does not divide the 4 ranks",
+        ),
+        (
+            &["step", "--layout", "tp=2,pp=1,dp=1"][..],
+            "step --layout tp=2,dp=1,pp=1: the sizes multiply to 2, not to the 4 ranks",
+        ),
+        (
+            &["step", "--layout", "ep=2,dp=*"][..],
+            "step --layout \"ep=2,dp=*\": step has no dimension ep (tp, pp, dp); accepted: tp=T,pp=P,dp=D",
+        ),
+        (&["step", "--layout", "tp=0,dp=*"][..], "step --layout \"tp=0,dp=*\": tp=0: the size must be a whole number"),
+        (&["step", "--layout", "tp=*,dp=*"][..], "only one * is allowed; accepted: tp=T,pp=P,dp=D"),
+        (&["step", "--layout", "tp=2,dp=*:dp"][..], "step --layout \"tp=2,dp=*:dp\": :dp is for --groups"),
+        (&["step", "--layout", "rail"][..], "step --layout \"rail\": rail is a --groups layout"),
+        (&["step", "--layout", "pp=4", "--layers", "6"][..], "pp=4 does not divide --layers 6"),
+        (&["step", "--hidden", "0"][..], "step --hidden"),
+        (&["step", "--bucket", "0"][..], "step --bucket"),
+        (&["step", "--dtype", "int8"][..], "step --dtype"),
+        (&["step", "--dp", "fsdp"][..], "step --dp"),
+        (&["step", "--layouts", "some"][..], "step --layouts"),
+    ] {
+        let args: Vec<&str> = args.iter().copied().chain(["--csv", "never.csv"]).collect();
+        let o = mpirun_in(dir.path(), 4, &args, 60);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(needle), "{needle}: {err}");
+        assert!(stdout(&o).is_empty(), "{args:?}: measured before refusing: {}", stdout(&o));
+    }
+    assert!(files(dir.path()).is_empty());
+}
