@@ -330,20 +330,7 @@ mod tests {
     use super::*;
     use crate::step::model::DpStyle;
 
-    fn small() -> Model {
-        Model {
-            layers: 4,
-            hidden: 256,
-            params: None,
-            seq: 128,
-            micro_batch: 2,
-            micro_batches: 3,
-            elem_bytes: 2,
-            dp_style: DpStyle::Ddp,
-            bucket: 1 << 20,
-            sequence_parallel: false,
-        }
-    }
+    use crate::step::model::small_for_tests as small;
 
     /// Every rank's program makes exactly the model's calls: TP and DP per rank, PP per stage
     /// boundary (each transfer sent once and received once).

@@ -259,25 +259,29 @@ pub fn layouts(
     (ok, left)
 }
 
+/// Tests' small model (here and in `exec`): 4 layers, hidden 256, seq 128, micro-batch 2,
+/// 3 micro-batches, bf16, 1 MiB buckets.
+#[cfg(test)]
+pub(crate) fn small_for_tests() -> Model {
+    Model {
+        layers: 4,
+        hidden: 256,
+        params: None,
+        seq: 128,
+        micro_batch: 2,
+        micro_batches: 3,
+        elem_bytes: 2,
+        dp_style: DpStyle::Ddp,
+        bucket: 1 << 20,
+        sequence_parallel: false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// 4 layers, hidden 256, seq 128, micro-batch 2, 3 micro-batches, bf16, 1 MiB buckets.
-    fn small() -> Model {
-        Model {
-            layers: 4,
-            hidden: 256,
-            params: None,
-            seq: 128,
-            micro_batch: 2,
-            micro_batches: 3,
-            elem_bytes: 2,
-            dp_style: DpStyle::Ddp,
-            bucket: 1 << 20,
-            sequence_parallel: false,
-        }
-    }
+    use super::small_for_tests as small;
 
     #[test]
     fn params_are_12_l_h_squared_unless_given() {
