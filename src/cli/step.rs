@@ -1,10 +1,11 @@
 //! `coll-bench step [OPTIONS]`: one training step's communication.
 
-use super::values::{count_flag, size_flag};
+use super::values::{count_flag, size_flag, timeout};
 use super::Clap;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{Dim, Grid, Layout};
+use crate::options::Timeout;
 use crate::step::model::{DpStyle, Model};
 use crate::step::{LayoutChoice, StepOptions};
 use std::path::PathBuf;
@@ -86,6 +87,11 @@ pub struct StepArgs {
     /// Write the results as JSON to PATH
     #[arg(long = "json", value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Stop the whole job (exit 2) when a call has not finished SECONDS after it was expected to,
+    /// e.g. a host or link gone or a rank stopped (5, 2.5, 30s); 0: never [default: max(5 min,
+    /// 20x the longest step so far)]
+    #[arg(short = 'T', long = "timeout", value_name = "SECONDS")]
+    pub timeout: Option<String>,
     /// Replace output files that exist (regular files only)
     #[arg(long = "force", visible_alias = "overwrite")]
     pub force: bool,
@@ -95,6 +101,17 @@ pub struct StepArgs {
     /// Testing only: flip a bit of every output this rank receives in the check pass
     #[arg(long = "debug-corrupt-rank", value_name = "RANK", hide = true)]
     pub debug_corrupt_rank: Option<usize>,
+    /// Testing only: RANK stops itself (SIGSTOP) before its first DIM call of the first timed step
+    #[arg(long = "debug-stop-rank", value_name = "RANK:DIM", hide = true)]
+    pub debug_stop_rank: Option<String>,
+}
+
+/// `RANK:DIM` of the hidden `--debug-stop-rank` flag (DIM: tp, pp or dp).
+fn stop_rank(v: &str) -> Result<(usize, Dim)> {
+    let dim = |d: &str| [Dim::Tp, Dim::Pp, Dim::Dp].into_iter().find(|x| x.name() == d);
+    v.split_once(':')
+        .and_then(|(r, d)| Some((r.parse().ok()?, dim(d)?)))
+        .ok_or_else(|| Error::usage(format!("step --debug-stop-rank: '{v}' is not RANK:DIM (DIM: tp, pp or dp)")))
 }
 
 /// A positive whole number for `flag`.
@@ -208,7 +225,9 @@ pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
         csv: if a.no_csv { None } else { Some(a.csv) },
         json: a.json,
         files: crate::options::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
+        timeout: a.timeout.as_deref().map(|v| timeout("step -T/--timeout", v)).transpose()?.unwrap_or(Timeout::Auto),
         debug_corrupt_rank: a.debug_corrupt_rank,
+        debug_stop_rank: a.debug_stop_rank.as_deref().map(stop_rank).transpose()?,
     }))
 }
 
