@@ -261,6 +261,41 @@ mod tests {
         }
     }
 
+    fn run(args: &[&str]) -> std::result::Result<StepOptions, String> {
+        let argv: Vec<String> = std::iter::once("step").chain(args.iter().copied()).map(String::from).collect();
+        match parse(&argv) {
+            Ok(Clap::Args(o)) => Ok(o),
+            Ok(Clap::Info(t)) => Err(format!("info: {t}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// `-T` as the sweep's: the same forms, default and `0`; errors name step's flag.
+    #[test]
+    fn timeout_as_the_sweeps() {
+        assert_eq!(run(&[]).unwrap().timeout, Timeout::Auto, "a generous limit by default");
+        assert_eq!(run(&["-T", "0"]).unwrap().timeout, Timeout::Off);
+        assert_eq!(run(&["-T", "5"]).unwrap().timeout, Timeout::Fixed(5.0));
+        assert_eq!(run(&["--timeout", "2.5"]).unwrap().timeout, Timeout::Fixed(2.5));
+        assert_eq!(run(&["--timeout=30s"]).unwrap().timeout, Timeout::Fixed(30.0));
+        assert_eq!(run(&["-T", "500ms"]).unwrap().timeout, Timeout::Fixed(0.5));
+        for bad in ["-1", "x", "1e9", ""] {
+            let e = run(&["-T", bad]).unwrap_err();
+            assert!(e.starts_with("step -T/--timeout: ") && e.contains("expected seconds"), "{bad:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn debug_stop_rank_is_rank_and_dimension() {
+        assert_eq!(run(&[]).unwrap().debug_stop_rank, None);
+        assert_eq!(run(&["--debug-stop-rank", "3:pp"]).unwrap().debug_stop_rank, Some((3, Dim::Pp)));
+        for bad in ["3", "x:tp", "1:ep", "1:"] {
+            let e = run(&["--debug-stop-rank", bad]).unwrap_err();
+            assert!(e.starts_with("step --debug-stop-rank: ") && e.contains("RANK:DIM"), "{bad}: {e}");
+        }
+    }
+
     #[test]
     fn params_are_decimal() {
         assert_eq!(params("350M").unwrap(), 350_000_000);

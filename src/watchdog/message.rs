@@ -205,6 +205,50 @@ mod tests {
         assert!(m.starts_with("the exchange of results after barrier (out-of-place) did not finish"), "{m}");
     }
 
+    fn step_task(part: StepPart, pass: StepPass, alone: Option<crate::layout::Dim>) -> Task {
+        let layout = Layout { alg_count: 131072, ..Layout::default() };
+        let call = Call { kind: Kind::AllReduce, dtype: DType::Float32, op: Op::Sum, root: 0, layout, in_place: false };
+        Task { call, phase: Phase::Step(StepTask { layout: [2, 1, 2], pass, alone, part, rank: 2 }), calls: 1 }
+    }
+
+    #[test]
+    fn a_step_names_its_pass_layout_dimension_call_and_size() {
+        use crate::layout::Dim;
+        let timed = StepPass::Timed { i: 2, of: 5 };
+        assert_eq!(
+            describe(&step_task(StepPart::Coll(Dim::Tp), timed, None)),
+            "timed step 2 of 5 of layout tp=2, pp=1, dp=2 (rank 2 waits in tp all-reduce of 524288 B, float)"
+        );
+        assert_eq!(
+            describe(&step_task(StepPart::Coll(Dim::Dp), StepPass::WarmUp, Some(Dim::Dp))),
+            "the warm-up step of layout tp=2, pp=1, dp=2, dp alone (rank 2 waits in dp all-reduce of 524288 B, float)"
+        );
+        let mut t = step_task(StepPart::Pp { to: Some(3), from: Some(1) }, StepPass::Check, None);
+        t.call.dtype = DType::Uint8;
+        assert_eq!(
+            describe(&t),
+            "the check step of layout tp=2, pp=1, dp=2 (rank 2 waits in pp sendrecv of 131072 B, to rank 3, from rank 1)"
+        );
+        t.phase = Phase::Step(StepTask { part: StepPart::Pp { to: None, from: Some(0) }, ..step_task_of(&t) });
+        assert!(describe(&t).ends_with("(rank 2 waits in pp receive of 131072 B from rank 0)"), "{}", describe(&t));
+        // own view: a PP exchange waits on its neighbour, a collective on a group not known here.
+        assert!(own_view(&t, 5.0, 2, &hosts()).contains("; waiting on rank 0 (n1); aborting the job"));
+        let m = own_view(&step_task(StepPart::Coll(Dim::Tp), timed, None), 5.0, 2, &hosts());
+        assert!(m.ends_with("did not finish within 5 s on rank 2 (n1); aborting the job"), "{m}");
+        assert_eq!(
+            describe(&step_task(StepPart::Barrier, StepPass::SetUp, None)),
+            "the set-up of layout tp=2, pp=1, dp=2 (its groups' communicators and buffers)"
+        );
+        assert!(describe(&step_task(StepPart::Results, timed, None)).ends_with("(rank 2 waits in the exchange of results after it)"));
+    }
+
+    fn step_task_of(t: &Task) -> StepTask {
+        match t.phase {
+            Phase::Step(s) => s,
+            _ => panic!("not a step"),
+        }
+    }
+
     #[test]
     fn the_job_line_names_who_did_not_answer() {
         let answers: BTreeMap<usize, State> = [(0, state(17, 5.0)), (2, state(17, 5.21)), (3, state(18, 4.0))].into();

@@ -486,6 +486,13 @@ mod tests {
         }
         std::thread::sleep(Duration::from_millis(100));
         assert_eq!(w.shared.state().step, 5);
+        // Re-arming watches another part of the same step: its number stays.
+        w.arm(task(), 0.0);
+        w.rearm(Task { phase: Phase::Check, ..task() }, 0.0);
+        let s = w.shared.state();
+        assert_eq!((s.step, s.armed), (6, true));
+        assert!(s.desc.ends_with("check call)"), "{}", s.desc);
+        w.disarm();
         drop(w); // joins the thread: it did not end the process
     }
 }
