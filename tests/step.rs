@@ -33,7 +33,8 @@ fn tp_dp_and_pp_dp_zero_wrong() {
     );
     assert!(out.contains("; all data correct"), "{out}");
 
-    let (o, dir) = mpirun(4, &["step", "--layout", "pp=2,dp=2", "--dp", "zero", "--csv", "s.csv", "--json", "s.json", "-n", "2"]);
+    let (o, dir) =
+        mpirun(4, &["step", "--layout", "pp=2,dp=2", "--dp", "zero", "--csv", "s.csv", "--json", "s.json", "-n", "2"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     assert!(out.contains("pp groups: [0,2] [1,3]") && out.contains("dp groups: [0-1] [2-3]"), "{out}");
@@ -52,7 +53,8 @@ fn tp_dp_and_pp_dp_zero_wrong() {
         assert!(t > 0.0, "{r:?}");
     }
     // The JSON: the run's line while it ran, replaced by the whole document at the end.
-    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
     assert_eq!((&doc["complete"], doc["layouts"].as_array().map(Vec::len)), (&serde_json::json!(true), Some(1)));
     assert!(doc["options"].as_object().unwrap().keys().all(|k| !k.starts_with("debug_")), "{doc}");
 }

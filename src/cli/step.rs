@@ -26,7 +26,7 @@ Ranks: tp fastest-varying, then dp, then pp (Megatron-LM's order), so a TP group
 Examples:
   mpirun -n 4 coll-bench step --layout tp=2,dp=*
   mpirun -n 8 -H node1:4,node2:4 coll-bench step --layouts all --layers 8 --hidden 2048
-Exit codes: 0 ok, 1 wrong data, 2 usage or setup error."
+Exit codes: 0 ok, 1 wrong data, 2 usage or setup error, or a call that outlived -T."
 )]
 pub struct StepArgs {
     /// Layout: tp=T,pp=P,dp=D, any of them (a missing one is 1), one may be * (filled from the world size)

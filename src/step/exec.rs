@@ -362,7 +362,10 @@ pub fn run_layout(
     watchdog: Option<&Watchdog>,
 ) -> Result<LayoutResult> {
     if let Some(w) = watchdog {
-        w.arm(step_task(shape, StepPass::SetUp, None, StepPart::Barrier, world.rank, bytes_call(Kind::Barrier, 0)), 0.0);
+        w.arm(
+            step_task(shape, StepPass::SetUp, None, StepPart::Barrier, world.rank, bytes_call(Kind::Barrier, 0)),
+            0.0,
+        );
     }
     let model = &opts.model;
     let plans = plan(model, shape);

@@ -131,7 +131,9 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
             None => None,
         }
         .transpose()
-        .and_then(|c| c.map(|f| with_head(f, |f| crate::report::csv::append_record(f, "step --csv", CSV_HEAD))).transpose());
+        .and_then(|c| {
+            c.map(|f| with_head(f, |f| crate::report::csv::append_record(f, "step --csv", CSV_HEAD))).transpose()
+        });
         csv.and_then(|c| {
             let j = opts
                 .json

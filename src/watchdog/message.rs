@@ -239,7 +239,8 @@ mod tests {
             describe(&step_task(StepPart::Barrier, StepPass::SetUp, None)),
             "the set-up of layout tp=2, pp=1, dp=2 (its groups' communicators and buffers)"
         );
-        assert!(describe(&step_task(StepPart::Results, timed, None)).ends_with("(rank 2 waits in the exchange of results after it)"));
+        assert!(describe(&step_task(StepPart::Results, timed, None))
+            .ends_with("(rank 2 waits in the exchange of results after it)"));
     }
 
     fn step_task_of(t: &Task) -> StepTask {

@@ -11,6 +11,11 @@
 //! the check call have no estimate: `-T` alone. Without `-T`, a step may take max(5 min, 20× its
 //! expected time); `-T 0` turns the watchdog off.
 //!
+//! `coll-bench step` arms it once per pass of a layout (`Phase::Step`: the set-up, each warm-up,
+//! timed and check step), so the steps are numbered alike on every rank although a pipeline
+//! stage's calls are not another's, and re-arms it (`rearm`: a new deadline and description,
+//! the same step) for each call of the pass, so the line says where the reporting rank waits.
+//!
 //! When the deadline passes, the ranks find out over the side channel who does not answer any
 //! more, and the lowest rank that does prints one line for the job (`inquiry`, `message`), then
 //! every rank ends with exit code 2 (`_exit`: no MPI call, which could block on the broken
@@ -106,7 +111,10 @@ pub enum StepPass {
     SetUp,
     WarmUp,
     /// Timed step `i` (from 1) of `of`.
-    Timed { i: u64, of: u64 },
+    Timed {
+        i: u64,
+        of: u64,
+    },
     Check,
 }
 
