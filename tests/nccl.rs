@@ -325,6 +325,35 @@ fn float_avg_on_three_ranks_runs_only_without_the_check() {
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
 }
 
+/// With `--groups` float avg is judged by the group's size, the n NCCL divides by there: groups
+/// of 2 on 6 ranks run and are checked exactly (judged by the world's 6 they were refused), and
+/// groups of 3 are refused naming 3, not the world's 6 (one line, exit 2).
+#[test]
+fn float_avg_in_groups_is_judged_by_the_group_size() {
+    let env = fake_env("6", &[]);
+    let args = |layout| {
+        let a =
+            ["all-reduce", "-d", "float,double", "-o", "avg", "-b", "64", "-e", "1K", "-f", "4", "-n", "2", "-r", "1"];
+        let mut a: Vec<&str> = a.to_vec();
+        a.extend(["--no-csv", "--groups", layout]);
+        a
+    };
+    let (o, _d) = nccl_run(6, &args("split=div:2"), &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("3 group(s) of 2 rank(s)") && out.contains("# Wrong elements       : 0 OK"), "{out}");
+    // float and double at 64 B, 256 B and 1 KiB, every one checked and exact.
+    let rows = rows(&o);
+    assert_eq!(rows.len(), 6, "{out}");
+    assert!(rows.iter().all(|r| r[8] == "0" && r[12] == "0"), "{out}");
+    let (o, d) = nccl_run(6, &args("split=div:3"), &env);
+    refused(
+        &o,
+        d.path(),
+        &["-o/--op: avg of float in groups of 3 ranks (--groups) cannot be checked exactly (NCCL multiplies each input by 1/3 before summing, which rounds); use groups of a power-of-two size"],
+    );
+}
+
 #[test]
 fn two_ranks_time_16_bit_floats_and_blocking_calls_with_the_check_off() {
     let env = fake_env("2", &[("FAKE_CUDA_NOT_READY", "3")]);
