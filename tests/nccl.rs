@@ -830,22 +830,8 @@ fn groups_make_the_world_communicator_once_and_end_every_communicator() {
         let dir = tempfile::tempdir().unwrap();
         let trace = dir.path().join("trace");
         let env = fake_env("4", &[("COLL_BENCH_NCCL_LIBRARY", lib), ("FAKE_NCCL_TRACE", trace.to_str().unwrap())]);
-        let args = [
-            "all",
-            "-d",
-            "int32",
-            "-o",
-            "sum",
-            "-e",
-            "64",
-            "-n",
-            "2",
-            "-r",
-            "1",
-            "--no-csv",
-            "--groups",
-            "tp=2,dp=2:dp",
-        ];
+        let args =
+            ["all-reduce", "-d", "int32", "-e", "64", "-n", "2", "-r", "1", "--no-csv", "--groups", "tp=2,dp=2:dp"];
         let (o, _d) = nccl_run(4, &args, &env);
         assert_eq!(o.status.code(), Some(0), "{lib}:\n{}\n{}", stdout(&o), stderr(&o));
         let text = std::fs::read_to_string(&trace).unwrap();
