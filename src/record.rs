@@ -121,22 +121,10 @@ impl Measurement {
     /// A plausible measurement for unit tests: 10 calls of 1.5 us on 2 ranks, checked, no
     /// warnings; tests change the fields they look at.
     pub fn sample(placement: Placement) -> Measurement {
-        Measurement {
-            placement,
-            warmup_iters: 1,
-            iters: 10,
-            batch: 1,
-            time_us: 1.5,
-            algbw_gbps: 0.1,
-            busbw_gbps: 0.1,
-            summary: Summary::default(),
-            per_rank_us: vec![1.5, 1.5],
-            wrong: Some(0),
-            out_of_bounds: Some(0),
-            first_call_us: None,
-            slow_ranks: vec![],
-            warnings: vec![],
-        }
+        let runs = Runs { warmup_iters: 1, iters: 10, batch: 1, first_call_us: None };
+        // 150 B in 1.5 us on each of 2 ranks: 0.1 GB/s, bus factor 1.
+        let m = Measurement::from_times(placement, runs, &[1.5e-6, 1.5e-6], 1.5e-6, None, 150.0, 1.0);
+        Measurement { wrong: Some(0), out_of_bounds: Some(0), ..m }
     }
 }
 
