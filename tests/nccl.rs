@@ -27,6 +27,7 @@ const STEERING: &[&str] = &[
     "FAKE_NCCL_FAIL",
     "FAKE_NCCL_FAIL_RANK",
     "COLL_BENCH_DEBUG_NCCL_SPLIT",
+    "FAKE_NCCL_TRACE",
 ];
 
 /// `mpirun -n N coll-bench --backend nccl ARGS…` with `env` (and nothing else of ours) set.
@@ -323,6 +324,35 @@ fn float_avg_on_three_ranks_runs_only_without_the_check() {
     refused(&o, d.path(), &["-o/--op: avg of float on 3 ranks cannot be checked exactly", "-c 0"]);
     let (o, _d) = nccl_run(3, &["-o", "avg", "-c", "0", "-e", "4K", "--budget", "2ms", "--no-csv"], &env);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+}
+
+/// With `--groups` float avg is judged by the group's size, the n NCCL divides by there: groups
+/// of 2 on 6 ranks run and are checked exactly (judged by the world's 6 they were refused), and
+/// groups of 3 are refused naming 3, not the world's 6 (one line, exit 2).
+#[test]
+fn float_avg_in_groups_is_judged_by_the_group_size() {
+    let env = fake_env("6", &[]);
+    let args = |layout| {
+        let a =
+            ["all-reduce", "-d", "float,double", "-o", "avg", "-b", "64", "-e", "1K", "-f", "4", "-n", "2", "-r", "1"];
+        let mut a: Vec<&str> = a.to_vec();
+        a.extend(["--no-csv", "--groups", layout]);
+        a
+    };
+    let (o, _d) = nccl_run(6, &args("split=div:2"), &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("3 group(s) of 2 rank(s)") && out.contains("# Wrong elements       : 0 OK"), "{out}");
+    // float and double at 64 B, 256 B and 1 KiB, every one checked and exact.
+    let rows = rows(&o);
+    assert_eq!(rows.len(), 6, "{out}");
+    assert!(rows.iter().all(|r| r[8] == "0" && r[12] == "0"), "{out}");
+    let (o, d) = nccl_run(6, &args("split=div:3"), &env);
+    refused(
+        &o,
+        d.path(),
+        &["-o/--op: avg of float in groups of 3 ranks (--groups) cannot be checked exactly (NCCL multiplies each input by 1/3 before summing, which rounds); use groups of a power-of-two size"],
+    );
 }
 
 #[test]
@@ -787,6 +817,33 @@ fn a_split_in_the_wrong_order_or_a_bad_split_spec_is_one_line() {
     for bad in ["0", "2:7", "x"] {
         let (o, d) = split_run(2, bad, &fake_env("2", &[]));
         refused(&o, d.path(), &[&format!("COLL_BENCH_DEBUG_NCCL_SPLIT={bad}: expected N or N:R")]);
+    }
+}
+
+/// `--groups` on the NCCL backend makes the world's communicator once on every rank (the parent
+/// of ncclCommSplit; the fallback's bootstrap) and one for the rank's group (one split, or one
+/// init of the group's size), ends the world's as soon as the group's is made and the group's
+/// at the end: the stand-in's trace of every communicator made and ended, rank by rank.
+#[test]
+fn groups_make_the_world_communicator_once_and_end_every_communicator() {
+    for (lib, made) in [(fake_nccl(), "split"), (fake_nccl_without_split(), "init 2")] {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace");
+        let env = fake_env("4", &[("COLL_BENCH_NCCL_LIBRARY", lib), ("FAKE_NCCL_TRACE", trace.to_str().unwrap())]);
+        let args =
+            ["all-reduce", "-d", "int32", "-e", "64", "-n", "2", "-r", "1", "--no-csv", "--groups", "tp=2,dp=2:dp"];
+        let (o, _d) = nccl_run(4, &args, &env);
+        assert_eq!(o.status.code(), Some(0), "{lib}:\n{}\n{}", stdout(&o), stderr(&o));
+        let text = std::fs::read_to_string(&trace).unwrap();
+        let mut by_pid: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for l in text.lines() {
+            let (pid, what) = l.split_once(' ').unwrap();
+            by_pid.entry(pid).or_default().push(what);
+        }
+        assert_eq!(by_pid.len(), 4, "{lib}: four rank processes expected:\n{text}");
+        for (pid, events) in &by_pid {
+            assert_eq!(events, &["init 4", made, "destroy", "destroy"], "{lib}, process {pid}:\n{text}");
+        }
     }
 }
 
