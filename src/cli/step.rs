@@ -34,6 +34,9 @@ pub struct StepArgs {
     /// Run every valid tp × pp × dp factorization of the world and rank them by time per step
     #[arg(long = "layouts", value_name = "all")]
     pub layouts: Option<String>,
+    /// Communication backend: mpi (CPU buffers) or nccl (GPU buffers, one GPU per rank)
+    #[arg(long = "backend", value_name = "NAME", default_value = "mpi")]
+    pub backend: String,
     /// With --layouts all: allow TP groups that span hosts (by default tp divides the ranks per host)
     #[arg(long = "tp-across-hosts")]
     pub tp_across_hosts: bool,
@@ -202,6 +205,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
         dtype,
         layout: choice,
         tp_across_hosts: a.tp_across_hosts,
+        backend: super::values::backend_kind(&a.backend)?,
         iters: count_flag("step -n/--iters", &a.iters, 1)?,
         warmup: count_flag("step -w/--warmup_iters", &a.warmup, 0)?,
         check: super::values::bool_flag("step -c/--check", &a.check)?,

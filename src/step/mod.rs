@@ -41,6 +41,8 @@ pub struct StepOptions {
     pub dtype: DType,
     pub layout: LayoutChoice,
     pub tp_across_hosts: bool,
+    /// `--backend`: where the step's calls run (mpi: host buffers; nccl: device buffers).
+    pub backend: crate::options::BackendKind,
     pub iters: u64,
     pub warmup: u64,
     pub check: bool,
@@ -93,9 +95,18 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
                 Some(why) => Err(Error::usage(format!("step --layout: {why}; expected pp dividing the layers"))),
                 None => Ok(s),
             });
+            let shape = shape.and_then(|s| match exec::nccl_unfit(opts, &s) {
+                Some(why) => Err(Error::usage(format!("step --layout {s}: {why}"))),
+                None => Ok(s),
+            });
             (vec![world.agree(shape)?], vec![])
         }
-        LayoutChoice::All => model::layouts(world.size, per_host, opts.tp_across_hosts, &opts.model),
+        LayoutChoice::All => {
+            let (ok, mut left) = model::layouts(world.size, per_host, opts.tp_across_hosts, &opts.model);
+            let (ok, unfit): (Vec<Shape>, Vec<Shape>) = ok.into_iter().partition(|s| exec::nccl_unfit(opts, s).is_none());
+            left.extend(unfit.into_iter().filter_map(|s| exec::nccl_unfit(opts, &s).map(|why| (s, why))));
+            (ok, left)
+        }
     };
     if shapes.is_empty() {
         return world.agree(Err(Error::usage(format!(
@@ -115,6 +126,11 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     crate::setup::check_outputs(world, &outputs, &[], opts.files)?;
     let need = shapes.iter().map(|s| exec::buffer_need(&opts.model, s)).max().unwrap_or(0);
     crate::setup::fit_memory(world, "step --hidden/--bucket", need + crate::memory::OVERHEAD_BYTES)?;
+    // The backend on the world, once, before any file is created or anything measured: a
+    // missing GPU or library is one line here; its description goes in the header.
+    let backend = world.agree(crate::setup::make_backend(world, &exec::backend_options(opts)))?;
+    let backend_lines = backend.describe();
+    drop(backend);
     let now = chrono::Utc::now();
     let created = if world.rank == 0 {
         let csv = match &opts.csv {
@@ -141,7 +157,7 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
 
     let t0 = mpi::time();
     if world.rank == 0 {
-        print_header(world, opts, &shapes, &left_out);
+        print_header(world, opts, &shapes, &left_out, &backend_lines);
     }
     let mut results = vec![];
     let mut written: Result<()> = Ok(());
@@ -188,7 +204,13 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     Ok(if wrong { exit::WRONG } else { exit::OK })
 }
 
-fn print_header(world: &World, opts: &StepOptions, shapes: &[Shape], left_out: &[(Shape, String)]) {
+fn print_header(
+    world: &World,
+    opts: &StepOptions,
+    shapes: &[Shape],
+    left_out: &[(Shape, String)],
+    backend: &[String],
+) {
     let m = &opts.model;
     let mut out = std::io::stdout().lock();
     let params = match m.params {
@@ -211,14 +233,29 @@ fn print_header(world: &World, opts: &StepOptions, shapes: &[Shape], left_out: &
         human(m.bucket),
         if m.sequence_parallel { "; sequence parallel" } else { "" }
     );
+    let _ = writeln!(out, "# Backend: {}", opts.backend.name());
+    for line in backend {
+        let _ = writeln!(out, "# {line}");
+    }
     let _ = writeln!(out, "# Communication only: compute is not modelled and overlap is not assumed (every call waits for the one before).");
     let _ = writeln!(out, "# Ranks: tp fastest-varying, then dp, then pp (rank = t + tp·(d + dp·p)).");
-    if exec::wire_dtype(opts.dtype) != opts.dtype {
+    let wire = exec::wire_dtype(opts.dtype, opts.backend, opts.check);
+    let why = match opts.backend {
+        crate::options::BackendKind::Mpi => "MPI has no standard 16-bit float",
+        crate::options::BackendKind::Nccl => "the exact check has no 16-bit float arithmetic; -c 0 moves the real type",
+    };
+    if wire != opts.dtype {
         let _ = writeln!(
             out,
-            "# {} on the mpi backend: the same bytes are moved as float (MPI has no standard 16-bit float); counts and bytes are the model's.",
-            opts.dtype
+            "# {} on the {} backend: the same bytes are moved as float ({why}); counts and bytes are the model's.",
+            opts.dtype,
+            opts.backend.name()
         );
+    } else if opts.backend == crate::options::BackendKind::Nccl && opts.dtype.size() == 2 {
+        let _ = writeln!(out, "# {} on the nccl backend: moved and reduced as {} (NCCL's own type).", opts.dtype, opts.dtype);
+    }
+    if opts.backend == crate::options::BackendKind::Nccl {
+        let _ = writeln!(out, "# PP transfers: ncclSend + ncclRecv in one ncclGroupStart/ncclGroupEnd per exchange (uint8), on each pipeline's communicator.");
     }
     if let LayoutChoice::All = opts.layout {
         let list: Vec<String> = shapes.iter().map(|s| s.to_string()).collect();
