@@ -321,16 +321,8 @@ pub fn run_layout(world: &World, opts: &StepOptions, shape: &Shape) -> Result<La
     let grid = shape.grid();
     let group = |d: Dim| find(d).map(|p| make_group(world, &bopts, &grid, d, p, wire)).transpose();
     let (tp, pp, dp) = (group(Dim::Tp)?, group(Dim::Pp)?, group(Dim::Dp)?);
-    let mut r = Runner {
-        world,
-        grid,
-        wire,
-        tp,
-        dp,
-        pp,
-        samples: vec![],
-        corrupt: opts.debug_corrupt_rank == Some(world.rank),
-    };
+    let mut r =
+        Runner { world, grid, wire, tp, dp, pp, samples: vec![], corrupt: opts.debug_corrupt_rank == Some(world.rank) };
     let prog = program(model, shape, world.rank);
     let dims: Vec<Dim> = plans.iter().map(|p| p.dim).collect();
     let (per, step_s) = r.timed(&prog, &dims, opts.warmup, opts.iters)?;

@@ -103,7 +103,8 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
         }
         LayoutChoice::All => {
             let (ok, mut left) = model::layouts(world.size, per_host, opts.tp_across_hosts, &opts.model);
-            let (ok, unfit): (Vec<Shape>, Vec<Shape>) = ok.into_iter().partition(|s| exec::nccl_unfit(opts, s).is_none());
+            let (ok, unfit): (Vec<Shape>, Vec<Shape>) =
+                ok.into_iter().partition(|s| exec::nccl_unfit(opts, s).is_none());
             left.extend(unfit.into_iter().filter_map(|s| exec::nccl_unfit(opts, &s).map(|why| (s, why))));
             (ok, left)
         }
@@ -204,13 +205,7 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     Ok(if wrong { exit::WRONG } else { exit::OK })
 }
 
-fn print_header(
-    world: &World,
-    opts: &StepOptions,
-    shapes: &[Shape],
-    left_out: &[(Shape, String)],
-    backend: &[String],
-) {
+fn print_header(world: &World, opts: &StepOptions, shapes: &[Shape], left_out: &[(Shape, String)], backend: &[String]) {
     let m = &opts.model;
     let mut out = std::io::stdout().lock();
     let params = match m.params {
@@ -252,7 +247,11 @@ fn print_header(
             opts.backend.name()
         );
     } else if opts.backend == crate::options::BackendKind::Nccl && opts.dtype.size() == 2 {
-        let _ = writeln!(out, "# {} on the nccl backend: moved and reduced as {} (NCCL's own type).", opts.dtype, opts.dtype);
+        let _ = writeln!(
+            out,
+            "# {} on the nccl backend: moved and reduced as {} (NCCL's own type).",
+            opts.dtype, opts.dtype
+        );
     }
     if opts.backend == crate::options::BackendKind::Nccl {
         let _ = writeln!(out, "# PP transfers: ncclSend + ncclRecv in one ncclGroupStart/ncclGroupEnd per exchange (uint8), on each pipeline's communicator.");
