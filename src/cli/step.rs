@@ -247,6 +247,24 @@ mod tests {
     }
 
     #[test]
+    fn backend_is_the_sweeps_flag() {
+        let args = |more: &[&str]| -> Vec<String> { ["step"].iter().chain(more).map(|s| s.to_string()).collect() };
+        let backend = |more: &[&str]| match parse(&args(more)) {
+            Ok(Clap::Args(o)) => Ok(o.backend),
+            Ok(Clap::Info(_)) => panic!("help"),
+            Err(e) => Err(e.to_string()),
+        };
+        use crate::options::BackendKind;
+        assert_eq!(backend(&[]), Ok(BackendKind::Mpi));
+        assert_eq!(backend(&["--backend", "nccl"]), Ok(BackendKind::Nccl));
+        assert_eq!(backend(&["--backend", "NCCL"]), Ok(BackendKind::Nccl));
+        assert_eq!(backend(&["--backend", "mpi"]), Ok(BackendKind::Mpi));
+        let e = backend(&["--backend", "gloo"]).unwrap_err();
+        assert_eq!(e, crate::cli::values::backend_kind("gloo").unwrap_err().to_string());
+        assert!(e.contains("--backend: unknown backend 'gloo'; expected mpi or nccl"), "{e}");
+    }
+
+    #[test]
     fn params_are_decimal() {
         assert_eq!(params("350M").unwrap(), 350_000_000);
         assert_eq!(params("1.5G").unwrap(), 1_500_000_000);

@@ -361,6 +361,45 @@ mod tests {
 
     use crate::step::model::small_for_tests as small;
 
+    /// What travels: float for bf16/fp16 on mpi and on checked nccl; the real type on nccl with
+    /// the check off. DDP's avg over a dp that is not a power of two is refused only on checked
+    /// nccl of a float type.
+    #[test]
+    fn wire_types_and_the_nccl_avg_rule() {
+        let (mpi, nccl) = (BackendKind::Mpi, BackendKind::Nccl);
+        for d in [DType::Bfloat16, DType::Float16] {
+            assert_eq!(wire_dtype(d, mpi, true), DType::Float32);
+            assert_eq!(wire_dtype(d, mpi, false), DType::Float32);
+            assert_eq!(wire_dtype(d, nccl, true), DType::Float32);
+            assert_eq!(wire_dtype(d, nccl, false), d);
+        }
+        assert_eq!(wire_dtype(DType::Float32, nccl, false), DType::Float32);
+        let opts = |backend, check, dp_style| StepOptions {
+            model: Model { dp_style, ..small() },
+            dtype: DType::Bfloat16,
+            layout: crate::step::LayoutChoice::All,
+            tp_across_hosts: false,
+            backend,
+            iters: 1,
+            warmup: 0,
+            check,
+            csv: None,
+            json: None,
+            files: crate::options::Policy::default(),
+            debug_corrupt_rank: None,
+        };
+        let dp3 = Shape { tp: 2, pp: 1, dp: 3 };
+        let why = nccl_unfit(&opts(nccl, true, DpStyle::Ddp), &dp3).unwrap();
+        assert!(why.starts_with("ddp's average of float gradients over dp=3 ranks"), "{why}");
+        assert!(why.ends_with("expected a power-of-two dp, --dp zero, or -c 0"), "{why}");
+        assert_eq!(nccl_unfit(&opts(nccl, true, DpStyle::Ddp), &Shape { tp: 3, pp: 1, dp: 4 }), None);
+        assert_eq!(nccl_unfit(&opts(nccl, false, DpStyle::Ddp), &dp3), None);
+        assert_eq!(nccl_unfit(&opts(nccl, true, DpStyle::Zero), &dp3), None);
+        assert_eq!(nccl_unfit(&opts(mpi, true, DpStyle::Ddp), &dp3), None);
+        let b = backend_options(&opts(nccl, false, DpStyle::Ddp));
+        assert_eq!((b.backend, b.check, b.dtypes, b.ops), (nccl, false, vec![DType::Bfloat16], vec![Op::Sum]));
+    }
+
     /// Every rank's program makes exactly the model's calls: TP and DP per rank, PP per stage
     /// boundary (each transfer sent once and received once).
     #[test]
