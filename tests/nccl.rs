@@ -869,8 +869,11 @@ fn step_on_nccl_tp_dp_and_pp_dp_are_exact() {
         [("tp".into(), "2×2".into(), 64, "1M".into()), ("dp".into(), "2×2".into(), 1, "192K".into())]
     );
     assert!(out.contains("; all data correct"), "{out}");
-    let csv = std::fs::read_to_string(dir.path().join("s.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 3, "{csv}");
+    let mut rd = csv::Reader::from_path(dir.path().join("s.csv")).unwrap();
+    assert_eq!(rd.headers().unwrap().iter().last(), Some("backend"));
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| &r[13] == "0" && &r[19] == "nccl"), "{rows:?}");
 
     // PP over grouped ncclSend/ncclRecv, every transfer checked; DP zero.
     let (o, _d) = step_run(4, &[&["--layout", "pp=2,dp=2", "--dp", "zero", "--no-csv"][..], &SMALL].concat(), &env);

@@ -49,6 +49,7 @@ fn tp_dp_and_pp_dp_zero_wrong() {
     let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
     assert_eq!(rows.len(), 2);
     assert_eq!((&rows[1][3], &rows[1][6], &rows[1][7], &rows[1][13]), ("dp", "2", "25165824", "0"));
+    assert_eq!((head.len(), &rows[1][19]), (20, "mpi"));
     for r in &rows {
         let t: f64 = r[8].parse().unwrap();
         assert!(t > 0.0, "{r:?}");

@@ -186,6 +186,8 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
             "ranks": world.size,
             "hosts": world.ranks_by_host(),
             "options": opts,
+            "backend": opts.backend.name(),
+            "backend_details": backend_lines,
             "compute_modelled": false,
             "overlap_assumed": false,
             "layouts": results,
@@ -334,7 +336,7 @@ fn print_ranking(results: &[LayoutResult], elapsed: f64) {
     let _ = out.flush();
 }
 
-const CSV_HEAD: [&str; 19] = [
+const CSV_HEAD: [&str; 20] = [
     "tp",
     "pp",
     "dp",
@@ -354,6 +356,7 @@ const CSV_HEAD: [&str; 19] = [
     "seq",
     "micro_batches",
     "dtype",
+    "backend",
 ];
 
 fn write_csv(f: &mut crate::report::AppendFile, opts: &StepOptions, r: &LayoutResult, head: bool) -> Result<()> {
@@ -383,6 +386,7 @@ fn write_csv(f: &mut crate::report::AppendFile, opts: &StepOptions, r: &LayoutRe
             m.seq.to_string(),
             m.micro_batches.to_string(),
             opts.dtype.name().to_string(),
+            opts.backend.name().to_string(),
         ])?;
     }
     Ok(())
