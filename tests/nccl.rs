@@ -947,6 +947,11 @@ fn step_on_nccl_refusals_are_one_line() {
     let (o, d) = step_run(2, &["--layout", "tp=2", "--csv", "s.csv"], &env);
     refused(&o, d.path(), &["no GPU on ", "CUDA_ERROR_NO_DEVICE"]);
 
+    // GPU memory too small for the largest layout's buffers (default model: 12 MiB and more).
+    let env = fake_env("2", &[("FAKE_CUDA_FREE_BYTES", "1000000")]);
+    let (o, d) = step_run(2, &["--layouts", "all", "--csv", "s.csv"], &env);
+    refused(&o, d.path(), &["do not fit on GPU ", "lower step --hidden, --seq, --micro-batch or --bucket"]);
+
     let env = fake_env("3", &[]);
     let (o, d) = step_run(3, &[&["--layout", "dp=3", "--csv", "s.csv"][..], &SMALL].concat(), &env);
     refused(

@@ -129,7 +129,19 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     crate::setup::fit_memory(world, "step --hidden/--bucket", need + crate::memory::OVERHEAD_BYTES)?;
     // The backend on the world, once, before any file is created or anything measured: a
     // missing GPU or library is one line here; its description goes in the header.
-    let backend = world.agree(crate::setup::make_backend(world, &exec::backend_options(opts)))?;
+    let mut backend = world.agree(crate::setup::make_backend(world, &exec::backend_options(opts)))?;
+    if opts.backend == crate::options::BackendKind::Nccl {
+        // GPU memory: the largest layout's buffers (every dimension's at once), allocated once
+        // on the device and freed, so a step that cannot fit is refused here, not mid-run.
+        let fit = backend.allocate((need / 2) as usize, (need - need / 2) as usize).map_err(|e| match e {
+            Error::Setup(m) => Error::setup(m.replace(
+                "lower -e/--maxbytes",
+                "lower step --hidden, --seq, --micro-batch or --bucket (buffers of the largest layout)",
+            )),
+            e => e,
+        });
+        world.agree(fit)?;
+    }
     let backend_lines = backend.describe();
     drop(backend);
     let now = chrono::Utc::now();
