@@ -859,6 +859,7 @@ fn step_on_nccl_tp_dp_and_pp_dp_are_exact() {
     assert!(out.lines().any(|l| l == "# Backend: nccl"), "{out}");
     assert!(out.lines().any(|l| l.starts_with("# NCCL 2.18.5 (") && l.contains("CUDA driver")), "{out}");
     assert_eq!(out.matches("# rank ").count(), 4, "every rank's GPU: {out}");
+    assert!(out.lines().any(|l| l == "# groups by ncclCommSplit"), "{out}");
     // Checked, so bf16 travels as float (the same bytes), and the header says so.
     assert!(out.contains("# bfloat16 on the nccl backend: the same bytes are moved as float"), "{out}");
     assert!(out.contains("tp groups: [0-1] [2-3]") && out.contains("dp groups: [0,2] [1,3]"), "{out}");
@@ -894,6 +895,7 @@ fn step_on_nccl_tp_dp_and_pp_dp_are_exact() {
     let (o, _d) = step_run(4, &[&["--layout", "tp=2,pp=2", "--no-csv"][..], &SMALL].concat(), &env_old);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("# groups by one unique id per group, broadcast over the group's MPI communicator"), "{out}");
     assert_eq!(
         step_dims(&out),
         [("tp".into(), "2×2".into(), 32, "512K".into()), ("pp".into(), "2×2".into(), 8, "128K".into())]

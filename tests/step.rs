@@ -26,6 +26,7 @@ fn tp_dp_and_pp_dp_zero_wrong() {
     assert!(out.contains("tp groups: [0-1] [2-3]") && out.contains("dp groups: [0,2] [1,3]"), "{out}");
     assert!(out.contains("compute is not modelled and overlap is not assumed"), "{out}");
     assert!(out.lines().any(|l| l == "# Backend: mpi") && out.contains("# MPI library: "), "{out}");
+    assert!(out.lines().any(|l| l == "# groups by MPI_Comm_split"), "{out}");
     assert!(out.contains("# bfloat16 on the mpi backend: the same bytes are moved as float"), "{out}");
     // TP: 4 all-reduces × 4 layers × 4 micro-batches = 64 × 512 KiB = 32 MiB; DP: the shard,
     // 12 582 912 / 2 params × 2 B = 12 MiB, in one 25 MiB bucket.

@@ -142,7 +142,8 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
         });
         world.agree(fit)?;
     }
-    let backend_lines = backend.describe();
+    let mut backend_lines = backend.describe();
+    backend_lines.push(backend.groups_via());
     drop(backend);
     let now = chrono::Utc::now();
     let created = if world.rank == 0 {

@@ -886,6 +886,10 @@ impl Backend for NcclBackend {
         Ok(())
     }
 
+    fn groups_via(&self) -> String {
+        self.split_via().to_string()
+    }
+
     /// `ncclSend` to `to` and `ncclRecv` from `from` of `bytes` as uint8, in one
     /// `ncclGroupStart`/`ncclGroupEnd` (so neighbours that both send and receive cannot
     /// deadlock, as nccl-tests' sendrecv), timed by events on our stream.
