@@ -7,7 +7,9 @@
 #  (b) on the namespace test bed (ci/netns-bed.sh: 2 hosts x 2 ranks, --map-by slot), all-reduce
 #      bus bandwidth with `--groups node` (each pair on one host: shared memory) against
 #      `--groups rail` (each pair across the hosts: TCP over the bridge), at 1 MiB and up,
-#      alternating, ROUNDS rounds; the ratio of the medians per size (the bar: >= 2).
+#      alternating, ROUNDS rounds; the ratio of the medians per size (the bar: >= 2). For
+#      reference, `--groups node` once more with CB_NETNS_BTL=tcp,self (the pair on one host over
+#      TCP, as the bed ran every pair before it let ranks on one host use shared memory).
 # Writes results/groups-<host>.md (raw CSVs in results/groups/). (b) needs root (namespaces);
 # without it, (b) is reported as not run.
 set -euo pipefail
@@ -41,9 +43,11 @@ if bash ci/netns-bed.sh check >/dev/null 2>&1 && [ "$COLL_BENCH_MPI" = openmpi ]
   bash ci/netns-bed.sh up 2
   printf 'cbg-node1 slots=2\ncbg-node2 slots=2\n' >"$out/hostfile"
   for r in $(seq 1 "$rounds"); do
-    for v in node rail; do
-      bash ci/netns-bed.sh mpirun -q --bind-to none -n 4 -hostfile "$out/hostfile" --map-by slot "$bin" \
-        all-reduce -b 1M -e 16M -f 2 --groups "$v" --csv "$out/b-$v-$r.csv" >"$out/b-$v-$r.txt"
+    for v in node rail node-tcp; do
+      btl=vader,tcp,self
+      [ "$v" = node-tcp ] && btl=tcp,self
+      CB_NETNS_BTL=$btl bash ci/netns-bed.sh mpirun -q --bind-to none -n 4 -hostfile "$out/hostfile" --map-by slot \
+        "$bin" all-reduce -b 1M -e 16M -f 2 --groups "${v%-tcp}" --csv "$out/b-$v-$r.csv" >"$out/b-$v-$r.txt"
     done
   done
   bash ci/netns-bed.sh down

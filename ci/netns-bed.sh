@@ -8,7 +8,8 @@
 #   ci/netns-bed.sh up N             create hosts PREFIXnode1..N and the launcher PREFIXhead
 #   ci/netns-bed.sh down             remove everything (also done by `up` when it fails)
 #   ci/netns-bed.sh status           hosts, addresses, links and shaping
-#   ci/netns-bed.sh mpirun ARGS…     mpirun in the launcher namespace, over the bed's TCP subnet
+#   ci/netns-bed.sh mpirun ARGS…     mpirun in the launcher namespace: shared memory within a host, TCP
+#                                    across the bed's subnet (CB_NETNS_BTL=tcp,self: TCP for every pair)
 #   ci/netns-bed.sh mpiexec ARGS…    MPICH's Hydra mpiexec there instead (for an MPICH build; with
 #                                    MPICH 4.0.2 the ranks may hang in MPI_Finalize: use -T and timeout)
 #   ci/netns-bed.sh exec HOST CMD…   a command on one host, under its host name
@@ -170,14 +171,17 @@ status() {
 run_mpirun() {
   [ -e "/run/netns/$HEAD" ] || bed_die "mpirun: no bed is up (ci/netns-bed.sh up N)"
   # The daemons are started by the agent, on this machine, so they inherit this environment
-  # (OMPI_ALLOW_RUN_AS_ROOT…). TCP only, over the bed's subnet, for both MPI traffic (btl) and
-  # the launcher's own (oob). ob1 keeps UCX, if installed, out of it. Ranks outnumber cores on
+  # (OMPI_ALLOW_RUN_AS_ROOT…). As on a cluster, ranks on one host talk through shared memory
+  # (vader) and ranks on two hosts through TCP over the bed's subnet, which also carries the
+  # launcher's own traffic (oob); CB_NETNS_BTL=tcp,self makes every pair use TCP. ob1 keeps UCX,
+  # if installed, out of it. Ranks outnumber cores on
   # small machines: let idle ranks yield. Our "ssh" starts at once, so mpirun's setpgid on it
   # often comes too late and warns (harmlessly) on stderr: that one line is filtered out.
+  local BTL=${CB_NETNS_BTL:-vader,tcp,self}
   exec 2> >(grep -v --line-buffered 'plm:rsh: Warning: setpgid' >&2)
   exec ip netns exec "$HEAD" unshare --uts -- sh -c 'echo "$0" > /proc/sys/kernel/hostname && exec "$@"' "$HEAD" \
     "$MPIRUN_OMPI" --mca plm_rsh_agent "$AGENT" --mca plm_rsh_no_tree_spawn 1 \
-    --mca pml ob1 --mca btl tcp,self \
+    --mca pml ob1 --mca btl "$BTL" \
     --mca btl_tcp_if_include "$SUBNET" --mca oob_tcp_if_include "$SUBNET" \
     --mca mpi_yield_when_idle 1 "$@"
 }

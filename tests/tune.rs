@@ -282,6 +282,19 @@ fn the_heap_is_kept_unless_the_user_set_malloc_variables() {
     assert!(out.contains("# malloc: freed memory kept in the heap (M_MMAP_MAX 0, M_TRIM_THRESHOLD max)"), "{out}");
     let out = run(&["tune", "reduce-scatter", "-b", "1K", "-e", "1K", "-n", "3", "--no-csv"], &[]);
     assert!(out.lines().nth(2).is_some_and(|l| l.starts_with("# malloc: freed memory kept")), "{out}");
+    // tune's file says it was measured with the heap kept, and how a job gets the same allocator;
+    // with the user's own malloc variable it has nothing to say about it.
+    let rules_say = |env: &[(&str, &str)]| {
+        let _ = std::fs::remove_file(dir.path().join("h.rules"));
+        let args =
+            ["tune", "reduce-scatter", "-b", "1K", "-e", "1K", "-n", "3", "--no-csv", "--write-rules", "h.rules"];
+        let out = run(&args, env);
+        let file = std::fs::read_to_string(dir.path().join("h.rules")).unwrap();
+        let kept = "export MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967295 in the job";
+        (out.contains(kept), file.contains(kept))
+    };
+    assert_eq!(rules_say(&[]), (true, true));
+    assert_eq!(rules_say(&[("MALLOC_TRIM_THRESHOLD_", "1048576")]), (false, false));
     let out = run(&sweep, &[("MALLOC_TRIM_THRESHOLD_", "1048576")]);
     assert!(out.contains("# malloc: as set by MALLOC_TRIM_THRESHOLD_ (coll-bench leaves it alone)"), "{out}");
     assert!(!out.contains("freed memory kept"), "{out}");

@@ -48,13 +48,19 @@ print("`ci/netns-bed.sh`: 2 namespace hosts × 2 ranks (`--map-by slot`: ranks 0
       "host 2), Open MPI. All-reduce, float sum, out-of-place, 1 MiB .. 16 MiB (factor 2), default "
       "budget; both groups of each layout run at the same time. Bus bandwidth (GB/s, groups of 2: "
       "factor 1) per size, median over the rounds; the bar: node ≥ 2 × rail.\n")
-b = {v: series(f"b-{v}", "busbw_gbps") for v in ("node", "rail")}
-print("| size (B) | node busbw | rail busbw | node / rail | ≥ 2? |")
-print("|---:|---:|---:|---:|:---:|")
+print("The bed lets ranks on one host use shared memory (`--mca btl vader,tcp,self`), as a cluster "
+      "does. `node over TCP` is `--groups node` again with `CB_NETNS_BTL=tcp,self`: the same pairs "
+      "on one host, but over TCP (how the bed ran every pair before), for reference. `worst "
+      "round` is the slowest node round against the fastest rail round.\n")
+b = {v: series(f"b-{v}", "busbw_gbps") for v in ("node", "rail", "node-tcp")}
+print("| size (B) | node busbw | rail busbw | node / rail | worst round: node min / rail max | ≥ 2? | node over TCP busbw |")
+print("|---:|---:|---:|---:|---:|:---:|---:|")
 worst = None
 for size in sorted(b["node"]):
     n, r = statistics.median(b["node"][size]), statistics.median(b["rail"][size])
     ratio = n / r if r > 0 else float("inf")
+    low = min(b["node"][size]) / max(b["rail"][size])
+    t = statistics.median(b["node-tcp"][size])
     worst = ratio if worst is None else min(worst, ratio)
-    print(f"| {size} | {n:.3f} | {r:.3f} | {ratio:.1f} | {'yes' if ratio >= 2 else 'NO'} |")
+    print(f"| {size} | {n:.3f} | {r:.3f} | {ratio:.1f} | {low:.1f} | {'yes' if ratio >= 2 else 'NO'} | {t:.3f} |")
 print(f"\nSmallest node / rail ratio at ≥ 1 MiB: {worst:.1f} (bar: ≥ 2).")

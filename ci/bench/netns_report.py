@@ -16,7 +16,7 @@ print("All-reduce, float sum, out-of-place, 2 ranks, 8 B .. 32 MiB (factor 4), d
       "(50 ms per size), check on. Bus bandwidth in GB/s (all-reduce: algbw x 2(n-1)/n = algbw for "
       "2 ranks), from the mean time per call, as in the table:\n")
 print("- **netns TCP**: one rank on each of two hosts of `ci/netns-bed.sh` (network namespaces, veth "
-      "pairs, a bridge), `--mca pml ob1 --mca btl tcp,self`;")
+      "pairs, a bridge), `--mca pml ob1 --mca btl vader,tcp,self`: the pair crosses hosts, so TCP;")
 print("- **shm**: both ranks on one host, Open MPI's default (shared memory, `vader`);")
 print("- **loopback TCP**: both ranks on one host, `--mca btl tcp,self` (TCP without the veth/bridge "
       "hop).\n")

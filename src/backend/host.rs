@@ -129,6 +129,16 @@ pub fn steady_heap() -> String {
     .clone()
 }
 
+/// The job environment that gives an application the allocator [`steady_heap`] sets (glibc reads
+/// these at start-up): what tune's file needs beside it for the library's algorithms to take the
+/// times tune measured.
+pub const KEPT_HEAP_ENV: &str = "MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967295";
+
+/// Whether [`steady_heap`] kept the heap (it ran, and no malloc variable of the user's stopped it).
+pub fn heap_kept() -> bool {
+    HEAP.get().is_some_and(|h| h.starts_with("malloc: freed memory kept"))
+}
+
 /// The line [`steady_heap`] returned, once it has run.
 pub fn heap_note() -> Option<String> {
     HEAP.get().cloned()

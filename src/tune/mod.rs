@@ -567,6 +567,11 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
             format!("MPI library: {}", world.library_version),
             format!("tuned on {} ranks, {} host(s); the best algorithm depends on ranks per host and host count: tune on the layout you run", world.size, hosts.len()),
         ];
+        let heap = crate::backend::host::heap_kept().then(|| format!(
+            "measured with freed memory kept in the heap: an application on glibc's default allocator can page-fault in the library's per-call temporary buffers and not reach these times; export {} in the job as well (it keeps freed memory in the process)",
+            crate::backend::host::KEPT_HEAP_ENV
+        ));
+        let header: Vec<String> = header.into_iter().chain(heap.clone()).collect();
         let text = file.text(&abs.display().to_string(), &header);
         ended = crate::report::outfile::replace("--write-rules", path, text.as_bytes(), opts.files, false);
         if ended.is_ok() {
@@ -577,6 +582,9 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
                     abs.display()
                 )),
                 _ => say(world, "# apply: export the file's MPIR_CVAR_... lines in the job's environment (one algorithm for every size)"),
+            }
+            if let Some(h) = &heap {
+                say(world, &format!("# {h}"));
             }
             say(world, &format!("# verify: mpirun ... coll-bench tune --verify {}", path.display()));
         }
