@@ -871,7 +871,7 @@ fn step_on_nccl_tp_dp_and_pp_dp_are_exact() {
     );
     assert!(out.contains("; all data correct"), "{out}");
     let mut rd = csv::Reader::from_path(dir.path().join("s.csv")).unwrap();
-    assert_eq!(rd.headers().unwrap().iter().last(), Some("backend"));
+    assert_eq!(rd.headers().unwrap().iter().next_back(), Some("backend"));
     let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| &r[13] == "0" && &r[19] == "nccl"), "{rows:?}");
