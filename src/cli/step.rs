@@ -25,6 +25,7 @@ Ranks: tp fastest-varying, then dp, then pp (Megatron-LM's order), so a TP group
 Examples:
   mpirun -n 4 coll-bench step --layout tp=2,dp=*
   mpirun -n 8 -H node1:4,node2:4 coll-bench step --layouts all --layers 8 --hidden 2048
+  mpirun -n 8 -H gpu1:4,gpu2:4 coll-bench step --backend nccl --layouts all
 Exit codes: 0 ok, 1 wrong data, 2 usage or setup error."
 )]
 pub struct StepArgs {

@@ -2,8 +2,9 @@
 //! buffers, every group of a dimension at the same time; each dimension's time per step in the
 //! step and alone, and the total. `--layouts all` runs every valid layout of the world and ranks
 //! them. The model ([`model`]) says what is sent; [`schedule`] orders the pipeline's transfers
-//! (1F1B); [`exec`] runs them on the ranks; the printing is here. Compute is not modelled and
-//! overlap is not assumed.
+//! (1F1B); [`exec`] runs them on the ranks, on the backend of `--backend` (mpi: host buffers;
+//! nccl: device buffers, PP as grouped `ncclSend`/`ncclRecv`); the printing is here. Compute is
+//! not modelled and overlap is not assumed.
 //!
 //! Layouts, rank order and groups are [`crate::layout`]'s (`--layout` is a [`Grid`] of tp, pp and
 //! dp; `--layouts all` is [`crate::layout::factorizations`] less the layouts whose pp does not
