@@ -912,6 +912,43 @@ impl Backend for NcclBackend {
         Ok(())
     }
 
+    fn groups_via(&self) -> String {
+        self.split_via().to_string()
+    }
+
+    /// `ncclSend` to `to` and `ncclRecv` from `from` of `bytes` as uint8, in one
+    /// `ncclGroupStart`/`ncclGroupEnd` (so neighbours that both send and receive cannot
+    /// deadlock, as nccl-tests' sendrecv), timed by events on our stream.
+    fn exchange(&mut self, to: Option<usize>, from: Option<usize>, bytes: usize) -> Result<f64> {
+        assert!(bytes <= self.send.len && bytes <= self.recv.len, "exchange of {bytes} B beyond the buffers");
+        let timed = (|| -> std::result::Result<f64, String> {
+            let a = &self.nccl.api;
+            let (c, s) = (self.comm.raw, self.stream.raw);
+            let ptr = |d: CuDevicePtr| d as usize as *mut c_void;
+            let dtype = ffi::datatype(DType::Uint8);
+            self.start.record(&self.stream)?;
+            // SAFETY: `bytes` lie in our device buffers (checked above); the comm and stream are
+            // ours; the peers are ranks of our communicator.
+            unsafe {
+                self.settle((a.group_start)(), "ncclGroupStart")?;
+                if let Some(to) = to {
+                    self.settle((a.send)(ptr(self.send.ptr), bytes, dtype, to as c_int, c, s), "ncclSend")?;
+                }
+                if let Some(from) = from {
+                    self.settle((a.recv)(ptr(self.recv.ptr), bytes, dtype, from as c_int, c, s), "ncclRecv")?;
+                }
+                self.settle((a.group_end)(), "ncclGroupEnd")?;
+            }
+            self.end.record(&self.stream)?;
+            self.wait(&self.end)?;
+            self.end.seconds_since(&self.start)
+        })();
+        match timed {
+            Ok(t) => Ok(t),
+            Err(e) => self.fatal(format!("{e} (in a neighbour exchange of {bytes} B, to {to:?}, from {from:?})")),
+        }
+    }
+
     fn run(&mut self, call: &Call, iters: usize, batch: usize, samples: &mut Vec<f64>) -> Result<()> {
         // The barriers around the timed calls go through MPI: a failure ends the job.
         let p = self.prepare(call)?;
