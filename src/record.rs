@@ -3,7 +3,7 @@
 use crate::collective::Kind;
 use crate::dtype::{DType, Op};
 use crate::options::Options;
-use crate::stats::{RankOutlier, Summary, Warning};
+use crate::stats::{rank_outliers, RankOutlier, Summary, Warning};
 use serde::Serialize;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -64,27 +64,67 @@ pub struct Measurement {
     pub warnings: Vec<Warning>,
 }
 
+/// How one placement was run: its warm-up and timed call counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Runs {
+    pub warmup_iters: u64,
+    pub iters: u64,
+    /// Calls per timed sample.
+    pub batch: u64,
+    /// The first warm-up call, slowest rank (µs); `None` when warm-up was fixed by `-w`.
+    pub first_call_us: Option<f64>,
+}
+
+impl Measurement {
+    /// The record of one placement from its times, which the caller has combined across ranks
+    /// (no MPI here): `per_rank_s`, each rank's mean per-iteration time (s), by rank; `time_s`,
+    /// their combination by the aggregation policy; `combined`, the per-iteration samples
+    /// combined across ranks on rank 0 (`None` on the other ranks: no summary, no warnings);
+    /// `alg_bytes`, what one call moves by the collective's algorithm count; `bus_factor`, the
+    /// collective's for the rank count it ran on. Unchecked: the caller sets `wrong` and
+    /// `out_of_bounds` when the check ran.
+    pub fn from_times(
+        placement: Placement,
+        runs: Runs,
+        per_rank_s: &[f64],
+        time_s: f64,
+        combined: Option<&[f64]>,
+        alg_bytes: f64,
+        bus_factor: f64,
+    ) -> Measurement {
+        let summary = combined.map(Summary::of_seconds).unwrap_or_default();
+        let warnings = if combined.is_some() { Warning::check(&summary, time_s * 1e6) } else { vec![] };
+        let algbw_gbps = if time_s > 0.0 { alg_bytes / time_s / 1e9 } else { 0.0 };
+        let per_rank_us: Vec<f64> = per_rank_s.iter().map(|s| s * 1e6).collect();
+        let Runs { warmup_iters, iters, batch, first_call_us } = runs;
+        Measurement {
+            placement,
+            warmup_iters,
+            iters,
+            batch,
+            time_us: time_s * 1e6,
+            algbw_gbps,
+            busbw_gbps: algbw_gbps * bus_factor,
+            summary,
+            slow_ranks: rank_outliers(&per_rank_us),
+            per_rank_us,
+            wrong: None,
+            out_of_bounds: None,
+            first_call_us,
+            warnings,
+        }
+    }
+}
+
 #[cfg(test)]
 impl Measurement {
     /// A plausible measurement for unit tests: 10 calls of 1.5 us on 2 ranks, checked, no
     /// warnings; tests change the fields they look at.
     pub fn sample(placement: Placement) -> Measurement {
-        Measurement {
-            placement,
-            warmup_iters: 1,
-            iters: 10,
-            batch: 1,
-            time_us: 1.5,
-            algbw_gbps: 0.1,
-            busbw_gbps: 0.1,
-            summary: Summary::default(),
-            per_rank_us: vec![1.5, 1.5],
-            wrong: Some(0),
-            out_of_bounds: Some(0),
-            first_call_us: None,
-            slow_ranks: vec![],
-            warnings: vec![],
-        }
+        let runs = Runs { warmup_iters: 1, iters: 10, batch: 1, first_call_us: None };
+        // 150 B in 1.5 us on each of 2 ranks: 0.1 GB/s, bus factor 1.
+        let m = Measurement::from_times(placement, runs, &[1.5e-6, 1.5e-6], 1.5e-6, None, 150.0, 1.0);
+        Measurement { wrong: Some(0), out_of_bounds: Some(0), ..m }
     }
 }
 
@@ -224,5 +264,40 @@ impl Totals {
     }
     pub fn failed(&self) -> bool {
         self.wrong > 0 || self.out_of_bounds > 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Four ranks, rank 3 slow; time_s is what the aggregation policy gave (the slowest here),
+    /// and its samples' median sits far from it, which rank 0 warns of.
+    #[test]
+    fn a_measurement_from_times_derives_bandwidths_rank_times_and_rank_0s_summary() {
+        let runs = Runs { warmup_iters: 3, iters: 20, batch: 2, first_call_us: Some(9.0) };
+        let per_rank_s = [1e-3, 1e-3, 1e-3, 4e-3];
+        let samples = [1e-3; 8];
+        let m = Measurement::from_times(Placement::InPlace, runs, &per_rank_s, 4e-3, Some(&samples), 2e6, 1.5);
+        assert_eq!(m.placement, Placement::InPlace);
+        assert_eq!((m.warmup_iters, m.iters, m.batch, m.first_call_us), (3, 20, 2, Some(9.0)));
+        assert_eq!(m.time_us, 4000.0);
+        // 2 MB in 4 ms: 0.5 GB/s; the bus factor on top.
+        assert!((m.algbw_gbps - 0.5).abs() < 1e-12 && (m.busbw_gbps - 0.75).abs() < 1e-12, "{m:?}");
+        assert_eq!(m.per_rank_us, vec![1000.0, 1000.0, 1000.0, 4000.0]);
+        assert_eq!(m.slow_ranks.iter().map(|o| o.rank).collect::<Vec<_>>(), vec![3]);
+        assert_eq!((m.summary.samples, m.summary.median_us), (8, 1000.0));
+        assert!(matches!(m.warnings[..], [Warning::MeanOffMedian { .. }]), "{:?}", m.warnings);
+        assert_eq!((m.wrong, m.out_of_bounds), (None, None));
+
+        // Another rank: the same numbers, no summary and no warnings.
+        let other = Measurement::from_times(Placement::InPlace, runs, &per_rank_s, 4e-3, None, 2e6, 1.5);
+        assert_eq!((other.time_us, other.busbw_gbps, other.per_rank_us.len()), (m.time_us, m.busbw_gbps, 4));
+        assert_eq!(other.summary.samples, 0);
+        assert!(other.warnings.is_empty());
+
+        // No time: no bandwidth (not a division by zero).
+        let zero = Measurement::from_times(Placement::OutOfPlace, runs, &[0.0, 0.0], 0.0, None, 2e6, 1.0);
+        assert_eq!((zero.algbw_gbps, zero.busbw_gbps), (0.0, 0.0));
     }
 }

@@ -91,7 +91,10 @@ pub fn make_group_backend(world: &World, opts: &Options, groups: &[Group]) -> Re
             let comm = GroupComm::split(world, color, world.rank);
             Ok(Box::new(backend.into_group(comm)?))
         }
-        BackendKind::Nccl => crate::backend::nccl::create_in_group(world, opts, color),
+        BackendKind::Nccl => {
+            let sizes: Vec<usize> = groups.iter().map(Group::size).collect();
+            crate::backend::nccl::create_in_group(world, opts, color, &sizes)
+        }
     }
 }
 

@@ -81,6 +81,14 @@ fn median_ci95(sorted: &[f64]) -> (f64, f64) {
     (sorted[lo], sorted[hi])
 }
 
+/// Mean of a rank's samples (0 when it has none: an idle rank, or no timed calls).
+pub fn mean_of(samples: &[f64]) -> f64 {
+    if samples.is_empty() {
+        return 0.0;
+    }
+    samples.iter().sum::<f64>() / samples.len() as f64
+}
+
 /// Median of unsorted values (NaN when empty).
 pub fn median_of(v: &[f64]) -> f64 {
     Data::new(v.to_vec()).median()

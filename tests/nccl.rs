@@ -27,6 +27,7 @@ const STEERING: &[&str] = &[
     "FAKE_NCCL_FAIL",
     "FAKE_NCCL_FAIL_RANK",
     "COLL_BENCH_DEBUG_NCCL_SPLIT",
+    "FAKE_NCCL_TRACE",
 ];
 
 /// `mpirun -n N coll-bench --backend nccl ARGS…` with `env` (and nothing else of ours) set.
@@ -323,6 +324,35 @@ fn float_avg_on_three_ranks_runs_only_without_the_check() {
     refused(&o, d.path(), &["-o/--op: avg of float on 3 ranks cannot be checked exactly", "-c 0"]);
     let (o, _d) = nccl_run(3, &["-o", "avg", "-c", "0", "-e", "4K", "--budget", "2ms", "--no-csv"], &env);
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+}
+
+/// With `--groups` float avg is judged by the group's size, the n NCCL divides by there: groups
+/// of 2 on 6 ranks run and are checked exactly (judged by the world's 6 they were refused), and
+/// groups of 3 are refused naming 3, not the world's 6 (one line, exit 2).
+#[test]
+fn float_avg_in_groups_is_judged_by_the_group_size() {
+    let env = fake_env("6", &[]);
+    let args = |layout| {
+        let a =
+            ["all-reduce", "-d", "float,double", "-o", "avg", "-b", "64", "-e", "1K", "-f", "4", "-n", "2", "-r", "1"];
+        let mut a: Vec<&str> = a.to_vec();
+        a.extend(["--no-csv", "--groups", layout]);
+        a
+    };
+    let (o, _d) = nccl_run(6, &args("split=div:2"), &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("3 group(s) of 2 rank(s)") && out.contains("# Wrong elements       : 0 OK"), "{out}");
+    // float and double at 64 B, 256 B and 1 KiB, every one checked and exact.
+    let rows = rows(&o);
+    assert_eq!(rows.len(), 6, "{out}");
+    assert!(rows.iter().all(|r| r[8] == "0" && r[12] == "0"), "{out}");
+    let (o, d) = nccl_run(6, &args("split=div:3"), &env);
+    refused(
+        &o,
+        d.path(),
+        &["-o/--op: avg of float in groups of 3 ranks (--groups) cannot be checked exactly (NCCL multiplies each input by 1/3 before summing, which rounds); use groups of a power-of-two size"],
+    );
 }
 
 #[test]
@@ -790,6 +820,33 @@ fn a_split_in_the_wrong_order_or_a_bad_split_spec_is_one_line() {
     }
 }
 
+/// `--groups` on the NCCL backend makes the world's communicator once on every rank (the parent
+/// of ncclCommSplit; the fallback's bootstrap) and one for the rank's group (one split, or one
+/// init of the group's size), ends the world's as soon as the group's is made and the group's
+/// at the end: the stand-in's trace of every communicator made and ended, rank by rank.
+#[test]
+fn groups_make_the_world_communicator_once_and_end_every_communicator() {
+    for (lib, made) in [(fake_nccl(), "split"), (fake_nccl_without_split(), "init 2")] {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace");
+        let env = fake_env("4", &[("COLL_BENCH_NCCL_LIBRARY", lib), ("FAKE_NCCL_TRACE", trace.to_str().unwrap())]);
+        let args =
+            ["all-reduce", "-d", "int32", "-e", "64", "-n", "2", "-r", "1", "--no-csv", "--groups", "tp=2,dp=2:dp"];
+        let (o, _d) = nccl_run(4, &args, &env);
+        assert_eq!(o.status.code(), Some(0), "{lib}:\n{}\n{}", stdout(&o), stderr(&o));
+        let text = std::fs::read_to_string(&trace).unwrap();
+        let mut by_pid: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for l in text.lines() {
+            let (pid, what) = l.split_once(' ').unwrap();
+            by_pid.entry(pid).or_default().push(what);
+        }
+        assert_eq!(by_pid.len(), 4, "{lib}: four rank processes expected:\n{text}");
+        for (pid, events) in &by_pid {
+            assert_eq!(events, &["init 4", made, "destroy", "destroy"], "{lib}, process {pid}:\n{text}");
+        }
+    }
+}
+
 /// `--groups` on the NCCL backend (stand-ins, 4 ranks): the world's communicator split by group
 /// (ncclCommSplit, or one unique id per group without it), every collective exact in its group,
 /// all at once and one group at a time; the header names how the groups were made.
@@ -818,4 +875,152 @@ fn groups_run_every_collective_exactly_on_nccl() {
             assert!(rows(&o).iter().all(|r| r[8] == "0" && r[12] == "0"), "{layout}:\n{out}");
         }
     }
+}
+
+/// `mpirun -n N coll-bench step --backend nccl ARGS…` with `env` (and nothing else of ours) set.
+fn step_run(n: usize, args: &[&str], env: &[(&str, &str)]) -> (Output, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = mpirun_cmd(n, 600);
+    cmd.args(["step", "--backend", "nccl"]).args(args).current_dir(dir.path());
+    for v in STEERING {
+        cmd.env_remove(v);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    (cmd.output().expect("the MPI launcher runs"), dir)
+}
+
+/// The step's table rows: (dim, groups×size, calls, bytes).
+fn step_dims(out: &str) -> Vec<(String, String, u64, String)> {
+    out.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() == 8).then(|| (f[0].to_string(), f[1].to_string(), f[2].parse().unwrap(), f[3].to_string()))
+        })
+        .collect()
+}
+
+/// A small model for the stand-ins (whose channels carry at most 1 MiB a message): 4 layers,
+/// hidden 64, seq 128, 4 micro-batches, bf16: activations 1·128·64·2 B = 16 KiB; parameters
+/// 12·4·64² = 196 608 (384 KiB of bf16).
+const SMALL: [&str; 8] = ["--hidden", "64", "--seq", "128", "-w", "0", "-n", "1"];
+
+#[test]
+fn step_on_nccl_tp_dp_and_pp_dp_are_exact() {
+    let env = fake_env("4", &[]);
+    let (o, dir) = step_run(4, &[&["--layout", "tp=2,dp=2", "--csv", "s.csv"][..], &SMALL].concat(), &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.lines().any(|l| l == "# Backend: nccl"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("# NCCL 2.18.5 (") && l.contains("CUDA driver")), "{out}");
+    assert_eq!(out.matches("# rank ").count(), 4, "every rank's GPU: {out}");
+    assert!(out.lines().any(|l| l == "# groups by ncclCommSplit"), "{out}");
+    // Checked, so bf16 travels as float (the same bytes), and the header says so.
+    assert!(out.contains("# bfloat16 on the nccl backend: the same bytes are moved as float"), "{out}");
+    assert!(out.contains("tp groups: [0-1] [2-3]") && out.contains("dp groups: [0,2] [1,3]"), "{out}");
+    // TP: 4 all-reduces × 4 layers × 4 micro-batches = 64 × 16 KiB; DP: the shard of
+    // 196 608 / 2 parameters × 2 B = 192 KiB in one bucket.
+    assert_eq!(
+        step_dims(&out),
+        [("tp".into(), "2×2".into(), 64, "1M".into()), ("dp".into(), "2×2".into(), 1, "192K".into())]
+    );
+    assert!(out.contains("; all data correct"), "{out}");
+    let mut rd = csv::Reader::from_path(dir.path().join("s.csv")).unwrap();
+    assert_eq!(rd.headers().unwrap().iter().next_back(), Some("backend"));
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| &r[13] == "0" && &r[19] == "nccl"), "{rows:?}");
+
+    // PP over grouped ncclSend/ncclRecv, every transfer checked; DP zero.
+    let (o, _d) = step_run(4, &[&["--layout", "pp=2,dp=2", "--dp", "zero", "--no-csv"][..], &SMALL].concat(), &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("# PP transfers: ncclSend + ncclRecv in one ncclGroupStart/ncclGroupEnd"), "{out}");
+    assert!(out.contains("pp groups: [0,2] [1,3]") && out.contains("dp groups: [0-1] [2-3]"), "{out}");
+    // PP: 4 forward + 4 backward transfers of 16 KiB; DP zero: a reduce-scatter and an
+    // all-gather of the 192 KiB shard.
+    assert_eq!(
+        step_dims(&out),
+        [("pp".into(), "2×2".into(), 8, "128K".into()), ("dp".into(), "2×2".into(), 2, "384K".into())]
+    );
+    assert!(out.contains("; all data correct"), "{out}");
+
+    // Groups from one unique id each (an NCCL without ncclCommSplit): the same calls, exact.
+    let env_old = fake_env("4", &[("COLL_BENCH_NCCL_LIBRARY", fake_nccl_without_split())]);
+    let (o, _d) = step_run(4, &[&["--layout", "tp=2,pp=2", "--no-csv"][..], &SMALL].concat(), &env_old);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("# groups by one unique id per group, broadcast over the group's MPI communicator"), "{out}");
+    assert_eq!(
+        step_dims(&out),
+        [("tp".into(), "2×2".into(), 32, "512K".into()), ("pp".into(), "2×2".into(), 8, "128K".into())]
+    );
+    assert!(out.contains("; all data correct"), "{out}");
+
+    // With the check off, bf16 moves as NCCL's own type.
+    let (o, _d) = step_run(4, &[&["--layout", "tp=2,pp=2", "-c", "0", "--no-csv"][..], &SMALL].concat(), &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("# bfloat16 on the nccl backend: moved and reduced as bfloat16 (NCCL's own type)."), "{out}");
+    assert!(out.contains("; not checked (-c 0)"), "{out}");
+}
+
+/// The check can fail on nccl too: a rank that flips a bit of what it receives (TP collectives
+/// and PP transfers read back from the device) makes the run exit 1.
+#[test]
+fn step_on_nccl_a_corrupted_phase_is_wrong() {
+    let env = fake_env("4", &[]);
+    for layout in ["tp=2,pp=2", "pp=4"] {
+        let args = [&["--layout", layout, "--sequence-parallel", "--no-csv", "--debug-corrupt-rank", "2"][..], &SMALL];
+        let (o, _d) = step_run(4, &args.concat(), &env);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(1), "{layout}: {out}{}", stderr(&o));
+        assert!(out.contains(" elements WRONG"), "{layout}: {out}");
+    }
+}
+
+#[test]
+fn step_on_nccl_layouts_all_runs_every_layout() {
+    let env = fake_env("4", &[]);
+    let (o, _d) = step_run(4, &[&["--layouts", "all", "--no-csv"][..], &SMALL].concat(), &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(
+        out.contains(
+            "# Layouts (6): tp=1, pp=1, dp=4; tp=1, pp=2, dp=2; tp=1, pp=4, dp=1; tp=2, pp=1, dp=2; tp=2, pp=2, dp=1; tp=4, pp=1, dp=1"
+        ),
+        "{out}"
+    );
+    assert_eq!(out.matches("; all data correct").count(), 6, "{out}");
+    let ranked = out.lines().filter(|l| l.starts_with("#   ") && l.contains(" ms/step (")).count();
+    assert_eq!(ranked, 6, "{out}");
+}
+
+/// Refused before anything is measured or written, one line, exit 2: no GPU; a DDP average on a
+/// dp that is not a power of two (NCCL's 1/n rounds), which `--layouts all` leaves out instead.
+#[test]
+fn step_on_nccl_refusals_are_one_line() {
+    let env = [("COLL_BENCH_CUDA_LIBRARY", fake_cuda()), ("FAKE_CUDA_DEVICES", "0")];
+    let (o, d) = step_run(2, &["--layout", "tp=2", "--csv", "s.csv"], &env);
+    refused(&o, d.path(), &["no GPU on ", "CUDA_ERROR_NO_DEVICE"]);
+
+    // GPU memory too small for the largest layout's buffers (default model: 12 MiB and more).
+    let env = fake_env("2", &[("FAKE_CUDA_FREE_BYTES", "1000000")]);
+    let (o, d) = step_run(2, &["--layouts", "all", "--csv", "s.csv"], &env);
+    refused(&o, d.path(), &["do not fit on GPU ", "lower step --hidden, --seq, --micro-batch or --bucket"]);
+
+    let env = fake_env("3", &[]);
+    let (o, d) = step_run(3, &[&["--layout", "dp=3", "--csv", "s.csv"][..], &SMALL].concat(), &env);
+    refused(
+        &o,
+        d.path(),
+        &["step --layout tp=1, pp=1, dp=3: ddp's average of float gradients over dp=3 ranks cannot be checked exactly on nccl", "expected a power-of-two dp, --dp zero, or -c 0"],
+    );
+    let (o, _d) = step_run(3, &[&["--layouts", "all", "--no-csv"][..], &SMALL].concat(), &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("# Layouts (1): tp=3, pp=1, dp=1"), "{out}");
+    assert!(out.contains("# Left out: tp=1, pp=1, dp=3: ddp's average of float gradients over dp=3 ranks"), "{out}");
 }

@@ -189,10 +189,15 @@ fn the_abi_check_names_a_changed_value_and_a_changed_signature() {
 /// `--backend nccl` on `n` ranks with the virtualenv active (as `activate` leaves it) and none
 /// of our override variables: NCCL found, loaded, its id shared, then no CUDA driver.
 fn real_library_bootstrap(n: usize, venv: &Path, version: &str) {
+    real_library_bootstrap_of(n, venv, version, &["--backend", "nccl", "--csv", "run.csv"]);
+}
+
+/// As [`real_library_bootstrap`], for the command line `args`.
+fn real_library_bootstrap_of(n: usize, venv: &Path, version: &str, args: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let path = format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default());
     let mut cmd = mpirun_cmd(n, 600);
-    cmd.args(["--backend", "nccl", "--csv", "run.csv"]).current_dir(dir.path());
+    cmd.args(args).current_dir(dir.path());
     for v in ["COLL_BENCH_NCCL_LIBRARY", "COLL_BENCH_CUDA_LIBRARY", "LD_LIBRARY_PATH", "CONDA_PREFIX"] {
         cmd.env_remove(v);
     }
@@ -234,6 +239,9 @@ fn the_real_library_is_found_in_a_virtualenv_and_its_unique_id_reaches_every_ran
     for n in 1..=3 {
         real_library_bootstrap(n, venv, version);
     }
+    // `step --backend nccl`: the same one line, before anything is measured or written.
+    real_library_bootstrap_of(2, venv, version, &["step", "--backend", "nccl", "--layout", "tp=2", "--csv", "s.csv"]);
+    real_library_bootstrap_of(2, venv, version, &["step", "--backend", "nccl", "--layouts", "all", "--csv", "s.csv"]);
 }
 
 #[test]

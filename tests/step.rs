@@ -25,6 +25,9 @@ fn tp_dp_and_pp_dp_zero_wrong() {
     assert!(out.contains("# Layout tp=2, pp=1, dp=2"), "{out}");
     assert!(out.contains("tp groups: [0-1] [2-3]") && out.contains("dp groups: [0,2] [1,3]"), "{out}");
     assert!(out.contains("compute is not modelled and overlap is not assumed"), "{out}");
+    assert!(out.lines().any(|l| l == "# Backend: mpi") && out.contains("# MPI library: "), "{out}");
+    assert!(out.lines().any(|l| l == "# groups by MPI_Comm_split"), "{out}");
+    assert!(out.contains("# bfloat16 on the mpi backend: the same bytes are moved as float"), "{out}");
     // TP: 4 all-reduces × 4 layers × 4 micro-batches = 64 × 512 KiB = 32 MiB; DP: the shard,
     // 12 582 912 / 2 params × 2 B = 12 MiB, in one 25 MiB bucket.
     assert_eq!(
@@ -48,6 +51,7 @@ fn tp_dp_and_pp_dp_zero_wrong() {
     let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
     assert_eq!(rows.len(), 2);
     assert_eq!((&rows[1][3], &rows[1][6], &rows[1][7], &rows[1][13]), ("dp", "2", "25165824", "0"));
+    assert_eq!((head.len(), &rows[1][19]), (20, "mpi"));
     for r in &rows {
         let t: f64 = r[8].parse().unwrap();
         assert!(t > 0.0, "{r:?}");
@@ -149,6 +153,7 @@ fn bad_layouts_are_one_line_and_exit_2() {
         (&["step", "--dp", "fsdp"][..], "step --dp"),
         (&["step", "--layouts", "some"][..], "step --layouts"),
         (&["step", "-T", "soon"][..], "step -T/--timeout: "),
+        (&["step", "--backend", "gloo"][..], "--backend: unknown backend 'gloo'; expected mpi or nccl"),
     ] {
         let args: Vec<&str> = args.iter().copied().chain(["--csv", "never.csv"]).collect();
         let o = mpirun_in(dir.path(), 4, &args, 60);

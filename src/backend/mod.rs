@@ -60,4 +60,17 @@ pub trait Backend {
     /// the clock's own cost (tens of ns) out of sub-microsecond calls. For ping-pong the time is
     /// one way.
     fn run(&mut self, call: &Call, iters: usize, batch: usize, samples: &mut Vec<f64>) -> Result<()>;
+    /// How this backend makes a group's communicator (`--groups`, `step`), for the header:
+    /// "groups by …".
+    fn groups_via(&self) -> String {
+        "groups by MPI_Comm_split".to_string()
+    }
+    /// One exchange between neighbours (a pipeline's stages, `step`): the first `bytes` of the
+    /// send buffer go to rank `to` while the first `bytes` of the receive buffer come from rank
+    /// `from`, both at once (ranks of this backend's communicator; `None`: that side is left
+    /// out). Returns the seconds it took on this rank. A failed call ends the job, as in `run`.
+    fn exchange(&mut self, to: Option<usize>, from: Option<usize>, bytes: usize) -> Result<f64> {
+        let _ = (to, from, bytes);
+        Err(crate::error::Error::setup(format!("the {} backend has no neighbour exchange", self.name())))
+    }
 }

@@ -660,6 +660,32 @@ impl Backend for MpiBackend {
         Ok(())
     }
 
+    /// `MPI_Sendrecv` of bytes on our communicator (`MPI_PROC_NULL` for a side left out), timed
+    /// with `MPI_Wtime`.
+    fn exchange(&mut self, to: Option<usize>, from: Option<usize>, bytes: usize) -> Result<f64> {
+        let (scount, rcount) = (if to.is_some() { bytes } else { 0 }, if from.is_some() { bytes } else { 0 });
+        assert!(scount <= self.send.len() && rcount <= self.recv.len(), "exchange of {bytes} B beyond the buffers");
+        // SAFETY: constants of the MPI library, read only.
+        let (null, dtype) = unsafe {
+            (ffi::RSMPI_PROC_NULL, if self.null_datatype { ffi::RSMPI_DATATYPE_NULL } else { ffi::RSMPI_UINT8_T })
+        };
+        let peer = |p: Option<usize>| p.map_or(null, |p| p as c_int);
+        let (send, recv) = (self.send.bytes().as_ptr().cast(), self.recv.bytes_mut().as_mut_ptr().cast());
+        // SAFETY: `scount` bytes at our send buffer, room for `rcount` in our receive buffer
+        // (checked above); MPI is initialised.
+        let (t, r) = unsafe {
+            let t0 = ffi::RSMPI_Wtime();
+            let r = self.sendrecv(send, scount as c_int, peer(to), recv, rcount as c_int, peer(from), dtype, 7);
+            (ffi::RSMPI_Wtime() - t0, r)
+        };
+        if let Err(f) = r {
+            let what = format!("an exchange of {bytes} B with ranks {to:?} (to) and {from:?} (from)");
+            let line = mpi_error::line(f.call, &what, self.world_rank, &self.host, &mpi_error::error_string(f.rc));
+            mpi_error::fail(&line);
+        }
+        Ok(t)
+    }
+
     fn run(&mut self, call: &Call, iters: usize, batch: usize, samples: &mut Vec<f64>) -> Result<()> {
         let p = self.prepare(call)?;
         let batch = batch.max(1);

@@ -26,6 +26,7 @@ Ranks: tp fastest-varying, then dp, then pp (Megatron-LM's order), so a TP group
 Examples:
   mpirun -n 4 coll-bench step --layout tp=2,dp=*
   mpirun -n 8 -H node1:4,node2:4 coll-bench step --layouts all --layers 8 --hidden 2048
+  mpirun -n 8 -H gpu1:4,gpu2:4 coll-bench step --backend nccl --layouts all
 Exit codes: 0 ok, 1 wrong data, 2 usage or setup error, or a call that outlived -T."
 )]
 pub struct StepArgs {
@@ -35,6 +36,9 @@ pub struct StepArgs {
     /// Run every valid tp × pp × dp factorization of the world and rank them by time per step
     #[arg(long = "layouts", value_name = "all")]
     pub layouts: Option<String>,
+    /// Communication backend: mpi (CPU buffers) or nccl (GPU buffers, one GPU per rank)
+    #[arg(long = "backend", value_name = "NAME", default_value = "mpi")]
+    pub backend: String,
     /// With --layouts all: allow TP groups that span hosts (by default tp divides the ranks per host)
     #[arg(long = "tp-across-hosts")]
     pub tp_across_hosts: bool,
@@ -219,6 +223,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
         dtype,
         layout: choice,
         tp_across_hosts: a.tp_across_hosts,
+        backend: super::values::backend_kind(&a.backend)?,
         iters: count_flag("step -n/--iters", &a.iters, 1)?,
         warmup: count_flag("step -w/--warmup_iters", &a.warmup, 0)?,
         check: super::values::bool_flag("step -c/--check", &a.check)?,
@@ -294,6 +299,24 @@ mod tests {
             let e = run(&["--debug-stop-rank", bad]).unwrap_err();
             assert!(e.starts_with("step --debug-stop-rank: ") && e.contains("RANK:DIM"), "{bad}: {e}");
         }
+    }
+
+    #[test]
+    fn backend_is_the_sweeps_flag() {
+        let args = |more: &[&str]| -> Vec<String> { ["step"].iter().chain(more).map(|s| s.to_string()).collect() };
+        let backend = |more: &[&str]| match parse(&args(more)) {
+            Ok(Clap::Args(o)) => Ok(o.backend),
+            Ok(Clap::Info(_)) => panic!("help"),
+            Err(e) => Err(e.to_string()),
+        };
+        use crate::options::BackendKind;
+        assert_eq!(backend(&[]), Ok(BackendKind::Mpi));
+        assert_eq!(backend(&["--backend", "nccl"]), Ok(BackendKind::Nccl));
+        assert_eq!(backend(&["--backend", "NCCL"]), Ok(BackendKind::Nccl));
+        assert_eq!(backend(&["--backend", "mpi"]), Ok(BackendKind::Mpi));
+        let e = backend(&["--backend", "gloo"]).unwrap_err();
+        assert_eq!(e, crate::cli::values::backend_kind("gloo").unwrap_err().to_string());
+        assert!(e.contains("--backend: unknown backend 'gloo'; expected mpi or nccl"), "{e}");
     }
 
     #[test]

@@ -348,11 +348,7 @@ fn smallest_fits_types(collectives: &[Kind], min_bytes: u64, dtypes: &[DType]) -
 /// `--backend` and `--impl`, parsed once: an implementation of our own runs on the mpi backend
 /// and provides only some collectives.
 fn backend(backend: &str, implementation: &str, collectives: &[Kind]) -> Result<(BackendKind, Implementation)> {
-    let backend = match backend.to_ascii_lowercase().as_str() {
-        "mpi" => BackendKind::Mpi,
-        "nccl" => BackendKind::Nccl,
-        other => return Err(Error::usage(format!("--backend: unknown backend '{other}'; expected mpi or nccl"))),
-    };
+    let backend = super::values::backend_kind(backend)?;
     let imp = Implementation::parse(implementation).ok_or_else(|| {
         Error::usage(format!(
             "--impl: unknown implementation '{implementation}'; expected {}",

@@ -77,3 +77,13 @@ pub fn timeout(flag: &str, v: &str) -> Result<Timeout> {
     let secs = duration::parse(flag, v, DAY)?;
     Ok(if secs == 0.0 { Timeout::Off } else { Timeout::Fixed(secs) })
 }
+
+/// `--backend NAME` (the sweep's and `step`'s): mpi or nccl, any case.
+pub fn backend_kind(v: &str) -> Result<crate::options::BackendKind> {
+    use crate::options::BackendKind;
+    match v.to_ascii_lowercase().as_str() {
+        "mpi" => Ok(BackendKind::Mpi),
+        "nccl" => Ok(BackendKind::Nccl),
+        other => Err(Error::usage(format!("--backend: unknown backend '{other}'; expected mpi or nccl"))),
+    }
+}

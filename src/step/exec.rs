@@ -1,16 +1,19 @@
 //! Running one layout's step on the ranks: each rank's program (its stage's slots in 1F1B order,
 //! TP's calls in each forward and backward pass, DP's at the end), one communicator per group
-//! (`setup::make_group_backend`: `MPI_Comm_split`), real buffers; timed per dimension in the whole step and alone, then one
-//! checked step. Nothing here prints.
+//! (`setup::make_group_backend`: `MPI_Comm_split` on mpi, `ncclCommSplit` or one unique id per
+//! group on nccl), real buffers (host memory on mpi, device memory on nccl); the pipeline's
+//! transfers are [`Backend::exchange`]s on each pipeline's communicator (`MPI_Sendrecv`, or a
+//! grouped `ncclSend` + `ncclRecv`). Timed per dimension in the whole step and alone, then one
+//! checked step (device buffers read back). Nothing here prints.
 
 use super::model::{plan, CallGroup, Dim, DimPlan, DpStyle, DIMS};
 use super::schedule::{slots, Dir, Exchange, Slot};
 use super::{DimResult, LayoutResult, StepOptions};
 use crate::backend::{Backend, Buf, Call};
-use crate::collective::{Convention, Ctx, Kind, Layout};
+use crate::collective::{Ctx, Kind, Layout};
 use crate::dtype::{DType, Op};
 use crate::error::Result;
-use crate::options::Options;
+use crate::options::{BackendKind, Options};
 use crate::verify::{fill_input, verify, GUARD_BYTES, SENTINEL};
 use crate::watchdog::{Phase, StepPart, StepPass, StepTask, Task, Watchdog};
 use crate::world::World;
@@ -18,13 +21,38 @@ use crate::world::World;
 use super::model::{Model, Shape};
 use crate::layout::Grid;
 
-/// The type the mpi backend moves for the model's `dtype`: bf16 and fp16 go as float (MPI has
-/// no standard 16-bit float), the same bytes in half as many elements.
-pub fn wire_dtype(dtype: DType) -> DType {
-    match dtype {
-        DType::Bfloat16 | DType::Float16 => DType::Float32,
-        d => d,
+/// The type `backend` moves for the model's `dtype`: bf16 and fp16 go as float (the same bytes
+/// in half as many elements) on mpi (MPI has no standard 16-bit float) and on nccl with the
+/// check on (the exact check has no 16-bit float arithmetic); nccl with `-c 0` moves the real
+/// type (ncclBfloat16, ncclFloat16).
+pub fn wire_dtype(dtype: DType, backend: BackendKind, check: bool) -> DType {
+    match (dtype, backend) {
+        (DType::Bfloat16 | DType::Float16, BackendKind::Nccl) if !check => dtype,
+        (DType::Bfloat16 | DType::Float16, _) => DType::Float32,
+        (d, _) => d,
     }
+}
+
+/// Why `shape` cannot run checked on nccl, if it cannot: DDP's average of float gradients on a
+/// data-parallel group whose size is not a power of two (NCCL multiplies each input by 1/n
+/// before summing, which rounds; see `backend::nccl::avg_is_checkable`).
+pub fn nccl_unfit(opts: &StepOptions, shape: &Shape) -> Option<String> {
+    let avg = opts.model.dp_style == DpStyle::Ddp && shape.dp > 1;
+    let wire = wire_dtype(opts.dtype, opts.backend, opts.check);
+    (opts.backend == BackendKind::Nccl && opts.check && avg && wire.is_float() && !shape.dp.is_power_of_two()).then(|| {
+        format!(
+            "ddp's average of {wire} gradients over dp={} ranks cannot be checked exactly on nccl (NCCL multiplies each input by 1/{} before summing, which rounds); expected a power-of-two dp, --dp zero, or -c 0",
+            shape.dp, shape.dp
+        )
+    })
+}
+
+/// The options a group backend of the step is made from: the backend, the check, and the type.
+pub fn backend_options(opts: &StepOptions) -> Options {
+    let wire = wire_dtype(opts.dtype, opts.backend, opts.check);
+    // ops: Sum only, so the nccl backend's own avg rule (on the world's size) does not apply;
+    // `nccl_unfit` judges the DP group's size instead.
+    Options { backend: opts.backend, check: opts.check, dtypes: vec![wire], ops: vec![Op::Sum], ..Options::default() }
 }
 
 /// One operation of a rank's program.
@@ -93,12 +121,6 @@ struct Group {
     size: usize,
 }
 
-/// Buffers of the pipeline's exchanges.
-struct PpBufs {
-    send: Vec<u8>,
-    recv: Vec<u8>,
-}
-
 struct Runner<'a> {
     world: &'a World,
     shape: Shape,
@@ -106,7 +128,8 @@ struct Runner<'a> {
     wire: DType,
     tp: Option<Group>,
     dp: Option<Group>,
-    pp: PpBufs,
+    /// This rank's pipeline: its place in the group is its stage.
+    pp: Option<Group>,
     samples: Vec<f64>,
     /// Testing only: flip a bit of each output received in the check pass.
     corrupt: bool,
@@ -176,6 +199,7 @@ impl Runner<'_> {
     fn group(&mut self, dim: Dim) -> &mut Group {
         match dim {
             Dim::Tp => self.tp.as_mut(),
+            Dim::Pp => self.pp.as_mut(),
             _ => self.dp.as_mut(),
         }
         .expect("a group for every dimension with calls")
@@ -188,12 +212,13 @@ impl Runner<'_> {
         let g = self.group(dim);
         let elems = (bytes as usize).div_ceil(elem);
         let spec = kind.spec();
-        let layout = spec.layout(elems, g.size, g.rank, Convention::Mpi);
+        let convention = g.backend.convention();
+        let layout = spec.layout(elems, g.size, g.rank, convention);
         let call = Call { kind, dtype: wire, op, root: 0, layout, in_place: false };
+        let c = Ctx { rank: g.rank, nranks: g.size, root: 0, in_place: false, convention, layout };
         self.maybe_stop(dim);
         self.watch(StepPart::Coll(dim), call);
         let g = self.group(dim);
-        let c = Ctx { rank: g.rank, nranks: g.size, root: 0, in_place: false, convention: Convention::Mpi, layout };
         let guard_from = layout.recv_count * elem;
         if check {
             g.backend.write(Buf::Recv, guard_from + GUARD_BYTES, &mut |b| b.fill(SENTINEL))?;
@@ -221,40 +246,46 @@ impl Runner<'_> {
         Ok((t, wrong))
     }
 
-    /// One pipeline exchange; its seconds and, when `check`, the bytes wrong on this rank.
-    fn exchange(&mut self, x: Exchange, bytes: u64, check: bool) -> (f64, u64) {
+    /// One pipeline exchange on the pipeline's communicator; its seconds and, when `check`,
+    /// the bytes wrong on this rank (the guard after them included).
+    fn exchange(&mut self, x: Exchange, bytes: u64, check: bool) -> Result<(f64, u64)> {
         let me = self.grid.coords(self.world.rank);
         let pp = Dim::Pp as usize;
+        // The neighbour's stage (its rank in the pipeline's communicator) and world rank.
         let peer = |dir: Dir, sending: bool| {
             let next = matches!((dir, sending), (Dir::Forward, true) | (Dir::Backward, false));
             let mut c = me;
             c[pp] = if next { c[pp] + 1 } else { c[pp] - 1 };
-            self.grid.rank_at(&c)
+            (c[pp], self.grid.rank_at(&c))
         };
         let n = bytes as usize;
-        if check {
-            if let Some(s) = x.send {
-                let me = self.world.rank;
-                self.pp.send[..n].iter_mut().enumerate().for_each(|(i, b)| *b = pp_byte(me, s.dir, s.mb, i));
-            }
-            self.pp.recv[..n].fill(SENTINEL);
-        }
         let to = x.send.map(|s| peer(s.dir, true));
         let from = x.recv.map(|r| peer(r.dir, false));
         self.maybe_stop(Dim::Pp);
-        self.watch(StepPart::Pp { to, from }, bytes_call(Kind::SendRecv, bytes));
-        let t0 = mpi::time();
-        self.world.sendrecv_bytes(to, &self.pp.send[..n], from, &mut self.pp.recv[..n]);
-        let secs = mpi::time() - t0;
-        if check && self.corrupt && x.recv.is_some() && n > 0 {
-            self.pp.recv[0] ^= 0x40;
+        self.watch(StepPart::Pp { to: to.map(|p| p.1), from: from.map(|p| p.1) }, bytes_call(Kind::SendRecv, bytes));
+        let corrupt = self.corrupt;
+        let me = self.world.rank;
+        let g = self.pp.as_mut().expect("a pipeline group where the step has PP exchanges");
+        if check {
+            if let Some(s) = x.send {
+                g.backend.write(Buf::Send, n, &mut |b| {
+                    b.iter_mut().enumerate().for_each(|(i, v)| *v = pp_byte(me, s.dir, s.mb, i));
+                })?;
+            }
+            g.backend.write(Buf::Recv, n + GUARD_BYTES, &mut |b| b.fill(SENTINEL))?;
         }
+        let secs = g.backend.exchange(to.map(|p| p.0), from.map(|p| p.0), n)?;
         let mut wrong = 0;
-        if let (true, Some(r), Some(src)) = (check, x.recv, from) {
-            wrong = self.pp.recv[..n].iter().enumerate().filter(|(i, b)| **b != pp_byte(src, r.dir, r.mb, *i)).count()
-                as u64;
+        if let (true, Some(r), Some((_, src))) = (check, x.recv, from) {
+            if corrupt && n > 0 {
+                g.backend.write(Buf::Recv, 1, &mut |b| b[0] ^= 0x40)?;
+            }
+            g.backend.read(Buf::Recv, n + GUARD_BYTES, &mut |b| {
+                let data = b[..n].iter().enumerate().filter(|(i, v)| **v != pp_byte(src, r.dir, r.mb, *i)).count();
+                wrong = (data + b[n..].iter().filter(|v| **v != SENTINEL).count()) as u64;
+            })?;
         }
-        (secs, wrong)
+        Ok((secs, wrong))
     }
 
     /// One step of `prog` (the pass `pass`, watched), running only the dimensions in `only`
@@ -281,7 +312,7 @@ impl Runner<'_> {
                     wrong += w;
                 }
                 Action::Pp { x, bytes } if only.contains(&Dim::Pp) => {
-                    let (t, w) = self.exchange(x, bytes, check);
+                    let (t, w) = self.exchange(x, bytes, check)?;
                     per[idx(Dim::Pp)] += t;
                     wrong += w;
                 }
@@ -319,19 +350,25 @@ impl Runner<'_> {
     }
 }
 
-/// The backend on `rank`'s group in `dim` (`setup::make_group_backend`: `MPI_Comm_split`;
-/// collective over the world), its buffers allocated for the largest call of `plan`.
-fn make_group(world: &World, grid: &Grid, dim: Dim, plan: &DimPlan, wire: DType) -> Result<Group> {
+/// The backend on `rank`'s group in `dim` (`setup::make_group_backend`: `MPI_Comm_split`, or
+/// `ncclCommSplit` / one unique id per group; collective over the world), its buffers allocated
+/// for the largest call of `plan` (PP: one transfer each way, and a guard).
+fn make_group(world: &World, opts: &Options, grid: &Grid, dim: Dim, plan: &DimPlan, wire: DType) -> Result<Group> {
     let all = grid.groups_of(dim);
     let members = &all.iter().find(|g| g.index_of(world.rank).is_some()).expect("every rank is in a group").ranks;
     // Ranks ascending in a group (tp fastest, then dp, then pp), so the place in the group's
-    // communicator (keyed by world rank) is the place in the list.
+    // communicator (keyed by world rank) is the place in the list: in a pipeline, the stage.
     let key = members.iter().position(|r| *r == world.rank).expect("the rank is in its group");
-    let mut backend = world.agree(crate::setup::make_group_backend(world, &Options::default(), &all))?;
+    let mut backend = world.agree(crate::setup::make_group_backend(world, opts, &all))?;
     let elem = wire.size();
     let (mut send, mut recv) = (0usize, 0usize);
     for g in &plan.groups {
-        let l = g.kind.spec().layout((g.bytes as usize).div_ceil(elem), members.len(), key, Convention::Mpi);
+        if dim == Dim::Pp {
+            send = send.max(g.bytes as usize);
+            recv = recv.max(g.bytes as usize);
+            continue;
+        }
+        let l = g.kind.spec().layout((g.bytes as usize).div_ceil(elem), members.len(), key, backend.convention());
         send = send.max(l.send_count * elem);
         recv = recv.max(l.recv_count * elem);
     }
@@ -369,12 +406,12 @@ pub fn run_layout(
     }
     let model = &opts.model;
     let plans = plan(model, shape);
-    let wire = wire_dtype(opts.dtype);
+    let wire = wire_dtype(opts.dtype, opts.backend, opts.check);
+    let bopts = backend_options(opts);
     let find = |d: Dim| plans.iter().find(|p| p.dim == d);
     let grid = shape.grid();
-    let tp = find(Dim::Tp).map(|p| make_group(world, &grid, Dim::Tp, p, wire)).transpose()?;
-    let dp = find(Dim::Dp).map(|p| make_group(world, &grid, Dim::Dp, p, wire)).transpose()?;
-    let pp_bytes = find(Dim::Pp).map_or(0, |p| p.groups[0].bytes as usize);
+    let group = |d: Dim| find(d).map(|p| make_group(world, &bopts, &grid, d, p, wire)).transpose();
+    let (tp, pp, dp) = (group(Dim::Tp)?, group(Dim::Pp)?, group(Dim::Dp)?);
     let mut r = Runner {
         world,
         shape: *shape,
@@ -382,7 +419,7 @@ pub fn run_layout(
         wire,
         tp,
         dp,
-        pp: PpBufs { send: vec![0u8; pp_bytes], recv: vec![0u8; pp_bytes] },
+        pp,
         samples: vec![],
         corrupt: opts.debug_corrupt_rank == Some(world.rank),
         watchdog,
@@ -429,6 +466,47 @@ mod tests {
     use crate::step::model::DpStyle;
 
     use crate::step::model::small_for_tests as small;
+
+    /// What travels: float for bf16/fp16 on mpi and on checked nccl; the real type on nccl with
+    /// the check off. DDP's avg over a dp that is not a power of two is refused only on checked
+    /// nccl of a float type.
+    #[test]
+    fn wire_types_and_the_nccl_avg_rule() {
+        let (mpi, nccl) = (BackendKind::Mpi, BackendKind::Nccl);
+        for d in [DType::Bfloat16, DType::Float16] {
+            assert_eq!(wire_dtype(d, mpi, true), DType::Float32);
+            assert_eq!(wire_dtype(d, mpi, false), DType::Float32);
+            assert_eq!(wire_dtype(d, nccl, true), DType::Float32);
+            assert_eq!(wire_dtype(d, nccl, false), d);
+        }
+        assert_eq!(wire_dtype(DType::Float32, nccl, false), DType::Float32);
+        let opts = |backend, check, dp_style| StepOptions {
+            model: Model { dp_style, ..small() },
+            dtype: DType::Bfloat16,
+            layout: crate::step::LayoutChoice::All,
+            tp_across_hosts: false,
+            backend,
+            iters: 1,
+            warmup: 0,
+            check,
+            csv: None,
+            json: None,
+            files: crate::options::Policy::default(),
+            timeout: crate::options::Timeout::Auto,
+            debug_corrupt_rank: None,
+            debug_stop_rank: None,
+        };
+        let dp3 = Shape { tp: 2, pp: 1, dp: 3 };
+        let why = nccl_unfit(&opts(nccl, true, DpStyle::Ddp), &dp3).unwrap();
+        assert!(why.starts_with("ddp's average of float gradients over dp=3 ranks"), "{why}");
+        assert!(why.ends_with("expected a power-of-two dp, --dp zero, or -c 0"), "{why}");
+        assert_eq!(nccl_unfit(&opts(nccl, true, DpStyle::Ddp), &Shape { tp: 3, pp: 1, dp: 4 }), None);
+        assert_eq!(nccl_unfit(&opts(nccl, false, DpStyle::Ddp), &dp3), None);
+        assert_eq!(nccl_unfit(&opts(nccl, true, DpStyle::Zero), &dp3), None);
+        assert_eq!(nccl_unfit(&opts(mpi, true, DpStyle::Ddp), &dp3), None);
+        let b = backend_options(&opts(nccl, false, DpStyle::Ddp));
+        assert_eq!((b.backend, b.check, b.dtypes, b.ops), (nccl, false, vec![DType::Bfloat16], vec![Op::Sum]));
+    }
 
     /// Every rank's program makes exactly the model's calls: TP and DP per rank, PP per stage
     /// boundary (each transfer sent once and received once).

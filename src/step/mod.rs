@@ -2,8 +2,9 @@
 //! buffers, every group of a dimension at the same time; each dimension's time per step in the
 //! step and alone, and the total. `--layouts all` runs every valid layout of the world and ranks
 //! them. The model ([`model`]) says what is sent; [`schedule`] orders the pipeline's transfers
-//! (1F1B); [`exec`] runs them on the ranks; the printing is here. Compute is not modelled and
-//! overlap is not assumed.
+//! (1F1B); [`exec`] runs them on the ranks, on the backend of `--backend` (mpi: host buffers;
+//! nccl: device buffers, PP as grouped `ncclSend`/`ncclRecv`); the printing is here. Compute is
+//! not modelled and overlap is not assumed.
 //!
 //! Layouts, rank order and groups are [`crate::layout`]'s (`--layout` is a [`Grid`] of tp, pp and
 //! dp; `--layouts all` is [`crate::layout::factorizations`] less the layouts whose pp does not
@@ -41,6 +42,8 @@ pub struct StepOptions {
     pub dtype: DType,
     pub layout: LayoutChoice,
     pub tp_across_hosts: bool,
+    /// `--backend`: where the step's calls run (mpi: host buffers; nccl: device buffers).
+    pub backend: crate::options::BackendKind,
     pub iters: u64,
     pub warmup: u64,
     pub check: bool,
@@ -98,9 +101,19 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
                 Some(why) => Err(Error::usage(format!("step --layout: {why}; expected pp dividing the layers"))),
                 None => Ok(s),
             });
+            let shape = shape.and_then(|s| match exec::nccl_unfit(opts, &s) {
+                Some(why) => Err(Error::usage(format!("step --layout {s}: {why}"))),
+                None => Ok(s),
+            });
             (vec![world.agree(shape)?], vec![])
         }
-        LayoutChoice::All => model::layouts(world.size, per_host, opts.tp_across_hosts, &opts.model),
+        LayoutChoice::All => {
+            let (ok, mut left) = model::layouts(world.size, per_host, opts.tp_across_hosts, &opts.model);
+            let (ok, unfit): (Vec<Shape>, Vec<Shape>) =
+                ok.into_iter().partition(|s| exec::nccl_unfit(opts, s).is_none());
+            left.extend(unfit.into_iter().filter_map(|s| exec::nccl_unfit(opts, &s).map(|why| (s, why))));
+            (ok, left)
+        }
     };
     if shapes.is_empty() {
         return world.agree(Err(Error::usage(format!(
@@ -120,6 +133,24 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     crate::setup::check_outputs(world, &outputs, &[], opts.files)?;
     let need = shapes.iter().map(|s| exec::buffer_need(&opts.model, s)).max().unwrap_or(0);
     crate::setup::fit_memory(world, "step --hidden/--bucket", need + crate::memory::OVERHEAD_BYTES)?;
+    // The backend on the world, once, before any file is created or anything measured: a
+    // missing GPU or library is one line here; its description goes in the header.
+    let mut backend = world.agree(crate::setup::make_backend(world, &exec::backend_options(opts)))?;
+    if opts.backend == crate::options::BackendKind::Nccl {
+        // GPU memory: the largest layout's buffers (every dimension's at once), allocated once
+        // on the device and freed, so a step that cannot fit is refused here, not mid-run.
+        let fit = backend.allocate((need / 2) as usize, (need - need / 2) as usize).map_err(|e| match e {
+            Error::Setup(m) => Error::setup(m.replace(
+                "lower -e/--maxbytes",
+                "lower step --hidden, --seq, --micro-batch or --bucket (buffers of the largest layout)",
+            )),
+            e => e,
+        });
+        world.agree(fit)?;
+    }
+    let mut backend_lines = backend.describe();
+    backend_lines.push(backend.groups_via());
+    drop(backend);
     let now = chrono::Utc::now();
     // Each file whole from the start, so a run ended by the watchdog (`-T`) leaves whole files:
     // the CSV's header (then whole rows), the JSON's run with `"complete": false` (replaced by
@@ -141,7 +172,7 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
                 .map(|p| crate::report::AppendFile::create("step --json", p, opts.files))
                 .transpose()
                 .and_then(|j| {
-                    let run = json_doc(world, opts, &now, None);
+                    let run = json_doc(world, opts, &now, &backend_lines, None);
                     let mut line = serde_json::to_vec(&run).expect("the run serialises");
                     line.push(b'\n');
                     j.map(|f| with_head(f, |f| f.append(&line))).transpose()
@@ -163,7 +194,7 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
 
     let t0 = mpi::time();
     if world.rank == 0 {
-        print_header(world, opts, &shapes, &left_out);
+        print_header(world, opts, &shapes, &left_out, &backend_lines);
     }
     let mut results = vec![];
     let mut written: Result<()> = Ok(());
@@ -188,7 +219,7 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     }
     print_ranking(&results, elapsed);
     if let (Some(f), Ok(())) = (json, &written) {
-        let doc = json_doc(world, opts, &now, Some(&results));
+        let doc = json_doc(world, opts, &now, &backend_lines, Some(&results));
         let mut bytes = serde_json::to_vec_pretty(&doc).expect("results serialise");
         bytes.push(b'\n');
         let path = f.real_path().to_path_buf();
@@ -224,6 +255,7 @@ fn json_doc(
     world: &World,
     opts: &StepOptions,
     now: &chrono::DateTime<chrono::Utc>,
+    backend_lines: &[String],
     results: Option<&[LayoutResult]>,
 ) -> serde_json::Value {
     let mut options = serde_json::to_value(opts).expect("the options serialise");
@@ -237,6 +269,8 @@ fn json_doc(
         "ranks": world.size,
         "hosts": world.ranks_by_host(),
         "options": options,
+        "backend": opts.backend.name(),
+        "backend_details": backend_lines,
         "compute_modelled": false,
         "overlap_assumed": false,
     });
@@ -246,7 +280,7 @@ fn json_doc(
     doc
 }
 
-fn print_header(world: &World, opts: &StepOptions, shapes: &[Shape], left_out: &[(Shape, String)]) {
+fn print_header(world: &World, opts: &StepOptions, shapes: &[Shape], left_out: &[(Shape, String)], backend: &[String]) {
     let m = &opts.model;
     let mut out = std::io::stdout().lock();
     let params = match m.params {
@@ -269,14 +303,33 @@ fn print_header(world: &World, opts: &StepOptions, shapes: &[Shape], left_out: &
         human(m.bucket),
         if m.sequence_parallel { "; sequence parallel" } else { "" }
     );
+    let _ = writeln!(out, "# Backend: {}", opts.backend.name());
+    for line in backend {
+        let _ = writeln!(out, "# {line}");
+    }
     let _ = writeln!(out, "# Communication only: compute is not modelled and overlap is not assumed (every call waits for the one before).");
     let _ = writeln!(out, "# Ranks: tp fastest-varying, then dp, then pp (rank = t + tp·(d + dp·p)).");
-    if exec::wire_dtype(opts.dtype) != opts.dtype {
+    let wire = exec::wire_dtype(opts.dtype, opts.backend, opts.check);
+    let why = match opts.backend {
+        crate::options::BackendKind::Mpi => "MPI has no standard 16-bit float",
+        crate::options::BackendKind::Nccl => "the exact check has no 16-bit float arithmetic; -c 0 moves the real type",
+    };
+    if wire != opts.dtype {
         let _ = writeln!(
             out,
-            "# {} on the mpi backend: the same bytes are moved as float (MPI has no standard 16-bit float); counts and bytes are the model's.",
-            opts.dtype
+            "# {} on the {} backend: the same bytes are moved as float ({why}); counts and bytes are the model's.",
+            opts.dtype,
+            opts.backend.name()
         );
+    } else if opts.backend == crate::options::BackendKind::Nccl && opts.dtype.size() == 2 {
+        let _ = writeln!(
+            out,
+            "# {} on the nccl backend: moved and reduced as {} (NCCL's own type).",
+            opts.dtype, opts.dtype
+        );
+    }
+    if opts.backend == crate::options::BackendKind::Nccl {
+        let _ = writeln!(out, "# PP transfers: ncclSend + ncclRecv in one ncclGroupStart/ncclGroupEnd per exchange (uint8), on each pipeline's communicator.");
     }
     if let LayoutChoice::All = opts.layout {
         let list: Vec<String> = shapes.iter().map(|s| s.to_string()).collect();
@@ -356,7 +409,7 @@ fn print_ranking(results: &[LayoutResult], elapsed: f64) {
     let _ = out.flush();
 }
 
-const CSV_HEAD: [&str; 19] = [
+const CSV_HEAD: [&str; 20] = [
     "tp",
     "pp",
     "dp",
@@ -376,6 +429,7 @@ const CSV_HEAD: [&str; 19] = [
     "seq",
     "micro_batches",
     "dtype",
+    "backend",
 ];
 
 /// One row per dimension of `r` (the header is written when the file is created).
@@ -403,6 +457,7 @@ fn write_csv(f: &mut crate::report::AppendFile, opts: &StepOptions, r: &LayoutRe
             m.seq.to_string(),
             m.micro_batches.to_string(),
             opts.dtype.name().to_string(),
+            opts.backend.name().to_string(),
         ])?;
     }
     Ok(())

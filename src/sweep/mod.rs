@@ -7,8 +7,8 @@ use crate::collective::{Collective, Convention, Ctx, Kind, Layout};
 use crate::dtype::{DType, Op};
 use crate::error::Result;
 use crate::options::{Aggregation, Options, MAX_AUTO_ITERS, MIN_AUTO_ITERS};
-use crate::record::{Measurement, Placement, Point, Totals};
-use crate::stats::{rank_outliers, Summary, Warning};
+use crate::record::{Measurement, Placement, Point, Runs, Totals};
+use crate::stats::{mean_of, Summary};
 use crate::verify::{fill_input, verify, DataErrors, GUARD_BYTES, SENTINEL};
 use crate::watchdog::{Phase, Task, Watchdog};
 use crate::world::{aggregate, World};
@@ -108,10 +108,7 @@ impl Member {
 
 /// One turn of one placement on this rank: what its batches gave.
 struct Turn {
-    warmup_iters: u64,
-    first_call_us: Option<f64>,
-    iters: u64,
-    batch: u64,
+    runs: Runs,
     samples: Vec<f64>,
     verdict: DataErrors,
 }
@@ -213,45 +210,24 @@ impl<'a> Sweep<'a> {
                 mine = Some(turn);
             }
         }
-        let Some(Turn { warmup_iters, first_call_us, iters, batch, samples, verdict }) = mine else {
+        let Some(Turn { runs, samples, verdict }) = mine else {
             unreachable!("every rank is in one group, whose turn comes")
         };
         self.samples = samples;
-        let per_rank_s = world.all_gather_f64(mean(&self.samples));
+        let per_rank_s = world.all_gather_f64(mean_of(&self.samples));
         let time_s = aggregate(opts.aggregation, &per_rank_s);
         // Turns may differ in their sample counts: combine the common part.
         let common = -world.max_f64(-(self.samples.len() as f64));
         let combined = world.combine_samples(opts.aggregation, &self.samples[..common.max(0.0) as usize]);
-        let summary = if world.rank() == 0 { Summary::of_seconds(&combined) } else { Summary::default() };
-
-        let spec = call.kind.spec();
         let bytes = (call.layout.alg_count * call.dtype.size()) as f64;
-        let algbw_gbps = if time_s > 0.0 { bytes / time_s / 1e9 } else { 0.0 };
-        let busbw_gbps = algbw_gbps * spec.bus_factor(self.member.size);
-
-        let (wrong, out_of_bounds) = if opts.check {
-            (Some(world.sum_u64(verdict.wrong)), Some(world.sum_u64(verdict.out_of_bounds)))
-        } else {
-            (None, None)
-        };
-        let per_rank_us: Vec<f64> = per_rank_s.iter().map(|s| s * 1e6).collect();
-        let warnings = if world.rank() == 0 { Warning::check(&summary, time_s * 1e6) } else { vec![] };
-        Ok(Measurement {
-            placement,
-            warmup_iters,
-            iters,
-            batch,
-            time_us: time_s * 1e6,
-            algbw_gbps,
-            busbw_gbps,
-            summary,
-            slow_ranks: rank_outliers(&per_rank_us),
-            per_rank_us,
-            wrong,
-            out_of_bounds,
-            first_call_us,
-            warnings,
-        })
+        let bus_factor = call.kind.spec().bus_factor(self.member.size);
+        let root = (world.rank() == 0).then_some(&combined[..]);
+        let mut m = Measurement::from_times(placement, runs, &per_rank_s, time_s, root, bytes, bus_factor);
+        if opts.check {
+            (m.wrong, m.out_of_bounds) =
+                (Some(world.sum_u64(verdict.wrong)), Some(world.sum_u64(verdict.out_of_bounds)));
+        }
+        Ok(m)
     }
 
     /// One batch on an active rank; on an idle one (another group's turn) no call and no
@@ -290,7 +266,7 @@ impl<'a> Sweep<'a> {
                 if w > 0 {
                     self.turn_batch(active, call, Phase::WarmUp, w, 1, 0.0)?;
                     warmup_iters = w;
-                    estimate = Some(world.max_f64(mean(&self.samples)));
+                    estimate = Some(world.max_f64(mean_of(&self.samples)));
                 }
             }
             None => {
@@ -300,7 +276,7 @@ impl<'a> Sweep<'a> {
                 let more = ((0.1 * opts.budget_s / first.max(1e-9)) as u64).clamp(1, 1000);
                 self.turn_batch(active, call, Phase::WarmUp, more, 1, first)?;
                 warmup_iters = 1 + more;
-                estimate = Some(world.max_f64(mean(&self.samples)));
+                estimate = Some(world.max_f64(mean_of(&self.samples)));
             }
         }
         let est = match estimate {
@@ -329,7 +305,7 @@ impl<'a> Sweep<'a> {
             }
         }
         let verdict = if opts.check && active { self.check(call)? } else { DataErrors::default() };
-        Ok(Turn { warmup_iters, first_call_us, iters, batch, samples: timed, verdict })
+        Ok(Turn { runs: Runs { warmup_iters, iters, batch, first_call_us }, samples: timed, verdict })
     }
 
     /// The check pass: known input, sentinel-filled output, one call, compare.
@@ -410,13 +386,6 @@ fn relative_ci95(samples: &[f64]) -> f64 {
 /// ⌈a / b⌉, forgiving the last bits of rounding (5e-6 / 0.5e-6 is 10, not 11).
 fn ceil_ratio(a: f64, b: f64) -> f64 {
     (a / b * (1.0 - 1e-12)).ceil()
-}
-
-fn mean(samples: &[f64]) -> f64 {
-    if samples.is_empty() {
-        return 0.0;
-    }
-    samples.iter().sum::<f64>() / samples.len() as f64
 }
 
 #[cfg(test)]

@@ -20,8 +20,8 @@ use crate::dtype::Op;
 use crate::error::Result;
 use crate::options::Implementation;
 use crate::options::{Options, MAX_AUTO_ITERS};
-use crate::record::{Measurement, Placement, Point};
-use crate::stats::{median_of, rank_outliers, Summary, Warning};
+use crate::record::{Measurement, Placement, Point, Runs};
+use crate::stats::{mean_of, median_of, Summary};
 use crate::sweep::{buffer_bytes, MIN_SAMPLE_S};
 use crate::verify::{fill_input, verify, GUARD_BYTES, SENTINEL};
 use crate::watchdog::{Phase, Task, Watchdog};
@@ -236,7 +236,7 @@ impl<'a> Bench<'a> {
         match self.opts.warmup {
             Some(w) if w > 0 => {
                 self.batch(b, call, Phase::WarmUp, w, 1, 0.0)?;
-                Ok((world.max_f64(mean(&self.samples)), w, None))
+                Ok((world.max_f64(mean_of(&self.samples)), w, None))
             }
             Some(_) => {
                 self.batch(b, call, Phase::WarmUp, 1, 1, 0.0)?;
@@ -250,7 +250,7 @@ impl<'a> Bench<'a> {
                     return Ok((first, 1, Some(first * 1e6)));
                 }
                 self.batch(b, call, Phase::WarmUp, more, 1, first)?;
-                Ok((world.max_f64(mean(&self.samples)), 1 + more, Some(first * 1e6)))
+                Ok((world.max_f64(mean_of(&self.samples)), 1 + more, Some(first * 1e6)))
             }
         }
     }
@@ -315,7 +315,8 @@ impl<'a> Bench<'a> {
         let iters = per * ROUNDS as u64;
         self.batch(b, &call, Phase::Timed, iters, batch, est)?;
         let samples = std::mem::take(&mut self.samples);
-        let mut m = self.measurement(&call, Placement::InPlace, &samples, warmup, iters, batch, first_call);
+        let runs = Runs { warmup_iters: warmup, iters, batch, first_call_us: first_call };
+        let mut m = self.measurement(&call, Placement::InPlace, &samples, runs);
         if self.opts.check {
             (m.wrong, m.out_of_bounds) = (Some(wrong), Some(oob));
         }
@@ -323,43 +324,15 @@ impl<'a> Bench<'a> {
     }
 
     /// The sweep's measurement record from this rank's samples.
-    #[allow(clippy::too_many_arguments)]
-    fn measurement(
-        &self,
-        call: &Call,
-        placement: Placement,
-        samples: &[f64],
-        warmup_iters: u64,
-        iters: u64,
-        batch: u64,
-        first_call_us: Option<f64>,
-    ) -> Measurement {
+    fn measurement(&self, call: &Call, placement: Placement, samples: &[f64], runs: Runs) -> Measurement {
         let world = self.world;
-        let per_rank_s = world.all_gather(mean(samples));
+        let per_rank_s = world.all_gather(mean_of(samples));
         let time_s = aggregate(self.opts.aggregation, &per_rank_s);
         let combined = world.combine_samples(self.opts.aggregation, samples);
-        let summary = if world.rank == 0 { Summary::of_seconds(&combined) } else { Summary::default() };
         let bytes = (call.layout.alg_count * call.dtype.size()) as f64;
-        let algbw_gbps = if time_s > 0.0 { bytes / time_s / 1e9 } else { 0.0 };
-        let busbw_gbps = algbw_gbps * call.kind.spec().bus_factor(world.size);
-        let per_rank_us: Vec<f64> = per_rank_s.iter().map(|s| s * 1e6).collect();
-        let warnings = if world.rank == 0 { Warning::check(&summary, time_s * 1e6) } else { vec![] };
-        Measurement {
-            placement,
-            warmup_iters,
-            iters,
-            batch,
-            time_us: time_s * 1e6,
-            algbw_gbps,
-            busbw_gbps,
-            summary,
-            slow_ranks: rank_outliers(&per_rank_us),
-            per_rank_us,
-            wrong: None,
-            out_of_bounds: None,
-            first_call_us,
-            warnings,
-        }
+        let bus_factor = call.kind.spec().bus_factor(world.size);
+        let root = (world.rank == 0).then_some(&combined[..]);
+        Measurement::from_times(placement, runs, &per_rank_s, time_s, root, bytes, bus_factor)
     }
 
     /// Measure `live` candidates (indices into `comms` and `implementations`) at `size` in
@@ -429,8 +402,8 @@ impl<'a> Bench<'a> {
     fn close(&self, o: Open, size: u64) -> Cell {
         let call = self.call(size, false);
         let iters = o.samples.len() as u64 * o.batch;
-        let mut m =
-            self.measurement(&call, Placement::OutOfPlace, &o.samples, o.warmup_iters, iters, o.batch, o.first_call_us);
+        let runs = Runs { warmup_iters: o.warmup_iters, iters, batch: o.batch, first_call_us: o.first_call_us };
+        let mut m = self.measurement(&call, Placement::OutOfPlace, &o.samples, runs);
         if self.opts.check {
             (m.wrong, m.out_of_bounds) = (Some(o.wrong), Some(o.out_of_bounds));
         }
@@ -529,13 +502,6 @@ pub fn per_round(fixed: Option<u64>, budget_s: f64, est_s: f64) -> (u64, u64) {
             (per.div_ceil(want_batch) * want_batch, want_batch)
         }
     }
-}
-
-fn mean(samples: &[f64]) -> f64 {
-    if samples.is_empty() {
-        return 0.0;
-    }
-    samples.iter().sum::<f64>() / samples.len() as f64
 }
 
 #[cfg(test)]

@@ -33,9 +33,10 @@
 //! to itself in one group.
 //!
 //! float16 and bfloat16 run only with `-c 0`: the exact check has no 16-bit float arithmetic on
-//! the host yet. Avg of float types is checked only on a power-of-two rank count: NCCL computes it
-//! as the sum of each input multiplied by 1/n (`ncclDevPreMulSum`), which is exact for our
-//! patterns only when 1/n is; otherwise it is refused unless `-c 0` (see [`avg_is_checkable`]).
+//! the host yet. Avg of float types is checked only on a power-of-two rank count (the group's with
+//! `--groups`): NCCL computes it as the sum of each input multiplied by 1/n (`ncclDevPreMulSum`),
+//! which is exact for our patterns only when 1/n is; otherwise it is refused unless `-c 0` (see
+//! [`avg_is_checkable`]).
 
 /// A struct of C function pointers bound from a library by name: `load` fails with the first
 /// missing symbol.
@@ -130,7 +131,7 @@ const RECORD: usize = 512;
 /// The backend, ready to run: see the module doc for the bootstrap.
 pub fn create(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     let env = |k: &str| std::env::var_os(k);
-    let mut backend = NcclBackend::new(world, opts, &env)?;
+    let mut backend = NcclBackend::new(world, opts, &env, RunsOn::World(world.size))?;
     // The hidden test path of group communicators (see `split`).
     if let Some(spec) = env(split::DEBUG_VAR) {
         let lines = split::self_test(&backend, world, &spec.to_string_lossy(), opts.timeout.limit_s(0.0))?;
@@ -139,11 +140,12 @@ pub fn create(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     Ok(Box::new(backend))
 }
 
-/// The backend in this rank's group of colour `color` (`--groups`): the world's backend, then
-/// [`NcclBackend::into_group`]. Collective over the world.
-pub fn create_in_group(world: &World, opts: &Options, color: u32) -> Result<Box<dyn Backend>> {
+/// The backend in this rank's group of colour `color` (`--groups`; `sizes`: every group's size,
+/// the same list on every rank): the world's backend, then [`NcclBackend::into_group`].
+/// Collective over the world.
+pub fn create_in_group(world: &World, opts: &Options, color: u32, sizes: &[usize]) -> Result<Box<dyn Backend>> {
     let env = |k: &str| std::env::var_os(k);
-    let backend = NcclBackend::new(world, opts, &env)?;
+    let backend = NcclBackend::new(world, opts, &env, RunsOn::Groups(sizes))?;
     Ok(Box::new(backend.into_group(world, color, opts.timeout.limit_s(0.0))?))
 }
 
@@ -386,15 +388,21 @@ impl NcclBackend {
         });
     }
 
-    /// Steps 1-4 of the bootstrap; collective.
-    pub fn new(world: &World, opts: &Options, env: &dyn Fn(&str) -> Option<OsString>) -> Result<NcclBackend> {
+    /// Steps 1-4 of the bootstrap; collective. `runs_on`: where the collectives will run (the
+    /// world, or the groups it is then split into), for the check of float avg.
+    pub fn new(
+        world: &World,
+        opts: &Options,
+        env: &dyn Fn(&str) -> Option<OsString>,
+        runs_on: RunsOn,
+    ) -> Result<NcclBackend> {
         if opts.implementation != crate::options::Implementation::Native {
             return Err(Error::usage(format!(
                 "--impl: '{}' is not offered by the nccl backend; expected native",
                 opts.implementation.name()
             )));
         }
-        avg_is_checkable(&opts.ops, &opts.dtypes, opts.check, world.size).map_err(Error::usage)?;
+        avg_is_checkable(&opts.ops, &opts.dtypes, opts.check, runs_on).map_err(Error::usage)?;
         // Step 1: both libraries tried before either is agreed on.
         let gpu = open_gpu(world, env);
         let nccl = ffi::load(env);
@@ -683,18 +691,36 @@ impl NcclBackend {
     }
 }
 
-/// NCCL's avg of a float type multiplies every input by 1/n before summing, so on a rank count
-/// that is not a power of two the result is rounded, differs from the exact sum / n by an ulp
-/// (about 4 in 10 elements of our patterns on 3 ranks) and depends on NCCL's summation order:
-/// the exact check cannot judge it. Integer avg (sum, then divide) is exact everywhere.
-pub fn avg_is_checkable(ops: &[Op], dtypes: &[DType], check: bool, nranks: usize) -> std::result::Result<(), String> {
-    let float = dtypes.iter().find(|d| d.is_float());
-    match float {
-        Some(d) if check && ops.contains(&Op::Avg) && !nranks.is_power_of_two() => Err(format!(
-            "-o/--op: avg of {d} on {nranks} ranks cannot be checked exactly (NCCL multiplies each input by 1/{nranks} before summing, which rounds); use a power-of-two rank count, integer types, other ops, or -c 0"
-        )),
-        _ => Ok(()),
+/// The communicators the collectives run on, for [`avg_is_checkable`]: the world (its size), or
+/// the groups of `--groups` (each group's size; a layout's groups all have the same).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunsOn<'a> {
+    World(usize),
+    Groups(&'a [usize]),
+}
+
+/// NCCL's avg of a float type multiplies every input by 1/n before summing, n the ranks of the
+/// communicator it runs on (a group's with `--groups`, not the world's), so where n is not a
+/// power of two the result is rounded, differs from the exact sum / n by an ulp (about 4 in 10
+/// elements of our patterns on 3 ranks) and depends on NCCL's summation order: the exact check
+/// cannot judge it. Integer avg (sum, then divide) is exact everywhere.
+pub fn avg_is_checkable(ops: &[Op], dtypes: &[DType], check: bool, on: RunsOn) -> std::result::Result<(), String> {
+    let Some(d) = dtypes.iter().find(|d| d.is_float()).filter(|_| check && ops.contains(&Op::Avg)) else {
+        return Ok(());
+    };
+    let (n, on, instead) = match on {
+        RunsOn::World(n) => (n, format!("on {n} ranks"), "a power-of-two rank count"),
+        RunsOn::Groups(sizes) => match sizes.iter().find(|n| !n.is_power_of_two()) {
+            Some(&n) => (n, format!("in groups of {n} ranks (--groups)"), "groups of a power-of-two size"),
+            None => return Ok(()),
+        },
+    };
+    if n.is_power_of_two() {
+        return Ok(());
     }
+    Err(format!(
+        "-o/--op: avg of {d} {on} cannot be checked exactly (NCCL multiplies each input by 1/{n} before summing, which rounds); use {instead}, integer types, other ops, or -c 0"
+    ))
 }
 
 /// Agree on a communicator: where another rank failed, abort ours (so we leave without waiting
@@ -886,6 +912,43 @@ impl Backend for NcclBackend {
         Ok(())
     }
 
+    fn groups_via(&self) -> String {
+        self.split_via().to_string()
+    }
+
+    /// `ncclSend` to `to` and `ncclRecv` from `from` of `bytes` as uint8, in one
+    /// `ncclGroupStart`/`ncclGroupEnd` (so neighbours that both send and receive cannot
+    /// deadlock, as nccl-tests' sendrecv), timed by events on our stream.
+    fn exchange(&mut self, to: Option<usize>, from: Option<usize>, bytes: usize) -> Result<f64> {
+        assert!(bytes <= self.send.len && bytes <= self.recv.len, "exchange of {bytes} B beyond the buffers");
+        let timed = (|| -> std::result::Result<f64, String> {
+            let a = &self.nccl.api;
+            let (c, s) = (self.comm.raw, self.stream.raw);
+            let ptr = |d: CuDevicePtr| d as usize as *mut c_void;
+            let dtype = ffi::datatype(DType::Uint8);
+            self.start.record(&self.stream)?;
+            // SAFETY: `bytes` lie in our device buffers (checked above); the comm and stream are
+            // ours; the peers are ranks of our communicator.
+            unsafe {
+                self.settle((a.group_start)(), "ncclGroupStart")?;
+                if let Some(to) = to {
+                    self.settle((a.send)(ptr(self.send.ptr), bytes, dtype, to as c_int, c, s), "ncclSend")?;
+                }
+                if let Some(from) = from {
+                    self.settle((a.recv)(ptr(self.recv.ptr), bytes, dtype, from as c_int, c, s), "ncclRecv")?;
+                }
+                self.settle((a.group_end)(), "ncclGroupEnd")?;
+            }
+            self.end.record(&self.stream)?;
+            self.wait(&self.end)?;
+            self.end.seconds_since(&self.start)
+        })();
+        match timed {
+            Ok(t) => Ok(t),
+            Err(e) => self.fatal(format!("{e} (in a neighbour exchange of {bytes} B, to {to:?}, from {from:?})")),
+        }
+    }
+
     fn run(&mut self, call: &Call, iters: usize, batch: usize, samples: &mut Vec<f64>) -> Result<()> {
         // The barriers around the timed calls go through MPI: a failure ends the job.
         let p = self.prepare(call)?;
@@ -927,17 +990,34 @@ mod tests {
     fn float_avg_is_checked_only_on_a_power_of_two_rank_count() {
         let floats = [DType::Int32, DType::Float32];
         for n in [1, 2, 4, 8, 16] {
-            assert_eq!(avg_is_checkable(&Op::ALL, &floats, true, n), Ok(()));
+            assert_eq!(avg_is_checkable(&Op::ALL, &floats, true, RunsOn::World(n)), Ok(()));
         }
-        let e = avg_is_checkable(&[Op::Sum, Op::Avg], &floats, true, 3).unwrap_err();
+        let e = avg_is_checkable(&[Op::Sum, Op::Avg], &floats, true, RunsOn::World(3)).unwrap_err();
         assert_eq!(
             e,
             "-o/--op: avg of float on 3 ranks cannot be checked exactly (NCCL multiplies each input by 1/3 before summing, which rounds); use a power-of-two rank count, integer types, other ops, or -c 0"
         );
-        assert!(avg_is_checkable(&[Op::Avg], &[DType::Float64], true, 6).is_err());
+        assert!(avg_is_checkable(&[Op::Avg], &[DType::Float64], true, RunsOn::World(6)).is_err());
         // Integers, other ops, or no check: fine on any count.
-        assert_eq!(avg_is_checkable(&[Op::Avg], &[DType::Int8, DType::Uint64], true, 3), Ok(()));
-        assert_eq!(avg_is_checkable(&[Op::Sum, Op::Max], &floats, true, 3), Ok(()));
-        assert_eq!(avg_is_checkable(&[Op::Avg], &floats, false, 3), Ok(()));
+        assert_eq!(avg_is_checkable(&[Op::Avg], &[DType::Int8, DType::Uint64], true, RunsOn::World(3)), Ok(()));
+        assert_eq!(avg_is_checkable(&[Op::Sum, Op::Max], &floats, true, RunsOn::World(3)), Ok(()));
+        assert_eq!(avg_is_checkable(&[Op::Avg], &floats, false, RunsOn::World(3)), Ok(()));
+    }
+
+    /// In groups the count is the group's, which NCCL divides by: groups of 2 on a world of 6
+    /// (or 2 of 4, 4 of 12) are exact; groups of 3 on a world of 6 are not, and the line says 3.
+    #[test]
+    fn float_avg_in_groups_follows_the_group_size_not_the_world_size() {
+        let floats = [DType::Float32];
+        for sizes in [&[2, 2, 2][..], &[2, 2], &[4, 4, 4], &[1, 1, 1]] {
+            assert_eq!(avg_is_checkable(&[Op::Avg], &floats, true, RunsOn::Groups(sizes)), Ok(()), "{sizes:?}");
+        }
+        let e = avg_is_checkable(&[Op::Avg], &[DType::Float64], true, RunsOn::Groups(&[3, 3])).unwrap_err();
+        assert_eq!(
+            e,
+            "-o/--op: avg of double in groups of 3 ranks (--groups) cannot be checked exactly (NCCL multiplies each input by 1/3 before summing, which rounds); use groups of a power-of-two size, integer types, other ops, or -c 0"
+        );
+        assert_eq!(avg_is_checkable(&[Op::Avg], &[DType::Int32], true, RunsOn::Groups(&[3, 3])), Ok(()));
+        assert_eq!(avg_is_checkable(&[Op::Avg], &floats, false, RunsOn::Groups(&[3, 3])), Ok(()));
     }
 }

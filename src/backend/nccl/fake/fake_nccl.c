@@ -23,6 +23,9 @@
  *                                ignores the key (orders a group by parent rank alone)
  *   FAKE_NCCL_FAIL_RANK=R        the init failures above on rank R only (default: every rank)
  *   FAKE_NCCL_CHANNEL_BYTES=B    largest message between two ranks (default 1 MiB)
+ *   FAKE_NCCL_TRACE=PATH         append a line per communicator made or ended to PATH:
+ *                                "PID init N" (ncclCommInitRank(Config) of N ranks), "PID split",
+ *                                "PID destroy", "PID abort"
  *
  * ncclCommInitRankConfig (NCCL 2.14's config layout) with blocking = 0 returns ncclInProgress
  * and the communicator is ready once every rank has joined (ncclCommGetAsyncError says when),
@@ -95,6 +98,17 @@ static long calls; /* collectives and sends/receives called so far */
 static const char *fail(void) {
     const char *v = getenv("FAKE_NCCL_FAIL");
     return v ? v : "";
+}
+static void trace(const char *what, int n) {
+    const char *path = getenv("FAKE_NCCL_TRACE");
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (!f) return;
+    if (n >= 0) {
+        fprintf(f, "%d %s %d\n", (int)getpid(), what, n);
+    } else {
+        fprintf(f, "%d %s\n", (int)getpid(), what);
+    }
+    fclose(f);
 }
 static unsigned char id_byte(int i) { return (unsigned char)(i * 37 + 200); }
 static const size_t type_size[] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2, 1, 1};
@@ -293,6 +307,7 @@ static int joined(ncclComm_t c) {
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id, int rank) {
+    trace("init", nranks);
     CHECK(join(out, nranks, id, rank));
     while (!joined(*out)) pause_();
     return ok;
@@ -311,6 +326,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id
     if (config && (config->magic != 0xcafebeef || config->version < 21400 || config->size < sizeof *config))
         return error(invalid_argument, "bad ncclConfig_t (magic, version or size)");
     if (!config || config->blocking != 0) return ncclCommInitRank(out, nranks, id, rank);
+    trace("init", nranks);
     int fails = init_fails_here("init-async", rank), hangs = init_fails_here("init-hang", rank);
     if (fails || hangs) {
         /* Never counted in: the others wait for this rank, as for a real peer that failed. */
@@ -341,6 +357,7 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
 #ifndef FAKE_NCCL_NO_SPLIT
 ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config) {
     if (!comm || !newcomm) return error(invalid_argument, "ncclCommSplit: null argument");
+    trace("split", -1);
     if (color < -1) return error(invalid_argument, "ncclCommSplit: negative colour other than NCCL_SPLIT_NOCOLOR");
     if (config && (config->magic != 0xcafebeef || config->version < 21400 || config->size < sizeof *config))
         return error(invalid_argument, "bad ncclConfig_t (magic, version or size)");
@@ -393,8 +410,14 @@ static ncclResult_t release(ncclComm_t c) {
     }
     return ok;
 }
-ncclResult_t ncclCommDestroy(ncclComm_t comm) { return release(comm); }
-ncclResult_t ncclCommAbort(ncclComm_t comm) { return release(comm); }
+ncclResult_t ncclCommDestroy(ncclComm_t comm) {
+    trace("destroy", -1);
+    return release(comm);
+}
+ncclResult_t ncclCommAbort(ncclComm_t comm) {
+    trace("abort", -1);
+    return release(comm);
+}
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
     if (comm->joining) {
         if (comm->init_fails) {
