@@ -36,7 +36,8 @@ fn tp_dp_and_pp_dp_zero_wrong() {
     );
     assert!(out.contains("; all data correct"), "{out}");
 
-    let (o, dir) = mpirun(4, &["step", "--layout", "pp=2,dp=2", "--dp", "zero", "--csv", "s.csv", "-n", "2"]);
+    let (o, dir) =
+        mpirun(4, &["step", "--layout", "pp=2,dp=2", "--dp", "zero", "--csv", "s.csv", "--json", "s.json", "-n", "2"]);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     assert!(out.contains("pp groups: [0,2] [1,3]") && out.contains("dp groups: [0-1] [2-3]"), "{out}");
@@ -55,6 +56,11 @@ fn tp_dp_and_pp_dp_zero_wrong() {
         let t: f64 = r[8].parse().unwrap();
         assert!(t > 0.0, "{r:?}");
     }
+    // The JSON: the run's line while it ran, replaced by the whole document at the end.
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
+    assert_eq!((&doc["complete"], doc["layouts"].as_array().map(Vec::len)), (&serde_json::json!(true), Some(1)));
+    assert!(doc["options"].as_object().unwrap().keys().all(|k| !k.starts_with("debug_")), "{doc}");
 }
 
 /// The check can fail: a rank that flips a bit of what it receives makes the run exit 1, in
@@ -146,6 +152,7 @@ fn bad_layouts_are_one_line_and_exit_2() {
         (&["step", "--dtype", "int8"][..], "step --dtype"),
         (&["step", "--dp", "fsdp"][..], "step --dp"),
         (&["step", "--layouts", "some"][..], "step --layouts"),
+        (&["step", "-T", "soon"][..], "step -T/--timeout: "),
         (&["step", "--backend", "gloo"][..], "--backend: unknown backend 'gloo'; expected mpi or nccl"),
     ] {
         let args: Vec<&str> = args.iter().copied().chain(["--csv", "never.csv"]).collect();

@@ -1,10 +1,11 @@
 //! `coll-bench step [OPTIONS]`: one training step's communication.
 
-use super::values::{count_flag, size_flag};
+use super::values::{count_flag, size_flag, timeout};
 use super::Clap;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{Dim, Grid, Layout};
+use crate::options::Timeout;
 use crate::step::model::{DpStyle, Model};
 use crate::step::{LayoutChoice, StepOptions};
 use std::path::PathBuf;
@@ -26,7 +27,7 @@ Examples:
   mpirun -n 4 coll-bench step --layout tp=2,dp=*
   mpirun -n 8 -H node1:4,node2:4 coll-bench step --layouts all --layers 8 --hidden 2048
   mpirun -n 8 -H gpu1:4,gpu2:4 coll-bench step --backend nccl --layouts all
-Exit codes: 0 ok, 1 wrong data, 2 usage or setup error."
+Exit codes: 0 ok, 1 wrong data, 2 usage or setup error, or a call that outlived -T."
 )]
 pub struct StepArgs {
     /// Layout: tp=T,pp=P,dp=D, any of them (a missing one is 1), one may be * (filled from the world size)
@@ -90,6 +91,11 @@ pub struct StepArgs {
     /// Write the results as JSON to PATH
     #[arg(long = "json", value_name = "PATH")]
     pub json: Option<PathBuf>,
+    /// Stop the whole job (exit 2) when a call has not finished SECONDS after it was expected to,
+    /// e.g. a host or link gone or a rank stopped (5, 2.5, 30s); 0: never [default: max(5 min,
+    /// 20x the longest step so far)]
+    #[arg(short = 'T', long = "timeout", value_name = "SECONDS")]
+    pub timeout: Option<String>,
     /// Replace output files that exist (regular files only)
     #[arg(long = "force", visible_alias = "overwrite")]
     pub force: bool,
@@ -99,6 +105,17 @@ pub struct StepArgs {
     /// Testing only: flip a bit of every output this rank receives in the check pass
     #[arg(long = "debug-corrupt-rank", value_name = "RANK", hide = true)]
     pub debug_corrupt_rank: Option<usize>,
+    /// Testing only: RANK stops itself (SIGSTOP) before its first DIM call of the first timed step
+    #[arg(long = "debug-stop-rank", value_name = "RANK:DIM", hide = true)]
+    pub debug_stop_rank: Option<String>,
+}
+
+/// `RANK:DIM` of the hidden `--debug-stop-rank` flag (DIM: tp, pp or dp).
+fn stop_rank(v: &str) -> Result<(usize, Dim)> {
+    let dim = |d: &str| [Dim::Tp, Dim::Pp, Dim::Dp].into_iter().find(|x| x.name() == d);
+    v.split_once(':')
+        .and_then(|(r, d)| Some((r.parse().ok()?, dim(d)?)))
+        .ok_or_else(|| Error::usage(format!("step --debug-stop-rank: '{v}' is not RANK:DIM (DIM: tp, pp or dp)")))
 }
 
 /// A positive whole number for `flag`.
@@ -213,7 +230,9 @@ pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
         csv: if a.no_csv { None } else { Some(a.csv) },
         json: a.json,
         files: crate::options::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
+        timeout: a.timeout.as_deref().map(|v| timeout("step -T/--timeout", v)).transpose()?.unwrap_or(Timeout::Auto),
         debug_corrupt_rank: a.debug_corrupt_rank,
+        debug_stop_rank: a.debug_stop_rank.as_deref().map(stop_rank).transpose()?,
     }))
 }
 
@@ -244,6 +263,41 @@ mod tests {
             assert!(e.starts_with("step --layout ") && e.contains(says), "{bad}: {e}");
             assert!(e.ends_with(&format!("; accepted: {LAYOUT_FORM}")), "{bad}: {e}");
             assert!(!e.contains('\n'), "{bad}: {e}");
+        }
+    }
+
+    fn run(args: &[&str]) -> std::result::Result<StepOptions, String> {
+        let argv: Vec<String> = std::iter::once("step").chain(args.iter().copied()).map(String::from).collect();
+        match parse(&argv) {
+            Ok(Clap::Args(o)) => Ok(o),
+            Ok(Clap::Info(t)) => Err(format!("info: {t}")),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// `-T` as the sweep's: the same forms, default and `0`; errors name step's flag.
+    #[test]
+    fn timeout_as_the_sweeps() {
+        assert_eq!(run(&[]).unwrap().timeout, Timeout::Auto, "a generous limit by default");
+        assert_eq!(run(&["-T", "0"]).unwrap().timeout, Timeout::Off);
+        assert_eq!(run(&["-T", "5"]).unwrap().timeout, Timeout::Fixed(5.0));
+        assert_eq!(run(&["--timeout", "2.5"]).unwrap().timeout, Timeout::Fixed(2.5));
+        assert_eq!(run(&["--timeout=30s"]).unwrap().timeout, Timeout::Fixed(30.0));
+        assert_eq!(run(&["-T", "500ms"]).unwrap().timeout, Timeout::Fixed(0.5));
+        for bad in ["-1", "x", "1e9", ""] {
+            let e = run(&["-T", bad]).unwrap_err();
+            assert!(e.starts_with("step -T/--timeout: ") && e.contains("expected seconds"), "{bad:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    #[test]
+    fn debug_stop_rank_is_rank_and_dimension() {
+        assert_eq!(run(&[]).unwrap().debug_stop_rank, None);
+        assert_eq!(run(&["--debug-stop-rank", "3:pp"]).unwrap().debug_stop_rank, Some((3, Dim::Pp)));
+        for bad in ["3", "x:tp", "1:ep", "1:"] {
+            let e = run(&["--debug-stop-rank", bad]).unwrap_err();
+            assert!(e.starts_with("step --debug-stop-rank: ") && e.contains("RANK:DIM"), "{bad}: {e}");
         }
     }
 

@@ -196,7 +196,7 @@ impl Args {
         let (backend, implementation) = backend(&self.backend, &self.implementation, &collectives)?;
         let csv = self.csv_target()?;
         let debug_slow_rank = self.debug_slow_rank.as_deref().map(slow_rank).transpose()?;
-        let timeout = self.timeout.as_deref().map(timeout).transpose()?.unwrap_or(Timeout::Auto);
+        let timeout = self.timeout.as_deref().map(|v| timeout("-T/--timeout", v)).transpose()?.unwrap_or(Timeout::Auto);
         self.check_paths()?;
         let max_points: u64 = self.max_points.trim().parse().map_err(|_| {
             Error::usage(format!(

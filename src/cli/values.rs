@@ -69,12 +69,12 @@ pub fn slow_rank(v: &str) -> Result<(usize, u64)> {
         .ok_or_else(|| Error::usage(format!("--debug-slow-rank: '{v}' is not RANK:MICROSECONDS")))
 }
 
-/// `-T/--timeout`: seconds (`5`, `2.5`) or a duration (`30s`, `1m`), above 0, at most a day;
-/// `0` turns the watchdog off.
-pub fn timeout(v: &str) -> Result<Timeout> {
+/// `-T/--timeout` (`flag`: as the subcommand names it): seconds (`5`, `2.5`) or a duration
+/// (`30s`, `1m`), above 0, at most a day; `0` turns the watchdog off.
+pub fn timeout(flag: &str, v: &str) -> Result<Timeout> {
     const DAY: Form =
         Form { zero_ok: true, max_s: 86400.0, expected: "seconds up to a day, e.g. 5, 2.5 or 30s, or 0 for no limit" };
-    let secs = duration::parse("-T/--timeout", v, DAY)?;
+    let secs = duration::parse(flag, v, DAY)?;
     Ok(if secs == 0.0 { Timeout::Off } else { Timeout::Fixed(secs) })
 }
 

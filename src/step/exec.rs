@@ -10,11 +10,12 @@ use super::model::{plan, CallGroup, Dim, DimPlan, DpStyle, DIMS};
 use super::schedule::{slots, Dir, Exchange, Slot};
 use super::{DimResult, LayoutResult, StepOptions};
 use crate::backend::{Backend, Buf, Call};
-use crate::collective::{Ctx, Kind};
+use crate::collective::{Ctx, Kind, Layout};
 use crate::dtype::{DType, Op};
 use crate::error::Result;
 use crate::options::{BackendKind, Options};
 use crate::verify::{fill_input, verify, GUARD_BYTES, SENTINEL};
+use crate::watchdog::{Phase, StepPart, StepPass, StepTask, Task, Watchdog};
 use crate::world::World;
 
 use super::model::{Model, Shape};
@@ -122,6 +123,7 @@ struct Group {
 
 struct Runner<'a> {
     world: &'a World,
+    shape: Shape,
     grid: Grid,
     wire: DType,
     tp: Option<Group>,
@@ -131,6 +133,30 @@ struct Runner<'a> {
     samples: Vec<f64>,
     /// Testing only: flip a bit of each output received in the check pass.
     corrupt: bool,
+    /// `-T`: armed once per pass (the same sequence on every rank), re-armed per call.
+    watchdog: Option<&'a Watchdog>,
+    /// The pass being run, for the watchdog's message.
+    pass: StepPass,
+    alone: Option<Dim>,
+    /// The longest step so far on this rank, seconds: what any one part of a step is expected
+    /// to take at most (0 before the first: `-T` alone).
+    est_s: f64,
+    /// Testing only: stop this rank (SIGSTOP) before its first call of this dimension in the
+    /// first timed step.
+    stop: Option<Dim>,
+}
+
+/// The watchdog's task for a part of a step of the layout `shape`.
+fn step_task(shape: &Shape, pass: StepPass, alone: Option<Dim>, part: StepPart, rank: usize, call: Call) -> Task {
+    let layout = [shape.tp, shape.pp, shape.dp];
+    Task { call, phase: Phase::Step(StepTask { layout, pass, alone, part, rank }), calls: 1 }
+}
+
+/// The call of a part that is not a collective of the model's (a barrier, an exchange), with
+/// `bytes` to show.
+fn bytes_call(kind: Kind, bytes: u64) -> Call {
+    let layout = Layout { alg_count: bytes as usize, ..Layout::default() };
+    Call { kind, dtype: DType::Uint8, op: Op::Sum, root: 0, layout, in_place: false }
 }
 
 /// The byte of element `i` of the transfer `x` from `src` (a pattern the receiver can predict).
@@ -140,6 +166,36 @@ fn pp_byte(src: usize, dir: Dir, mb: u64, i: usize) -> u8 {
 }
 
 impl Runner<'_> {
+    /// A new pass: armed (a new step of the watchdog's, announced), its barrier first.
+    fn begin(&mut self, pass: StepPass, alone: Option<Dim>) {
+        (self.pass, self.alone) = (pass, alone);
+        if let Some(w) = self.watchdog {
+            w.arm(self.task(StepPart::Barrier, bytes_call(Kind::Barrier, 0)), self.est_s);
+        }
+    }
+
+    fn task(&self, part: StepPart, call: Call) -> Task {
+        step_task(&self.shape, self.pass, self.alone, part, self.world.rank, call)
+    }
+
+    /// The next part of the pass: re-armed with its own deadline, under the pass's step.
+    fn watch(&self, part: StepPart, call: Call) {
+        if let Some(w) = self.watchdog {
+            w.rearm(self.task(part, call), self.est_s);
+        }
+    }
+
+    /// Testing only (`--debug-stop-rank`): stop here, as a rank stopped from outside would.
+    fn maybe_stop(&mut self, dim: Dim) {
+        if self.stop == Some(dim) && self.alone.is_none() && matches!(self.pass, StepPass::Timed { i: 1, .. }) {
+            self.stop = None;
+            // SAFETY: raise(3) with a signal number; the process stops until SIGCONT or SIGKILL.
+            unsafe {
+                libc::raise(libc::SIGSTOP);
+            }
+        }
+    }
+
     fn group(&mut self, dim: Dim) -> &mut Group {
         match dim {
             Dim::Tp => self.tp.as_mut(),
@@ -160,6 +216,9 @@ impl Runner<'_> {
         let layout = spec.layout(elems, g.size, g.rank, convention);
         let call = Call { kind, dtype: wire, op, root: 0, layout, in_place: false };
         let c = Ctx { rank: g.rank, nranks: g.size, root: 0, in_place: false, convention, layout };
+        self.maybe_stop(dim);
+        self.watch(StepPart::Coll(dim), call);
+        let g = self.group(dim);
         let guard_from = layout.recv_count * elem;
         if check {
             g.backend.write(Buf::Recv, guard_from + GUARD_BYTES, &mut |b| b.fill(SENTINEL))?;
@@ -202,6 +261,8 @@ impl Runner<'_> {
         let n = bytes as usize;
         let to = x.send.map(|s| peer(s.dir, true));
         let from = x.recv.map(|r| peer(r.dir, false));
+        self.maybe_stop(Dim::Pp);
+        self.watch(StepPart::Pp { to: to.map(|p| p.1), from: from.map(|p| p.1) }, bytes_call(Kind::SendRecv, bytes));
         let corrupt = self.corrupt;
         let me = self.world.rank;
         let g = self.pp.as_mut().expect("a pipeline group where the step has PP exchanges");
@@ -227,12 +288,20 @@ impl Runner<'_> {
         Ok((secs, wrong))
     }
 
-    /// One step of `prog`, running only the dimensions in `only`: seconds per dimension (TP,
-    /// PP, DP), the step's wall time on this rank, and the elements wrong when `check`.
-    fn step(&mut self, prog: &[Action], only: &[Dim], check: bool) -> Result<([f64; 3], f64, u64)> {
+    /// One step of `prog` (the pass `pass`, watched), running only the dimensions in `only`
+    /// (`alone`: one of several): seconds per dimension (TP, PP, DP), the step's wall time on
+    /// this rank, and the elements wrong when `check`.
+    fn step(
+        &mut self,
+        prog: &[Action],
+        only: &[Dim],
+        (pass, alone): (StepPass, Option<Dim>),
+        check: bool,
+    ) -> Result<([f64; 3], f64, u64)> {
         let mut per = [0.0f64; 3];
         let mut wrong = 0;
         let idx = |d: Dim| DIMS.iter().position(|x| *x == d).unwrap_or(0);
+        self.begin(pass, alone);
         self.world.barrier();
         let t0 = mpi::time();
         for op in prog {
@@ -250,18 +319,28 @@ impl Runner<'_> {
                 _ => {}
             }
         }
-        Ok((per, mpi::time() - t0, wrong))
+        let wall = mpi::time() - t0;
+        self.watch(StepPart::Results, bytes_call(Kind::Barrier, 0));
+        self.est_s = self.est_s.max(wall);
+        Ok((per, wall, wrong))
     }
 
     /// `warmup` then `iters` steps: mean seconds per step per dimension and of the wall time,
-    /// each the slowest rank's.
-    fn timed(&mut self, prog: &[Action], only: &[Dim], warmup: u64, iters: u64) -> Result<([f64; 3], f64)> {
+    /// each the slowest rank's. `alone`: `only` is one dimension of several.
+    fn timed(
+        &mut self,
+        prog: &[Action],
+        only: &[Dim],
+        alone: Option<Dim>,
+        warmup: u64,
+        iters: u64,
+    ) -> Result<([f64; 3], f64)> {
         for _ in 0..warmup {
-            self.step(prog, only, false)?;
+            self.step(prog, only, (StepPass::WarmUp, alone), false)?;
         }
         let (mut per, mut wall) = ([0.0f64; 3], 0.0);
-        for _ in 0..iters {
-            let (p, w, _) = self.step(prog, only, false)?;
+        for i in 1..=iters {
+            let (p, w, _) = self.step(prog, only, (StepPass::Timed { i, of: iters }, alone), false)?;
             per.iter_mut().zip(p).for_each(|(a, b)| *a += b);
             wall += w;
         }
@@ -311,8 +390,20 @@ fn busbw(plan: &DimPlan, secs: f64) -> f64 {
     }
 }
 
-/// Run `shape`'s step on every rank: whole, each dimension alone, then checked.
-pub fn run_layout(world: &World, opts: &StepOptions, shape: &Shape) -> Result<LayoutResult> {
+/// Run `shape`'s step on every rank: whole, each dimension alone, then checked; every part of
+/// it under `watchdog` (`-T`), from the set-up of its groups to the exchange of its results.
+pub fn run_layout(
+    world: &World,
+    opts: &StepOptions,
+    shape: &Shape,
+    watchdog: Option<&Watchdog>,
+) -> Result<LayoutResult> {
+    if let Some(w) = watchdog {
+        w.arm(
+            step_task(shape, StepPass::SetUp, None, StepPart::Barrier, world.rank, bytes_call(Kind::Barrier, 0)),
+            0.0,
+        );
+    }
     let model = &opts.model;
     let plans = plan(model, shape);
     let wire = wire_dtype(opts.dtype, opts.backend, opts.check);
@@ -321,16 +412,31 @@ pub fn run_layout(world: &World, opts: &StepOptions, shape: &Shape) -> Result<La
     let grid = shape.grid();
     let group = |d: Dim| find(d).map(|p| make_group(world, &bopts, &grid, d, p, wire)).transpose();
     let (tp, pp, dp) = (group(Dim::Tp)?, group(Dim::Pp)?, group(Dim::Dp)?);
-    let mut r =
-        Runner { world, grid, wire, tp, dp, pp, samples: vec![], corrupt: opts.debug_corrupt_rank == Some(world.rank) };
+    let mut r = Runner {
+        world,
+        shape: *shape,
+        grid,
+        wire,
+        tp,
+        dp,
+        pp,
+        samples: vec![],
+        corrupt: opts.debug_corrupt_rank == Some(world.rank),
+        watchdog,
+        pass: StepPass::SetUp,
+        alone: None,
+        est_s: 0.0,
+        stop: opts.debug_stop_rank.filter(|(rank, _)| *rank == world.rank).map(|(_, d)| d),
+    };
     let prog = program(model, shape, world.rank);
     let dims: Vec<Dim> = plans.iter().map(|p| p.dim).collect();
-    let (per, step_s) = r.timed(&prog, &dims, opts.warmup, opts.iters)?;
+    let (per, step_s) = r.timed(&prog, &dims, None, opts.warmup, opts.iters)?;
     let mut results = vec![];
     for p in &plans {
         let i = DIMS.iter().position(|x| *x == p.dim).unwrap_or(0);
         // Alone: the same calls, the other dimensions idle (no warm-up beyond the first run's).
-        let (alone, _) = r.timed(&prog, &[p.dim], opts.warmup.min(1), opts.iters)?;
+        let only_one = (dims.len() > 1).then_some(p.dim);
+        let (alone, _) = r.timed(&prog, &[p.dim], only_one, opts.warmup.min(1), opts.iters)?;
         results.push(DimResult {
             dim: p.dim,
             group_size: p.group_size,
@@ -345,7 +451,7 @@ pub fn run_layout(world: &World, opts: &StepOptions, shape: &Shape) -> Result<La
         });
     }
     let wrong = if opts.check {
-        let (_, _, w) = r.step(&prog, &dims, true)?;
+        let (_, _, w) = r.step(&prog, &dims, (StepPass::Check, None), true)?;
         Some(world.sum_u64(w))
     } else {
         None
@@ -386,7 +492,9 @@ mod tests {
             csv: None,
             json: None,
             files: crate::options::Policy::default(),
+            timeout: crate::options::Timeout::Auto,
             debug_corrupt_rank: None,
+            debug_stop_rank: None,
         };
         let dp3 = Shape { tp: 2, pp: 1, dp: 3 };
         let why = nccl_unfit(&opts(nccl, true, DpStyle::Ddp), &dp3).unwrap();

@@ -51,8 +51,13 @@ pub struct StepOptions {
     pub csv: Option<Option<PathBuf>>,
     pub json: Option<PathBuf>,
     pub files: crate::report::Policy,
+    /// `-T/--timeout`, as the sweep's: every part of a step is watched.
+    pub timeout: crate::options::Timeout,
     /// Testing only: this rank flips a bit of every output it receives in the check pass.
     pub debug_corrupt_rank: Option<usize>,
+    /// Testing only: this rank stops itself (SIGSTOP) before its first call of this dimension
+    /// in the first timed step.
+    pub debug_stop_rank: Option<(usize, Dim)>,
 }
 
 /// One dimension's measured cost.
@@ -147,16 +152,31 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     backend_lines.push(backend.groups_via());
     drop(backend);
     let now = chrono::Utc::now();
+    // Each file whole from the start, so a run ended by the watchdog (`-T`) leaves whole files:
+    // the CSV's header (then whole rows), the JSON's run with `"complete": false` (replaced by
+    // the whole document at the end).
     let created = if world.rank == 0 {
         let csv = match &opts.csv {
             Some(Some(p)) => Some(crate::report::AppendFile::create("step --csv", p, opts.files)),
             Some(None) => Some(crate::report::create_default_csv("step --csv", "step", &now)),
             None => None,
         }
-        .transpose();
+        .transpose()
+        .and_then(|c| {
+            c.map(|f| with_head(f, |f| crate::report::csv::append_record(f, "step --csv", CSV_HEAD))).transpose()
+        });
         csv.and_then(|c| {
-            let j =
-                opts.json.as_ref().map(|p| crate::report::AppendFile::create("step --json", p, opts.files)).transpose();
+            let j = opts
+                .json
+                .as_ref()
+                .map(|p| crate::report::AppendFile::create("step --json", p, opts.files))
+                .transpose()
+                .and_then(|j| {
+                    let run = json_doc(world, opts, &now, &backend_lines, None);
+                    let mut line = serde_json::to_vec(&run).expect("the run serialises");
+                    line.push(b'\n');
+                    j.map(|f| with_head(f, |f| f.append(&line))).transpose()
+                });
             match j {
                 Ok(j) => Ok(Some((c, j))),
                 Err(e) => {
@@ -169,6 +189,8 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
         Ok(None)
     };
     let (mut csv, json) = world.agree(created)?.unwrap_or((None, None));
+    // `-T`: every part of every step watched (collective: every rank starts it).
+    let watchdog = crate::watchdog::Watchdog::start(world, opts.timeout);
 
     let t0 = mpi::time();
     if world.rank == 0 {
@@ -177,14 +199,17 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     let mut results = vec![];
     let mut written: Result<()> = Ok(());
     for shape in &shapes {
-        let r = exec::run_layout(world, opts, shape)?;
+        let r = exec::run_layout(world, opts, shape, watchdog.as_ref())?;
         if world.rank == 0 {
             print_layout(&r);
             if let (Some(f), Ok(())) = (csv.as_mut(), &written) {
-                written = write_csv(f, opts, &r, results.is_empty());
+                written = write_csv(f, opts, &r);
             }
         }
         results.push(r);
+    }
+    if let Some(w) = &watchdog {
+        w.disarm();
     }
     let elapsed = mpi::time() - t0;
     if world.rank != 0 {
@@ -194,23 +219,12 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     }
     print_ranking(&results, elapsed);
     if let (Some(f), Ok(())) = (json, &written) {
-        let doc = serde_json::json!({
-            "version": env!("CARGO_PKG_VERSION"),
-            "timestamp": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-            "ranks": world.size,
-            "hosts": world.ranks_by_host(),
-            "options": opts,
-            "backend": opts.backend.name(),
-            "backend_details": backend_lines,
-            "compute_modelled": false,
-            "overlap_assumed": false,
-            "layouts": results,
-        });
-        let mut f = f;
+        let doc = json_doc(world, opts, &now, &backend_lines, Some(&results));
         let mut bytes = serde_json::to_vec_pretty(&doc).expect("results serialise");
         bytes.push(b'\n');
-        written = f.append(&bytes).map(|_| {
-            println!("{}", crate::report::written_line(f.real_path(), "JSON"));
+        let path = f.real_path().to_path_buf();
+        written = f.replace_with(&bytes).map(|_| {
+            println!("{}", crate::report::written_line(&path, "JSON"));
         });
     }
     if let (Some(f), Ok(())) = (&csv, &written) {
@@ -219,6 +233,51 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     world.agree(written)?;
     let wrong = results.iter().any(|r| r.wrong.unwrap_or(0) > 0);
     Ok(if wrong { exit::WRONG } else { exit::OK })
+}
+
+/// `f` with its first record written by `write`; removed when that fails.
+fn with_head(
+    mut f: crate::report::AppendFile,
+    write: impl FnOnce(&mut crate::report::AppendFile) -> Result<()>,
+) -> Result<crate::report::AppendFile> {
+    match write(&mut f) {
+        Ok(()) => Ok(f),
+        Err(e) => {
+            f.remove();
+            Err(e)
+        }
+    }
+}
+
+/// The JSON document: the run, and with `results` the layouts (`"complete": true`); without,
+/// the run alone, the file's content while the layouts run (`"complete": false`).
+fn json_doc(
+    world: &World,
+    opts: &StepOptions,
+    now: &chrono::DateTime<chrono::Utc>,
+    backend_lines: &[String],
+    results: Option<&[LayoutResult]>,
+) -> serde_json::Value {
+    let mut options = serde_json::to_value(opts).expect("the options serialise");
+    if let Some(o) = options.as_object_mut() {
+        o.retain(|k, _| !k.starts_with("debug_"));
+    }
+    let mut doc = serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "timestamp": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "complete": results.is_some(),
+        "ranks": world.size,
+        "hosts": world.ranks_by_host(),
+        "options": options,
+        "backend": opts.backend.name(),
+        "backend_details": backend_lines,
+        "compute_modelled": false,
+        "overlap_assumed": false,
+    });
+    if let (Some(r), Some(o)) = (results, doc.as_object_mut()) {
+        o.insert("layouts".into(), serde_json::json!(r));
+    }
+    doc
 }
 
 fn print_header(world: &World, opts: &StepOptions, shapes: &[Shape], left_out: &[(Shape, String)], backend: &[String]) {
@@ -373,11 +432,9 @@ const CSV_HEAD: [&str; 20] = [
     "backend",
 ];
 
-fn write_csv(f: &mut crate::report::AppendFile, opts: &StepOptions, r: &LayoutResult, head: bool) -> Result<()> {
+/// One row per dimension of `r` (the header is written when the file is created).
+fn write_csv(f: &mut crate::report::AppendFile, opts: &StepOptions, r: &LayoutResult) -> Result<()> {
     let mut record = |fields: &[String]| crate::report::csv::append_record(f, "step --csv", fields);
-    if head {
-        record(&CSV_HEAD.map(String::from))?;
-    }
     let m = &opts.model;
     for d in &r.dims {
         record(&[

@@ -5,7 +5,7 @@
 //! says what it waits in and on whom (`own_view`).
 
 use super::channel::State;
-use super::{Phase, Task};
+use super::{Phase, StepPart, StepPass, StepTask, Task};
 use crate::collective::{partner, Kind};
 use crate::world::rank_list;
 use std::collections::BTreeMap;
@@ -26,7 +26,37 @@ pub fn describe(task: &Task) -> String {
         Phase::Timed => format!("{what})"),
         Phase::Check => format!("{what}, check call)"),
         Phase::Results => format!("the exchange of results after {what})"),
+        Phase::Step(t) => describe_step(task, &t),
     }
+}
+
+/// Where `coll-bench step` is: the pass, and where the rank that armed it waits, e.g. `timed
+/// step 2 of 5 of layout tp=2, pp=1, dp=2 (rank 0 waits in tp all-reduce of 524288 B, float)`.
+/// The pass is what every rank shares (its step number); the part is this rank's own.
+fn describe_step(task: &Task, t: &StepTask) -> String {
+    let [tp, pp, dp] = t.layout;
+    let layout = format!("layout tp={tp}, pp={pp}, dp={dp}");
+    let alone = t.alone.map(|d| format!(", {d} alone")).unwrap_or_default();
+    let pass = match t.pass {
+        StepPass::SetUp => return format!("the set-up of {layout} (its groups' communicators and buffers)"),
+        StepPass::WarmUp => format!("the warm-up step of {layout}{alone}"),
+        StepPass::Timed { i, of } => format!("timed step {i} of {of} of {layout}{alone}"),
+        StepPass::Check => format!("the check step of {layout}"),
+    };
+    let c = &task.call;
+    let bytes = c.layout.alg_count * c.dtype.size();
+    let part = match t.part {
+        StepPart::Barrier => "the barrier that starts it".to_string(),
+        StepPart::Coll(d) => format!("{d} {} of {bytes} B, {}", c.kind.name(), c.dtype.name()),
+        StepPart::Pp { to: Some(to), from: Some(from) } => {
+            format!("pp sendrecv of {bytes} B, to rank {to}, from rank {from}")
+        }
+        StepPart::Pp { to: Some(to), from: None } => format!("pp send of {bytes} B to rank {to}"),
+        StepPart::Pp { to: None, from: Some(from) } => format!("pp receive of {bytes} B from rank {from}"),
+        StepPart::Pp { to: None, from: None } => "pp, nothing to exchange".to_string(),
+        StepPart::Results => "the exchange of results after it".to_string(),
+    };
+    format!("{pass} (rank {} waits in {part})", t.rank)
 }
 
 /// `rank 1 (node2)`, `ranks 0,2-3 (node1, node2)`.
@@ -104,8 +134,18 @@ pub fn own_view(task: &Task, limit_s: f64, rank: usize, hosts: &[String]) -> Str
 fn peers(task: &Task, rank: usize, n: usize) -> Vec<usize> {
     let c = &task.call;
     let others = || (0..n).filter(|&r| r != rank).collect::<Vec<_>>();
-    if task.phase == Phase::Results {
-        return others();
+    match task.phase {
+        Phase::Results => return others(),
+        // A step's call waits on its group (not known here) or its pipeline neighbours.
+        Phase::Step(StepTask { part: StepPart::Coll(_), .. }) => return vec![],
+        Phase::Step(StepTask { part: StepPart::Pp { to, from }, .. }) => {
+            let mut p: Vec<usize> = to.into_iter().chain(from).collect();
+            p.sort_unstable();
+            p.dedup();
+            return p;
+        }
+        Phase::Step(_) => return others(),
+        _ => {}
     }
     match c.kind {
         Kind::SendRecv => {
@@ -163,6 +203,51 @@ mod tests {
         assert!(m.contains("(float, out-of-place, 40 timed calls)") && m.contains("waiting on rank 0 (n1)"), "{m}");
         let m = own_view(&task(Kind::Barrier, Phase::Results, 1), 5.0, 0, &hosts());
         assert!(m.starts_with("the exchange of results after barrier (out-of-place) did not finish"), "{m}");
+    }
+
+    fn step_task(part: StepPart, pass: StepPass, alone: Option<crate::layout::Dim>) -> Task {
+        let layout = Layout { alg_count: 131072, ..Layout::default() };
+        let call = Call { kind: Kind::AllReduce, dtype: DType::Float32, op: Op::Sum, root: 0, layout, in_place: false };
+        Task { call, phase: Phase::Step(StepTask { layout: [2, 1, 2], pass, alone, part, rank: 2 }), calls: 1 }
+    }
+
+    #[test]
+    fn a_step_names_its_pass_layout_dimension_call_and_size() {
+        use crate::layout::Dim;
+        let timed = StepPass::Timed { i: 2, of: 5 };
+        assert_eq!(
+            describe(&step_task(StepPart::Coll(Dim::Tp), timed, None)),
+            "timed step 2 of 5 of layout tp=2, pp=1, dp=2 (rank 2 waits in tp all-reduce of 524288 B, float)"
+        );
+        assert_eq!(
+            describe(&step_task(StepPart::Coll(Dim::Dp), StepPass::WarmUp, Some(Dim::Dp))),
+            "the warm-up step of layout tp=2, pp=1, dp=2, dp alone (rank 2 waits in dp all-reduce of 524288 B, float)"
+        );
+        let mut t = step_task(StepPart::Pp { to: Some(3), from: Some(1) }, StepPass::Check, None);
+        t.call.dtype = DType::Uint8;
+        assert_eq!(
+            describe(&t),
+            "the check step of layout tp=2, pp=1, dp=2 (rank 2 waits in pp sendrecv of 131072 B, to rank 3, from rank 1)"
+        );
+        t.phase = Phase::Step(StepTask { part: StepPart::Pp { to: None, from: Some(0) }, ..step_task_of(&t) });
+        assert!(describe(&t).ends_with("(rank 2 waits in pp receive of 131072 B from rank 0)"), "{}", describe(&t));
+        // own view: a PP exchange waits on its neighbour, a collective on a group not known here.
+        assert!(own_view(&t, 5.0, 2, &hosts()).contains("; waiting on rank 0 (n1); aborting the job"));
+        let m = own_view(&step_task(StepPart::Coll(Dim::Tp), timed, None), 5.0, 2, &hosts());
+        assert!(m.ends_with("did not finish within 5 s on rank 2 (n1); aborting the job"), "{m}");
+        assert_eq!(
+            describe(&step_task(StepPart::Barrier, StepPass::SetUp, None)),
+            "the set-up of layout tp=2, pp=1, dp=2 (its groups' communicators and buffers)"
+        );
+        assert!(describe(&step_task(StepPart::Results, timed, None))
+            .ends_with("(rank 2 waits in the exchange of results after it)"));
+    }
+
+    fn step_task_of(t: &Task) -> StepTask {
+        match t.phase {
+            Phase::Step(s) => s,
+            _ => panic!("not a step"),
+        }
     }
 
     #[test]

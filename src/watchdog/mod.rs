@@ -11,6 +11,11 @@
 //! the check call have no estimate: `-T` alone. Without `-T`, a step may take max(5 min, 20× its
 //! expected time); `-T 0` turns the watchdog off.
 //!
+//! `coll-bench step` arms it once per pass of a layout (`Phase::Step`: the set-up, each warm-up,
+//! timed and check step), so the steps are numbered alike on every rank although a pipeline
+//! stage's calls are not another's, and re-arms it (`rearm`: a new deadline and description,
+//! the same step) for each call of the pass, so the line says where the reporting rank waits.
+//!
 //! When the deadline passes, the ranks find out over the side channel who does not answer any
 //! more, and the lowest rank that does prints one line for the job (`inquiry`, `message`), then
 //! every rank ends with exit code 2 (`_exit`: no MPI call, which could block on the broken
@@ -41,6 +46,7 @@ mod pmi;
 
 use crate::backend::Call;
 use crate::error::exit;
+use crate::layout::Dim;
 use crate::mpi_error;
 use crate::options::Timeout;
 use crate::world::World;
@@ -79,6 +85,48 @@ pub enum Phase {
     Timed,
     Check,
     /// The exchanges of timings and check results after a batch (small collectives).
+    Results,
+    /// A part of `coll-bench step`'s pass (`Task::calls` is 1).
+    Step(StepTask),
+}
+
+/// Where `coll-bench step` is, for the message: the pass (armed once per pass, so the same
+/// sequence of steps on every rank, whatever its stage's program) and the part of it this rank
+/// is in (re-armed per call, `Watchdog::rearm`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepTask {
+    /// The layout's tp, pp and dp.
+    pub layout: [usize; 3],
+    pub pass: StepPass,
+    /// The pass runs this dimension's calls alone (the others idle).
+    pub alone: Option<Dim>,
+    pub part: StepPart,
+    /// The rank that armed it (the message says where it waits).
+    pub rank: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepPass {
+    /// The layout's groups: communicators and buffers.
+    SetUp,
+    WarmUp,
+    /// Timed step `i` (from 1) of `of`.
+    Timed {
+        i: u64,
+        of: u64,
+    },
+    Check,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StepPart {
+    /// The barrier that starts the pass.
+    Barrier,
+    /// A collective of tp or dp: the task's call.
+    Coll(Dim),
+    /// PP's exchange of the call's bytes with the neighbouring stages (world ranks).
+    Pp { to: Option<usize>, from: Option<usize> },
+    /// The exchange of results (and whatever runs until the next pass is armed).
     Results,
 }
 
@@ -182,6 +230,22 @@ impl Watchdog {
         if let Some(ch) = &s.channel {
             ch.announce(step);
         }
+    }
+
+    /// Watch another part of the step armed last (`Phase::Step`: each call of a pass), with a
+    /// deadline of its own: the step's number stays and nothing is announced, so the sequence
+    /// of steps stays the same on every rank (a pipeline stage's calls are not another's).
+    pub fn rearm(&self, task: Task, expected_s: f64) {
+        let Some(limit) = self.timeout.limit_s(expected_s) else { return };
+        let s = &self.shared;
+        let now = s.epoch.elapsed().as_nanos() as u64;
+        {
+            let mut c = s.current.lock().unwrap_or_else(|e| e.into_inner());
+            c.task = Some(task);
+            c.armed_at_ns = now;
+        }
+        s.limit_ns.store((limit * 1e9) as u64, Ordering::Relaxed);
+        s.deadline_ns.store((now + (limit * 1e9) as u64).max(1), Ordering::Release);
     }
 
     pub fn disarm(&self) {
@@ -430,6 +494,13 @@ mod tests {
         }
         std::thread::sleep(Duration::from_millis(100));
         assert_eq!(w.shared.state().step, 5);
+        // Re-arming watches another part of the same step: its number stays.
+        w.arm(task(), 0.0);
+        w.rearm(Task { phase: Phase::Check, ..task() }, 0.0);
+        let s = w.shared.state();
+        assert_eq!((s.step, s.armed), (6, true));
+        assert!(s.desc.ends_with("check call)"), "{}", s.desc);
+        w.disarm();
         drop(w); // joins the thread: it did not end the process
     }
 }
