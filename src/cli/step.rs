@@ -275,15 +275,22 @@ mod tests {
         }
     }
 
-    /// `-T` as the sweep's: the same forms, default and `0`; errors name step's flag.
+    /// `-T` as the sweep's: every form gives what the sweep's gives (whose own test pins the
+    /// values); errors name step's flag.
     #[test]
     fn timeout_as_the_sweeps() {
+        let sweep = |args: &[&str]| {
+            let argv: Vec<String> =
+                std::iter::once("coll-bench").chain(args.iter().copied()).map(String::from).collect();
+            match crate::cli::sweep::parse(&argv) {
+                Ok(Clap::Args(o)) => o.timeout,
+                _ => panic!("the sweep refused {args:?}"),
+            }
+        };
+        for form in [&[][..], &["-T", "0"], &["-T", "5"], &["--timeout", "2.5"], &["--timeout=30s"], &["-T", "500ms"]] {
+            assert_eq!(run(form).unwrap().timeout, sweep(form), "{form:?}");
+        }
         assert_eq!(run(&[]).unwrap().timeout, Timeout::Auto, "a generous limit by default");
-        assert_eq!(run(&["-T", "0"]).unwrap().timeout, Timeout::Off);
-        assert_eq!(run(&["-T", "5"]).unwrap().timeout, Timeout::Fixed(5.0));
-        assert_eq!(run(&["--timeout", "2.5"]).unwrap().timeout, Timeout::Fixed(2.5));
-        assert_eq!(run(&["--timeout=30s"]).unwrap().timeout, Timeout::Fixed(30.0));
-        assert_eq!(run(&["-T", "500ms"]).unwrap().timeout, Timeout::Fixed(0.5));
         for bad in ["-1", "x", "1e9", ""] {
             let e = run(&["-T", bad]).unwrap_err();
             assert!(e.starts_with("step -T/--timeout: ") && e.contains("expected seconds"), "{bad:?}: {e}");
