@@ -26,13 +26,34 @@ use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::PathBuf;
 
-/// One layout, or every valid one.
+/// One layout, or every valid one. Serialised as the command line has it: the grid's text
+/// (`tp=2,dp=*`) or `all`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "String", try_from = "String")]
 pub enum LayoutChoice {
     /// `--layout`: a tp × pp × dp grid in the default rank order; its `*` is filled from the
     /// world size.
     One(Grid),
     All,
+}
+
+impl From<LayoutChoice> for String {
+    fn from(c: LayoutChoice) -> String {
+        match c {
+            LayoutChoice::One(g) => g.into(),
+            LayoutChoice::All => "all".into(),
+        }
+    }
+}
+
+impl TryFrom<String> for LayoutChoice {
+    type Error = crate::error::Error;
+    fn try_from(s: String) -> crate::error::Result<LayoutChoice> {
+        match s.as_str() {
+            "all" => Ok(LayoutChoice::All),
+            _ => Grid::try_from(s).map(LayoutChoice::One),
+        }
+    }
 }
 
 /// `coll-bench step`'s options (from `crate::cli`).
@@ -461,4 +482,25 @@ fn write_csv(f: &mut crate::report::AppendFile, opts: &StepOptions, r: &LayoutRe
         ])?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON names the layout as the command line does, not by the enum's variant.
+    #[test]
+    fn layout_choice_is_written_as_on_the_command_line() {
+        let grid = match "tp=2,pp=2,dp=*".parse::<crate::layout::Layout>().unwrap() {
+            crate::layout::Layout::Named(g, None) => g,
+            other => panic!("{other:?}"),
+        };
+        let one = LayoutChoice::One(grid);
+        let text = serde_json::to_string(&one).unwrap();
+        assert!(!text.contains("One") && text.starts_with("\"tp=2") && text.contains("dp=*"), "{text}");
+        assert_eq!(serde_json::from_str::<LayoutChoice>(&text).unwrap(), one);
+        assert_eq!(serde_json::to_string(&LayoutChoice::All).unwrap(), "\"all\"");
+        assert_eq!(serde_json::from_str::<LayoutChoice>("\"all\"").unwrap(), LayoutChoice::All);
+        assert!(serde_json::from_str::<LayoutChoice>("\"rail\"").is_err());
+    }
 }
