@@ -14,7 +14,8 @@
 //! 3. the outcome of step 1 is agreed: the first failure is the message, libcuda's before NCCL's
 //!    (on a machine without a driver the message also says that NCCL loaded and its id went
 //!    round); then the GPU's primary context is made current, a stream and timing events created;
-//! 4. every rank: `ncclCommInitRank` (collective);
+//! 4. every rank: `ncclCommInitRank` (collective) — skipped for a backend that runs only in
+//!    groups ([`WorldComm::ForSplit`]) where the library has no `ncclCommSplit` to split it;
 //! 5. every rank's GPU (host, index, name, PCI bus id) is gathered for the header.
 //!
 //! Timing: a timing event is recorded on the stream before and after each batch of calls; the
