@@ -24,6 +24,18 @@ pub fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     }
 }
 
+/// The parent a run's group backends are made from ([`make_group_backend`]), kept for the whole
+/// run (`step`, whose layouts each make up to three sets of groups): on NCCL the world's
+/// communicator, made once, where the library has `ncclCommSplit` (each group split from it),
+/// and none without it (each group joins by its own unique id); on MPI the world's backend.
+/// Collective.
+pub fn make_parent_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
+    match opts.backend {
+        BackendKind::Mpi => make_backend(world, opts),
+        BackendKind::Nccl => crate::backend::nccl::create_parent(world, opts),
+    }
+}
+
 /// The host number of every rank, hosts numbered in the order of their first rank.
 pub fn host_of_rank(world: &World) -> Vec<usize> {
     let mut out = vec![0; world.size];
@@ -78,13 +90,25 @@ pub fn my_group(world: &World, groups: &[Group]) -> usize {
 
 /// The backend on this rank's group of `groups` (one call per set of groups: the step of a
 /// layout makes one per dimension): `MPI_Comm_split` by group, keyed by world rank, for MPI;
-/// `ncclCommSplit` (or one unique id per group) for NCCL. A single group of every rank is the
-/// world's backend itself. Collective over the world.
-pub fn make_group_backend(world: &World, opts: &Options, groups: &[Group]) -> Result<Box<dyn Backend>> {
+/// `ncclCommSplit` (or one unique id per group) for NCCL. With a `parent` that makes groups
+/// ([`Backend::group`]: NCCL's from [`make_parent_backend`]) the group comes from it, a single
+/// group of every rank too; otherwise a single group of every rank is the world's backend
+/// itself. Collective over the world.
+pub fn make_group_backend(
+    world: &World,
+    opts: &Options,
+    groups: &[Group],
+    parent: Option<&dyn Backend>,
+) -> Result<Box<dyn Backend>> {
+    let color = my_group(world, groups) as u32;
+    if let Some(made) =
+        parent.and_then(|p| p.group(world, opts, color, &groups.iter().map(Group::size).collect::<Vec<_>>()))
+    {
+        return made;
+    }
     if groups.len() == 1 && groups[0].size() == world.size {
         return make_backend(world, opts);
     }
-    let color = my_group(world, groups) as u32;
     match opts.backend {
         BackendKind::Mpi => {
             let backend = MpiBackend::new(world, opts)?;
@@ -129,7 +153,7 @@ pub fn fit_memory(world: &World, flag: &str, per_rank: u64) -> Result<()> {
 pub fn ready_backend(world: &World, opts: &mut Options) -> Result<(Box<dyn Backend>, Option<String>)> {
     let groups = groups(world, &opts.groups)?;
     let m = member(world, opts, &groups)?;
-    let mut backend = world.agree(make_group_backend(world, opts, &groups))?;
+    let mut backend = world.agree(make_group_backend(world, opts, &groups, None))?;
     let note = world.agree(fit_dtypes(backend.as_ref(), opts))?;
     let opts = &*opts;
     if opts.backend == BackendKind::Mpi {

@@ -820,13 +820,17 @@ fn a_split_in_the_wrong_order_or_a_bad_split_spec_is_one_line() {
     }
 }
 
-/// `--groups` on the NCCL backend makes the world's communicator once on every rank (the parent
-/// of ncclCommSplit; the fallback's bootstrap) and one for the rank's group (one split, or one
-/// init of the group's size), ends the world's as soon as the group's is made and the group's
-/// at the end: the stand-in's trace of every communicator made and ended, rank by rank.
+/// `--groups` on the NCCL backend makes the world's communicator once on every rank where it is
+/// the parent of ncclCommSplit, then the rank's group's by one split, ends the world's as soon as
+/// the group's is made and the group's at the end; without ncclCommSplit it makes no world
+/// communicator, only the group's (one init of the group's size): the stand-in's trace of every
+/// communicator made and ended, rank by rank.
 #[test]
-fn groups_make_the_world_communicator_once_and_end_every_communicator() {
-    for (lib, made) in [(fake_nccl(), "split"), (fake_nccl_without_split(), "init 2")] {
+fn groups_make_at_most_one_world_communicator_and_end_every_communicator() {
+    for (lib, made) in [
+        (fake_nccl(), vec!["init 4", "split", "destroy", "destroy"]),
+        (fake_nccl_without_split(), vec!["init 2", "destroy"]),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let trace = dir.path().join("trace");
         let env = fake_env("4", &[("COLL_BENCH_NCCL_LIBRARY", lib), ("FAKE_NCCL_TRACE", trace.to_str().unwrap())]);
@@ -842,7 +846,7 @@ fn groups_make_the_world_communicator_once_and_end_every_communicator() {
         }
         assert_eq!(by_pid.len(), 4, "{lib}: four rank processes expected:\n{text}");
         for (pid, events) in &by_pid {
-            assert_eq!(events, &["init 4", made, "destroy", "destroy"], "{lib}, process {pid}:\n{text}");
+            assert_eq!(events, &made[..], "{lib}, process {pid}:\n{text}");
         }
     }
 }
@@ -988,6 +992,49 @@ fn step_on_nccl_layouts_all_runs_every_layout() {
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     four_rank_layouts_ranked(&out);
+}
+
+/// `step --layouts all` on NCCL (stand-ins, 4 ranks, 6 layouts): where the library has
+/// ncclCommSplit, one world communicator per rank for the whole run, made first and ended last,
+/// every group of every layout split from it; without it, no world communicator at all, each
+/// group joining by its own unique id (an init of 4 only for a group of all 4 ranks); every
+/// communicator made is destroyed, none aborted. The stand-in's trace, rank by rank.
+#[test]
+fn step_on_nccl_makes_one_world_communicator_for_the_whole_run() {
+    for (lib, split) in [(fake_nccl(), true), (fake_nccl_without_split(), false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace");
+        let env = fake_env("4", &[("COLL_BENCH_NCCL_LIBRARY", lib), ("FAKE_NCCL_TRACE", trace.to_str().unwrap())]);
+        let (o, _d) = step_run(4, &[&["--layouts", "all", "--no-csv"][..], &SMALL].concat(), &env);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "{lib}:\n{out}{}", stderr(&o));
+        four_rank_layouts_ranked(&out);
+        // One set of groups per dimension of each layout (a table row), each rank in one group
+        // of each: by hand, dp=4: 1; pp=2,dp=2: 2; pp=4: 1; tp=2,dp=2: 2; tp=2,pp=2: 2; tp=4: 1.
+        let dims = step_dims(&out);
+        assert_eq!(dims.len(), 9, "{lib}:\n{out}");
+        let whole = dims.iter().filter(|d| d.1 == "1×4").count();
+        assert_eq!(whole, 3, "{lib}: groups of all 4 ranks:\n{out}");
+        let text = std::fs::read_to_string(&trace).unwrap();
+        let mut by_pid: std::collections::BTreeMap<&str, Vec<&str>> = Default::default();
+        for l in text.lines() {
+            let (pid, what) = l.split_once(' ').unwrap();
+            by_pid.entry(pid).or_default().push(what);
+        }
+        assert_eq!(by_pid.len(), 4, "{lib}: four rank processes expected:\n{text}");
+        for (pid, ev) in &by_pid {
+            let count = |w: &str| ev.iter().filter(|e| **e == w).count();
+            let inits = ev.iter().filter(|e| e.starts_with("init ")).count();
+            let ctx = format!("{lib}, process {pid}: {ev:?}");
+            assert_eq!(count("abort"), 0, "{ctx}");
+            if split {
+                assert_eq!((ev.first(), ev.last()), (Some(&"init 4"), Some(&"destroy")), "{ctx}");
+                assert_eq!((inits, count("split"), count("destroy")), (1, 9, 10), "{ctx}");
+            } else {
+                assert_eq!((inits, count("init 4"), count("split"), count("destroy")), (9, 3, 0, 9), "{ctx}");
+            }
+        }
+    }
 }
 
 /// Refused before anything is measured or written, one line, exit 2: no GPU; a DDP average on a

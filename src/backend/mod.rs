@@ -65,6 +65,20 @@ pub trait Backend {
     fn groups_via(&self) -> String {
         "groups by MPI_Comm_split".to_string()
     }
+    /// A backend on this rank's group of colour `color` (`sizes`: every group's size, the same
+    /// list on every rank), made from this one, which stays as it is: a run's parent kept for all
+    /// its groups (`step`). `None` where this backend makes none that way (a new backend is made
+    /// for the group instead). Collective over the world where it is `Some`.
+    fn group(
+        &self,
+        world: &crate::world::World,
+        opts: &crate::options::Options,
+        color: u32,
+        sizes: &[usize],
+    ) -> Option<Result<Box<dyn Backend>>> {
+        let _ = (world, opts, color, sizes);
+        None
+    }
     /// One exchange between neighbours (a pipeline's stages, `step`): the first `bytes` of the
     /// send buffer go to rank `to` while the first `bytes` of the receive buffer come from rank
     /// `from`, both at once (ranks of this backend's communicator; `None`: that side is left

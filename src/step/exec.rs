@@ -351,15 +351,23 @@ impl Runner<'_> {
 }
 
 /// The backend on `rank`'s group in `dim` (`setup::make_group_backend`: `MPI_Comm_split`, or
-/// `ncclCommSplit` / one unique id per group; collective over the world), its buffers allocated
-/// for the largest call of `plan` (PP: one transfer each way, and a guard).
-fn make_group(world: &World, opts: &Options, grid: &Grid, dim: Dim, plan: &DimPlan, wire: DType) -> Result<Group> {
+/// `ncclCommSplit` of `parent`'s communicator / one unique id per group; collective over the
+/// world), its buffers allocated for the largest call of `plan` (PP: one transfer each way, and
+/// a guard).
+fn make_group(
+    world: &World,
+    (opts, parent): (&Options, &dyn Backend),
+    grid: &Grid,
+    dim: Dim,
+    plan: &DimPlan,
+    wire: DType,
+) -> Result<Group> {
     let all = grid.groups_of(dim);
     let members = &all.iter().find(|g| g.index_of(world.rank).is_some()).expect("every rank is in a group").ranks;
     // Ranks ascending in a group (tp fastest, then dp, then pp), so the place in the group's
     // communicator (keyed by world rank) is the place in the list: in a pipeline, the stage.
     let key = members.iter().position(|r| *r == world.rank).expect("the rank is in its group");
-    let mut backend = world.agree(crate::setup::make_group_backend(world, opts, &all))?;
+    let mut backend = world.agree(crate::setup::make_group_backend(world, opts, &all, Some(parent)))?;
     let elem = wire.size();
     let (mut send, mut recv) = (0usize, 0usize);
     for g in &plan.groups {
@@ -392,9 +400,12 @@ fn busbw(plan: &DimPlan, secs: f64) -> f64 {
 
 /// Run `shape`'s step on every rank: whole, each dimension alone, then checked; every part of
 /// it under `watchdog` (`-T`), from the set-up of its groups to the exchange of its results.
+/// The groups' backends come from `parent` (`setup::make_parent_backend`, kept for the whole
+/// run) and are dropped before it.
 pub fn run_layout(
     world: &World,
     opts: &StepOptions,
+    parent: &dyn Backend,
     shape: &Shape,
     watchdog: Option<&Watchdog>,
 ) -> Result<LayoutResult> {
@@ -410,7 +421,7 @@ pub fn run_layout(
     let bopts = backend_options(opts);
     let find = |d: Dim| plans.iter().find(|p| p.dim == d);
     let grid = shape.grid();
-    let group = |d: Dim| find(d).map(|p| make_group(world, &bopts, &grid, d, p, wire)).transpose();
+    let group = |d: Dim| find(d).map(|p| make_group(world, (&bopts, parent), &grid, d, p, wire)).transpose();
     let (tp, pp, dp) = (group(Dim::Tp)?, group(Dim::Pp)?, group(Dim::Dp)?);
     let mut r = Runner {
         world,

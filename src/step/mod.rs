@@ -155,8 +155,10 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     let need = shapes.iter().map(|s| exec::buffer_need(&opts.model, s)).max().unwrap_or(0);
     crate::setup::fit_memory(world, "step --hidden/--bucket", need + crate::memory::OVERHEAD_BYTES)?;
     // The backend on the world, once, before any file is created or anything measured: a
-    // missing GPU or library is one line here; its description goes in the header.
-    let mut backend = world.agree(crate::setup::make_backend(world, &exec::backend_options(opts)))?;
+    // missing GPU or library is one line here; its description goes in the header. It is the
+    // parent every layout's groups are made from (on NCCL its one world communicator, where
+    // the library can split it), kept to the end of the run and dropped after them.
+    let mut backend = world.agree(crate::setup::make_parent_backend(world, &exec::backend_options(opts)))?;
     if opts.backend == crate::options::BackendKind::Nccl {
         // GPU memory: the largest layout's buffers (every dimension's at once), allocated once
         // on the device and freed, so a step that cannot fit is refused here, not mid-run.
@@ -168,10 +170,11 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
             e => e,
         });
         world.agree(fit)?;
+        // Freed again: the parent keeps no buffers while the groups hold theirs.
+        world.agree(backend.allocate(0, 0))?;
     }
     let mut backend_lines = backend.describe();
     backend_lines.push(backend.groups_via());
-    drop(backend);
     let now = chrono::Utc::now();
     // Each file whole from the start, so a run ended by the watchdog (`-T`) leaves whole files:
     // the CSV's header (then whole rows), the JSON's run with `"complete": false` (replaced by
@@ -220,7 +223,7 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     let mut results = vec![];
     let mut written: Result<()> = Ok(());
     for shape in &shapes {
-        let r = exec::run_layout(world, opts, shape, watchdog.as_ref())?;
+        let r = exec::run_layout(world, opts, backend.as_ref(), shape, watchdog.as_ref())?;
         if world.rank == 0 {
             print_layout(&r);
             if let (Some(f), Ok(())) = (csv.as_mut(), &written) {

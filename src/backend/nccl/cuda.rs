@@ -217,6 +217,12 @@ impl Context {
         drv.check(unsafe { (drv.api.ctx_set_current)(ctx) }, "cuCtxSetCurrent")?;
         Ok(c)
     }
+
+    /// The same device's primary context retained once more (a group backend made beside its
+    /// parent's, each releasing its own retain).
+    pub fn again(&self) -> Result<Context, String> {
+        Context::retain(self.drv, self.dev)
+    }
 }
 
 impl Drop for Context {

@@ -15,3 +15,7 @@ pub fn create(_world: &World, _opts: &Options) -> Result<Box<dyn Backend>> {
 pub fn create_in_group(world: &World, opts: &Options, _color: u32, _sizes: &[usize]) -> Result<Box<dyn Backend>> {
     create(world, opts)
 }
+
+pub fn create_parent(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
+    create(world, opts)
+}

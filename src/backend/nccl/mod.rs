@@ -14,7 +14,8 @@
 //! 3. the outcome of step 1 is agreed: the first failure is the message, libcuda's before NCCL's
 //!    (on a machine without a driver the message also says that NCCL loaded and its id went
 //!    round); then the GPU's primary context is made current, a stream and timing events created;
-//! 4. every rank: `ncclCommInitRank` (collective);
+//! 4. every rank: `ncclCommInitRank` (collective) — skipped for a backend that runs only in
+//!    groups ([`WorldComm::ForSplit`]) where the library has no `ncclCommSplit` to split it;
 //! 5. every rank's GPU (host, index, name, PCI bus id) is gathered for the header.
 //!
 //! Timing: a timing event is recorded on the stream before and after each batch of calls; the
@@ -131,7 +132,7 @@ const RECORD: usize = 512;
 /// The backend, ready to run: see the module doc for the bootstrap.
 pub fn create(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     let env = |k: &str| std::env::var_os(k);
-    let mut backend = NcclBackend::new(world, opts, &env, RunsOn::World(world.size))?;
+    let mut backend = NcclBackend::new(world, opts, &env, RunsOn::World(world.size), WorldComm::Always)?;
     // The hidden test path of group communicators (see `split`).
     if let Some(spec) = env(split::DEBUG_VAR) {
         let lines = split::self_test(&backend, world, &spec.to_string_lossy(), opts.timeout.limit_s(0.0))?;
@@ -141,12 +142,32 @@ pub fn create(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
 }
 
 /// The backend in this rank's group of colour `color` (`--groups`; `sizes`: every group's size,
-/// the same list on every rank): the world's backend, then [`NcclBackend::into_group`].
-/// Collective over the world.
+/// the same list on every rank): the world's backend (with the world's communicator only where
+/// it is the parent of `ncclCommSplit`), then [`NcclBackend::into_group`]. Collective over the
+/// world.
 pub fn create_in_group(world: &World, opts: &Options, color: u32, sizes: &[usize]) -> Result<Box<dyn Backend>> {
     let env = |k: &str| std::env::var_os(k);
-    let backend = NcclBackend::new(world, opts, &env, RunsOn::Groups(sizes))?;
+    let backend = NcclBackend::new(world, opts, &env, RunsOn::Groups(sizes), WorldComm::ForSplit)?;
     Ok(Box::new(backend.into_group(world, color, opts.timeout.limit_s(0.0))?))
+}
+
+/// The parent of a run's group backends (`step`), kept for the whole run: the world's backend,
+/// whose communicator is made once, only where the library has `ncclCommSplit` (every group is
+/// split from it, [`Backend::group`]); without it each group's communicator comes from its own
+/// unique id and no world communicator is made. Its own collectives are never run. Collective.
+pub fn create_parent(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
+    let env = |k: &str| std::env::var_os(k);
+    Ok(Box::new(NcclBackend::new(world, opts, &env, RunsOn::Groups(&[]), WorldComm::ForSplit)?))
+}
+
+/// Whether [`NcclBackend::new`] makes the world's communicator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorldComm {
+    /// Always: the collectives run on the world.
+    Always,
+    /// Only as the parent of `ncclCommSplit`, where the library has it: the backend runs in
+    /// groups, which without it need no world communicator (one unique id per group).
+    ForSplit,
 }
 
 /// What each rank sets up on its own (bootstrap steps 1 and 3).
@@ -334,8 +355,9 @@ impl Drop for Comm {
 pub struct NcclBackend {
     // Field order is drop order: the communicator first, then device memory, then the events,
     // the stream and the context. The MPI world outlives all of it (it is dropped after the
-    // backend, in `app::main`).
-    comm: Comm,
+    // backend, in `app::main`). None: a parent made without one (`WorldComm::ForSplit` on a
+    // library without ncclCommSplit), which runs no collective.
+    comm: Option<Comm>,
     send: DeviceBuffer,
     recv: DeviceBuffer,
     /// One int32 for barrier.
@@ -395,6 +417,7 @@ impl NcclBackend {
         opts: &Options,
         env: &dyn Fn(&str) -> Option<OsString>,
         runs_on: RunsOn,
+        make: WorldComm,
     ) -> Result<NcclBackend> {
         if opts.implementation != crate::options::Implementation::Native {
             return Err(Error::usage(format!(
@@ -426,12 +449,18 @@ impl NcclBackend {
         // Step 4: start joining (an immediate failure is agreed on at once, naming its rank), then
         // wait for the non-blocking init within -T's limit, so a peer that never joins cannot
         // hang the others.
+        // (Skipped where only groups run and the library cannot split: see `WorldComm`.)
         let host = world.host().to_string();
-        let place = |e: String| format!("{e} (rank {} on {host}, {})", world.rank, local.selection.label());
-        let comm = agreed_comm(world, Comm::start(local.nccl, world.size, id, world.rank).map_err(place))?;
-        let limit_s = opts.timeout.limit_s(0.0);
-        let comm = agreed_ready(world, Some(comm), limit_s, &place, "ncclCommInitRankConfig")?
-            .ok_or_else(|| Error::setup("NCCL returned no communicator"))?;
+        let comm = if make == WorldComm::Always || local.nccl.comm_split().is_some() {
+            let place = |e: String| format!("{e} (rank {} on {host}, {})", world.rank, local.selection.label());
+            let comm = agreed_comm(world, Comm::start(local.nccl, world.size, id, world.rank).map_err(place))?;
+            let limit_s = opts.timeout.limit_s(0.0);
+            let comm = agreed_ready(world, Some(comm), limit_s, &place, "ncclCommInitRankConfig")?
+                .ok_or_else(|| Error::setup("NCCL returned no communicator"))?;
+            Some(comm)
+        } else {
+            None
+        };
 
         let details = describe_all(world, &local);
         let drv = local.drv;
@@ -463,8 +492,10 @@ impl NcclBackend {
     /// An error once the sweep has begun: abort the communicator (so peers stop waiting on
     /// it), print one line, end the process (the launcher ends the others).
     fn fatal(&self, msg: String) -> ! {
-        // SAFETY: our comm; the process ends right after.
-        unsafe { (self.nccl.api.comm_abort)(self.comm.raw) };
+        if let Some(c) = &self.comm {
+            // SAFETY: our comm; the process ends right after.
+            unsafe { (self.nccl.api.comm_abort)(c.raw) };
+        }
         let line = format!(
             "coll-bench: error: {msg} (rank {} on {}, GPU {}); aborting the job\n",
             self.rank, self.host, self.ordinal
@@ -485,7 +516,9 @@ impl NcclBackend {
             }
             spins += 1;
             if spins % 16 == 0 {
-                self.comm.async_error()?;
+                if let Some(c) = &self.comm {
+                    c.async_error()?;
+                }
             }
             if spins < 100_000 {
                 std::hint::spin_loop();
@@ -541,7 +574,12 @@ impl NcclBackend {
     /// may answer `ncclInProgress`, and the next call may come only once `ncclCommGetAsyncError`
     /// no longer says so. (A wait that never ends is the watchdog's, armed around each batch.)
     fn settle(&self, r: c_int, what: &str) -> std::result::Result<(), String> {
-        self.settle_on(self.comm.raw, r, what)
+        self.settle_on(self.raw(), r, what)
+    }
+
+    /// Our communicator (null in a parent made without one, which runs no collective).
+    fn raw(&self) -> NcclComm {
+        self.comm.as_ref().map_or(std::ptr::null_mut(), |c| c.raw)
     }
 
     /// As [`NcclBackend::settle`], for a call on communicator `c` (ours, or a group's).
@@ -568,7 +606,7 @@ impl NcclBackend {
     /// Enqueue gather, scatter or all-to-all through the library's own call, where it has one.
     fn call_native(&self, p: &Prepared) -> Option<std::result::Result<(), String>> {
         let o = &self.nccl.optional;
-        let (c, s) = (self.comm.raw, self.stream.raw);
+        let (c, s) = (self.raw(), self.stream.raw);
         let ptr = |d: CuDevicePtr| d as usize as *mut c_void;
         let check = |r, what| self.settle(r, what);
         // SAFETY: as in `call_once`; the signatures are nccl.h's (checked by the ABI test).
@@ -597,7 +635,7 @@ impl NcclBackend {
             return r;
         }
         let a = &self.nccl.api;
-        let (c, s) = (self.comm.raw, self.stream.raw);
+        let (c, s) = (self.raw(), self.stream.raw);
         let ptr = |d: CuDevicePtr| d as usize as *mut c_void;
         let me = self.rank as c_int;
         let check = |r, what| self.settle(r, what);
@@ -916,6 +954,13 @@ impl Backend for NcclBackend {
         self.split_via().to_string()
     }
 
+    fn group(&self, world: &World, opts: &Options, color: u32, sizes: &[usize]) -> Option<Result<Box<dyn Backend>>> {
+        let made = avg_is_checkable(&opts.ops, &opts.dtypes, opts.check, RunsOn::Groups(sizes))
+            .map_err(Error::usage)
+            .and_then(|()| self.group_from(world, opts, color, opts.timeout.limit_s(0.0)));
+        Some(made.map(|b| Box::new(b) as Box<dyn Backend>))
+    }
+
     /// `ncclSend` to `to` and `ncclRecv` from `from` of `bytes` as uint8, in one
     /// `ncclGroupStart`/`ncclGroupEnd` (so neighbours that both send and receive cannot
     /// deadlock, as nccl-tests' sendrecv), timed by events on our stream.
@@ -923,7 +968,7 @@ impl Backend for NcclBackend {
         assert!(bytes <= self.send.len && bytes <= self.recv.len, "exchange of {bytes} B beyond the buffers");
         let timed = (|| -> std::result::Result<f64, String> {
             let a = &self.nccl.api;
-            let (c, s) = (self.comm.raw, self.stream.raw);
+            let (c, s) = (self.raw(), self.stream.raw);
             let ptr = |d: CuDevicePtr| d as usize as *mut c_void;
             let dtype = ffi::datatype(DType::Uint8);
             self.start.record(&self.stream)?;

@@ -70,13 +70,68 @@ impl NcclBackend {
     /// ([`NcclBackend::split`], keyed by world rank) replaces the world's, this rank's rank and
     /// the rank count become the group's, and `-z`'s barriers run on the group's MPI
     /// communicator. Collective over the world; every rank is in a group.
-    pub fn into_group(mut self, world: &World, color: u32, limit_s: Option<f64>) -> Result<NcclBackend> {
+    pub fn into_group(self, world: &World, color: u32, limit_s: Option<f64>) -> Result<NcclBackend> {
         let group = self.split(world, Some(color), world.rank as i32, limit_s)?;
+        self.in_group(world, color, group)
+    }
+
+    /// As [`NcclBackend::into_group`], leaving this backend (the parent) as it is: the group's
+    /// communicator split from this one's (or made from the group's own unique id), on a new
+    /// backend of its own (stream, events, buffers) on the same GPU, dropped before the parent.
+    /// Collective over the world.
+    pub fn group_from(
+        &self,
+        world: &World,
+        opts: &crate::options::Options,
+        color: u32,
+        limit_s: Option<f64>,
+    ) -> Result<NcclBackend> {
+        let child = world.agree(self.sibling(opts).map_err(Error::setup))?;
+        let group = self.split(world, Some(color), world.rank as i32, limit_s)?;
+        child.in_group(world, color, group)
+    }
+
+    /// A backend on this one's GPU without a communicator: the context retained again, its own
+    /// stream, timing events and (empty) buffers.
+    fn sibling(&self, opts: &crate::options::Options) -> std::result::Result<NcclBackend, String> {
+        let drv = self.drv;
+        let ctx = self._ctx.again()?;
+        let stream = cuda::Stream::new(drv)?;
+        let (start, end, sync) = (cuda::Event::new(drv)?, cuda::Event::new(drv)?, cuda::Event::new(drv)?);
+        Ok(NcclBackend {
+            comm: None,
+            send: DeviceBuffer::empty(drv),
+            recv: DeviceBuffer::empty(drv),
+            scratch: DeviceBuffer::empty(drv),
+            start,
+            end,
+            sync,
+            stream,
+            _ctx: ctx,
+            staging: crate::backend::HostBuffer::empty(),
+            drv,
+            nccl: self.nccl,
+            mpi_comm: self.mpi_comm,
+            rank: self.rank,
+            nranks: self.nranks,
+            host: self.host.clone(),
+            ordinal: self.ordinal,
+            blocking: opts.blocking,
+            check: opts.check,
+            details: self.details.clone(),
+            group_mpi: None,
+        })
+    }
+
+    /// Run in `group` (this rank's, of colour `color`) from now on: its communicator replaces
+    /// ours, this rank's rank and the rank count become the group's, and `-z`'s barriers run on
+    /// the group's MPI communicator. Collective over the world.
+    fn in_group(mut self, world: &World, color: u32, group: Option<Group>) -> Result<NcclBackend> {
         let group = world.agree(group.ok_or_else(|| Error::setup("NCCL split returned no group communicator")))?;
         let mpi = crate::backend::mpi::GroupComm::split(world, color, world.rank);
         self.details.push(format!("{}", self.split_via()));
         let Group { comm, rank, size, .. } = group;
-        self.comm = comm;
+        self.comm = Some(comm);
         self.rank = rank;
         self.nranks = size;
         self.mpi_comm = mpi.raw();
@@ -116,7 +171,7 @@ impl NcclBackend {
     pub fn split(&self, world: &World, color: Option<u32>, key: i32, limit_s: Option<f64>) -> Result<Option<Group>> {
         let place = |e: String| format!("{e} (rank {} on {}, GPU {})", world.rank, self.host, self.ordinal);
         let started = match self.nccl.comm_split() {
-            Some(f) => start_split(self.nccl, f, self.comm.raw, color, key),
+            Some(f) => start_split(self.nccl, f, self.raw(), color, key),
             None => by_unique_id(world, self.nccl, color, key)?,
         };
         let what = if matches!(self.split_via(), Via::CommSplit) { "ncclCommSplit" } else { "ncclCommInitRankConfig" };
