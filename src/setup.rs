@@ -101,9 +101,8 @@ pub fn make_group_backend(
     parent: Option<&dyn Backend>,
 ) -> Result<Box<dyn Backend>> {
     let color = my_group(world, groups) as u32;
-    if let Some(made) =
-        parent.and_then(|p| p.group(world, opts, color, &groups.iter().map(Group::size).collect::<Vec<_>>()))
-    {
+    let sizes: Vec<usize> = groups.iter().map(Group::size).collect();
+    if let Some(made) = parent.and_then(|p| p.group(world, opts, color, &sizes)) {
         return made;
     }
     if groups.len() == 1 && groups[0].size() == world.size {
@@ -115,10 +114,7 @@ pub fn make_group_backend(
             let comm = GroupComm::split(world, color, world.rank);
             Ok(Box::new(backend.into_group(comm)?))
         }
-        BackendKind::Nccl => {
-            let sizes: Vec<usize> = groups.iter().map(Group::size).collect();
-            crate::backend::nccl::create_in_group(world, opts, color, &sizes)
-        }
+        BackendKind::Nccl => crate::backend::nccl::create_in_group(world, opts, color, &sizes),
     }
 }
 

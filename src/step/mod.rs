@@ -129,10 +129,14 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
             (vec![world.agree(shape)?], vec![])
         }
         LayoutChoice::All => {
-            let (ok, mut left) = model::layouts(world.size, per_host, opts.tp_across_hosts, &opts.model);
-            let (ok, unfit): (Vec<Shape>, Vec<Shape>) =
-                ok.into_iter().partition(|s| exec::nccl_unfit(opts, s).is_none());
-            left.extend(unfit.into_iter().filter_map(|s| exec::nccl_unfit(opts, &s).map(|why| (s, why))));
+            let (valid, mut left) = model::layouts(world.size, per_host, opts.tp_across_hosts, &opts.model);
+            let mut ok = Vec::new();
+            for s in valid {
+                match exec::nccl_unfit(opts, &s) {
+                    Some(why) => left.push((s, why)),
+                    None => ok.push(s),
+                }
+            }
             (ok, left)
         }
     };
