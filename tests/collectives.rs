@@ -247,3 +247,43 @@ fn mpich_reduce_fault_is_refused() {
     assert!(err.contains("-r/--root 1") && err.contains("MPIR_CVAR_DEVICE_COLLECTIVES=none"), "{err}");
     assert!(files(dir.path()).is_empty());
 }
+
+/// A verdict of wrong data reaches the user whole: only rank 0 ends with exit 1, after the table
+/// and the verdict are out, so no launcher can end the job on another rank's code before it has
+/// forwarded rank 0's output (on a brand-new machine a corrupted-phase test once got exit 1 with
+/// an empty stdout). Every rank runs under ci/netns/record-rank.sh, which leaves its exit code.
+#[test]
+fn wrong_data_leaves_the_verdict_to_rank_0() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrapper = concat!(env!("CARGO_MANIFEST_DIR"), "/ci/netns/record-rank.sh");
+    let d = dir.path().to_str().unwrap();
+    for args in [
+        &["all-reduce", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--no-csv", "--debug-corrupt-rank", "2"][..],
+        &[
+            "step",
+            "--layout",
+            "tp=2,pp=2",
+            "--hidden",
+            "128",
+            "--seq",
+            "128",
+            "--no-csv",
+            "-w",
+            "0",
+            "-n",
+            "1",
+            "--sequence-parallel",
+            "--debug-corrupt-rank",
+            "2",
+        ][..],
+    ] {
+        let o = launch_cmd(120).args(["-n", "4", wrapper, d, BIN]).args(args).current_dir(d).output().unwrap();
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(1), "{args:?}\n{out}{}", stderr(&o));
+        assert!(out.contains("WRONG") || out.contains("FAILED"), "{args:?}\n{out}");
+        let codes: Vec<String> = (0..4)
+            .map(|r| std::fs::read_to_string(dir.path().join(format!("rank{r}.rc"))).unwrap().trim().to_string())
+            .collect();
+        assert_eq!(codes, ["1", "0", "0", "0"], "{args:?}: each rank's exit code\n{out}");
+    }
+}
