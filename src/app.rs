@@ -38,14 +38,14 @@ pub fn main() -> i32 {
     if argv.get(1).map(String::as_str) == Some("help") {
         match argv.get(2).map(String::as_str) {
             None | Some("check" | "tune" | "pairs" | "step" | "info" | "plot" | "compare" | "spec")
-                if argv.len() <= 3 =>
+                if argv.len() <= 3 || argv[2..] == ["spec", "from-run"] =>
             {
-                argv = argv.iter().take(1).chain(argv.get(2)).cloned().chain(["--help".to_string()]).collect();
+                argv = argv.iter().take(1).chain(&argv[2..]).cloned().chain(["--help".to_string()]).collect();
             }
             _ => {
                 if launcher_rank().unwrap_or(0) == 0 {
                     let asked = argv[2..].join(" ");
-                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, tune, pairs, step, info, plot, compare, spec, or none (coll-bench help [SUBCOMMAND])");
+                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, tune, pairs, step, info, plot, compare, spec, spec from-run, or none (coll-bench help [SUBCOMMAND])");
                 }
                 return exit::ERROR;
             }

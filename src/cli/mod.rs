@@ -89,19 +89,47 @@ fn clap_parse_files<T: Parser>(sub: &str, form: &str, argv: &[String]) -> Result
     }
 }
 
+/// Every subcommand's name, in the order the help lists them.
+pub const SUBCOMMANDS: [&str; 8] = ["check", "tune", "pairs", "step", "info", "plot", "compare", "spec"];
+
+/// The subcommand `word` is most likely a misspelling of (at most two edits away), if any.
+pub fn nearest_subcommand(word: &str) -> Option<&'static str> {
+    fn edits(a: &str, b: &str) -> usize {
+        let b: Vec<char> = b.chars().collect();
+        let mut row: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut prev = row[0];
+            row[0] = i + 1;
+            for (j, cb) in b.iter().enumerate() {
+                let next = (row[j + 1] + 1).min(row[j] + 1).min(prev + usize::from(ca != *cb));
+                prev = row[j + 1];
+                row[j + 1] = next;
+            }
+        }
+        row[b.len()]
+    }
+    let word = word.to_ascii_lowercase();
+    SUBCOMMANDS.iter().map(|s| (edits(&word, s), *s)).filter(|(d, _)| *d <= 2).min().map(|(_, s)| s)
+}
+
 /// Run clap on `argv`: a usage error becomes one line ([`crate::error::clap_message`], then
 /// where to look), help and version become [`Clap::Info`].
 pub fn clap_parse<T: Parser>(argv: &[String]) -> Result<Clap<T>> {
-    match T::try_parse_from(argv) {
+    clap_parse_with(T::command(), argv)
+}
+
+/// As [`clap_parse`], with `T`'s command as `cmd` has changed it (a subcommand that shares
+/// another's flags with other defaults says so in its own help: the help and the parse cannot
+/// disagree).
+pub fn clap_parse_with<T: Parser>(cmd: clap::Command, argv: &[String]) -> Result<Clap<T>> {
+    let name = cmd.get_name().to_string();
+    match cmd.try_get_matches_from(argv).and_then(|m| T::from_arg_matches(&m)) {
         Ok(a) => Ok(Clap::Args(a)),
         Err(e) => {
             use clap::error::ErrorKind;
             match e.kind() {
                 ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => Ok(Clap::Info(e.render().to_string())),
-                _ => {
-                    let name = T::command().get_name().to_string();
-                    Err(Error::usage(format!("{} (see {name} --help)", crate::error::clap_message(&e))))
-                }
+                _ => Err(Error::usage(format!("{} (see {name} --help)", crate::error::clap_message(&e)))),
             }
         }
     }
@@ -123,4 +151,20 @@ pub fn parse(argv: &[String]) -> Result<Parsed> {
         Some("info") => boxed(info::parse(&argv[1..])?, |o| Parsed::HostInfo(Box::new(o))),
         _ => boxed(sweep::parse(argv)?, |o| Parsed::Run(Box::new(o))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_misspelt_subcommand_is_named() {
+        assert_eq!(nearest_subcommand("chekc"), Some("check"));
+        assert_eq!(nearest_subcommand("Tunee"), Some("tune"));
+        assert_eq!(nearest_subcommand("steps"), Some("step"));
+        assert_eq!(nearest_subcommand("allscatter"), None);
+        assert_eq!(nearest_subcommand("all-reduce"), None);
+        let e = parse(&["coll-bench".to_string(), "chekc".to_string(), "x.toml".to_string()]).unwrap_err();
+        assert!(e.to_string().contains("did you mean the subcommand 'check'?"), "{e}");
+    }
 }

@@ -317,10 +317,14 @@ fn collectives(names: &[String]) -> Result<Vec<Kind>> {
             match Kind::parse(name) {
                 Some(k) => collectives.push(k),
                 None => {
+                    let hint = match super::nearest_subcommand(name) {
+                        Some(sub) => format!("; did you mean the subcommand '{sub}'?"),
+                        None => format!(" (or a subcommand first: {})", super::SUBCOMMANDS.join(", ")),
+                    };
                     return Err(Error::usage(format!(
-                        "COLLECTIVE: unknown collective '{name}'; expected {}",
+                        "COLLECTIVE: unknown collective '{name}'; expected {}{hint}",
                         Kind::ACCEPTED
-                    )))
+                    )));
                 }
             }
         }

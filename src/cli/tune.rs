@@ -5,7 +5,11 @@ use crate::collective::Kind;
 use crate::error::{Error, Result};
 use crate::options::Implementation;
 use crate::tune::algorithms::TUNABLE;
-use crate::tune::{TuneOptions, DEFAULT_BUDGET_S};
+use crate::tune::TuneOptions;
+use clap::CommandFactory;
+
+/// tune's default `--budget`: many candidates per size, so shorter than the sweep's.
+const TUNE_BUDGET: &str = "20ms";
 use std::path::PathBuf;
 
 /// `coll-bench tune`: which algorithm this MPI should use at each size.
@@ -19,8 +23,7 @@ use std::path::PathBuf;
              write the library's tuning file",
     after_help = "\
 Launch with MPI, on the layout you will run: mpirun -n 16 -H node1:8,node2:8 coll-bench tune [OPTIONS] [COLLECTIVE]...
-Collectives: all-reduce, all-gather, reduce-scatter, broadcast, all-to-all, reduce [default: the first five].
-The sweep's flags apply (-b, -e, -f, --budget [default here: 20ms], -d and -o: the first type and op, --csv, --plot, ...).
+The sweep's flags apply (-b, -e, -f, -d and -o: the first type and op, --csv, --plot, ...), with tune's defaults above.
 Example: mpirun -n 2 coll-bench tune reduce-scatter -b 64K -e 4M --write-rules rs.rules
 Then:    mpirun -n 2 coll-bench tune --verify rs.rules   (the library's default with the file applied)
 Exit codes: 0 ok, 1 a wrong result (that algorithm is disqualified) or --verify missed, 2 usage or setup error."
@@ -46,7 +49,20 @@ pub struct TuneArgs {
 
 /// Parse `tune …` (`argv[0]` is "tune").
 pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
-    let a: TuneArgs = match super::clap_parse(argv)? {
+    // The sweep's flags with tune's own defaults, in the help and in the parse alike.
+    let cmd = TuneArgs::command()
+        .mut_arg("collectives", |a| {
+            a.help(
+                "Collectives to tune: all-reduce, all-gather, reduce-scatter, broadcast, all-to-all, reduce \
+                 [default: the first five]",
+            )
+        })
+        .mut_arg("budget", |a| {
+            a.help("Time budget for the timed iterations of each candidate, size and placement (e.g. 20ms, 1s)")
+                .default_value(TUNE_BUDGET)
+        })
+        .mut_arg("csv", |a| a.help("Write results as CSV to PATH [default: results/coll-bench-tune-<UTC time>.csv]"));
+    let a: TuneArgs = match super::clap_parse_with(cmd, argv)? {
         Clap::Args(a) => a,
         Clap::Info(t) => return Ok(Clap::Info(t)),
     };
@@ -78,10 +94,6 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
     }
     sweep.dtypes.truncate(1);
     sweep.ops.truncate(1);
-    // Many candidates per size: a shorter budget than the sweep's, unless one is given.
-    if !argv.iter().any(|a| a == "--budget" || a.starts_with("--budget=")) {
-        sweep.budget_s = DEFAULT_BUDGET_S;
-    }
     Ok(Clap::Args(TuneOptions {
         sweep,
         write_rules: a.write_rules,
@@ -89,4 +101,26 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
         in_place: a.in_place,
         no_skip: a.no_skip,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn help_states_the_defaults_tune_runs_with() {
+        let Clap::Info(help) = parse(&args(&["tune", "--help"])).unwrap() else { panic!("help") };
+        assert!(help.contains("[default: the first five]") && !help.contains("the first three"), "{help}");
+        assert!(help.contains("[default: 20ms]") && !help.contains("50ms"), "{help}");
+        assert!(help.contains("results/coll-bench-tune-<UTC time>.csv"), "{help}");
+        let Clap::Args(o) = parse(&args(&["tune"])).unwrap() else { panic!("args") };
+        assert_eq!(o.sweep.budget_s, crate::tune::DEFAULT_BUDGET_S);
+        assert_eq!(o.sweep.collectives.len(), 5);
+        let Clap::Args(o) = parse(&args(&["tune", "--budget", "1s"])).unwrap() else { panic!("args") };
+        assert_eq!(o.sweep.budget_s, 1.0);
+    }
 }
