@@ -95,6 +95,8 @@ pub fn main() -> i32 {
     // Before MPI_Init and any thread: the MPI library's per-call temporary buffers reuse the
     // heap in every job (backend::host::steady_heap says why).
     crate::backend::host::steady_heap();
+    // Hydra's PMI socket, read while the process is single-threaded (see `end_under_hydra`).
+    let hydra = crate::watchdog::pmi::Pmi::from_env();
     let world = match World::init() {
         Ok(w) => w,
         Err(e) => {
@@ -117,8 +119,31 @@ pub fn main() -> i32 {
         let _ = std::io::stdout().flush();
         let _ = std::io::stderr().flush();
     }
+    if let Some(pmi) = hydra {
+        end_under_hydra(&world, pmi, job_exit_code(rank, code));
+    }
     drop(world); // MPI_Finalize
     job_exit_code(rank, code)
+}
+
+/// The end of a job under Hydra (MPICH's `mpiexec`, also Intel MPI's and MVAPICH's): every rank
+/// passes one barrier (all MPI traffic of the run is over), says `cmd=finalize` to its proxy,
+/// and exits with `code`, without `MPI_Finalize`. MPICH 4.0's ch4:ucx finalize closes its UCX
+/// endpoints and then waits in a blocking PMI barrier, which stops that rank progressing UCX; a
+/// peer still waiting for its disconnect to be acknowledged then waits forever (seen on the
+/// test bed across hosts: the table printed, four ranks in `read` on the PMI socket, two in
+/// `ucp_worker_progress`, until the time limit; MPICH removed that barrier in 4.2, pull request
+/// pmodels/mpich#6596). A rank that has said `cmd=finalize` is off the proxy's books, so its
+/// exit code is its own and nobody is killed for it (watchdog::pmi).
+fn end_under_hydra(world: &World, pmi: crate::watchdog::pmi::Pmi, code: i32) {
+    world.barrier();
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // Whether or not the acknowledgement came, `cmd=finalize` has been said: MPI_Finalize would
+    // say it a second time.
+    let _ = pmi.finalize();
+    // SAFETY: ends the process at once; every output file was closed by the subcommand.
+    unsafe { libc::_exit(code) }
 }
 
 /// The exit code of one rank at the job's end. A verdict (exit 1: wrong data, a failed rule) is

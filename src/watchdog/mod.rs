@@ -42,7 +42,7 @@
 mod channel;
 mod inquiry;
 mod message;
-mod pmi;
+pub mod pmi;
 
 use crate::backend::Call;
 use crate::error::exit;
