@@ -10,8 +10,8 @@
 #   ci/netns-bed.sh status           hosts, addresses, links and shaping
 #   ci/netns-bed.sh mpirun ARGS…     mpirun in the launcher namespace: shared memory within a host, TCP
 #                                    across the bed's subnet (CB_NETNS_BTL=tcp,self: TCP for every pair)
-#   ci/netns-bed.sh mpiexec ARGS…    MPICH's Hydra mpiexec there instead (for an MPICH build; with
-#                                    MPICH 4.0.2 the ranks may hang in MPI_Finalize: use -T and timeout)
+#   ci/netns-bed.sh mpiexec ARGS…    MPICH's Hydra mpiexec there instead (for an MPICH build; its
+#                                    hostfile lines are host:N; host:1 lines place ranks round-robin)
 #   ci/netns-bed.sh exec HOST CMD…   a command on one host, under its host name
 #   ci/netns-bed.sh slow HOST RATE   cap HOST's link in both directions (tc tbf, e.g. 20mbit)
 #   ci/netns-bed.sh cut HOST         take HOST's link down; `heal HOST` undoes cut and slow
