@@ -235,7 +235,7 @@ fn violations(root: &Path, layers: &[Vec<String>]) -> Vec<String> {
     let modules: Vec<&String> = files.iter().filter_map(|(_, m, _)| m.as_ref()).collect();
     for layer in layers {
         for m in layer {
-            if !modules.iter().any(|x| *x == m) {
+            if !modules.contains(&m) {
                 bad.push(format!("{LAYERS_DOC}: layer module '{m}' has no file under src/"));
             }
         }
