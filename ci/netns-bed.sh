@@ -22,7 +22,7 @@
 # (CB_NETNS_PREFIX, default cb-; CB_NETNS_NET, default 10.231.0 → hosts 10.231.0.1..N, launcher
 # .254). Host names resolve inside the bed through /etc/netns/NS/hosts, which `ip netns exec`
 # mounts over /etc/hosts. Nothing is addressed outside the bed: the bridge and the root
-# namespace have no address on it. Example (README "Multi-node"):
+# namespace have no address on it. Example (docs/cluster.md, "Multi-node"):
 #
 #     ci/netns-bed.sh up 2
 #     ci/netns-bed.sh mpirun -q -n 4 -hostfile hostfiles/netns.hostfile --map-by node \

@@ -4,7 +4,8 @@
 //! optional. A `coll-bench tune` CSV's `algorithm` column joins the backend (`mpi/ring`), so
 //! each algorithm is a series of its own. `--per-rank` rows (a non-empty `rank` column) are one
 //! rank's view of a point already in the file, and are skipped. Placements are read in either
-//! spelling (`out-of-place`, or `out_of_place` from files before 0.2) and given in the one. Also
+//! spelling (`out-of-place`, or `out_of_place` from files of the first layout, see
+//! docs/output.md) and given in the one. Also
 //! the one-line rendering of their command-line errors.
 
 use crate::error::{Error, Result};

@@ -3,23 +3,10 @@
 //!
 //! # Layers
 //!
-//! Modules use only modules below them (`tests/layers.rs` checks every `crate::` path):
-//!
-//! 1. `bin/coll-bench.rs` → [`app`]: argv → the MPI [`world`] → the plan, agreed across ranks →
-//!    a subcommand; for the sweep it wires the reports.
-//! 2. [`cli`]: every flag of every subcommand (one parser per file; `cli/plot.rs`,
-//!    `cli/spec.rs` and `cli/compare.rs` for the subcommands over files) → typed options.
-//! 3. Subcommands: [`acceptance`] (`check`, `spec`), [`tune`], [`pairs`], [`info`], [`step`]; below them
-//!    [`plot`] and [`compare`], which read CSVs without MPI.
-//! 4. [`setup`]: one sweep's set-up on every rank: the backend made from the options, the types
-//!    it supports, the memory fit, the output paths, the run's context for the reports.
-//! 5. [`sweep`] (the driver), then [`watchdog`] (`-T`: a call that outlives it ends the job; a
-//!    failed MPI call ends every rank in order through its side channel).
-//! 6. [`backend`] (one trait; MPI, NCCL) and [`report`] (table, CSV, JSON, Markdown, progress).
-//! 7. [`csvread`], [`memory`]; [`record`], [`world`]; [`launch`], [`options`] (with its literal
-//!    `Default`); [`verify`] (exact inputs, verification).
-//! 8. The vocabulary: [`collective`] (one file each), [`dtype`], [`duration`], [`layout`] (process groups), [`mpi_error`] (every MPI return code checked; a failed call is one line), [`size`],
-//!    [`stats`]; at the bottom [`error`].
+//! Modules use only modules below them. The layer list, the module map and the checklists for
+//! adding a collective, a backend, an output format or a subcommand are in
+//! `docs/architecture.md`, the list's one copy: `tests/layers.rs` reads it from there and checks
+//! every `crate::` path against it.
 //!
 //! # Data flow
 //!
@@ -27,8 +14,10 @@
 //! rank) → [`setup`] makes the backend and checks memory and outputs → [`sweep`] runs the
 //! options' plan (collective × type × op × size, both placements) on the [`backend`] and hands
 //! each [`record::Point`] to the reports ([`report`]) on rank 0; nothing in the measuring path
-//! prints. `check` judges the same points against a spec; `tune` times each algorithm through
-//! the same sweep; `plot` and `compare` read the CSVs back ([`csvread`]).
+//! prints. `check` judges the same points against a spec; `tune` times each algorithm in
+//! interleaved rounds of its own (`tune::measure`), each round timing batches through the
+//! backend as the sweep does; `step` times a training step's calls (`step::exec`); `plot` and
+//! `compare` read the CSVs back ([`csvread`]).
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 

@@ -24,8 +24,8 @@ impl Placement {
         }
     }
 
-    /// Accepts the name and the old spellings: `out_of_place`/`in_place` (CSV and JSON before
-    /// 0.2) and `out`/`in` (plot's flag before 0.2).
+    /// Accepts the name and the old spellings: `out_of_place`/`in_place` (CSV and JSON of the
+    /// first layout, see docs/output.md) and `out`/`in` (plot's flag then).
     pub fn parse(s: &str) -> Option<Placement> {
         match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
             "out-of-place" | "out" => Some(Placement::OutOfPlace),

@@ -1,5 +1,5 @@
 //! The layers of `src/` point one way: no module names one above it. Every top-level module has a
-//! declared layer ([`LAYERS`], top to bottom); every `crate::` path in its files (`use` lines,
+//! declared layer (the list in docs/architecture.md, its one copy, read by [`layers`]); every `crate::` path in its files (`use` lines,
 //! grouped `use crate::{a, b::c}`, inline `crate::x::f()`, `crate::macro!`) must name a module of a
 //! lower layer (or itself). A module in no layer, a layer naming a module that does not exist, or
 //! an upward (or sideways) path fails, naming the file, the line and both modules.
@@ -10,38 +10,45 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Top to bottom. A module may use modules of the layers below its own, never of its own layer
-/// or above (so the import graph has no loop).
-const LAYERS: &[&[&str]] = &[
-    // argv → world → the agreed plan → a subcommand; wires the reports.
-    &["app"],
-    // Every flag of every subcommand → typed options.
-    &["cli"],
-    // Subcommands that run on the MPI world.
-    &["acceptance", "info", "pairs", "step", "tune"],
-    // Subcommands over files (no MPI); `--plot` of the sweep and of tune draws through plot.
-    &["compare", "plot"],
-    // One sweep's set-up on every rank: backend, types, memory fit, output paths.
-    &["setup"],
-    // The driver: sizes, warm-up, timed batches, the check pass → records.
-    &["sweep"],
-    // A call that outlives -T ends the job.
-    &["watchdog"],
-    // Where collectives run, and where records go.
-    &["backend", "report"],
-    // Reading CSVs back into records; host memory.
-    &["csvread", "memory"],
-    // The MPI world; the records every report is fed.
-    &["record", "world"],
-    // The launcher's view; the typed options every rank agrees on.
-    &["launch", "options"],
-    // Exact input patterns and the verification of outputs.
-    &["verify"],
-    // The vocabulary: collectives, data types, durations, MPI return codes, sizes, statistics.
-    &["collective", "dtype", "duration", "layout", "mpi_error", "size", "stats"],
-    // The one error type and the exit codes.
-    &["error"],
-];
+/// The page holding the layer list's one copy: its section `## Layers`, one numbered line per
+/// layer, top to bottom.
+const LAYERS_DOC: &str = "docs/architecture.md";
+
+/// The layers of `doc` (the text of [`LAYERS_DOC`]), top to bottom: in its `## Layers` section,
+/// each line `N. ` (N counting from 1, in order) gives one layer, the module names in backticks
+/// before ` — `. A module may use modules of the layers below its own, never of its own layer or
+/// above (so the import graph has no loop).
+fn layers_from(doc: &str) -> Result<Vec<Vec<String>>, String> {
+    let doc = format!("\n{doc}");
+    let start = doc.find("\n## Layers\n").ok_or(format!("{LAYERS_DOC}: no section '## Layers'"))?;
+    let section = &doc[start + 1..];
+    let section = &section[..section[1..].find("\n## ").map_or(section.len(), |e| e + 1)];
+    let mut layers: Vec<Vec<String>> = vec![];
+    for line in section.lines() {
+        let Some((num, rest)) = line.split_once(". ") else { continue };
+        let Ok(n) = num.parse::<usize>() else { continue };
+        if n != layers.len() + 1 {
+            return Err(format!("{LAYERS_DOC}: layer {n} follows layer {}; number them 1, 2, …", layers.len()));
+        }
+        let names = rest.split(" — ").next().unwrap_or("");
+        let modules: Vec<String> = names.split('`').skip(1).step_by(2).map(str::to_string).collect();
+        if modules.is_empty() || modules.iter().any(|m| m.is_empty() || !m.chars().all(is_ident)) {
+            return Err(format!("{LAYERS_DOC}: layer {n} names no module as `name` before ' — ': {line}"));
+        }
+        layers.push(modules);
+    }
+    if layers.is_empty() {
+        return Err(format!("{LAYERS_DOC}: the section '## Layers' lists no layer ('1. `module` — …')"));
+    }
+    Ok(layers)
+}
+
+/// The layers, read from [`LAYERS_DOC`] in the repository.
+fn layers() -> Vec<Vec<String>> {
+    let path = root().join(LAYERS_DOC);
+    let doc = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    layers_from(&doc).unwrap_or_else(|e| panic!("{e}"))
+}
 
 /// The binary sits above everything: it may use `coll_bench::app` only.
 const BIN_MAY_USE: &[&str] = &["app"];
@@ -50,8 +57,8 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn layer_of(module: &str) -> Option<usize> {
-    LAYERS.iter().position(|l| l.contains(&module))
+fn layer_of(layers: &[Vec<String>], module: &str) -> Option<usize> {
+    layers.iter().position(|l| l.iter().any(|m| m == module))
 }
 
 /// `code` without comments: `//` to the end of the line and `/* … */`, outside string and char
@@ -212,8 +219,8 @@ fn exported_macros(files: &[(PathBuf, Option<String>, String)]) -> BTreeMap<Stri
     out
 }
 
-/// Every way `src/` and `bin/` break the layers, one line each.
-fn violations(root: &Path) -> Vec<String> {
+/// Every way `src/` and `bin/` under `root` break `layers`, one line each.
+fn violations(root: &Path, layers: &[Vec<String>]) -> Vec<String> {
     let src = root.join("src");
     let files: Vec<(PathBuf, Option<String>, String)> = rust_files(&src)
         .into_iter()
@@ -226,18 +233,18 @@ fn violations(root: &Path) -> Vec<String> {
     let macros = exported_macros(&files);
     let mut bad = vec![];
     let modules: Vec<&String> = files.iter().filter_map(|(_, m, _)| m.as_ref()).collect();
-    for layer in LAYERS {
-        for m in *layer {
-            if !modules.iter().any(|x| x == m) {
-                bad.push(format!("tests/layers.rs: layer module '{m}' has no file under src/"));
+    for layer in layers {
+        for m in layer {
+            if !modules.contains(&m) {
+                bad.push(format!("{LAYERS_DOC}: layer module '{m}' has no file under src/"));
             }
         }
     }
     for (path, module, text) in &files {
         let shown = path.strip_prefix(root).unwrap().display();
         let Some(module) = module else { continue };
-        let Some(mine) = layer_of(module) else {
-            bad.push(format!("{shown}: module '{module}' is in no layer; add it to LAYERS in tests/layers.rs"));
+        let Some(mine) = layer_of(layers, module) else {
+            bad.push(format!("{shown}: module '{module}' is in no layer; add it to the layer list in {LAYERS_DOC}"));
             continue;
         };
         for (line, name) in targets(text, "crate") {
@@ -245,7 +252,7 @@ fn violations(root: &Path) -> Vec<String> {
             if target == *module {
                 continue;
             }
-            match layer_of(&target) {
+            match layer_of(layers, &target) {
                 Some(theirs) if theirs > mine => {}
                 Some(theirs) => bad.push(format!(
                     "{shown}:{line}: {module} (layer {}) uses crate::{target} (layer {}), {}; expected only modules below it",
@@ -274,7 +281,7 @@ fn violations(root: &Path) -> Vec<String> {
 
 #[test]
 fn no_module_uses_one_above_it() {
-    let bad = violations(&root());
+    let bad = violations(&root(), &layers());
     assert!(bad.is_empty(), "{} layer violation(s):\n{}", bad.len(), bad.join("\n"));
 }
 
@@ -304,11 +311,26 @@ fn an_upward_path_is_reported_with_file_line_and_both_modules() {
     let text = std::fs::read_to_string(&options).unwrap();
     let lines = text.lines().count();
     std::fs::write(&options, format!("{text}fn upward() {{ let _ = crate::cli::parse; }}\n")).unwrap();
-    let bad = violations(&tmp);
+    let bad = violations(&tmp, &layers());
     let _ = std::fs::remove_dir_all(&tmp);
     let want = format!("src/options.rs:{}: options (layer", lines + 1);
     assert!(
         bad.iter().any(|b| b.starts_with(&want) && b.contains("uses crate::cli (layer 2), a module above it")),
         "{bad:?}"
     );
+}
+
+#[test]
+fn the_layer_list_is_read_from_the_architecture_page() {
+    let doc = "# X\n\n## Layers\n\nText.\n\n1. `app` — top.\n2. `cli`, `plot` — middle; `not_a_layer` after the dash.\n3. `error` — bottom.\n\n## Next\n\n4. `ignored` — another section.\n";
+    let want: Vec<Vec<String>> = vec![vec!["app".into()], vec!["cli".into(), "plot".into()], vec!["error".into()]];
+    assert_eq!(layers_from(doc), Ok(want));
+    // The repository's page gives every layer the test knew when the list moved there.
+    let real = layers();
+    assert!(real.len() >= 14 && real[0] == ["app"] && real.last().unwrap() == &["error"], "{real:?}");
+    // A list out of order, a line without a module, or no list at all is an error, not an empty list.
+    assert!(layers_from("## Layers\n1. `a` — x\n3. `b` — y\n").unwrap_err().contains("layer 3 follows layer 1"));
+    assert!(layers_from("## Layers\n1. a — x\n").unwrap_err().contains("names no module"));
+    assert!(layers_from("## Layers\nnothing\n").unwrap_err().contains("lists no layer"));
+    assert!(layers_from("# none\n").unwrap_err().contains("no section"));
 }

@@ -17,7 +17,7 @@ Example: mpirun -n 16 --map-by ppr:8:node coll-bench check ci/acceptance/multi-n
 Exit codes: 0 every rule passed, 1 a rule failed, 2 usage or setup error."
 )]
 pub struct CheckArgs {
-    /// The acceptance spec (TOML; see ci/acceptance/ and the README)
+    /// The acceptance spec (TOML; see ci/acceptance/ and docs/check.md)
     #[arg(value_name = "SPEC.toml")]
     pub spec: PathBuf,
     /// Also write the verdicts as JUnit XML

@@ -1,5 +1,7 @@
 //! Outputs, one file each, all fed the same records ([`RunInfo`], [`Point`], [`Totals`]). Only
-//! rank 0 builds reports. Adding a format is one file and one line in `crate::app`.
+//! rank 0 builds reports. Adding a format is one file here and its wiring in six more (its flag,
+//! the options, the output check in `crate::setup`, `crate::app`'s `open_reports`, tune's
+//! refusal, docs/output.md): the checklist is in docs/architecture.md.
 
 pub mod csv;
 pub mod json;
