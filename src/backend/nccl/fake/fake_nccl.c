@@ -436,8 +436,9 @@ static int busy(ncclComm_t c) {
         if ((c)->sticky != ok) return (c)->sticky;                                                 \
     } while (0)
 
-/* Run `j` on a thread of its own; `c` is in progress until it has finished. */
-static ncclResult_t spawn(struct job *j) {
+/* Run `j` on a thread of its own; `c` is in progress until it has finished. `launched`: a
+ * collective or group (traced "thread"), not a split. */
+static ncclResult_t spawn(struct job *j, int launched) {
     struct job *h = malloc(sizeof *h);
     *h = *j;
     ncclComm_t c = j->c;
@@ -449,7 +450,7 @@ static ncclResult_t spawn(struct job *j) {
         free(h);
         return error(system_error, "pthread_create failed");
     }
-    trace("thread", -1);
+    if (launched) trace("thread", -1);
     return in_progress;
 }
 
@@ -457,7 +458,7 @@ static ncclResult_t spawn(struct job *j) {
 static ncclResult_t launch(struct job *j) {
     trace("launch", -1);
     ncclComm_t c = j->c;
-    if (c->nonblocking && env_version() >= 22300) return spawn(j);
+    if (c->nonblocking && env_version() >= 22300) return spawn(j, 1);
     ncclResult_t r = j->fn(j);
     free_job(j);
     return r == ok && c->nonblocking ? in_progress : r;
@@ -533,7 +534,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
     j.child_nonblocking = config ? config->blocking == 0 : comm->nonblocking;
     if (!comm->nonblocking) return run_split(&j);
     /* The parent's group is non-blocking: the job runs on a thread; the call itself succeeds. */
-    ncclResult_t r = spawn(&j);
+    ncclResult_t r = spawn(&j, 0);
     return r == in_progress ? ok : r;
 }
 #endif
