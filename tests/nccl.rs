@@ -28,6 +28,7 @@ const STEERING: &[&str] = &[
     "FAKE_NCCL_FAIL_RANK",
     "COLL_BENCH_DEBUG_NCCL_SPLIT",
     "FAKE_NCCL_TRACE",
+    "COLL_BENCH_DEBUG_NCCL_NONBLOCKING_TIMING",
 ];
 
 /// `mpirun -n N coll-bench --backend nccl ARGS…` with `env` (and nothing else of ours) set.
@@ -702,12 +703,6 @@ fn timed_calls_run_on_a_blocking_communicator_launched_back_to_back() {
         let (o, _d) = nccl_run(2, &args, &env);
         let out = stdout(&o);
         assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
-        assert!(
-            out.contains(
-                "# NCCL timing: on a blocking communicator split from the non-blocking init (ncclCommSplit); "
-            ),
-            "{out}"
-        );
         let text = std::fs::read_to_string(&trace).unwrap();
         let by_pid = trace_by_pid(&text);
         assert_eq!(by_pid.len(), 2, "{text}");
@@ -717,16 +712,45 @@ fn timed_calls_run_on_a_blocking_communicator_launched_back_to_back() {
             assert_eq!(ev.iter().filter(|e| **e == "thread").count(), 0, "process {pid}: a thread per call");
             let most = launches_per_sync(ev);
             if blocking == "0" {
-                assert!(
-                    out.contains("; each timed run's calls launched back to back, one host wait at its end"),
-                    "{out}"
-                );
                 assert!(most >= 200, "process {pid}: at most {most} launches per sync");
             } else {
-                assert!(out.contains("; -z 1: the host waits for each call"), "{out}");
                 assert_eq!(most, 1, "process {pid}");
             }
         }
+        // Said in the header (after the trace, which shows it).
+        let how = if blocking == "0" {
+            "; each timed run's calls launched back to back, one host wait at its end"
+        } else {
+            "; -z 1: the host waits for each call"
+        };
+        assert!(out.contains(how), "{out}");
+        assert!(
+            out.contains(
+                "# NCCL timing: on a blocking communicator split from the non-blocking init (ncclCommSplit); "
+            ),
+            "{out}"
+        );
+    }
+    // The knob ci/gpu-validate.sh compares with: timed on the non-blocking communicator, every
+    // call (2.23 semantics) launches from a thread of its own.
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let env = fake_env(
+        "2",
+        &[
+            ("FAKE_NCCL_VERSION", "22304"),
+            ("FAKE_NCCL_TRACE", trace.to_str().unwrap()),
+            ("COLL_BENCH_DEBUG_NCCL_NONBLOCKING_TIMING", "1"),
+        ],
+    );
+    let (o, _d) = nccl_run(2, &["all-reduce", "-d", "int32", "-b", "8", "-e", "8", "-n", "20", "--no-csv"], &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("# NCCL timing: on non-blocking communicators (each call may answer ncclInProgress"), "{out}");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    for (pid, ev) in &trace_by_pid(&text) {
+        let threads = ev.iter().filter(|e| **e == "thread").count();
+        assert!(threads >= 20, "process {pid}: {threads} threads");
     }
 }
 
