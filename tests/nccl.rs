@@ -456,8 +456,17 @@ fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
         }
     }
     assert!(!out.contains("# Collective:"), "the runs' tables belong in their .txt files:\n{out}");
-    // 4 CSVs, every collective in each, no wrong element.
-    let csvs: Vec<_> = files(&out_dir).into_iter().filter(|p| p.extension().is_some_and(|e| e == "csv")).collect();
+    // The launch check: three ways of timing, a row per size with both ratios.
+    assert!(out.contains("## launch: all-reduce time per call on 2 rank(s)"), "{out}");
+    let launch_rows = out.lines().filter(|l| l.starts_with("| 8 | ") || l.starts_with("| 64 | ")).count();
+    assert!(launch_rows >= 2, "{out}");
+    // 4 CSVs of the checked runs (beside the 3 of the launch check), every collective in each,
+    // no wrong element.
+    let csvs: Vec<_> = files(&out_dir)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "csv"))
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with("launch-"))
+        .collect();
     assert_eq!(csvs.len(), 4, "{csvs:?}");
     for c in &csvs {
         let mut rd = csv::Reader::from_path(c).unwrap();

@@ -18,9 +18,11 @@
 //!    groups ([`WorldComm::ForSplit`]) where the library has no `ncclCommSplit` to split it;
 //! 5. every rank's GPU (host, index, name, PCI bus id) is gathered for the header.
 //!
-//! Timing: a timing event is recorded on the stream before and after each batch of calls; the
-//! host waits for the second one, polling it and `ncclCommGetAsyncError`, and the sample is the
-//! elapsed GPU time per call. An error once the sweep has begun (a failed call, an asynchronous
+//! Timing: on a blocking communicator (split off the non-blocking init where the library can;
+//! [`NcclBackend::blocking_copy`]), as nccl-tests. A timed run's calls are launched back to back
+//! with a timing event between samples, and the host waits once, for the last event (yielding
+//! on every pass, polling `ncclCommGetAsyncError`); a sample is the elapsed GPU time per call.
+//! `-z 1` waits for each call and adds an MPI barrier, as nccl-tests' `-z`. An error once the sweep has begun (a failed call, an asynchronous
 //! NCCL error) cannot be agreed on — the other ranks may be inside a collective — so the rank
 //! aborts its communicator, prints one line and ends with exit code 2, and the launcher ends the
 //! rest, as the `-T` watchdog does.
