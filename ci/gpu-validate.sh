@@ -76,6 +76,46 @@ for n in $(seq 1 "$n_max"); do
   run "$n" float16-unchecked -d half,bfloat16 -o all -c 0
 done
 
+# What only a GPU can show, one line per check in the summary:
+# - launch: all-reduce, float, 8 B to 1 MiB on all N GPUs, timed three ways, run one after the
+#   other: "back to back" (the default: a blocking communicator split from the non-blocking
+#   init, each timed run's calls launched back to back with one host wait, as nccl-tests),
+#   "non-blocking comm" (COLL_BENCH_DEBUG_NCCL_NONBLOCKING_TIMING=1: timed on the non-blocking
+#   communicator; from NCCL 2.23 each call launches from a thread of its own) and "-z 1" (the
+#   host waits for each call, then an MPI barrier). Proves, per size: non-blocking / back to back
+#   (> 1 where the per-call thread costs, about 1 on NCCL < 2.23) and -z 1 / back to back (> 1
+#   where launch overlap hides launch cost; ~1 at large sizes). The stand-ins cannot show
+#   either: their calls finish before they return.
+# - nccl-tests ratio (below, with NCCL_TESTS_DIR): coll-bench busbw / nccl-tests busbw per
+#   collective and size; ~1 proves we time what nccl-tests times.
+launch_run() { # label env… -- args…
+  local label=$1
+  shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  shift
+  local csv=$out/launch-$label-$n_max-ranks-$stamp.csv
+  env ${envs[@]+"${envs[@]}"} "${MPIRUN[@]}" -n "$n_max" "$COLL_BENCH_BIN" --backend nccl all-reduce -d float -b 8 -e 1M -f 8 \
+    --csv "$csv" "$@" >"$out/launch-$label-$n_max-ranks-$stamp.txt" 2>&1 || { rc=1; return; }
+}
+launch_run back-to-back --
+launch_run non-blocking COLL_BENCH_DEBUG_NCCL_NONBLOCKING_TIMING=1 --
+launch_run z1 -- -z 1
+{
+  echo
+  echo "## launch: all-reduce time per call on $n_max rank(s), µs (median), and ratios to back to back"
+  echo
+  echo "| size (B) | back to back | non-blocking comm | -z 1 | non-blocking / back to back | -z 1 / back to back |"
+  echo "|---|---|---|---|---|---|"
+  awk -F, '
+    FNR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; file++; next }
+    $col["placement"] ~ /^out/ { t[file, $col["size_bytes"]] = $col["median_us"]; sizes[$col["size_bytes"]] = 1 }
+    END {
+      for (s in sizes) if (t[1, s] > 0) printf "%d | %.2f | %.2f | %.2f | %.2f | %.2f |\n", s, t[1, s], t[2, s], t[3, s], t[2, s] / t[1, s], t[3, s] / t[1, s]
+    }' "$out/launch-back-to-back-$n_max-ranks-$stamp.csv" "$out/launch-non-blocking-$n_max-ranks-$stamp.csv" \
+    "$out/launch-z1-$n_max-ranks-$stamp.csv" 2>/dev/null | sort -n | sed 's/^/| /'
+} >>"$summary"
+
 # nccl-tests beside it: float, sum, out of place, at the same sizes.
 if [ -n "${NCCL_TESTS_DIR:-}" ]; then
   declare -A perf=([all-reduce]=all_reduce_perf [all-gather]=all_gather_perf [reduce-scatter]=reduce_scatter_perf

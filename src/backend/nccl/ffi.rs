@@ -124,11 +124,13 @@ impl Config {
         }
     }
 
-    /// The config of a communicator split off a parent: non-blocking as the parent (our parents
-    /// are non-blocking wherever `ncclCommSplit` exists), and sharing no resources with it
-    /// (`splitShare = 0`, NCCL's default, stated so the group's timing is its own).
+    /// The config of a communicator split off a parent: blocking (the timed calls run on it,
+    /// as nccl-tests' run on blocking communicators; the split itself still runs on NCCL's
+    /// thread and is polled, since the job belongs to the non-blocking parent's group), and
+    /// sharing no resources with it (`splitShare = 0`, NCCL's default, stated so the group's
+    /// timing is its own).
     pub fn split() -> Config {
-        Config { split_share: 0, ..Config::non_blocking() }
+        Config { split_share: 0, blocking: 1, ..Config::non_blocking() }
     }
 }
 

@@ -18,9 +18,11 @@
 //!    groups ([`WorldComm::ForSplit`]) where the library has no `ncclCommSplit` to split it;
 //! 5. every rank's GPU (host, index, name, PCI bus id) is gathered for the header.
 //!
-//! Timing: a timing event is recorded on the stream before and after each batch of calls; the
-//! host waits for the second one, polling it and `ncclCommGetAsyncError`, and the sample is the
-//! elapsed GPU time per call. An error once the sweep has begun (a failed call, an asynchronous
+//! Timing: on a blocking communicator (split off the non-blocking init where the library can;
+//! [`NcclBackend::blocking_copy`]), as nccl-tests. A timed run's calls are launched back to back
+//! with a timing event between samples, and the host waits once, for the last event (yielding
+//! on every pass, polling `ncclCommGetAsyncError`); a sample is the elapsed GPU time per call.
+//! `-z 1` waits for each call and adds an MPI barrier, as nccl-tests' `-z`. An error once the sweep has begun (a failed call, an asynchronous
 //! NCCL error) cannot be agreed on — the other ranks may be inside a collective — so the rank
 //! aborts its communicator, prints one line and ends with exit code 2, and the launcher ends the
 //! rest, as the `-T` watchdog does.
@@ -160,6 +162,11 @@ pub fn create_parent(world: &World, opts: &Options) -> Result<Box<dyn Backend>> 
     Ok(Box::new(NcclBackend::new(world, opts, &env, RunsOn::Groups(&[]), WorldComm::ForSplit)?))
 }
 
+/// A hidden variable for `ci/gpu-validate.sh`'s comparison: where set, the timed calls run on
+/// the non-blocking world communicator, as before the blocking copy
+/// ([`NcclBackend::blocking_copy`]).
+pub const NON_BLOCKING_TIMING_VAR: &str = "COLL_BENCH_DEBUG_NCCL_NONBLOCKING_TIMING";
+
 /// Whether [`NcclBackend::new`] makes the world's communicator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum WorldComm {
@@ -266,8 +273,17 @@ fn share_unique_id(world: &World, nccl: &'static Nccl) -> Result<(UniqueId, Stri
 struct Comm {
     nccl: &'static Nccl,
     raw: NcclComm,
-    /// A non-blocking init still running ([`Comm::wait_ready`]).
+    /// A non-blocking init or split still running ([`Comm::wait_ready`]).
     pending: bool,
+    /// Whether its calls block (`ncclCommInitRank`, or a split with `blocking = 1`): a group end
+    /// on a non-blocking communicator may answer `ncclInProgress` and, from NCCL 2.23, launches
+    /// from a thread of its own (`src/group.cc`), so timed calls run on blocking ones.
+    blocking: bool,
+    /// A split still being made: the parent, whose `ncclCommGetAsyncError` says when NCCL's
+    /// thread is done, and the heap slot it then writes the child into (NCCL sets `*newcomm`
+    /// only once the split is complete: `src/init.cc`, `ncclCommInitChildComm`). Leaked where
+    /// never completed, as NCCL may still write into it.
+    filling: Option<(NcclComm, Box<NcclComm>)>,
 }
 
 impl Comm {
@@ -280,7 +296,7 @@ impl Comm {
             // SAFETY: out-pointer to a local; the id is the one rank 0 made, passed by value.
             let r = unsafe { (nccl.api.comm_init_rank)(&mut raw, nranks as c_int, id, rank as c_int) };
             nccl.check(r, "ncclCommInitRank", std::ptr::null_mut())?;
-            return Ok(Comm { nccl, raw, pending: false });
+            return Ok(Comm { nccl, raw, pending: false, blocking: true, filling: None });
         };
         let mut config = ffi::Config::non_blocking();
         // SAFETY: out-pointer and config are locals (NCCL copies the config before returning).
@@ -288,25 +304,44 @@ impl Comm {
         if r != NCCL_SUCCESS && r != NCCL_IN_PROGRESS {
             let e = nccl.check(r, "ncclCommInitRankConfig", raw);
             if !raw.is_null() {
-                Comm { nccl, raw, pending: false }.abort();
+                Comm { nccl, raw, pending: false, blocking: false, filling: None }.abort();
             }
             e?;
         }
-        Ok(Comm { nccl, raw, pending: r == NCCL_IN_PROGRESS })
+        Ok(Comm { nccl, raw, pending: r == NCCL_IN_PROGRESS, blocking: false, filling: None })
     }
 
     /// Poll a non-blocking init until it is done, fails, or outlives `limit_s` (from `-T`).
     /// The error says whether it timed out (`true`: waiting for others) or failed here.
-    fn wait_ready(&mut self, limit_s: Option<f64>, what: &str) -> std::result::Result<(), (bool, String)> {
+    /// A split is polled through its parent until NCCL's thread has filled the slot, then the
+    /// child itself. `alarm`: the world's init, where another rank's failure ends the wait.
+    fn wait_ready(
+        &mut self,
+        limit_s: Option<f64>,
+        what: &str,
+        mut alarm: Option<&mut Alarm>,
+    ) -> std::result::Result<(), (bool, String)> {
         let t0 = std::time::Instant::now();
         while self.pending {
+            let polled = self.filling.as_ref().map_or(self.raw, |f| f.0);
             let mut state: c_int = NCCL_SUCCESS;
-            // SAFETY: our comm, an out-pointer to a local.
-            let r = unsafe { (self.nccl.api.comm_get_async_error)(self.raw, &mut state) };
-            self.nccl.check(r, "ncclCommGetAsyncError", self.raw).map_err(|e| (false, e))?;
+            // SAFETY: our comm (or the parent of our split), an out-pointer to a local.
+            let r = unsafe { (self.nccl.api.comm_get_async_error)(polled, &mut state) };
+            self.nccl.check(r, "ncclCommGetAsyncError", polled).map_err(|e| (false, e))?;
             match state {
-                NCCL_SUCCESS => self.pending = false,
+                NCCL_SUCCESS => match self.filling.take() {
+                    // The split is done: the child is in the slot (null for NCCL_SPLIT_NOCOLOR);
+                    // then the child itself is polled.
+                    Some((_, slot)) => {
+                        self.raw = *slot;
+                        self.pending = !self.raw.is_null();
+                    }
+                    None => self.pending = false,
+                },
                 NCCL_IN_PROGRESS => {
+                    if alarm.as_mut().is_some_and(|a| a.raised()) {
+                        return Err((true, format!("{what} given up: another rank's init failed")));
+                    }
                     if limit_s.is_some_and(|l| t0.elapsed().as_secs_f64() > l) {
                         return Err((true, format!(
                             "{what} did not finish within {} s (-T/--timeout): a rank's init failed or cannot reach the others",
@@ -316,7 +351,7 @@ impl Comm {
                     std::thread::sleep(Duration::from_millis(1));
                 }
                 _ => {
-                    let text = self.nccl.error_text(state, self.raw);
+                    let text = self.nccl.error_text(state, polled);
                     return Err((false, format!("NCCL error in {what}: {text}")));
                 }
             }
@@ -337,14 +372,20 @@ impl Comm {
     }
 
     fn abort(mut self) {
-        // SAFETY: our comm; not used again (drop sees null).
-        unsafe { (self.nccl.api.comm_abort)(self.raw) };
+        if !self.raw.is_null() {
+            // SAFETY: our comm; not used again (drop sees null).
+            unsafe { (self.nccl.api.comm_abort)(self.raw) };
+        }
         self.raw = std::ptr::null_mut();
     }
 }
 
 impl Drop for Comm {
     fn drop(&mut self) {
+        if let Some((_, slot)) = self.filling.take() {
+            // NCCL's thread may still write the child here.
+            Box::leak(slot);
+        }
         if !self.raw.is_null() {
             // SAFETY: our comm; the backend waits for its stream before dropping it.
             unsafe { (self.nccl.api.comm_destroy)(self.raw) };
@@ -353,7 +394,10 @@ impl Drop for Comm {
 }
 
 pub struct NcclBackend {
-    // Field order is drop order: the communicator first, then device memory, then the events,
+    /// The blocking communicator the timed calls run on, where the world's is non-blocking and
+    /// the library can split ([`NcclBackend::blocking_copy`]); else they run on `comm`.
+    timed: Option<Comm>,
+    // Field order is drop order: the communicators first, then device memory, then the events,
     // the stream and the context. The MPI world outlives all of it (it is dropped after the
     // backend, in `app::main`). None: a parent made without one (`WorldComm::ForSplit` on a
     // library without ncclCommSplit), which runs no collective.
@@ -382,6 +426,8 @@ pub struct NcclBackend {
     /// The group's MPI communicator when running in a group (`--groups`): `mpi_comm` for the
     /// barriers of `-z`. Dropped after the NCCL communicator (field order).
     group_mpi: Option<super::mpi::GroupComm>,
+    /// GPU events between the samples of a timed run (grown as needed).
+    marks: Vec<Event>,
 }
 
 /// Everything one call needs, resolved before the timed loop. Device addresses.
@@ -451,20 +497,30 @@ impl NcclBackend {
         // hang the others.
         // (Skipped where only groups run and the library cannot split: see `WorldComm`.)
         let host = world.host().to_string();
+        let limit_s = opts.timeout.limit_s(0.0);
         let comm = if make == WorldComm::Always || local.nccl.comm_split().is_some() {
             let place = |e: String| format!("{e} (rank {} on {host}, {})", world.rank, local.selection.label());
-            let comm = agreed_comm(world, Comm::start(local.nccl, world.size, id, world.rank).map_err(place))?;
-            let limit_s = opts.timeout.limit_s(0.0);
-            let comm = agreed_ready(world, Some(comm), limit_s, &place, "ncclCommInitRankConfig")?
-                .ok_or_else(|| Error::setup("NCCL returned no communicator"))?;
-            Some(comm)
+            let started = Comm::start(local.nccl, world.size, id, world.rank).map_err(place);
+            if let (Err(e), None) = (&started, local.nccl.non_blocking_init()) {
+                // The others are inside NCCL's blocking init, which never ends without this rank:
+                // no agreement can reach them. One line, and the launcher ends the job.
+                init_failed(e);
+            }
+            let mut alarm = Alarm::open(world);
+            let made = agreed_comm(world, started).and_then(|comm| {
+                agreed_ready(world, Some(comm), limit_s, &place, "ncclCommInitRankConfig", Some(&mut alarm))?
+                    .ok_or_else(|| Error::setup("NCCL returned no communicator"))
+            });
+            alarm.close(world);
+            Some(made?)
         } else {
             None
         };
 
         let details = describe_all(world, &local);
         let drv = local.drv;
-        Ok(NcclBackend {
+        let mut backend = NcclBackend {
+            timed: None,
             comm,
             send: DeviceBuffer::empty(drv),
             recv: DeviceBuffer::empty(drv),
@@ -486,12 +542,56 @@ impl NcclBackend {
             check: opts.check,
             details,
             group_mpi: None,
-        })
+            marks: Vec::new(),
+        };
+        if make == WorldComm::Always {
+            if env(NON_BLOCKING_TIMING_VAR).is_some() {
+                backend
+                    .details
+                    .push(format!("NCCL: {NON_BLOCKING_TIMING_VAR} is set: timed on the non-blocking communicator"));
+            } else {
+                backend.timed = backend.blocking_copy(world, limit_s)?;
+            }
+        }
+        Ok(backend)
+    }
+
+    /// A blocking communicator of the world's ranks, split from the non-blocking one (so the
+    /// split keeps `-T`'s deadline: on a non-blocking parent NCCL splits from a thread and we
+    /// poll), for the timed calls: nccl-tests times on blocking communicators, and on a
+    /// non-blocking one every call may answer `ncclInProgress` and, from NCCL 2.23, launches from
+    /// a thread of its own. `None` where the world's is already blocking or the library cannot
+    /// split (then the calls run on the world's; [`NcclBackend::timing_note`] says which).
+    /// Collective.
+    fn blocking_copy(&self, world: &World, limit_s: Option<f64>) -> Result<Option<Comm>> {
+        if self.comm.as_ref().is_none_or(|c| c.blocking) || self.nccl.comm_split().is_none() {
+            return Ok(None);
+        }
+        Ok(self.split(world, Some(0), world.rank as i32, limit_s)?.map(|g| g.into_comm()))
+    }
+
+    /// The header's line on the communicator the timed calls run on and how they are timed.
+    fn timing_note(&self) -> String {
+        let on = match (&self.timed, self.comm.as_ref().map(|c| c.blocking)) {
+            (Some(_), _) => "a blocking communicator split from the non-blocking init (ncclCommSplit)".to_string(),
+            (None, Some(true)) => "blocking communicators".to_string(),
+            (None, _) => "non-blocking communicators (each call may answer ncclInProgress and, from NCCL 2.23, launches from a thread of its own)".to_string(),
+        };
+        let how = if self.blocking {
+            "-z 1: the host waits for each call, then an MPI barrier (as nccl-tests -z 1)"
+        } else {
+            "each timed run's calls launched back to back, one host wait at its end, a GPU event between samples (as nccl-tests)"
+        };
+        format!("NCCL timing: on {on}; {how}")
     }
 
     /// An error once the sweep has begun: abort the communicator (so peers stop waiting on
     /// it), print one line, end the process (the launcher ends the others).
     fn fatal(&self, msg: String) -> ! {
+        if let Some(c) = &self.timed {
+            // SAFETY: our comm; the process ends right after.
+            unsafe { (self.nccl.api.comm_abort)(c.raw) };
+        }
         if let Some(c) = &self.comm {
             // SAFETY: our comm; the process ends right after.
             unsafe { (self.nccl.api.comm_abort)(c.raw) };
@@ -508,6 +608,8 @@ impl NcclBackend {
     }
 
     /// Wait for `ev` (recorded on our stream), watching NCCL's asynchronous error.
+    /// Yields on every pass, as nccl-tests' `testStreamSynchronize`: with one core per rank,
+    /// NCCL's proxy thread must get it to make progress.
     fn wait(&self, ev: &Event) -> std::result::Result<(), String> {
         let mut spins = 0u64;
         loop {
@@ -516,15 +618,11 @@ impl NcclBackend {
             }
             spins += 1;
             if spins % 16 == 0 {
-                if let Some(c) = &self.comm {
+                if let Some(c) = self.calls_comm() {
                     c.async_error()?;
                 }
             }
-            if spins < 100_000 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::sleep(Duration::from_micros(50));
-            }
+            std::thread::yield_now();
         }
     }
 
@@ -577,8 +675,19 @@ impl NcclBackend {
         self.settle_on(self.raw(), r, what)
     }
 
-    /// Our communicator (null in a parent made without one, which runs no collective).
+    /// The communicator our calls run on (null in a parent made without one, which runs no
+    /// collective): the blocking copy where there is one.
     fn raw(&self) -> NcclComm {
+        self.calls_comm().map_or(std::ptr::null_mut(), |c| c.raw)
+    }
+
+    fn calls_comm(&self) -> Option<&Comm> {
+        self.timed.as_ref().or(self.comm.as_ref())
+    }
+
+    /// The communicator groups are split from: the world's (non-blocking where the library
+    /// can, so a split keeps `-T`'s deadline).
+    fn parent_raw(&self) -> NcclComm {
         self.comm.as_ref().map_or(std::ptr::null_mut(), |c| c.raw)
     }
 
@@ -761,6 +870,17 @@ pub fn avg_is_checkable(ops: &[Op], dtypes: &[DType], check: bool, on: RunsOn) -
     ))
 }
 
+/// This rank's blocking init failed (`e` names the rank): one line, and the job ends (the
+/// launcher ends the other ranks, which wait inside NCCL for this one and cannot be reached).
+fn init_failed(e: &str) -> ! {
+    let line = format!("coll-bench: error: {e}; the other ranks wait inside NCCL's blocking init: aborting the job\n");
+    let mut err = std::io::stderr().lock();
+    let _ = err.write_all(line.as_bytes());
+    let _ = err.flush();
+    // SAFETY: ends the process without unwinding through MPI or NCCL state.
+    unsafe { libc::_exit(exit::ERROR) }
+}
+
 /// Agree on a communicator: where another rank failed, abort ours (so we leave without waiting
 /// for it) and return the agreed error. Collective.
 fn agreed_comm(world: &World, comm: std::result::Result<Comm, String>) -> Result<Comm> {
@@ -792,8 +912,13 @@ fn agreed_ready(
     limit_s: Option<f64>,
     place: &dyn Fn(String) -> String,
     what: &str,
+    mut alarm: Option<&mut Alarm>,
 ) -> Result<Option<Comm>> {
-    let waited = comm.as_mut().map_or(Ok(()), |c| c.wait_ready(limit_s, what));
+    let waited = comm.as_mut().map_or(Ok(()), |c| c.wait_ready(limit_s, what, alarm.as_deref_mut()));
+    if let (Err((false, _)), Some(a)) = (&waited, alarm) {
+        // The others may be waiting for this rank's init: tell them, so they stop at once.
+        a.raise();
+    }
     let (failed, timed_out) = match waited {
         Ok(()) => (Ok(()), Ok(())),
         Err((false, e)) => (Err(Error::setup(place(e))), Ok(())),
@@ -806,6 +931,125 @@ fn agreed_ready(
         return Err(e);
     }
     Ok(comm)
+}
+
+/// The world's init, where one rank's failure reaches the others at once (they would otherwise
+/// wait for it until `-T` runs out, as NCCL's init on their side never ends): a one-byte
+/// message to every other rank on a communicator of its own, which every rank polls while it
+/// waits ([`Comm::wait_ready`]). [`Alarm::close`] (collective) takes every message sent and
+/// frees the communicator.
+struct Alarm {
+    comm: mpi::ffi::MPI_Comm,
+    rank: usize,
+    size: usize,
+    /// The receive posted at the start, for the first message from any rank.
+    recv: mpi::ffi::MPI_Request,
+    inbox: Box<u8>,
+    /// Whether it went off (a message arrived).
+    heard: bool,
+    sends: Vec<mpi::ffi::MPI_Request>,
+    outbox: Box<u8>,
+}
+
+/// The tag of [`Alarm`]'s messages.
+const ALARM_TAG: c_int = 23;
+
+impl Alarm {
+    /// Collective over the world.
+    fn open(world: &World) -> Alarm {
+        let mut comm = std::mem::MaybeUninit::<mpi::ffi::MPI_Comm>::uninit();
+        // SAFETY: MPI is initialised; out-pointers to locals; the receive's buffer is on the
+        // heap and lives until `close` has completed it.
+        unsafe {
+            mpi::ffi::MPI_Comm_dup(world.raw_comm(), comm.as_mut_ptr());
+            let comm = comm.assume_init();
+            let mut inbox = Box::new(0u8);
+            let mut recv = std::mem::MaybeUninit::<mpi::ffi::MPI_Request>::uninit();
+            mpi::ffi::MPI_Irecv(
+                (&mut *inbox as *mut u8).cast(),
+                1,
+                mpi::ffi::RSMPI_UINT8_T,
+                mpi::ffi::RSMPI_ANY_SOURCE,
+                ALARM_TAG,
+                comm,
+                recv.as_mut_ptr(),
+            );
+            Alarm {
+                comm,
+                rank: world.rank,
+                size: world.size,
+                recv: recv.assume_init(),
+                inbox,
+                heard: false,
+                sends: Vec::new(),
+                outbox: Box::new(1),
+            }
+        }
+    }
+
+    /// This rank's init failed: tell every other rank (once).
+    fn raise(&mut self) {
+        if !self.sends.is_empty() {
+            return;
+        }
+        for p in (0..self.size).filter(|p| *p != self.rank) {
+            let mut req = std::mem::MaybeUninit::<mpi::ffi::MPI_Request>::uninit();
+            // SAFETY: the buffer is on the heap and lives until `close` waits for the send.
+            unsafe {
+                mpi::ffi::MPI_Isend(
+                    (&*self.outbox as *const u8).cast(),
+                    1,
+                    mpi::ffi::RSMPI_UINT8_T,
+                    p as c_int,
+                    ALARM_TAG,
+                    self.comm,
+                    req.as_mut_ptr(),
+                );
+                self.sends.push(req.assume_init());
+            }
+        }
+    }
+
+    /// Whether another rank's init failed.
+    fn raised(&mut self) -> bool {
+        if !self.heard {
+            let mut flag: c_int = 0;
+            // SAFETY: our pending receive.
+            unsafe { mpi::ffi::MPI_Test(&mut self.recv, &mut flag, mpi::ffi::RSMPI_STATUS_IGNORE) };
+            self.heard = flag != 0;
+        }
+        self.heard
+    }
+
+    /// Collective over the world: every message sent is received (each rank that raised the
+    /// alarm sent one to every other), the receive no message matched is cancelled, every
+    /// send completed, the communicator freed.
+    fn close(mut self, world: &World) {
+        let raisers = world.sum_u64(!self.sends.is_empty() as u64);
+        let mine = raisers - (!self.sends.is_empty()) as u64;
+        // SAFETY: our requests and communicator; the buffers live in `self` until here.
+        unsafe {
+            if mine == 0 {
+                mpi::ffi::MPI_Cancel(&mut self.recv);
+            }
+            mpi::ffi::MPI_Wait(&mut self.recv, mpi::ffi::RSMPI_STATUS_IGNORE);
+            for _ in 1..mine {
+                mpi::ffi::MPI_Recv(
+                    (&mut *self.inbox as *mut u8).cast(),
+                    1,
+                    mpi::ffi::RSMPI_UINT8_T,
+                    mpi::ffi::RSMPI_ANY_SOURCE,
+                    ALARM_TAG,
+                    self.comm,
+                    mpi::ffi::RSMPI_STATUS_IGNORE,
+                );
+            }
+            for r in &mut self.sends {
+                mpi::ffi::MPI_Wait(r, mpi::ffi::RSMPI_STATUS_IGNORE);
+            }
+            mpi::ffi::MPI_Comm_free(&mut self.comm);
+        }
+    }
 }
 
 /// Rank 0's part of step 2.
@@ -874,7 +1118,9 @@ impl Backend for NcclBackend {
     }
 
     fn describe(&self) -> Vec<String> {
-        self.details.clone()
+        let mut lines = self.details.clone();
+        lines.push(self.timing_note());
+        lines
     }
 
     fn supports(&self, dtype: DType) -> Result<()> {
@@ -1001,12 +1247,22 @@ impl Backend for NcclBackend {
         // Ping-pong pairs time a round trip; report one way.
         let round_trip = if call.kind == Kind::SendRecv && p.partner != self.rank { 2.0 } else { 1.0 };
         let scale = 1.0 / (batch as f64 * round_trip);
+        let n = iters / batch;
         samples.clear();
-        samples.reserve(iters / batch);
+        samples.reserve(n);
+        // nccl-tests' timing loop: every call launched back to back, the host waits once at the
+        // end (a wait per sample would add each launch's cost instead of overlapping it); a GPU
+        // event between samples splits the run into them. -z 1: the host waits for each call.
+        while self.marks.len() < n + 1 {
+            match Event::new(self.drv) {
+                Ok(e) => self.marks.push(e),
+                Err(e) => self.fatal(e),
+            }
+        }
         self.mpi_barrier(call);
-        for _ in 0..iters / batch {
-            let timed = (|| -> std::result::Result<f64, String> {
-                self.start.record(&self.stream)?;
+        let timed = (|| -> std::result::Result<(), String> {
+            self.marks[0].record(&self.stream)?;
+            for s in 0..n {
                 for _ in 0..batch {
                     self.call_once(&p)?;
                     if self.blocking {
@@ -1014,14 +1270,16 @@ impl Backend for NcclBackend {
                         self.mpi_barrier(call);
                     }
                 }
-                self.end.record(&self.stream)?;
-                self.wait(&self.end)?;
-                self.end.seconds_since(&self.start)
-            })();
-            match timed {
-                Ok(s) => samples.push(s * scale),
-                Err(e) => self.fatal(e),
+                self.marks[s + 1].record(&self.stream)?;
             }
+            self.wait(&self.marks[n])?;
+            for s in 0..n {
+                samples.push(self.marks[s + 1].seconds_since(&self.marks[s])? * scale);
+            }
+            Ok(())
+        })();
+        if let Err(e) = timed {
+            self.fatal(e);
         }
         Ok(())
     }

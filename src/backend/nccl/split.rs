@@ -63,6 +63,10 @@ impl Group {
     pub fn raw(&self) -> NcclComm {
         self.comm.raw
     }
+
+    pub(super) fn into_comm(self) -> Comm {
+        self.comm
+    }
 }
 
 impl NcclBackend {
@@ -99,6 +103,7 @@ impl NcclBackend {
         let stream = cuda::Stream::new(drv)?;
         let (start, end, sync) = (cuda::Event::new(drv)?, cuda::Event::new(drv)?, cuda::Event::new(drv)?);
         Ok(NcclBackend {
+            timed: None,
             comm: None,
             send: DeviceBuffer::empty(drv),
             recv: DeviceBuffer::empty(drv),
@@ -120,6 +125,7 @@ impl NcclBackend {
             check: opts.check,
             details: self.details.clone(),
             group_mpi: None,
+            marks: Vec::new(),
         })
     }
 
@@ -131,6 +137,7 @@ impl NcclBackend {
         let mpi = crate::backend::mpi::GroupComm::split(world, color, world.rank);
         self.details.push(format!("{}", self.split_via()));
         let Group { comm, rank, size, .. } = group;
+        self.timed = None;
         self.comm = Some(comm);
         self.rank = rank;
         self.nranks = size;
@@ -171,12 +178,25 @@ impl NcclBackend {
     pub fn split(&self, world: &World, color: Option<u32>, key: i32, limit_s: Option<f64>) -> Result<Option<Group>> {
         let place = |e: String| format!("{e} (rank {} on {}, GPU {})", world.rank, self.host, self.ordinal);
         let started = match self.nccl.comm_split() {
-            Some(f) => start_split(self.nccl, f, self.raw(), color, key),
+            Some(f) => start_split(self.nccl, f, self.parent_raw(), color, key),
             None => by_unique_id(world, self.nccl, color, key)?,
         };
         let what = if matches!(self.split_via(), Via::CommSplit) { "ncclCommSplit" } else { "ncclCommInitRankConfig" };
         let comm = super::agreed(world, started.map_err(place))?;
-        let comm = super::agreed_ready(world, comm, limit_s, &place, what)?;
+        let comm = super::agreed_ready(world, comm, limit_s, &place, what, None)?;
+        // A split is complete only now: the child (or none, for NCCL_SPLIT_NOCOLOR) is known.
+        let comm = match (comm, color) {
+            (Some(c), Some(color)) if c.raw.is_null() => {
+                Err(format!("ncclCommSplit returned no communicator for colour {color}"))
+            }
+            (Some(c), None) if c.raw.is_null() => Ok(None),
+            (Some(c), None) => {
+                c.abort();
+                Err("ncclCommSplit returned a communicator for NCCL_SPLIT_NOCOLOR".to_string())
+            }
+            (c, _) => Ok(c),
+        };
+        let comm = super::agreed(world, comm.map_err(place))?;
         // The library's rank and count, agreed on by every rank (one in no group too).
         let placed = match &comm {
             Some(c) => query(c, c.nccl.api.comm_user_rank).and_then(|r| Ok((r, query(c, c.nccl.api.comm_count)?))),
@@ -219,26 +239,22 @@ fn start_split(
         Some(c) => c_int::try_from(c).map_err(|_| format!("the group colour {c} does not fit NCCL's int"))?,
         None => ffi::SPLIT_NOCOLOR,
     };
-    let mut raw: NcclComm = std::ptr::null_mut();
+    // On a non-blocking parent NCCL returns at once and its thread writes the child here later
+    // (NVIDIA/nccl issue 1472): the slot lives on the heap until the parent says the split is
+    // done ([`Comm::wait_ready`]), and is leaked where it never is.
+    let mut slot: Box<NcclComm> = Box::new(std::ptr::null_mut());
     let mut config = Config::split();
-    // SAFETY: the parent comm is ours and ready; out-pointer and config are locals (NCCL copies
-    // the config before returning); the signature is nccl.h's (checked by the ABI test).
-    let r = unsafe { split(parent, c, key, &mut raw, &mut config) };
-    let comm = (!raw.is_null()).then_some(Comm { nccl, raw, pending: r == NCCL_IN_PROGRESS });
+    // SAFETY: the parent comm is ours and ready; the out-pointer is the heap slot above, which
+    // outlives NCCL's use of it; the config is a local (NCCL copies it before returning); the
+    // signature is nccl.h's (checked by the ABI test).
+    let r = unsafe { split(parent, c, key, &mut *slot, &mut config) };
     if let Err(e) = nccl.check(if r == NCCL_IN_PROGRESS { NCCL_SUCCESS } else { r }, "ncclCommSplit", parent) {
-        if let Some(c) = comm {
-            c.abort();
-        }
+        Box::leak(slot);
         return Err(e);
     }
-    match (comm, color) {
-        (None, Some(c)) => Err(format!("ncclCommSplit returned no communicator for colour {c}")),
-        (Some(comm), None) => {
-            comm.abort();
-            Err("ncclCommSplit returned a communicator for NCCL_SPLIT_NOCOLOR".to_string())
-        }
-        (comm, _) => Ok(comm),
-    }
+    // Polled through the parent until NCCL has filled the slot (at once on a blocking parent);
+    // the split config's child is blocking.
+    Ok(Some(Comm { nccl, raw: std::ptr::null_mut(), pending: true, blocking: true, filling: Some((parent, slot)) }))
 }
 
 /// The fallback: the group's MPI communicator carries its first rank's unique id; every member

@@ -7,12 +7,16 @@
  *   FAKE_CUDA_FREE_BYTES=B    what cuMemGetInfo reports free (default 4 GiB)
  *   FAKE_CUDA_TOTAL_BYTES=B   what cuDeviceTotalMem reports (default 16 GiB)
  *   FAKE_CUDA_NOT_READY=K     cuEventQuery answers "not ready" K times after each record
+ *   FAKE_NCCL_TRACE=PATH      (fake_nccl.c's trace) "PID sync" per wait of the host for the
+ *                             device: the first cuEventQuery of each recorded event, and
+ *                             cuStreamSynchronize
  */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -53,7 +57,18 @@ CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d) { (void)d; return 0; }
 CUresult cuCtxSetCurrent(void *ctx) { (void)ctx; return 0; }
 CUresult cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = malloc(1); return 0; }
 CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
-CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
+static void trace_sync(void) {
+    const char *path = getenv("FAKE_NCCL_TRACE");
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (!f) return;
+    fprintf(f, "%d sync\n", (int)getpid());
+    fclose(f);
+}
+CUresult cuStreamSynchronize(void *s) {
+    (void)s;
+    trace_sync();
+    return 0;
+}
 CUresult cuMemGetInfo_v2(size_t *free_, size_t *total) {
     *free_ = (size_t)env_long("FAKE_CUDA_FREE_BYTES", 1L << 32);
     *total = (size_t)1 << 34;
@@ -91,6 +106,7 @@ CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char c, size_t n, void *s) {
 struct event {
     struct timespec t;
     long not_ready;
+    int queried; /* since the last record */
 };
 CUresult cuEventCreate(void **e, unsigned flags) {
     (void)flags;
@@ -103,10 +119,15 @@ CUresult cuEventRecord(void *e, void *s) {
     (void)s;
     clock_gettime(CLOCK_MONOTONIC, &ev->t);
     ev->not_ready = env_long("FAKE_CUDA_NOT_READY", 0);
+    ev->queried = 0;
     return 0;
 }
 CUresult cuEventQuery(void *e) {
     struct event *ev = e;
+    if (!ev->queried) {
+        ev->queried = 1;
+        trace_sync();
+    }
     if (ev->not_ready > 0) {
         ev->not_ready--;
         return 600; /* CUDA_ERROR_NOT_READY */

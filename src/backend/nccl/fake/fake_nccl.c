@@ -25,24 +25,40 @@
  *   FAKE_NCCL_CHANNEL_BYTES=B    largest message between two ranks (default 1 MiB)
  *   FAKE_NCCL_TRACE=PATH         append a line per communicator made or ended to PATH:
  *                                "PID init N" (ncclCommInitRank(Config) of N ranks), "PID split",
- *                                "PID destroy", "PID abort"
+ *                                "PID destroy", "PID abort"; "PID launch" per collective or group
+ *                                of sends/receives handed over, "PID thread" per one of those
+ *                                run from a thread of its own (fake_cuda.c adds "PID sync" per
+ *                                wait of the host for the device)
  *
  * ncclCommInitRankConfig (NCCL 2.14's config layout) with blocking = 0 returns ncclInProgress
  * and the communicator is ready once every rank has joined (ncclCommGetAsyncError says when),
  * so a rank whose init fails leaves the others in progress, as with the real NCCL; the blocking
- * ncclCommInitRank waits for every rank. On a non-blocking communicator ncclAllReduce and
- * ncclGroupEnd answer ncclInProgress (the work is done; ncclCommGetAsyncError then says so), as
- * the real NCCL may. Built with -DFAKE_NCCL_NATIVE it also exports newer
- * NCCLs' native ncclAlltoAll, ncclGather and ncclScatter (2.32 has them).
+ * ncclCommInitRank waits for every rank.
+ *
+ * Non-blocking communicators (NCCL src/group.cc, ncclGroupEndInternal): every collective, and
+ * every group of sends/receives (a lone send or receive is a group), answers ncclInProgress. From
+ * FAKE_NCCL_VERSION 22300 on (NCCL 2.23: each group end on a non-blocking communicator hands the
+ * launch to a new thread) the work is done by a thread of its own and ncclCommGetAsyncError says
+ * ncclInProgress until it has finished; before, it is done before the call returns. A
+ * communicator still in progress refuses every call but ncclCommGetAsyncError and ncclCommAbort
+ * with ncclInvalidArgument ("Attempt to use communicator before the previous operation returned
+ * ncclSuccess", ncclCommEnsureReady in src/init.cc), ncclCommDestroy included; ncclCommAbort
+ * stops the thread and ends the communicator. Blocking communicators do everything before
+ * returning. Built with -DFAKE_NCCL_NATIVE it also exports newer NCCLs' native ncclAlltoAll,
+ * ncclGather and ncclScatter (2.32 has them).
  *
  * ncclCommSplit (NCCL 2.18) is exported unless built with -DFAKE_NCCL_NO_SPLIT: collective over
  * the parent, whose ranks exchange (colour, key) through its channels; the ranks of one colour
  * form a communicator ordered by key, then parent rank; NCCL_SPLIT_NOCOLOR (-1) gets a null
- * comm. Non-blocking (returns ncclInProgress) where the config says blocking = 0, or, with no
- * config, where the parent is.
+ * comm. As NCCL's (src/init.cc, ncclCommInitChildComm; the job runs in the parent's group, whose
+ * mode is the parent's): on a blocking parent it returns once the child is ready; on a
+ * non-blocking parent it sets *newcomm to NULL, returns ncclSuccess, and a thread fills *newcomm
+ * later, while the parent's ncclCommGetAsyncError says ncclInProgress (NVIDIA/nccl issue 1472).
+ * The child is blocking or not as its config says (the parent's mode without one).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -83,6 +99,14 @@ struct comm {
     int nonblocking; /* made by a non-blocking init: calls answer ncclInProgress, then are done */
     int init_fails; /* a non-blocking init that will fail (FAKE_NCCL_FAIL=init-async) */
     int splits;     /* ncclCommSplit calls on this comm so far (names the children's segments) */
+    /* A call handed to a thread of its own (non-blocking, NCCL >= 2.23, or a split on a
+     * non-blocking parent): in progress until `done`, then joined by ncclCommGetAsyncError. */
+    pthread_t worker;
+    int working;
+    int done;              /* set by the worker (atomic) */
+    ncclResult_t outcome;  /* the worker's result */
+    ncclResult_t sticky;   /* the first asynchronous error, reported from then on */
+    int aborted;           /* ncclCommAbort: blocked transfers give up */
 };
 typedef struct comm *ncclComm_t;
 
@@ -132,7 +156,10 @@ static ncclResult_t put(struct comm *c, int dst, const void *data, size_t bytes)
     if (bytes > c->cap) return error(invalid_usage, "message larger than FAKE_NCCL_CHANNEL_BYTES");
     struct channel *ch = chan(c, c->rank, dst);
     uint64_t sent = __atomic_load_n(&ch->sent, __ATOMIC_RELAXED);
-    while (__atomic_load_n(&ch->taken, __ATOMIC_ACQUIRE) != sent) pause_();
+    while (__atomic_load_n(&ch->taken, __ATOMIC_ACQUIRE) != sent) {
+        if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE)) return error(remote_error, "aborted");
+        pause_();
+    }
     memcpy((char *)(ch + 1), data, bytes);
     ch->bytes = bytes;
     __atomic_store_n(&ch->sent, sent + 1, __ATOMIC_RELEASE);
@@ -143,7 +170,10 @@ static ncclResult_t put(struct comm *c, int dst, const void *data, size_t bytes)
 static ncclResult_t take(struct comm *c, int src, void *data, size_t bytes) {
     struct channel *ch = chan(c, src, c->rank);
     uint64_t taken = __atomic_load_n(&ch->taken, __ATOMIC_RELAXED);
-    while (__atomic_load_n(&ch->sent, __ATOMIC_ACQUIRE) == taken) pause_();
+    while (__atomic_load_n(&ch->sent, __ATOMIC_ACQUIRE) == taken) {
+        if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE)) return error(remote_error, "aborted");
+        pause_();
+    }
     if (ch->bytes != bytes) return error(invalid_usage, "send and receive sizes differ");
     memcpy(data, (char *)(ch + 1), bytes);
     __atomic_store_n(&ch->taken, taken + 1, __ATOMIC_RELEASE);
@@ -343,6 +373,97 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id
     return in_progress;
 }
 
+/* Point-to-point queued in a group (see ncclGroupEnd). */
+#define MAXP2P 4096
+struct p2p {
+    ncclComm_t comm;
+    void *buf;
+    size_t bytes;
+    int peer;
+};
+
+/* One call handed to NCCL: run before returning, or by a thread of its own (`spawn`). */
+struct job {
+    ncclResult_t (*fn)(struct job *);
+    ncclComm_t c;
+    const void *s;
+    void *r;
+    size_t n;
+    int dt, op, root;
+    struct p2p *sends, *recvs; /* a group of sends/receives (malloc'ed copies) */
+    int nsend, nrecv;
+    int color, key;            /* a split */
+    ncclComm_t *newcomm;
+    int child_nonblocking;
+};
+
+static void free_job(struct job *j) {
+    free(j->sends);
+    free(j->recvs);
+}
+
+static void *worker_main(void *arg) {
+    struct job *j = arg;
+    ncclComm_t c = j->c;
+    ncclResult_t r = j->fn(j);
+    free_job(j);
+    free(j);
+    c->outcome = r;
+    __atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Whether `c` is still in progress (a worker running, or a non-blocking init not complete);
+ * joins a worker that has finished, keeping its error. */
+static int busy(ncclComm_t c) {
+    if (c->working && __atomic_load_n(&c->done, __ATOMIC_ACQUIRE)) {
+        pthread_join(c->worker, NULL);
+        c->working = 0;
+        if (c->outcome != ok && c->sticky == ok) c->sticky = c->outcome;
+    }
+    return c->working || (c->joining && !joined(c));
+}
+
+/* NCCL's ncclCommEnsureReady: a communicator in progress, or with an asynchronous error,
+ * refuses the call. */
+#define READY(c)                                                                                   \
+    do {                                                                                           \
+        if (!(c)) return error(invalid_argument, "null communicator");                             \
+        if (busy(c))                                                                               \
+            return error(invalid_argument,                                                         \
+                         "Attempt to use communicator before the previous operation returned "     \
+                         "ncclSuccess");                                                           \
+        if ((c)->sticky != ok) return (c)->sticky;                                                 \
+    } while (0)
+
+/* Run `j` on a thread of its own; `c` is in progress until it has finished. `launched`: a
+ * collective or group (traced "thread"), not a split. */
+static ncclResult_t spawn(struct job *j, int launched) {
+    struct job *h = malloc(sizeof *h);
+    *h = *j;
+    ncclComm_t c = j->c;
+    c->working = 1;
+    c->done = 0;
+    if (pthread_create(&c->worker, NULL, worker_main, h) != 0) {
+        c->working = 0;
+        free_job(h);
+        free(h);
+        return error(system_error, "pthread_create failed");
+    }
+    if (launched) trace("thread", -1);
+    return in_progress;
+}
+
+/* Hand a collective or a group of sends/receives to NCCL (src/group.cc, ncclGroupEndInternal). */
+static ncclResult_t launch(struct job *j) {
+    trace("launch", -1);
+    ncclComm_t c = j->c;
+    if (c->nonblocking && env_version() >= 22300) return spawn(j, 1);
+    ncclResult_t r = j->fn(j);
+    free_job(j);
+    return r == ok && c->nonblocking ? in_progress : r;
+}
+
 ncclResult_t ncclCommCount(const ncclComm_t comm, int *count) {
     if (!comm || !count) return error(invalid_argument, "ncclCommCount: null argument");
     *count = comm->nranks;
@@ -355,13 +476,11 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank) {
 }
 
 #ifndef FAKE_NCCL_NO_SPLIT
-ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config) {
-    if (!comm || !newcomm) return error(invalid_argument, "ncclCommSplit: null argument");
-    trace("split", -1);
-    if (color < -1) return error(invalid_argument, "ncclCommSplit: negative colour other than NCCL_SPLIT_NOCOLOR");
-    if (config && (config->magic != 0xcafebeef || config->version < 21400 || config->size < sizeof *config))
-        return error(invalid_argument, "bad ncclConfig_t (magic, version or size)");
-    *newcomm = NULL;
+/* The split itself, collective over the parent `j->c`: fills *j->newcomm once the child is
+ * ready (every rank of its colour joined). */
+static ncclResult_t run_split(struct job *j) {
+    ncclComm_t comm = j->c;
+    int color = j->color, key = j->key;
     /* Every rank's (colour, key), through the parent's channels. */
     int n = comm->nranks, mine[2] = {color, key};
     int *all = malloc((size_t)n * sizeof mine);
@@ -392,14 +511,31 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
     memset(&id, 0, sizeof id);
     for (int i = 0; i < PATTERN; i++) id.internal[i] = (char)id_byte(i);
     snprintf(id.internal + PATTERN, sizeof id.internal - PATTERN, "%.40s-s%d-c%d", comm->name, seq, color);
-    CHECK(join(newcomm, size, id, rank));
-    int nonblocking = config ? config->blocking == 0 : comm->nonblocking;
-    if (nonblocking) {
-        (*newcomm)->nonblocking = 1;
-        return in_progress;
+    ncclComm_t child = NULL;
+    CHECK(join(&child, size, id, rank));
+    while (!joined(child)) {
+        if (__atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE)) return error(remote_error, "aborted");
+        pause_();
     }
-    while (!joined(*newcomm)) pause_();
+    child->nonblocking = j->child_nonblocking;
+    *j->newcomm = child; /* as NCCL's init job: only once the child is complete */
     return ok;
+}
+
+ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm, ncclConfig_t *config) {
+    if (!comm || !newcomm) return error(invalid_argument, "ncclCommSplit: null argument");
+    READY(comm);
+    trace("split", -1);
+    if (color < -1) return error(invalid_argument, "ncclCommSplit: negative colour other than NCCL_SPLIT_NOCOLOR");
+    if (config && (config->magic != 0xcafebeef || config->version < 21400 || config->size < sizeof *config))
+        return error(invalid_argument, "bad ncclConfig_t (magic, version or size)");
+    *newcomm = NULL; /* "*newcomm should be NCCL_COMM_NULL until comm split fully complete" */
+    struct job j = {.fn = run_split, .c = comm, .color = color, .key = key, .newcomm = newcomm};
+    j.child_nonblocking = config ? config->blocking == 0 : comm->nonblocking;
+    if (!comm->nonblocking) return run_split(&j);
+    /* The parent's group is non-blocking: the job runs on a thread; the call itself succeeds. */
+    ncclResult_t r = spawn(&j, 0);
+    return r == in_progress ? ok : r;
 }
 #endif
 
@@ -412,13 +548,20 @@ static ncclResult_t release(ncclComm_t c) {
 }
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
     trace("destroy", -1);
+    if (!comm) return ok;
+    READY(comm);
     return release(comm);
 }
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
     trace("abort", -1);
+    if (!comm) return ok;
+    /* As NCCL's: set the abort flag, then wait for the comm's thread (which gives up). */
+    __atomic_store_n(&comm->aborted, 1, __ATOMIC_RELEASE);
+    if (comm->working) pthread_join(comm->worker, NULL);
     return release(comm);
 }
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
+    if (!comm || !state) return error(invalid_argument, "ncclCommGetAsyncError: null argument");
     if (comm->joining) {
         if (comm->init_fails) {
             *state = error(system_error, "bootstrap: connection to a peer refused");
@@ -427,7 +570,11 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
         }
         return ok;
     }
-    if (!strcmp(fail(), "async") && calls > 0) {
+    if (busy(comm)) {
+        *state = in_progress;
+    } else if (comm->sticky != ok) {
+        *state = comm->sticky;
+    } else if (!strcmp(fail(), "async") && calls > 0) {
         *state = error(remote_error, "peer rank went away");
     } else {
         *state = ok;
@@ -468,78 +615,118 @@ static ncclResult_t gather_reduce(ncclComm_t c, const void *mine, void *out, siz
     return r;
 }
 
-ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, ncclComm_t c, cudaStream_t st) {
-    (void)st;
-    if (bad(dt, op)) return invalid_argument;
-    size_t b = n * type_size[dt];
+static ncclResult_t run_all_reduce(struct job *j) {
+    ncclComm_t c = j->c;
+    size_t b = j->n * type_size[j->dt];
     char *mine = malloc(b ? b : 1);
-    memcpy(mine, s, b);
-    for (int p = 0; p < c->nranks; p++)
-        if (p != c->rank) CHECK(put(c, p, mine, b));
-    ncclResult_t res = gather_reduce(c, mine, r, n, dt, op);
-    free(mine);
-    /* As a non-blocking communicator may: "in progress" (done by the next ncclCommGetAsyncError). */
-    return res == ok && c->nonblocking ? in_progress : res;
-}
-
-ncclResult_t ncclAllGather(const void *s, void *r, size_t n, int dt, ncclComm_t c, cudaStream_t st) {
-    (void)st;
-    if (bad(dt, 0)) return invalid_argument;
-    size_t b = n * type_size[dt];
-    for (int p = 0; p < c->nranks; p++)
-        if (p != c->rank) CHECK(put(c, p, s, b));
-    memmove((char *)r + (size_t)c->rank * b, s, b);
-    for (int p = 0; p < c->nranks; p++)
-        if (p != c->rank) CHECK(take(c, p, (char *)r + (size_t)p * b, b));
-    return ok;
-}
-
-ncclResult_t ncclReduceScatter(const void *s, void *r, size_t n, int dt, int op, ncclComm_t c, cudaStream_t st) {
-    (void)st;
-    if (bad(dt, op)) return invalid_argument;
-    size_t b = n * type_size[dt];
-    for (int p = 0; p < c->nranks; p++)
-        if (p != c->rank) CHECK(put(c, p, (const char *)s + (size_t)p * b, b));
-    char *mine = malloc(b ? b : 1);
-    memcpy(mine, (const char *)s + (size_t)c->rank * b, b);
-    ncclResult_t res = gather_reduce(c, mine, r, n, dt, op);
+    memcpy(mine, j->s, b);
+    ncclResult_t res = ok;
+    for (int p = 0; p < c->nranks && res == ok; p++)
+        if (p != c->rank) res = put(c, p, mine, b);
+    if (res == ok) res = gather_reduce(c, mine, j->r, j->n, j->dt, j->op);
     free(mine);
     return res;
 }
-
-ncclResult_t ncclBroadcast(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c, cudaStream_t st) {
+ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, ncclComm_t c, cudaStream_t st) {
     (void)st;
-    if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
-    size_t b = n * type_size[dt];
-    if (c->rank == root) {
+    READY(c);
+    if (bad(dt, op)) return invalid_argument;
+    return launch(&(struct job){.fn = run_all_reduce, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op});
+}
+
+static ncclResult_t run_all_gather(struct job *j) {
+    ncclComm_t c = j->c;
+    size_t b = j->n * type_size[j->dt];
+    for (int p = 0; p < c->nranks; p++)
+        if (p != c->rank) CHECK(put(c, p, j->s, b));
+    memmove((char *)j->r + (size_t)c->rank * b, j->s, b);
+    for (int p = 0; p < c->nranks; p++)
+        if (p != c->rank) CHECK(take(c, p, (char *)j->r + (size_t)p * b, b));
+    return ok;
+}
+ncclResult_t ncclAllGather(const void *s, void *r, size_t n, int dt, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    READY(c);
+    if (bad(dt, 0)) return invalid_argument;
+    return launch(&(struct job){.fn = run_all_gather, .c = c, .s = s, .r = r, .n = n, .dt = dt});
+}
+
+static ncclResult_t run_reduce_scatter(struct job *j) {
+    ncclComm_t c = j->c;
+    size_t b = j->n * type_size[j->dt];
+    for (int p = 0; p < c->nranks; p++)
+        if (p != c->rank) CHECK(put(c, p, (const char *)j->s + (size_t)p * b, b));
+    char *mine = malloc(b ? b : 1);
+    memcpy(mine, (const char *)j->s + (size_t)c->rank * b, b);
+    ncclResult_t res = gather_reduce(c, mine, j->r, j->n, j->dt, j->op);
+    free(mine);
+    return res;
+}
+ncclResult_t ncclReduceScatter(const void *s, void *r, size_t n, int dt, int op, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    READY(c);
+    if (bad(dt, op)) return invalid_argument;
+    return launch(&(struct job){.fn = run_reduce_scatter, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op});
+}
+
+static ncclResult_t run_broadcast(struct job *j) {
+    ncclComm_t c = j->c;
+    size_t b = j->n * type_size[j->dt];
+    if (c->rank == j->root) {
         for (int p = 0; p < c->nranks; p++)
-            if (p != root) CHECK(put(c, p, s, b));
-        memmove(r, s, b);
+            if (p != j->root) CHECK(put(c, p, j->s, b));
+        memmove(j->r, j->s, b);
         return ok;
     }
-    return take(c, root, r, b);
+    return take(c, j->root, j->r, b);
+}
+ncclResult_t ncclBroadcast(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c, cudaStream_t st) {
+    (void)st;
+    READY(c);
+    if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
+    return launch(&(struct job){.fn = run_broadcast, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
 }
 
+static ncclResult_t run_reduce(struct job *j) {
+    ncclComm_t c = j->c;
+    size_t b = j->n * type_size[j->dt];
+    if (c->rank != j->root) return put(c, j->root, j->s, b);
+    return gather_reduce(c, j->s, j->r, j->n, j->dt, j->op);
+}
 ncclResult_t ncclReduce(const void *s, void *r, size_t n, int dt, int op, int root, ncclComm_t c, cudaStream_t st) {
     (void)st;
+    READY(c);
     if (bad(dt, op) || root < 0 || root >= c->nranks) return invalid_argument;
-    size_t b = n * type_size[dt];
-    if (c->rank != root) return put(c, root, s, b);
-    return gather_reduce(c, s, r, n, dt, op);
+    return launch(
+        &(struct job){.fn = run_reduce, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op, .root = root});
 }
 
-/* Point-to-point. Outside a group a call completes at once; inside one, calls are queued and at
- * ncclGroupEnd every send is written before any receive is read. */
-#define MAXP2P 4096
-struct p2p {
-    ncclComm_t comm;
-    void *buf;
-    size_t bytes;
-    int peer;
-};
+/* Point-to-point. Outside a group a call is a group of its own; inside one, calls are queued and
+ * at ncclGroupEnd every send is written before any receive is read. */
 static int depth;
 static struct p2p sends[MAXP2P], recvs[MAXP2P];
 static int nsend, nrecv;
+
+static ncclResult_t run_p2p(struct job *j) {
+    ncclResult_t r = ok;
+    for (int i = 0; i < j->nsend && r == ok; i++)
+        r = put(j->sends[i].comm, j->sends[i].peer, j->sends[i].buf, j->sends[i].bytes);
+    for (int i = 0; i < j->nrecv && r == ok; i++)
+        r = take(j->recvs[i].comm, j->recvs[i].peer, j->recvs[i].buf, j->recvs[i].bytes);
+    return r;
+}
+
+/* The queued sends and receives as one job (copies of the queues). */
+static ncclResult_t launch_p2p(void) {
+    struct job j = {.fn = run_p2p, .nsend = nsend, .nrecv = nrecv};
+    j.c = nsend ? sends[0].comm : recvs[0].comm;
+    j.sends = malloc(sizeof(struct p2p) * (size_t)(nsend ? nsend : 1));
+    j.recvs = malloc(sizeof(struct p2p) * (size_t)(nrecv ? nrecv : 1));
+    memcpy(j.sends, sends, sizeof(struct p2p) * (size_t)nsend);
+    memcpy(j.recvs, recvs, sizeof(struct p2p) * (size_t)nrecv);
+    nsend = nrecv = 0;
+    return launch(&j);
+}
 
 ncclResult_t ncclGroupStart(void) {
     depth++;
@@ -548,71 +735,81 @@ ncclResult_t ncclGroupStart(void) {
 ncclResult_t ncclGroupEnd(void) {
     if (depth == 0) return error(invalid_usage, "ncclGroupEnd without ncclGroupStart");
     if (--depth > 0) return ok;
-    ncclResult_t r = ok;
-    int nonblocking = (nsend && sends[0].comm->nonblocking) || (nrecv && recvs[0].comm->nonblocking);
-    for (int i = 0; i < nsend && r == ok; i++) r = put(sends[i].comm, sends[i].peer, sends[i].buf, sends[i].bytes);
-    for (int i = 0; i < nrecv && r == ok; i++) r = take(recvs[i].comm, recvs[i].peer, recvs[i].buf, recvs[i].bytes);
-    nsend = nrecv = 0;
-    return r == ok && nonblocking ? in_progress : r;
+    if (!nsend && !nrecv) return ok;
+    return launch_p2p();
+}
+static ncclResult_t queue(struct p2p *q, int *nq, ncclComm_t c, const void *buf, size_t bytes, int peer) {
+    if (*nq == MAXP2P) return error(invalid_usage, "too many sends or receives in a group");
+    q[(*nq)++] = (struct p2p){c, (void *)buf, bytes, peer};
+    return ok;
 }
 ncclResult_t ncclSend(const void *s, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st) {
     (void)st;
     if (!strcmp(fail(), "p2p")) return error(invalid_usage, "point-to-point is off (FAKE_NCCL_FAIL=p2p)");
+    READY(c);
     if (bad(dt, 0) || peer < 0 || peer >= c->nranks) return invalid_argument;
-    if (depth == 0) {
-        if (peer == c->rank) return error(invalid_usage, "a send to oneself outside a group would hang");
-        return put(c, peer, s, n * type_size[dt]);
-    }
-    if (nsend == MAXP2P) return error(invalid_usage, "too many sends in a group");
-    sends[nsend++] = (struct p2p){c, (void *)s, n * type_size[dt], peer};
-    return ok;
+    if (depth == 0 && peer == c->rank) return error(invalid_usage, "a send to oneself outside a group would hang");
+    CHECK(queue(sends, &nsend, c, s, n * type_size[dt], peer));
+    return depth == 0 ? launch_p2p() : ok;
 }
 ncclResult_t ncclRecv(void *r, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st) {
     (void)st;
     if (!strcmp(fail(), "p2p")) return error(invalid_usage, "point-to-point is off (FAKE_NCCL_FAIL=p2p)");
+    READY(c);
     if (bad(dt, 0) || peer < 0 || peer >= c->nranks) return invalid_argument;
-    if (depth == 0) {
-        if (peer == c->rank) return error(invalid_usage, "a receive from oneself outside a group would hang");
-        return take(c, peer, r, n * type_size[dt]);
-    }
-    if (nrecv == MAXP2P) return error(invalid_usage, "too many receives in a group");
-    recvs[nrecv++] = (struct p2p){c, r, n * type_size[dt], peer};
-    return ok;
+    if (depth == 0 && peer == c->rank) return error(invalid_usage, "a receive from oneself outside a group would hang");
+    CHECK(queue(recvs, &nrecv, c, r, n * type_size[dt], peer));
+    return depth == 0 ? launch_p2p() : ok;
 }
 
 #ifdef FAKE_NCCL_NATIVE
 /* The native collectives: block j of rank i's send buffer goes to rank j, which places it
  * at block i. Every rank writes all its messages before it reads any (one-slot channels). */
+static ncclResult_t run_all_to_all(struct job *j) {
+    ncclComm_t c = j->c;
+    size_t b = j->n * type_size[j->dt];
+    for (int p = 0; p < c->nranks; p++)
+        if (p != c->rank) CHECK(put(c, p, (const char *)j->s + (size_t)p * b, b));
+    memmove((char *)j->r + (size_t)c->rank * b, (const char *)j->s + (size_t)c->rank * b, b);
+    for (int p = 0; p < c->nranks; p++)
+        if (p != c->rank) CHECK(take(c, p, (char *)j->r + (size_t)p * b, b));
+    return ok;
+}
 ncclResult_t ncclAlltoAll(const void *s, void *r, size_t n, int dt, ncclComm_t c, cudaStream_t st) {
     (void)st;
+    READY(c);
     if (bad(dt, 0)) return invalid_argument;
-    size_t b = n * type_size[dt];
     if (s == r && c->nranks > 1) return error(invalid_usage, "in-place ncclAlltoAll");
+    return launch(&(struct job){.fn = run_all_to_all, .c = c, .s = s, .r = r, .n = n, .dt = dt});
+}
+static ncclResult_t run_gather(struct job *j) {
+    ncclComm_t c = j->c;
+    size_t b = j->n * type_size[j->dt];
+    if (c->rank != j->root) return put(c, j->root, j->s, b);
+    memmove((char *)j->r + (size_t)j->root * b, j->s, b);
     for (int p = 0; p < c->nranks; p++)
-        if (p != c->rank) CHECK(put(c, p, (const char *)s + (size_t)p * b, b));
-    memmove((char *)r + (size_t)c->rank * b, (const char *)s + (size_t)c->rank * b, b);
-    for (int p = 0; p < c->nranks; p++)
-        if (p != c->rank) CHECK(take(c, p, (char *)r + (size_t)p * b, b));
+        if (p != j->root) CHECK(take(c, p, (char *)j->r + (size_t)p * b, b));
     return ok;
 }
 ncclResult_t ncclGather(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c, cudaStream_t st) {
     (void)st;
+    READY(c);
     if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
-    size_t b = n * type_size[dt];
-    if (c->rank != root) return put(c, root, s, b);
-    memmove((char *)r + (size_t)root * b, s, b);
+    return launch(&(struct job){.fn = run_gather, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
+}
+static ncclResult_t run_scatter(struct job *j) {
+    ncclComm_t c = j->c;
+    size_t b = j->n * type_size[j->dt];
+    if (c->rank != j->root) return take(c, j->root, j->r, b);
     for (int p = 0; p < c->nranks; p++)
-        if (p != root) CHECK(take(c, p, (char *)r + (size_t)p * b, b));
+        if (p != j->root) CHECK(put(c, p, (const char *)j->s + (size_t)p * b, b));
+    memmove(j->r, (const char *)j->s + (size_t)j->root * b, b);
     return ok;
 }
 ncclResult_t ncclScatter(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c, cudaStream_t st) {
     (void)st;
+    READY(c);
     if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
-    size_t b = n * type_size[dt];
-    if (c->rank != root) return take(c, root, r, b);
-    for (int p = 0; p < c->nranks; p++)
-        if (p != root) CHECK(put(c, p, (const char *)s + (size_t)p * b, b));
-    memmove(r, (const char *)s + (size_t)root * b, b);
-    return ok;
+    return launch(&(struct job){.fn = run_scatter, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
 }
 #endif
