@@ -170,7 +170,7 @@ mod tests {
                 let elems = 100;
                 let mut inputs = vec![];
                 for rank in 0..n {
-                    let layout = coll.layout(elems, n, rank, Convention::Mpi);
+                    let layout = coll.layout(elems, dtype.size(), n, rank, Convention::Mpi);
                     let c = Ctx { rank, nranks: n, root: 0, in_place: false, convention: Convention::Mpi, layout };
                     let mut buf = vec![0u64; elems]; // 8-byte aligned
                                                      // SAFETY: the bytes of `buf`, which holds `elems` u64s; any bytes are valid u8s.
@@ -199,7 +199,7 @@ mod tests {
                     let rb = unsafe { std::slice::from_raw_parts_mut(recv.as_mut_ptr() as *mut u8, 2 * elems * 8) };
                     rb.fill(SENTINEL);
                     cast_slice_mut::<T>(rb)[..elems].copy_from_slice(&out);
-                    let layout = coll.layout(elems, n, 1, Convention::Mpi);
+                    let layout = coll.layout(elems, dtype.size(), n, 1, Convention::Mpi);
                     let c = Ctx { rank: 1, nranks: n, root: 0, in_place: false, convention: Convention::Mpi, layout };
                     let size = std::mem::size_of::<T>();
                     assert_eq!(verify(coll, &c, dtype, op, rb, 0, elems * size), DataErrors::default(), "{dtype} {op}");
@@ -217,7 +217,7 @@ mod tests {
     fn moved_data_from_the_wrong_rank_is_wrong() {
         let coll = Kind::AllGather.spec();
         let n = 4;
-        let layout = coll.layout(64, n, 2, Convention::Mpi);
+        let layout = coll.layout(64, 4, n, 2, Convention::Mpi);
         let c = Ctx { rank: 2, nranks: n, root: 0, in_place: false, convention: Convention::Mpi, layout };
         let mut recv = vec![0u64; 64];
         // SAFETY: the bytes of `recv`, 64 u64s.

@@ -247,3 +247,25 @@ fn mpich_reduce_fault_is_refused() {
     assert!(err.contains("-r/--root 1") && err.contains("MPIR_CVAR_DEVICE_COLLECTIVES=none"), "{err}");
     assert!(files(dir.path()).is_empty());
 }
+
+/// 7 ranks (more than the cores: oversubscribed): every row's size and count are nccl-tests'
+/// for the same request, the per-rank count rounded down to whole 16 bytes (100 B of int8 on 7
+/// ranks is 0 a rank, not 14; 400 B is 48, not 57), and the data is right at those counts, in
+/// place too.
+#[test]
+fn seven_ranks_share_sizes_out_as_nccl_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let types = if oversubscribed_mpich(7) { "int8,double" } else { "int8,int32,double" };
+    let sizes = [100u64, 400, 1600, 6400, 25_600];
+    let colls = "all-gather reduce-scatter all-to-all gather scatter all-reduce broadcast";
+    let mut args: Vec<&str> = colls.split(' ').collect();
+    args.extend(["-d", types, "-o", "sum", "-b", "100", "-e", "25600", "-f", "4", "-n", "1", "-w", "0"]);
+    args.extend(["--csv", "run.csv"]);
+    let o = mpirun_in(dir.path(), 7, &args, 600);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("# Wrong elements       : 0 OK"), "{out}");
+    let csv = std::fs::read_to_string(dir.path().join("run.csv")).unwrap();
+    let seen = assert_nccl_tests_geometry(&csv, 7, &sizes);
+    assert_eq!(seen.len(), 7, "{seen:?}");
+}

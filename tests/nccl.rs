@@ -1063,3 +1063,24 @@ fn step_on_nccl_refusals_are_one_line() {
     assert!(out.contains("# Layouts (1): tp=3, pp=1, dp=1"), "{out}");
     assert!(out.contains("# Left out: tp=1, pp=1, dp=3: ddp's average of float gradients over dp=3 ranks"), "{out}");
 }
+
+/// 7 ranks on the stand-ins: every row's size and count are nccl-tests' (per-rank counts rounded
+/// down to whole 16 bytes, so every in-place pointer NCCL is given is 16-byte aligned), and the
+/// data is right at those counts.
+#[test]
+fn seven_ranks_share_sizes_out_as_nccl_tests() {
+    let env = fake_env("7", &[]);
+    let types = if oversubscribed_mpich(7) { "int8,double" } else { "int8,int32,double" };
+    let sizes = [100u64, 400, 1600, 6400, 25_600];
+    let colls = "all-gather reduce-scatter all-to-all gather scatter all-reduce broadcast";
+    let mut args: Vec<&str> = colls.split(' ').collect();
+    args.extend(["-d", types, "-o", "sum", "-b", "100", "-e", "25600", "-f", "4", "-n", "1", "-w", "0"]);
+    args.extend(["--csv", "run.csv"]);
+    let (o, d) = nccl_run(7, &args, &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("# Wrong elements       : 0 OK"), "{out}");
+    let csv = std::fs::read_to_string(d.path().join("run.csv")).unwrap();
+    let seen = assert_nccl_tests_geometry(&csv, 7, &sizes);
+    assert_eq!(seen.len(), 7, "{seen:?}");
+}

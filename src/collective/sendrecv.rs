@@ -22,7 +22,7 @@ impl Collective for SendRecv {
     fn name(&self) -> &'static str {
         "sendrecv"
     }
-    fn layout(&self, elems: usize, _n: usize, _rank: usize, _c: Convention) -> Layout {
+    fn layout(&self, elems: usize, _elem: usize, _n: usize, _rank: usize, _c: Convention) -> Layout {
         Layout { count: elems, send_count: elems, recv_count: elems, alg_count: elems, ..Layout::default() }
     }
     fn bus_factor(&self, _n: usize) -> f64 {
