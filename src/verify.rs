@@ -150,6 +150,35 @@ mod tests {
         assert!(DType::Int8.pattern_modulus() < 128);
     }
 
+    /// The expected integer avg at rank counts the narrow types cannot hold, every type: the sum
+    /// of every rank's contribution, done in i128 and wrapped to the type as the wire wraps it,
+    /// divided by n (NCCL's `FuncSumPostDiv`, and MPI's sum then our division).
+    #[test]
+    fn integer_avg_is_expected_right_at_any_rank_count() {
+        fn check<T: Element + TryFrom<i128> + PartialEq + std::fmt::Debug>(n: usize) {
+            let v = Values::<T>::new(Op::Avg, 0, n);
+            let bits = 8 * std::mem::size_of::<T>() as u32;
+            for idx in 0..PERIOD {
+                let sum: i128 = (0..n as u64).map(|r| contribution(Op::Avg, T::SIGNED, r, idx as u64) as i128).sum();
+                let m = 1i128 << bits;
+                let mut wrapped = sum.rem_euclid(m);
+                if T::SIGNED && wrapped >= m / 2 {
+                    wrapped -= m;
+                }
+                let want = T::try_from(wrapped / n as i128).ok().unwrap();
+                assert_eq!(v.reduced[idx], want, "{} avg on {n} ranks, index {idx} (sum {sum})", T::DTYPE);
+            }
+        }
+        for n in [127, 128, 255, 256, 1000] {
+            check::<i8>(n);
+            check::<u8>(n);
+            check::<i32>(n);
+            check::<u32>(n);
+            check::<i64>(n);
+            check::<u64>(n);
+        }
+    }
+
     #[test]
     fn avg_of_float_sums_is_exact() {
         let v = Values::<f32>::new(Op::Avg, 0, 3);
