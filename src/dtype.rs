@@ -394,11 +394,8 @@ mod tests {
         {
             // Every value of an 8-bit type; the extremes and a spread of the wider ones.
             let bits = 8 * std::mem::size_of::<T>() as u32;
-            let (lo, hi): (i128, i128) = if T::SIGNED {
-                (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-            } else {
-                (0, (1i128 << bits) - 1)
-            };
+            let (lo, hi): (i128, i128) =
+                if T::SIGNED { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
             let step = if bits == 8 { 1 } else { (hi - lo) / 997 };
             let mut x = lo;
             while x <= hi {

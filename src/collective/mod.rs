@@ -9,6 +9,7 @@ mod all_to_all;
 mod barrier;
 mod broadcast;
 mod gather;
+mod ping_pong;
 mod reduce;
 mod reduce_scatter;
 mod scatter;
@@ -17,7 +18,8 @@ mod sendrecv;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-pub use sendrecv::partner;
+pub use ping_pong::partner;
+pub use sendrecv::ring_peers;
 
 /// The collectives coll-bench knows, in the order `all` runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -31,13 +33,16 @@ pub enum Kind {
     Gather,
     Scatter,
     AllToAll,
+    /// nccl-tests' sendrecv: each rank sends to rank+1 and receives from rank−1, at once.
     #[serde(rename = "sendrecv")]
     SendRecv,
+    /// OSU's latency test: pairs 0↔1, 2↔3, … send and answer in turn; one way. (Was `sendrecv`.)
+    PingPong,
     Barrier,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::AllReduce,
         Kind::AllGather,
         Kind::ReduceScatter,
@@ -47,11 +52,12 @@ impl Kind {
         Kind::Scatter,
         Kind::AllToAll,
         Kind::SendRecv,
+        Kind::PingPong,
         Kind::Barrier,
     ];
     /// What runs when no collective is named.
     pub const CORE: [Kind; 3] = [Kind::AllReduce, Kind::AllGather, Kind::ReduceScatter];
-    pub const ACCEPTED: &'static str = "all-reduce, all-gather, reduce-scatter, broadcast, reduce, gather, scatter, all-to-all, sendrecv, barrier or all";
+    pub const ACCEPTED: &'static str = "all-reduce, all-gather, reduce-scatter, broadcast, reduce, gather, scatter, all-to-all, sendrecv, ping-pong, barrier or all";
 
     pub fn name(self) -> &'static str {
         self.spec().name()
@@ -69,7 +75,8 @@ impl Kind {
             "gather" => Kind::Gather,
             "scatter" => Kind::Scatter,
             "alltoall" => Kind::AllToAll,
-            "sendrecv" | "pingpong" | "p2p" => Kind::SendRecv,
+            "sendrecv" => Kind::SendRecv,
+            "pingpong" => Kind::PingPong,
             "barrier" => Kind::Barrier,
             _ => return None,
         })
@@ -87,6 +94,7 @@ impl Kind {
             Kind::Scatter => &scatter::Scatter,
             Kind::AllToAll => &all_to_all::AllToAll,
             Kind::SendRecv => &sendrecv::SendRecv,
+            Kind::PingPong => &ping_pong::PingPong,
             Kind::Barrier => &barrier::Barrier,
         }
     }
@@ -227,7 +235,7 @@ mod tests {
             for k in [Kind::AllGather, Kind::ReduceScatter, Kind::AllToAll, Kind::Gather, Kind::Scatter] {
                 assert_eq!(factor(k, n), (nf - 1.0) / nf, "{k} n={n}");
             }
-            for k in [Kind::Broadcast, Kind::Reduce, Kind::SendRecv] {
+            for k in [Kind::Broadcast, Kind::Reduce, Kind::SendRecv, Kind::PingPong] {
                 assert_eq!(factor(k, n), 1.0, "{k} n={n}");
             }
         }
@@ -257,37 +265,64 @@ mod tests {
                         let base = nccl_tests_base(elems, elem, n);
                         let at = format!("{bytes} B of {elem}-byte elements on {n} ranks");
                         let l = layout(Kind::AllGather, Convention::Mpi);
-                        assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base, base * n, base * n), "{at}");
+                        assert_eq!(
+                            (l.count, l.send_count, l.recv_count, l.alg_count),
+                            (base, base, base * n, base * n),
+                            "{at}"
+                        );
                         assert_eq!((l.in_place_input, l.in_place_output), (rank * base, 0));
 
                         for conv in [Convention::Mpi, Convention::Nccl] {
                             let l = layout(Kind::ReduceScatter, conv);
-                            assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base * n, base, base * n), "{at}");
+                            assert_eq!(
+                                (l.count, l.send_count, l.recv_count, l.alg_count),
+                                (base, base * n, base, base * n),
+                                "{at}"
+                            );
                             let out = if conv == Convention::Mpi { 0 } else { rank * base };
                             assert_eq!((l.in_place_input, l.in_place_output), (0, out));
                         }
 
                         let l = layout(Kind::AllToAll, Convention::Mpi);
-                        assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base * n, base * n, base * n), "{at}");
+                        assert_eq!(
+                            (l.count, l.send_count, l.recv_count, l.alg_count),
+                            (base, base * n, base * n, base * n),
+                            "{at}"
+                        );
 
                         let l = layout(Kind::Gather, Convention::Mpi);
-                        assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base, base * n, base * n), "{at}");
+                        assert_eq!(
+                            (l.count, l.send_count, l.recv_count, l.alg_count),
+                            (base, base, base * n, base * n),
+                            "{at}"
+                        );
                         assert_eq!(l.in_place_input, rank * base);
 
                         let l = layout(Kind::Scatter, Convention::Mpi);
-                        assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base * n, base, base * n), "{at}");
+                        assert_eq!(
+                            (l.count, l.send_count, l.recv_count, l.alg_count),
+                            (base, base * n, base, base * n),
+                            "{at}"
+                        );
                         assert_eq!(l.in_place_output, rank * base);
 
                         // Every block, and every in-place pointer into one buffer, is 16-byte aligned.
                         for k in [Kind::AllGather, Kind::ReduceScatter, Kind::AllToAll, Kind::Gather, Kind::Scatter] {
                             let l = layout(k, Convention::Nccl);
                             assert_eq!(l.count * elem % 16, 0, "{k} {at}");
-                            assert_eq!((l.in_place_input * elem % 16, l.in_place_output * elem % 16), (0, 0), "{k} {at}");
+                            assert_eq!(
+                                (l.in_place_input * elem % 16, l.in_place_output * elem % 16),
+                                (0, 0),
+                                "{k} {at}"
+                            );
                         }
 
-                        for k in [Kind::Broadcast, Kind::Reduce, Kind::SendRecv] {
+                        for k in [Kind::Broadcast, Kind::Reduce, Kind::SendRecv, Kind::PingPong] {
                             let l = layout(k, Convention::Mpi);
-                            assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (elems, elems, elems, elems));
+                            assert_eq!(
+                                (l.count, l.send_count, l.recv_count, l.alg_count),
+                                (elems, elems, elems, elems)
+                            );
                         }
                         assert_eq!(layout(Kind::Barrier, Convention::Mpi), Layout::default());
                     }
@@ -322,6 +357,13 @@ mod tests {
         assert_eq!(Kind::parse("allreduce"), Some(Kind::AllReduce));
         assert_eq!(Kind::parse("all_to_all"), Some(Kind::AllToAll));
         assert_eq!(Kind::parse("allreduce2"), None);
+        // sendrecv is nccl-tests' ring; OSU's ping-pong has its own name, and the old alias p2p,
+        // which meant the ping-pong, names neither.
+        assert_eq!(Kind::parse("sendrecv"), Some(Kind::SendRecv));
+        assert_eq!(Kind::parse("send_recv"), Some(Kind::SendRecv));
+        assert_eq!(Kind::parse("pingpong"), Some(Kind::PingPong));
+        assert_eq!(Kind::parse("ping_pong"), Some(Kind::PingPong));
+        assert_eq!(Kind::parse("p2p"), None);
     }
 
     #[test]
