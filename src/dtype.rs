@@ -202,8 +202,11 @@ macro_rules! int_element {
             }
             #[inline]
             fn div_ranks(self, n: usize) -> Self {
-                // Wrapping division keeps the arithmetic total (i8::MIN / -1 cannot occur: n > 0).
-                self.wrapping_div(n as $t)
+                // NCCL's `FuncSumPostDiv` (src/device/reduce_kernel.h): the sum, wrapped to the
+                // type, divided by the rank count as a number, not as a value of the type (which
+                // would be negative for int8 from 128 ranks, zero for uint8 at 256), truncating
+                // toward zero. |quotient| <= |sum|, so it fits the type; i128 holds both.
+                (self as i128 / n.max(1) as i128) as $t
             }
             #[inline]
             fn same(self, other: Self) -> bool {
@@ -378,6 +381,76 @@ mod tests {
         assert_eq!((-7i32).div_ranks(2), -3);
         assert_eq!(f32::combine(Op::Min, 1.0, -2.0), -2.0);
         assert_eq!(7.0f64.div_ranks(2), 3.5);
+    }
+
+    /// Integer avg at any rank count, for every type: the wrapped sum divided by n as NCCL's
+    /// `FuncSumPostDiv` does (truncating toward zero, n never cast to the type), against the same
+    /// arithmetic done in i128. At 128 ranks int8 once divided by -128, at 256 uint8 by 0 (a panic).
+    #[test]
+    fn integer_avg_divides_by_the_rank_count_at_any_scale() {
+        fn check<T: Element + Into<i128> + TryFrom<i128> + std::fmt::Debug + PartialEq>(n: usize)
+        where
+            <T as TryFrom<i128>>::Error: std::fmt::Debug,
+        {
+            // Every value of an 8-bit type; the extremes and a spread of the wider ones.
+            let bits = 8 * std::mem::size_of::<T>() as u32;
+            let (lo, hi): (i128, i128) =
+                if T::SIGNED { (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1) } else { (0, (1i128 << bits) - 1) };
+            let step = if bits == 8 { 1 } else { (hi - lo) / 997 };
+            let mut x = lo;
+            while x <= hi {
+                let v = T::try_from(x).unwrap();
+                let want = T::try_from(x / n as i128).unwrap();
+                assert_eq!(v.div_ranks(n), want, "{:?} {x} / {n}", T::DTYPE);
+                x += step;
+            }
+            for x in [lo, lo + 1, -1, 0, 1, hi - 1, hi] {
+                if let Ok(v) = T::try_from(x) {
+                    assert_eq!(v.div_ranks(n), T::try_from(x / n as i128).unwrap(), "{:?} {x} / {n}", T::DTYPE);
+                }
+            }
+        }
+        for n in [1, 2, 3, 127, 128, 255, 256, 1000, 1 << 20] {
+            check::<i8>(n);
+            check::<u8>(n);
+            check::<i32>(n);
+            check::<u32>(n);
+            check::<i64>(n);
+            check::<u64>(n);
+        }
+        // The cases that were wrong: int8 at 128 ranks divided by -128, at 1000 by -24.
+        assert_eq!((-128i8).div_ranks(128), -1);
+        assert_eq!(127i8.div_ranks(128), 0);
+        assert_eq!((-100i8).div_ranks(1000), 0);
+        assert_eq!(255u8.div_ranks(255), 1);
+        assert_eq!(255u8.div_ranks(256), 0);
+        assert_eq!(u64::MAX.div_ranks(1000), u64::MAX / 1000);
+        assert_eq!(i64::MIN.div_ranks(1000), i64::MIN / 1000);
+    }
+
+    /// The whole avg as the check computes it, at the rank counts where the type's own width
+    /// cannot hold n: every type's expected avg is the i128 sum of every rank's contribution,
+    /// wrapped to the type, divided by n.
+    #[test]
+    fn divide_by_ranks_at_scale_for_every_type() {
+        for n in [127usize, 128, 255, 256, 1000] {
+            for d in [DType::Int8, DType::Uint8, DType::Int32, DType::Uint32, DType::Int64, DType::Uint64] {
+                with_element!(d, T => {
+                    // n ranks of the value 1 sum to n (wrapped to the type): then / n.
+                    let sum = (0..n).fold(T::from_i64(0), |a, _| T::combine(Op::Avg, a, T::from_i64(1)));
+                    let mut buf = [0u64; 1];
+                    // SAFETY: the bytes of one u64, aligned for every integer type.
+                    let b = unsafe { std::slice::from_raw_parts_mut(buf.as_mut_ptr() as *mut u8, 8) };
+                    let w = std::mem::size_of::<T>();
+                    cast_slice_mut::<T>(&mut b[..w])[0] = sum;
+                    divide_by_ranks(d, &mut b[..w], n);
+                    let m = 1i128 << (8 * w);
+                    let wrapped = if T::SIGNED && n as i128 % m >= m / 2 { n as i128 % m - m } else { n as i128 % m };
+                    let got = cast_slice::<T>(&b[..w])[0];
+                    assert!(got.same(T::from_i64((wrapped / n as i128) as i64)), "{d} on {n} ranks");
+                }, else unreachable!());
+            }
+        }
     }
 
     #[test]

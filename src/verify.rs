@@ -150,6 +150,35 @@ mod tests {
         assert!(DType::Int8.pattern_modulus() < 128);
     }
 
+    /// The expected integer avg at rank counts the narrow types cannot hold, every type: the sum
+    /// of every rank's contribution, done in i128 and wrapped to the type as the wire wraps it,
+    /// divided by n (NCCL's `FuncSumPostDiv`, and MPI's sum then our division).
+    #[test]
+    fn integer_avg_is_expected_right_at_any_rank_count() {
+        fn check<T: Element + TryFrom<i128> + PartialEq + std::fmt::Debug>(n: usize) {
+            let v = Values::<T>::new(Op::Avg, 0, n);
+            let bits = 8 * std::mem::size_of::<T>() as u32;
+            for idx in 0..PERIOD {
+                let sum: i128 = (0..n as u64).map(|r| contribution(Op::Avg, T::SIGNED, r, idx as u64) as i128).sum();
+                let m = 1i128 << bits;
+                let mut wrapped = sum.rem_euclid(m);
+                if T::SIGNED && wrapped >= m / 2 {
+                    wrapped -= m;
+                }
+                let want = T::try_from(wrapped / n as i128).ok().unwrap();
+                assert_eq!(v.reduced[idx], want, "{} avg on {n} ranks, index {idx} (sum {sum})", T::DTYPE);
+            }
+        }
+        for n in [127, 128, 255, 256, 1000] {
+            check::<i8>(n);
+            check::<u8>(n);
+            check::<i32>(n);
+            check::<u32>(n);
+            check::<i64>(n);
+            check::<u64>(n);
+        }
+    }
+
     #[test]
     fn avg_of_float_sums_is_exact() {
         let v = Values::<f32>::new(Op::Avg, 0, 3);
@@ -170,7 +199,7 @@ mod tests {
                 let elems = 100;
                 let mut inputs = vec![];
                 for rank in 0..n {
-                    let layout = coll.layout(elems, n, rank, Convention::Mpi);
+                    let layout = coll.layout(elems, dtype.size(), n, rank, Convention::Mpi);
                     let c = Ctx { rank, nranks: n, root: 0, in_place: false, convention: Convention::Mpi, layout };
                     let mut buf = vec![0u64; elems]; // 8-byte aligned
                                                      // SAFETY: the bytes of `buf`, which holds `elems` u64s; any bytes are valid u8s.
@@ -199,7 +228,7 @@ mod tests {
                     let rb = unsafe { std::slice::from_raw_parts_mut(recv.as_mut_ptr() as *mut u8, 2 * elems * 8) };
                     rb.fill(SENTINEL);
                     cast_slice_mut::<T>(rb)[..elems].copy_from_slice(&out);
-                    let layout = coll.layout(elems, n, 1, Convention::Mpi);
+                    let layout = coll.layout(elems, dtype.size(), n, 1, Convention::Mpi);
                     let c = Ctx { rank: 1, nranks: n, root: 0, in_place: false, convention: Convention::Mpi, layout };
                     let size = std::mem::size_of::<T>();
                     assert_eq!(verify(coll, &c, dtype, op, rb, 0, elems * size), DataErrors::default(), "{dtype} {op}");
@@ -217,7 +246,7 @@ mod tests {
     fn moved_data_from_the_wrong_rank_is_wrong() {
         let coll = Kind::AllGather.spec();
         let n = 4;
-        let layout = coll.layout(64, n, 2, Convention::Mpi);
+        let layout = coll.layout(64, 4, n, 2, Convention::Mpi);
         let c = Ctx { rank: 2, nranks: n, root: 0, in_place: false, convention: Convention::Mpi, layout };
         let mut recv = vec![0u64; 64];
         // SAFETY: the bytes of `recv`, 64 u64s.

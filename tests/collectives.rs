@@ -41,9 +41,9 @@ fn all_correct(n: usize) {
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "n={n}\n{out}\n{}", stderr(&o));
     let rows = rows(&o);
-    // 10 collectives: 3 reducing × 3 types × 5 ops, 6 moving × 3 types, barrier once; sizes
+    // 11 collectives: 3 reducing × 3 types × 5 ops, 7 moving × 3 types, barrier once; sizes
     // 8, 56, 392, 2744, 19208.
-    assert_eq!(rows.len(), (3 * ntypes * 5 + 6 * ntypes) * 5 + 1, "n={n}\n{out}");
+    assert_eq!(rows.len(), (3 * ntypes * 5 + 7 * ntypes) * 5 + 1, "n={n}\n{out}");
     for r in &rows {
         assert_eq!(r.len(), 13, "{r:?}");
         assert_eq!((r[8].as_str(), r[12].as_str()), ("0", "0"), "wrong elements in {r:?}");
@@ -61,6 +61,7 @@ fn all_correct(n: usize) {
         "scatter",
         "all-to-all",
         "sendrecv",
+        "ping-pong",
         "barrier",
     ] {
         assert!(out.contains(&format!("# Collective: {coll}\n")), "{coll} missing");
@@ -286,4 +287,26 @@ fn wrong_data_leaves_the_verdict_to_rank_0() {
             .collect();
         assert_eq!(codes, ["1", "0", "0", "0"], "{args:?}: each rank's exit code\n{out}");
     }
+}
+
+/// 7 ranks (more than the cores: oversubscribed): every row's size and count are nccl-tests'
+/// for the same request, the per-rank count rounded down to whole 16 bytes (100 B of int8 on 7
+/// ranks is 0 a rank, not 14; 400 B is 48, not 57), and the data is right at those counts, in
+/// place too.
+#[test]
+fn seven_ranks_share_sizes_out_as_nccl_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let types = if oversubscribed_mpich(7) { "int8,double" } else { "int8,int32,double" };
+    let sizes = [100u64, 400, 1600, 6400, 25_600];
+    let colls = "all-gather reduce-scatter all-to-all gather scatter all-reduce broadcast sendrecv ping-pong";
+    let mut args: Vec<&str> = colls.split(' ').collect();
+    args.extend(["-d", types, "-o", "sum", "-b", "100", "-e", "25600", "-f", "4", "-n", "1", "-w", "0"]);
+    args.extend(["--csv", "run.csv"]);
+    let o = mpirun_in(dir.path(), 7, &args, 600);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("# Wrong elements       : 0 OK"), "{out}");
+    let csv = std::fs::read_to_string(dir.path().join("run.csv")).unwrap();
+    let seen = assert_nccl_tests_geometry(&csv, 7, &sizes);
+    assert_eq!(seen.len(), 9, "{seen:?}");
 }

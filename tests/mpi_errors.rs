@@ -176,6 +176,19 @@ fn a_failing_ring_names_mpi_sendrecv() {
     check(3, "2", &[2], &args, "MPI_Sendrecv", "all-gather of 96 B (float, out-of-place)");
 }
 
+/// sendrecv is nccl-tests' ring: one `MPI_Sendrecv` to rank+1 from rank−1 (`MPI_Sendrecv_replace`
+/// in place), not the ping-pong's ordered `MPI_Send`/`MPI_Recv` (rank 1, odd, would fail in
+/// `MPI_Recv` there); ping-pong, the old meaning, still is.
+#[test]
+fn sendrecv_is_the_ring_and_ping_pong_the_pairs() {
+    let what = |coll: &str, placement: &str| format!("{coll} of 96 B (float, {placement})");
+    let out_of_place = ["sendrecv", "-b", "96", "-e", "96", "-n", "3", "-w", "1"];
+    check(3, "1", &[1], &out_of_place, "MPI_Sendrecv", &what("sendrecv", "out-of-place"));
+    let ping = ["ping-pong", "-b", "96", "-e", "96", "-n", "3", "-w", "1"];
+    check(3, "1", &[1], &ping, "MPI_Recv", &what("ping-pong", "out-of-place"));
+    check(3, "0", &[0], &ping, "MPI_Send", &what("ping-pong", "out-of-place"));
+}
+
 /// With `-T 0` no step has a deadline, but the side channel still ends every rank in order.
 #[test]
 fn with_minus_t_zero_one_failing_rank_still_ends_the_job() {

@@ -145,7 +145,7 @@ fn every_collective_is_correct_across_two_hosts() {
     assert!(out.contains("# Wrong elements       : 0 OK"), "{out}");
     let rows = rows(&o);
     // 3 reducing × 3 types × 5 ops + 6 moving × 3 types, sizes 8, 64, 512, 4096, 32768; barrier.
-    assert_eq!(rows.len(), (3 * 3 * 5 + 6 * 3) * 5 + 1, "{out}");
+    assert_eq!(rows.len(), (3 * 3 * 5 + 7 * 3) * 5 + 1, "{out}");
     assert!(rows.iter().all(|r| r[8] == "0" && r[12] == "0"), "{out}");
     let mut csv = csv::Reader::from_path(bed.dir().join("run.csv")).unwrap();
     let header = csv.headers().unwrap().clone();
@@ -178,14 +178,14 @@ fn a_slow_host_is_named_in_the_table() {
     }
     let Some(bed) = Bed::up("a_slow_host_is_named_in_the_table", 3) else { return };
     bed.run(&["slow", "2", "10mbit"]);
-    let o = bed.mpirun(6, "node", &[BIN], &["sendrecv", "-b", "64K", "-e", "64K", "-n", "5", "--no-csv"], 120);
+    let o = bed.mpirun(6, "node", &[BIN], &["ping-pong", "-b", "64K", "-e", "64K", "-n", "5", "--no-csv"], 120);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
     let line = out.lines().find(|l| l.starts_with("# Ping-pong per host")).unwrap_or_else(|| panic!("{out}"));
     assert!(line.contains(&format!("slowest: {},", bed.host(2))), "{line}");
     // 64 KiB at 10 Mbit/s takes 52 ms each way; unshaped, well under a millisecond on an idle
     // machine and a few ms when six ranks share two busy cores.
-    assert!(line.contains("(sendrecv 64K, one way"), "{line}");
+    assert!(line.contains("(ping-pong 64K, one way"), "{line}");
 }
 
 /// Host 2's link goes down once the sweep (about 10 s) has written two rows: a fixed delay would
@@ -410,7 +410,7 @@ fn groups_follow_the_hosts_on_two_hosts() {
         assert!(out.contains("# Out of bounds values : 0 OK"), "{layout}:\n{out}");
         let rows = rows(&o);
         // 3 reducing × 2 types + 6 moving × 2 types, sizes 8, 64, 512, 4096; barrier.
-        assert_eq!(rows.len(), (3 * 2 + 6 * 2) * 4 + 1, "{layout}:\n{out}");
+        assert_eq!(rows.len(), (3 * 2 + 7 * 2) * 4 + 1, "{layout}:\n{out}");
         assert!(rows.iter().all(|r| r[8] == "0" && r[12] == "0"), "{layout}:\n{out}");
     }
     // Hosts of unequal rank counts have no rails: 3 ranks, 2 on host 1 and 1 on host 2.

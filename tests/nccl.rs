@@ -302,7 +302,7 @@ fn exact_sweep(n: usize, dtypes: &str, ops: &str) {
         collectives.insert(r[collective].to_string());
     }
     assert_eq!(placements.len(), 2, "{placements:?}");
-    assert_eq!(collectives.len(), 10, "{collectives:?}");
+    assert_eq!(collectives.len(), 11, "{collectives:?}");
 }
 
 #[test]
@@ -310,8 +310,8 @@ fn sweeps_on_one_to_three_ranks_are_exact_for_every_collective_type_and_op() {
     let ints = "int8,uint8,int32,uint32,int64,uint64";
     exact_sweep(1, &format!("{ints},float,double"), "all");
     exact_sweep(2, &format!("{ints},float,double"), "all");
-    // 3 ranks: an odd rank count (sendrecv's last rank pairs with itself) and in-place offsets
-    // that differ on every rank. Float avg is not exact on 3 ranks (NCCL pre-multiplies).
+    // 3 ranks: an odd rank count (ping-pong's last rank pairs with itself; sendrecv's ring wraps)
+    // and in-place offsets that differ on every rank. Float avg is not exact on 3 ranks (NCCL pre-multiplies).
     // Under MPICH with more ranks than cores, one signed and one unsigned integer and one float
     // (see `oversubscribed_mpich`).
     if oversubscribed_mpich(3) {
@@ -429,7 +429,7 @@ fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
     for p in ["all_reduce_perf", "all_gather_perf", "alltoall_perf"] {
         script(
             &perf.join(p),
-            "#!/bin/sh\n[ \"${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}\" = 0 ] || exit 0\necho '#  size count type redop root time algbw busbw #wrong'\necho '       8       2  float  sum  -1  10.0  0.01  0.50  0'\necho '      64      16  float  sum  -1  10.0  0.01  0.25  0'\n",
+            "#!/bin/sh\n[ \"${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-0}}\" = 0 ] || exit 0\necho '#  size count type redop root time algbw busbw #wrong'\necho '      64      16  float  sum  -1  10.0  0.01  0.50  0'\necho '     512     128  float  sum  -1  10.0  0.05  0.25  0'\n",
         );
     }
     let out_dir = dir.path().join("out");
@@ -439,7 +439,7 @@ fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
         .env("PATH", path)
         .env("OUT_DIR", &out_dir)
         .env("NCCL_TESTS_DIR", &perf)
-        .env("SIZES", "-b 8 -e 64 -f 8 --budget 1ms")
+        .env("SIZES", "-b 64 -e 512 -f 8 --budget 1ms")
         .env("DTYPES", "int32,float")
         .env("COLL_BENCH_CUDA_LIBRARY", fake_cuda())
         .env("COLL_BENCH_NCCL_LIBRARY", fake_nccl())
@@ -483,11 +483,13 @@ fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
             );
             seen.insert(r[coll].to_string());
         }
-        assert_eq!(seen.len(), 10, "{c:?}: {seen:?}");
+        assert_eq!(seen.len(), 11, "{c:?}: {seen:?}");
     }
     // The ratios, for the sizes both ran; collectives without a *_perf here are named as skipped.
     for coll in ["all-reduce", "all-gather", "all-to-all"] {
-        for (size, theirs) in [(8, "0.500"), (64, "0.250")] {
+        // (Sizes every collective shares out evenly in 16 bytes a rank on 1 and 2 ranks, so the
+        // fake rows, the same for every collective, are what nccl-tests prints.)
+        for (size, theirs) in [(64, "0.500"), (512, "0.250")] {
             let row = out
                 .lines()
                 .find(|l| l.starts_with(&format!("| 2 | {coll} | {size} | ")))
@@ -843,7 +845,7 @@ fn fp8_types_run_with_the_check_off_on_an_nccl_that_has_them() {
         seen.insert((r[dtype].to_string(), r[coll].to_string()));
     }
     // Both types in every collective (barrier, which moves no data of a type, runs once).
-    assert_eq!(seen.iter().filter(|(_, c)| c != "barrier").count(), 18, "{seen:?}");
+    assert_eq!(seen.iter().filter(|(_, c)| c != "barrier").count(), 20, "{seen:?}");
     assert!(seen.iter().any(|(_, c)| c == "barrier"), "{seen:?}");
 
     let (o, d) = nccl_run(2, &["-d", "fp8e4m3", "--csv", "run.csv"], &env);
@@ -1261,4 +1263,25 @@ fn step_on_nccl_refusals_are_one_line() {
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     assert!(out.contains("# Layouts (1): tp=3, pp=1, dp=1"), "{out}");
     assert!(out.contains("# Left out: tp=1, pp=1, dp=3: ddp's average of float gradients over dp=3 ranks"), "{out}");
+}
+
+/// 7 ranks on the stand-ins: every row's size and count are nccl-tests' (per-rank counts rounded
+/// down to whole 16 bytes, so every in-place pointer NCCL is given is 16-byte aligned), and the
+/// data is right at those counts.
+#[test]
+fn seven_ranks_share_sizes_out_as_nccl_tests() {
+    let env = fake_env("7", &[]);
+    let types = if oversubscribed_mpich(7) { "int8,double" } else { "int8,int32,double" };
+    let sizes = [100u64, 400, 1600, 6400, 25_600];
+    let colls = "all-gather reduce-scatter all-to-all gather scatter all-reduce broadcast sendrecv ping-pong";
+    let mut args: Vec<&str> = colls.split(' ').collect();
+    args.extend(["-d", types, "-o", "sum", "-b", "100", "-e", "25600", "-f", "4", "-n", "1", "-w", "0"]);
+    args.extend(["--csv", "run.csv"]);
+    let (o, d) = nccl_run(7, &args, &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("# Wrong elements       : 0 OK"), "{out}");
+    let csv = std::fs::read_to_string(d.path().join("run.csv")).unwrap();
+    let seen = assert_nccl_tests_geometry(&csv, 7, &sizes);
+    assert_eq!(seen.len(), 9, "{seen:?}");
 }

@@ -12,7 +12,7 @@
 //! library's own; `coll-bench tune` times them beside the library's algorithms.
 
 use super::{Backend, Buf, Call, HostBuffer};
-use crate::collective::{partner, Convention, Kind};
+use crate::collective::{partner, ring_peers, Convention, Kind};
 use crate::dtype::{divide_by_ranks, DType, Op};
 use crate::error::{Error, Result};
 use crate::mpi_error;
@@ -81,7 +81,10 @@ struct Prepared {
     dtype: ffi::MPI_Datatype,
     op: ffi::MPI_Op,
     root: c_int,
+    /// ping-pong's partner.
     partner: c_int,
+    /// sendrecv's ring neighbours: (to, from).
+    ring: (c_int, c_int),
     in_place: bool,
     /// Where the input is, in place too (our own implementations need it; MPI is given
     /// `MPI_IN_PLACE`).
@@ -211,10 +214,10 @@ impl MpiBackend {
                 Kind::Reduce | Kind::Gather => (input, output),
                 Kind::Scatter if is_root => (input, in_place_ptr),
                 Kind::Scatter => (input, output),
-                Kind::Broadcast | Kind::SendRecv | Kind::Barrier => (input, output),
+                Kind::Broadcast | Kind::SendRecv | Kind::PingPong | Kind::Barrier => (input, output),
             }
         };
-        // The whole buffer for all-reduce, broadcast, reduce and sendrecv; the per-rank block for
+        // The whole buffer for all-reduce, broadcast, reduce, sendrecv and ping-pong; the per-rank block for
         // the others: nccl-tests' count is MPI's count in both cases.
         let count = l.count;
         let count = c_int::try_from(count).map_err(|_| {
@@ -240,6 +243,10 @@ impl MpiBackend {
             op: reduce_op(call.op),
             root: call.root as c_int,
             partner: partner(self.rank, self.nranks) as c_int,
+            ring: {
+                let (to, from) = ring_peers(self.rank, self.nranks);
+                (to as c_int, from as c_int)
+            },
             in_place: call.in_place,
             input,
             avg,
@@ -437,6 +444,18 @@ impl MpiBackend {
             }
             (Implementation::Native, Kind::Barrier) => ok("MPI_Barrier", ffi::MPI_Barrier(c))?,
             (Implementation::Native, Kind::SendRecv) => {
+                // nccl-tests' ring: send to rank+1 and receive from rank−1 at once; in place, one
+                // buffer sent and then overwritten (MPI's own in-place form).
+                let (to, from) = p.ring;
+                if p.in_place {
+                    let status = ffi::RSMPI_STATUS_IGNORE;
+                    let rc = ffi::MPI_Sendrecv_replace(p.recv, p.count, p.dtype, to, 8, from, 8, c, status);
+                    ok("MPI_Sendrecv_replace", rc)?;
+                } else {
+                    self.sendrecv(p.send, p.count, to, p.recv, p.count, from, p.dtype, 8)?;
+                }
+            }
+            (Implementation::Native, Kind::PingPong) => {
                 let me = self.rank as c_int;
                 let status = ffi::RSMPI_STATUS_IGNORE;
                 if p.partner == me {
@@ -690,7 +709,7 @@ impl Backend for MpiBackend {
         let p = self.prepare(call)?;
         let batch = batch.max(1);
         // Ping-pong pairs time a round trip; report one way.
-        let round_trip = if call.kind == Kind::SendRecv && p.partner != self.rank as c_int { 2.0 } else { 1.0 };
+        let round_trip = if call.kind == Kind::PingPong && p.partner != self.rank as c_int { 2.0 } else { 1.0 };
         let scale = 1.0 / (batch as f64 * round_trip);
         samples.clear();
         samples.reserve(iters / batch);

@@ -10,8 +10,8 @@ impl Collective for AllToAll {
     fn name(&self) -> &'static str {
         "all-to-all"
     }
-    fn layout(&self, elems: usize, n: usize, _rank: usize, _c: Convention) -> Layout {
-        let base = elems / n;
+    fn layout(&self, elems: usize, elem: usize, n: usize, _rank: usize, _c: Convention) -> Layout {
+        let base = super::per_rank(elems, elem, n);
         Layout { count: base, send_count: base * n, recv_count: base * n, alg_count: base * n, ..Layout::default() }
     }
     fn bus_factor(&self, n: usize) -> f64 {

@@ -13,7 +13,7 @@ impl Collective for Barrier {
     fn sized(&self) -> bool {
         false
     }
-    fn layout(&self, _elems: usize, _n: usize, _rank: usize, _c: Convention) -> Layout {
+    fn layout(&self, _elems: usize, _elem: usize, _n: usize, _rank: usize, _c: Convention) -> Layout {
         Layout::default()
     }
     fn bus_factor(&self, _n: usize) -> f64 {

@@ -13,7 +13,7 @@ impl Collective for Broadcast {
     fn rooted(&self) -> bool {
         true
     }
-    fn layout(&self, elems: usize, _n: usize, _rank: usize, _c: Convention) -> Layout {
+    fn layout(&self, elems: usize, _elem: usize, _n: usize, _rank: usize, _c: Convention) -> Layout {
         Layout { count: elems, send_count: elems, recv_count: elems, alg_count: elems, ..Layout::default() }
     }
     fn bus_factor(&self, _n: usize) -> f64 {

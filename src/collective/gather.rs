@@ -1,5 +1,5 @@
 //! Gather: the root ends with every rank's block, in rank order. The size is the root's whole
-//! receive buffer; each rank sends size/n rounded down.
+//! receive buffer; each rank sends size/n rounded down to whole 16 bytes (`super::per_rank`).
 use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
 
 pub struct Gather;
@@ -14,8 +14,8 @@ impl Collective for Gather {
     fn rooted(&self) -> bool {
         true
     }
-    fn layout(&self, elems: usize, n: usize, rank: usize, _c: Convention) -> Layout {
-        let base = elems / n;
+    fn layout(&self, elems: usize, elem: usize, n: usize, rank: usize, _c: Convention) -> Layout {
+        let base = super::per_rank(elems, elem, n);
         Layout {
             count: base,
             send_count: base,

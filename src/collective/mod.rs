@@ -9,6 +9,7 @@ mod all_to_all;
 mod barrier;
 mod broadcast;
 mod gather;
+mod ping_pong;
 mod reduce;
 mod reduce_scatter;
 mod scatter;
@@ -17,7 +18,8 @@ mod sendrecv;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-pub use sendrecv::partner;
+pub use ping_pong::partner;
+pub use sendrecv::ring_peers;
 
 /// The collectives coll-bench knows, in the order `all` runs them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -31,13 +33,16 @@ pub enum Kind {
     Gather,
     Scatter,
     AllToAll,
+    /// nccl-tests' sendrecv: each rank sends to rank+1 and receives from rank−1, at once.
     #[serde(rename = "sendrecv")]
     SendRecv,
+    /// OSU's latency test: pairs 0↔1, 2↔3, … send and answer in turn; one way. (Was `sendrecv`.)
+    PingPong,
     Barrier,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 11] = [
         Kind::AllReduce,
         Kind::AllGather,
         Kind::ReduceScatter,
@@ -47,11 +52,12 @@ impl Kind {
         Kind::Scatter,
         Kind::AllToAll,
         Kind::SendRecv,
+        Kind::PingPong,
         Kind::Barrier,
     ];
     /// What runs when no collective is named.
     pub const CORE: [Kind; 3] = [Kind::AllReduce, Kind::AllGather, Kind::ReduceScatter];
-    pub const ACCEPTED: &'static str = "all-reduce, all-gather, reduce-scatter, broadcast, reduce, gather, scatter, all-to-all, sendrecv, barrier or all";
+    pub const ACCEPTED: &'static str = "all-reduce, all-gather, reduce-scatter, broadcast, reduce, gather, scatter, all-to-all, sendrecv, ping-pong, barrier or all";
 
     pub fn name(self) -> &'static str {
         self.spec().name()
@@ -69,7 +75,8 @@ impl Kind {
             "gather" => Kind::Gather,
             "scatter" => Kind::Scatter,
             "alltoall" => Kind::AllToAll,
-            "sendrecv" | "pingpong" | "p2p" => Kind::SendRecv,
+            "sendrecv" => Kind::SendRecv,
+            "pingpong" => Kind::PingPong,
             "barrier" => Kind::Barrier,
             _ => return None,
         })
@@ -87,6 +94,7 @@ impl Kind {
             Kind::Scatter => &scatter::Scatter,
             Kind::AllToAll => &all_to_all::AllToAll,
             Kind::SendRecv => &sendrecv::SendRecv,
+            Kind::PingPong => &ping_pong::PingPong,
             Kind::Barrier => &barrier::Barrier,
         }
     }
@@ -174,8 +182,9 @@ pub trait Collective: Sync {
     fn sized(&self) -> bool {
         true
     }
-    /// Counts for `elems` elements in total (size / element size) on `nranks` ranks.
-    fn layout(&self, elems: usize, nranks: usize, rank: usize, convention: Convention) -> Layout;
+    /// Counts for `elems` elements in total (size / element size) of `elem` bytes each on
+    /// `nranks` ranks; a per-rank block is [`per_rank`] elements, as in nccl-tests.
+    fn layout(&self, elems: usize, elem: usize, nranks: usize, rank: usize, convention: Convention) -> Layout;
     /// busbw = algbw × factor (nccl-tests' doc/PERFORMANCE.md).
     fn bus_factor(&self, nranks: usize) -> f64;
     /// Elements of input this rank provides (0 where the rank is not a source).
@@ -188,6 +197,16 @@ pub trait Collective: Sync {
         c.layout.recv_count
     }
     fn expected(&self, c: &Ctx, j: usize) -> Cell;
+}
+
+/// Elements of one rank's block where a size is shared out among `nranks` ranks (all-gather,
+/// reduce-scatter, all-to-all, gather, scatter): nccl-tests' `(count/nranks) & ~(16/eltSize-1)`,
+/// the even share rounded down to whole 16 bytes, so every block, and every in-place pointer
+/// into one buffer (`rank × block`), stays 16-byte aligned. 100 floats on 7 ranks: 14, rounded
+/// down to 12.
+pub(crate) fn per_rank(elems: usize, elem: usize, nranks: usize) -> usize {
+    let unit = (16 / elem.max(1)).max(1);
+    elems / nranks.max(1) / unit * unit
 }
 
 /// (n−1)/n, the bus factor of the collectives where each rank's block crosses the bus once.
@@ -216,7 +235,7 @@ mod tests {
             for k in [Kind::AllGather, Kind::ReduceScatter, Kind::AllToAll, Kind::Gather, Kind::Scatter] {
                 assert_eq!(factor(k, n), (nf - 1.0) / nf, "{k} n={n}");
             }
-            for k in [Kind::Broadcast, Kind::Reduce, Kind::SendRecv] {
+            for k in [Kind::Broadcast, Kind::Reduce, Kind::SendRecv, Kind::PingPong] {
                 assert_eq!(factor(k, n), 1.0, "{k} n={n}");
             }
         }
@@ -224,62 +243,109 @@ mod tests {
         assert_eq!(factor(Kind::AllReduce, 8), 1.75);
     }
 
+    /// nccl-tests' `GetCollByteCount` of all_gather.cu, reduce_scatter.cu, alltoall.cu,
+    /// gather.cu and scatter.cu, written as there: the per-rank count ("paramcount").
+    fn nccl_tests_base(count: usize, elt_size: usize, nranks: usize) -> usize {
+        (count / nranks) & !(16 / elt_size - 1)
+    }
+
     #[test]
     fn layouts_match_nccl_tests() {
-        // 1 MiB of float: 262144 elements.
-        let elems = 262_144usize;
-        for n in NS {
-            for rank in [0, n - 1] {
-                let l = Kind::AllReduce.spec().layout(elems, n, rank, Convention::Mpi);
-                assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (elems, elems, elems, elems));
-                assert_eq!((l.in_place_input, l.in_place_output), (0, 0));
+        // 1 MiB, and sizes that do not share out evenly, in every element size.
+        for bytes in [1usize << 20, 100 * 4, 8, 1000, 24_576 + 40] {
+            for elem in [1usize, 2, 4, 8] {
+                let elems = bytes / elem;
+                for n in NS {
+                    for rank in [0, n - 1] {
+                        let layout = |k: Kind, conv| k.spec().layout(elems, elem, n, rank, conv);
+                        let l = layout(Kind::AllReduce, Convention::Mpi);
+                        assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (elems, elems, elems, elems));
+                        assert_eq!((l.in_place_input, l.in_place_output), (0, 0));
 
-                let base = elems / n;
-                let l = Kind::AllGather.spec().layout(elems, n, rank, Convention::Mpi);
-                assert_eq!(
-                    (l.count, l.send_count, l.recv_count, l.alg_count),
-                    (base, base, base * n, base * n),
-                    "n={n}"
-                );
-                assert_eq!((l.in_place_input, l.in_place_output), (rank * base, 0));
+                        let base = nccl_tests_base(elems, elem, n);
+                        let at = format!("{bytes} B of {elem}-byte elements on {n} ranks");
+                        let l = layout(Kind::AllGather, Convention::Mpi);
+                        assert_eq!(
+                            (l.count, l.send_count, l.recv_count, l.alg_count),
+                            (base, base, base * n, base * n),
+                            "{at}"
+                        );
+                        assert_eq!((l.in_place_input, l.in_place_output), (rank * base, 0));
 
-                for conv in [Convention::Mpi, Convention::Nccl] {
-                    let l = Kind::ReduceScatter.spec().layout(elems, n, rank, conv);
-                    assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base * n, base, base * n));
-                    let out = if conv == Convention::Mpi { 0 } else { rank * base };
-                    assert_eq!((l.in_place_input, l.in_place_output), (0, out));
+                        for conv in [Convention::Mpi, Convention::Nccl] {
+                            let l = layout(Kind::ReduceScatter, conv);
+                            assert_eq!(
+                                (l.count, l.send_count, l.recv_count, l.alg_count),
+                                (base, base * n, base, base * n),
+                                "{at}"
+                            );
+                            let out = if conv == Convention::Mpi { 0 } else { rank * base };
+                            assert_eq!((l.in_place_input, l.in_place_output), (0, out));
+                        }
+
+                        let l = layout(Kind::AllToAll, Convention::Mpi);
+                        assert_eq!(
+                            (l.count, l.send_count, l.recv_count, l.alg_count),
+                            (base, base * n, base * n, base * n),
+                            "{at}"
+                        );
+
+                        let l = layout(Kind::Gather, Convention::Mpi);
+                        assert_eq!(
+                            (l.count, l.send_count, l.recv_count, l.alg_count),
+                            (base, base, base * n, base * n),
+                            "{at}"
+                        );
+                        assert_eq!(l.in_place_input, rank * base);
+
+                        let l = layout(Kind::Scatter, Convention::Mpi);
+                        assert_eq!(
+                            (l.count, l.send_count, l.recv_count, l.alg_count),
+                            (base, base * n, base, base * n),
+                            "{at}"
+                        );
+                        assert_eq!(l.in_place_output, rank * base);
+
+                        // Every block, and every in-place pointer into one buffer, is 16-byte aligned.
+                        for k in [Kind::AllGather, Kind::ReduceScatter, Kind::AllToAll, Kind::Gather, Kind::Scatter] {
+                            let l = layout(k, Convention::Nccl);
+                            assert_eq!(l.count * elem % 16, 0, "{k} {at}");
+                            assert_eq!(
+                                (l.in_place_input * elem % 16, l.in_place_output * elem % 16),
+                                (0, 0),
+                                "{k} {at}"
+                            );
+                        }
+
+                        for k in [Kind::Broadcast, Kind::Reduce, Kind::SendRecv, Kind::PingPong] {
+                            let l = layout(k, Convention::Mpi);
+                            assert_eq!(
+                                (l.count, l.send_count, l.recv_count, l.alg_count),
+                                (elems, elems, elems, elems)
+                            );
+                        }
+                        assert_eq!(layout(Kind::Barrier, Convention::Mpi), Layout::default());
+                    }
                 }
-
-                let l = Kind::AllToAll.spec().layout(elems, n, rank, Convention::Mpi);
-                assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base * n, base * n, base * n));
-
-                let l = Kind::Gather.spec().layout(elems, n, rank, Convention::Mpi);
-                assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base, base * n, base * n));
-                assert_eq!(l.in_place_input, rank * base);
-
-                let l = Kind::Scatter.spec().layout(elems, n, rank, Convention::Mpi);
-                assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (base, base * n, base, base * n));
-                assert_eq!(l.in_place_output, rank * base);
-
-                for k in [Kind::Broadcast, Kind::Reduce, Kind::SendRecv] {
-                    let l = k.spec().layout(elems, n, rank, Convention::Mpi);
-                    assert_eq!((l.count, l.send_count, l.recv_count, l.alg_count), (elems, elems, elems, elems));
-                }
-                let l = Kind::Barrier.spec().layout(elems, n, rank, Convention::Mpi);
-                assert_eq!(l, Layout::default());
             }
         }
     }
 
     #[test]
-    fn per_rank_count_rounds_down_for_alignment() {
-        // 100 elements over 7 ranks: 14 each, 98 in the whole buffer, as nccl-tests does.
-        let l = Kind::AllGather.spec().layout(100, 7, 3, Convention::Mpi);
-        assert_eq!((l.count, l.recv_count, l.alg_count), (14, 98, 98));
-        assert_eq!(l.size_bytes(4), 392);
-        // Fewer elements than ranks: nothing to move.
-        let l = Kind::ReduceScatter.spec().layout(2, 3, 0, Convention::Mpi);
+    fn per_rank_count_rounds_down_to_16_bytes_as_nccl_tests() {
+        // 100 floats over 7 ranks: 14 each would leave rank 1's block at byte 56; nccl-tests
+        // rounds down to 12 (48 bytes), 84 in the whole buffer.
+        let l = Kind::AllGather.spec().layout(100, 4, 7, 3, Convention::Mpi);
+        assert_eq!((l.count, l.recv_count, l.alg_count), (12, 84, 84));
+        assert_eq!(l.size_bytes(4), 336);
+        // 1000 bytes on 7 ranks: 142 int8 → 128; 71 half → 64; 35 int32 → 32; 17 double → 16.
+        for (elem, want) in [(1, 128), (2, 64), (4, 32), (8, 16)] {
+            assert_eq!(per_rank(1000 / elem, elem, 7), want, "{elem}");
+        }
+        // Fewer than 16 bytes a rank: nothing to move.
+        let l = Kind::ReduceScatter.spec().layout(2, 4, 3, 0, Convention::Mpi);
         assert_eq!(l.count, 0);
+        assert_eq!(Kind::AllToAll.spec().layout(24, 4, 7, 0, Convention::Mpi).count, 0);
     }
 
     #[test]
@@ -291,13 +357,20 @@ mod tests {
         assert_eq!(Kind::parse("allreduce"), Some(Kind::AllReduce));
         assert_eq!(Kind::parse("all_to_all"), Some(Kind::AllToAll));
         assert_eq!(Kind::parse("allreduce2"), None);
+        // sendrecv is nccl-tests' ring; OSU's ping-pong has its own name, and the old alias p2p,
+        // which meant the ping-pong, names neither.
+        assert_eq!(Kind::parse("sendrecv"), Some(Kind::SendRecv));
+        assert_eq!(Kind::parse("send_recv"), Some(Kind::SendRecv));
+        assert_eq!(Kind::parse("pingpong"), Some(Kind::PingPong));
+        assert_eq!(Kind::parse("ping_pong"), Some(Kind::PingPong));
+        assert_eq!(Kind::parse("p2p"), None);
     }
 
     #[test]
     fn in_place_extent_covers_input_and_output() {
-        let l = Kind::ReduceScatter.spec().layout(64, 4, 3, Convention::Nccl);
+        let l = Kind::ReduceScatter.spec().layout(64, 4, 4, 3, Convention::Nccl);
         assert_eq!(l.in_place_extent(), 64);
-        let l = Kind::AllGather.spec().layout(64, 4, 3, Convention::Mpi);
+        let l = Kind::AllGather.spec().layout(64, 4, 4, 3, Convention::Mpi);
         assert_eq!(l.in_place_extent(), 64);
     }
 }

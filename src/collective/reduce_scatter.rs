@@ -13,8 +13,8 @@ impl Collective for ReduceScatter {
     fn reduces(&self) -> bool {
         true
     }
-    fn layout(&self, elems: usize, n: usize, rank: usize, conv: Convention) -> Layout {
-        let base = elems / n;
+    fn layout(&self, elems: usize, elem: usize, n: usize, rank: usize, conv: Convention) -> Layout {
+        let base = super::per_rank(elems, elem, n);
         Layout {
             count: base,
             send_count: base * n,

@@ -1,5 +1,5 @@
 //! Scatter: rank r ends with block r of the root's buffer. The size is the root's whole send
-//! buffer; each rank receives size/n rounded down.
+//! buffer; each rank receives size/n rounded down to whole 16 bytes (`super::per_rank`).
 use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
 
 pub struct Scatter;
@@ -14,8 +14,8 @@ impl Collective for Scatter {
     fn rooted(&self) -> bool {
         true
     }
-    fn layout(&self, elems: usize, n: usize, rank: usize, _c: Convention) -> Layout {
-        let base = elems / n;
+    fn layout(&self, elems: usize, elem: usize, n: usize, rank: usize, _c: Convention) -> Layout {
+        let base = super::per_rank(elems, elem, n);
         Layout {
             count: base,
             send_count: base * n,

@@ -27,7 +27,7 @@ pub struct TableReport<W: Write> {
     slow: std::collections::BTreeMap<usize, (usize, String)>,
     /// Per group (`--groups`): points where it stood out, and the first example.
     slow_groups: std::collections::BTreeMap<usize, (usize, String)>,
-    /// sendrecv at its largest size: bytes and each rank's one-way time (per-host footer line).
+    /// ping-pong at its largest size: bytes and each rank's one-way time (per-host footer line).
     pingpong: Option<(u64, Vec<f64>)>,
 }
 
@@ -207,7 +207,7 @@ impl<W: Write> Report for TableReport<W> {
                 }
             }
         }
-        if p.collective == crate::collective::Kind::SendRecv
+        if p.collective == crate::collective::Kind::PingPong
             && self.pingpong.as_ref().is_none_or(|(s, _)| p.size_bytes >= *s)
         {
             self.pingpong = Some((p.size_bytes, p.out_of_place.per_rank_us.clone()));
@@ -270,7 +270,7 @@ impl<W: Write> Report for TableReport<W> {
     }
 }
 
-/// With sendrecv on several hosts: each host's fastest rank, one way, and the host that stands
+/// With ping-pong on several hosts: each host's fastest rank, one way, and the host that stands
 /// out. A host is as fast as its best link: a rank paired with a slow host is slow wherever it
 /// runs, but every rank of a slow host is slow. (With two hosts every pair crosses both links,
 /// so no host can stand out; with three or more and `--map-by node`, one can.)
@@ -296,7 +296,7 @@ fn pingpong_per_host(hosts: &[(String, Vec<usize>)], size: u64, per_rank_us: &[f
     };
     let list: Vec<String> = best.iter().map(|(h, t)| format!("{h} {} us", time_col(*t).trim())).collect();
     Some(format!(
-        "# Ping-pong per host   : {} (sendrecv {}, one way, fastest rank of each host); {verdict}",
+        "# Ping-pong per host   : {} (ping-pong {}, one way, fastest rank of each host); {verdict}",
         list.join(", "),
         crate::size::human(size)
     ))
@@ -378,7 +378,7 @@ mod tests {
         // b slow: pairs 0-1 (a-b) and 4-5 (b-c) slow, 2-3 (c-a) fast.
         let l = pingpong_per_host(&hosts, 65536, &[900.0, 900.0, 30.0, 31.0, 905.0, 905.0]).unwrap();
         assert!(
-            l.contains(": a 31.00 us, b 900.0 us, c 30.00 us (sendrecv 64K,")
+            l.contains(": a 31.00 us, b 900.0 us, c 30.00 us (ping-pong 64K,")
                 && l.ends_with("slowest: b, 29x the median host"),
             "{l}"
         );

@@ -213,7 +213,7 @@ impl Runner<'_> {
         let elems = (bytes as usize).div_ceil(elem);
         let spec = kind.spec();
         let convention = g.backend.convention();
-        let layout = spec.layout(elems, g.size, g.rank, convention);
+        let layout = spec.layout(elems, elem, g.size, g.rank, convention);
         let call = Call { kind, dtype: wire, op, root: 0, layout, in_place: false };
         let c = Ctx { rank: g.rank, nranks: g.size, root: 0, in_place: false, convention, layout };
         self.maybe_stop(dim);
@@ -376,7 +376,7 @@ fn make_group(
             recv = recv.max(g.bytes as usize);
             continue;
         }
-        let l = g.kind.spec().layout((g.bytes as usize).div_ceil(elem), members.len(), key, backend.convention());
+        let l = g.kind.spec().layout((g.bytes as usize).div_ceil(elem), elem, members.len(), key, backend.convention());
         send = send.max(l.send_count * elem);
         recv = recv.max(l.recv_count * elem);
     }

@@ -37,7 +37,7 @@ pub fn buffer_bytes(opts: &Options, nranks: usize, rank: usize, conv: Convention
         let elem = dtype.size();
         // Layouts grow with size, so the largest size decides.
         if let Some(&size) = sizes_for(spec, opts).last() {
-            let l = spec.layout((size / elem as u64) as usize, nranks, rank, conv);
+            let l = spec.layout((size / elem as u64) as usize, elem, nranks, rank, conv);
             send = send.max(l.send_count * elem);
             recv = recv.max(l.recv_count.max(l.in_place_extent()) * elem);
         }
@@ -168,7 +168,7 @@ impl<'a> Sweep<'a> {
             let spec = kind.spec();
             for size in sizes_for(spec, self.opts) {
                 let elems = (size / dtype.size() as u64) as usize;
-                let layout = spec.layout(elems, n, rank, conv);
+                let layout = spec.layout(elems, dtype.size(), n, rank, conv);
                 let call =
                     |in_place| Call { kind, dtype, op: op.unwrap_or(Op::Sum), root: self.opts.root, layout, in_place };
                 let out_of_place = self.measure(&call(false), Placement::OutOfPlace)?;
@@ -350,7 +350,7 @@ impl<'a> Sweep<'a> {
 
 fn layout_size(spec: &dyn Collective, elems: usize, n: usize, conv: Convention, dtype: DType) -> u64 {
     // The size column is the same on every rank: take rank 0's layout.
-    let l: Layout = spec.layout(elems, n, 0, conv);
+    let l: Layout = spec.layout(elems, dtype.size(), n, 0, conv);
     l.size_bytes(dtype.size()) as u64
 }
 

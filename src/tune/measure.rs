@@ -157,7 +157,7 @@ impl<'a> Bench<'a> {
         let kind = o.collectives[0];
         let dtype = o.dtypes[0];
         let elems = (size / dtype.size() as u64) as usize;
-        let layout = kind.spec().layout(elems, self.world.size, self.world.rank, Convention::Mpi);
+        let layout = kind.spec().layout(elems, dtype.size(), self.world.size, self.world.rank, Convention::Mpi);
         Call { kind, dtype, op: o.ops.first().copied().unwrap_or(Op::Sum), root: o.root, layout, in_place }
     }
 
@@ -410,7 +410,7 @@ impl<'a> Bench<'a> {
         let spec = call.kind.spec();
         let dtype = call.dtype;
         let elems = (size / dtype.size() as u64) as usize;
-        let l0 = spec.layout(elems, self.world.size, 0, Convention::Mpi);
+        let l0 = spec.layout(elems, dtype.size(), self.world.size, 0, Convention::Mpi);
         let in_place = o.in_place.unwrap_or_else(|| skipped_measurement(Placement::InPlace));
         let point = Point {
             collective: call.kind,
@@ -432,7 +432,7 @@ impl<'a> Bench<'a> {
         let spec = call.kind.spec();
         let dtype = call.dtype;
         let elems = (size / dtype.size() as u64) as usize;
-        let l0 = spec.layout(elems, self.world.size, 0, Convention::Mpi);
+        let l0 = spec.layout(elems, dtype.size(), self.world.size, 0, Convention::Mpi);
         Point {
             collective: call.kind,
             dtype,

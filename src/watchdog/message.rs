@@ -6,7 +6,7 @@
 
 use super::channel::State;
 use super::{Phase, StepPart, StepPass, StepTask, Task};
-use crate::collective::{partner, Kind};
+use crate::collective::{partner, ring_peers, Kind};
 use crate::world::rank_list;
 use std::collections::BTreeMap;
 
@@ -149,6 +149,13 @@ fn peers(task: &Task, rank: usize, n: usize) -> Vec<usize> {
     }
     match c.kind {
         Kind::SendRecv => {
+            let (to, from) = ring_peers(rank, n);
+            let mut p: Vec<usize> = [to, from].into_iter().filter(|&r| r != rank).collect();
+            p.sort_unstable();
+            p.dedup();
+            p
+        }
+        Kind::PingPong => {
             let p = partner(rank, n);
             if p == rank {
                 vec![]
@@ -197,8 +204,11 @@ mod tests {
             m,
             "all-reduce of 65536 B (float, out-of-place) did not finish within 5 s on rank 3 (n2); waiting on ranks 0-2 (n1, n2); aborting the job"
         );
-        let m = own_view(&task(Kind::SendRecv, Phase::Check, 1), 2.5, 2, &hosts());
-        assert!(m.starts_with("sendrecv of 65536 B (float, out-of-place, check call) did not finish within 2.5 s on rank 2 (n1); waiting on rank 3 (n2);"), "{m}");
+        let m = own_view(&task(Kind::PingPong, Phase::Check, 1), 2.5, 2, &hosts());
+        assert!(m.starts_with("ping-pong of 65536 B (float, out-of-place, check call) did not finish within 2.5 s on rank 2 (n1); waiting on rank 3 (n2);"), "{m}");
+        // The ring: the rank sends to the next and receives from the previous.
+        let m = own_view(&task(Kind::SendRecv, Phase::Check, 1), 2.5, 0, &hosts());
+        assert!(m.contains("on rank 0 (n1); waiting on ranks 1,3 (n2)"), "{m}");
         let m = own_view(&task(Kind::Broadcast, Phase::Timed, 40), 5.0, 1, &hosts());
         assert!(m.contains("(float, out-of-place, 40 timed calls)") && m.contains("waiting on rank 0 (n1)"), "{m}");
         let m = own_view(&task(Kind::Barrier, Phase::Results, 1), 5.0, 0, &hosts());

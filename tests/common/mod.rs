@@ -202,3 +202,48 @@ pub fn four_rank_layouts_ranked(out: &str) -> Vec<&str> {
     assert_eq!(ranked.len(), 6, "{out}");
     ranked
 }
+
+/// nccl-tests' size and count columns (its `GetCollByteCount` of each collective, v2.19.6) for a
+/// requested size of `bytes` with `elem`-byte elements on `n` ranks: (max(sendBytes,
+/// expectedBytes), paramcount). The collectives that share a size out among the ranks round
+/// each rank's count down to whole 16 bytes, `(count/nranks) & ~(16/eltSize-1)`.
+pub fn nccl_tests_columns(collective: &str, bytes: u64, elem: u64, n: u64) -> (u64, u64) {
+    let count = bytes / elem;
+    match collective {
+        "all-gather" | "reduce-scatter" | "all-to-all" | "gather" | "scatter" => {
+            let base = (count / n) & !(16 / elem - 1);
+            (base * n * elem, base)
+        }
+        "all-reduce" | "broadcast" | "reduce" | "sendrecv" | "ping-pong" => (count * elem, count),
+        other => panic!("no nccl-tests geometry for {other}"),
+    }
+}
+
+/// Every combined row of the CSV `csv` (a sweep on `n` ranks over the requested `sizes`, in
+/// order) has nccl-tests' size and count (see [`nccl_tests_columns`]); returns the collectives
+/// seen.
+pub fn assert_nccl_tests_geometry(csv: &str, n: u64, sizes: &[u64]) -> std::collections::BTreeSet<String> {
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let h = rd.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|c| c == name).unwrap_or_else(|| panic!("no {name} column"));
+    let (coll, dtype, op, placement) = (col("collective"), col("dtype"), col("op"), col("placement"));
+    let (size, count, elem, rank) = (col("size_bytes"), col("count_elements"), col("elem_bytes"), col("rank"));
+    // Rows of one collective × type × op × placement come in size order.
+    let mut seen: std::collections::BTreeMap<String, usize> = Default::default();
+    for r in rd.records() {
+        let r = r.unwrap();
+        if !r[rank].is_empty() {
+            continue;
+        }
+        let key = format!("{} {} {} {}", &r[coll], &r[dtype], &r[op], &r[placement]);
+        let i = seen.entry(key.clone()).or_default();
+        let requested = sizes[*i];
+        *i += 1;
+        let e: u64 = r[elem].parse().unwrap();
+        let want = nccl_tests_columns(&r[coll], requested, e, n);
+        let got: (u64, u64) = (r[size].parse().unwrap(), r[count].parse().unwrap());
+        assert_eq!(got, want, "{key} at {requested} B on {n} ranks: (size, count)");
+    }
+    assert!(seen.values().all(|k| *k == sizes.len()), "{seen:?}");
+    seen.keys().map(|k| k.split(' ').next().unwrap().to_string()).collect()
+}

@@ -28,12 +28,13 @@
 //! rest, as the `-T` watchdog does.
 //!
 //! In-place conventions are NCCL's (`Convention::Nccl`). Gather, scatter and all-to-all are
-//! grouped `ncclSend`/`ncclRecv`, as in nccl-tests; in-place all-to-all first copies the buffer
-//! to the (otherwise unused) send buffer on the device, since sends and receives of one group
-//! would otherwise overwrite blocks not yet sent (the copy is part of the timed call). Barrier is
-//! an all-reduce of one int32 on a scratch buffer. sendrecv is a ping-pong of separate, ordered
-//! `ncclSend` and `ncclRecv` calls (one way = half the round trip); a rank without a partner sends
-//! to itself in one group.
+//! grouped `ncclSend`/`ncclRecv`, as in nccl-tests; in-place all-to-all and sendrecv first copy
+//! the buffer to the (otherwise unused) send buffer on the device, since sends and receives of
+//! one group would otherwise overwrite data not yet sent (the copy is part of the timed call).
+//! Barrier is an all-reduce of one int32 on a scratch buffer. sendrecv is nccl-tests' ring: one
+//! `ncclSend` to rank+1 and one `ncclRecv` from rank−1 in a group. ping-pong is OSU's: separate,
+//! ordered `ncclSend` and `ncclRecv` calls between pairs (one way = half the round trip); a rank
+//! without a partner sends to itself in one group.
 //!
 //! float16 and bfloat16 run only with `-c 0`: the exact check has no 16-bit float arithmetic on
 //! the host yet. Avg of float types is checked only on a power-of-two rank count (the group's with
@@ -112,7 +113,7 @@ pub mod search;
 pub mod split;
 
 use super::{Backend, Buf, Call, HostBuffer};
-use crate::collective::{partner, Convention, Kind};
+use crate::collective::{partner, ring_peers, Convention, Kind};
 use crate::dtype::{DType, Op};
 use crate::error::{exit, Error, Result};
 use crate::options::Options;
@@ -441,8 +442,11 @@ struct Prepared {
     dtype: c_int,
     op: c_int,
     root: c_int,
+    /// ping-pong's partner.
     partner: usize,
-    /// In-place all-to-all: copy `.2` bytes from `.1` to `.0` before the exchange.
+    /// sendrecv's ring neighbours: (to, from).
+    ring: (usize, usize),
+    /// In-place all-to-all and sendrecv: copy `.2` bytes from `.1` to `.0` before the exchange.
     stage: Option<(CuDevicePtr, CuDevicePtr, usize)>,
 }
 
@@ -649,7 +653,7 @@ impl NcclBackend {
             (_, false) => (self.send.ptr, self.recv.ptr),
             (_, true) => (at(self.recv.ptr, l.in_place_input), at(self.recv.ptr, l.in_place_output)),
         };
-        let (send, stage) = if call.kind == Kind::AllToAll && call.in_place {
+        let (send, stage) = if matches!(call.kind, Kind::AllToAll | Kind::SendRecv) && call.in_place {
             (self.send.ptr, Some((self.send.ptr, self.recv.ptr, l.send_count * elem as usize)))
         } else {
             (send, None)
@@ -664,6 +668,7 @@ impl NcclBackend {
             op: ffi::reduce_op(call.op),
             root: call.root as c_int,
             partner: partner(self.rank, self.nranks),
+            ring: ring_peers(self.rank, self.nranks),
             stage,
         })
     }
@@ -803,6 +808,16 @@ impl NcclBackend {
                     check((a.group_end)(), "ncclGroupEnd")
                 }
                 Kind::SendRecv => {
+                    if let Some((dst, src, len)) = p.stage {
+                        self.stream.copy_on_device(dst, src, len)?;
+                    }
+                    let (to, from) = (p.ring.0 as c_int, p.ring.1 as c_int);
+                    check((a.group_start)(), "ncclGroupStart")?;
+                    check((a.send)(ptr(p.send), p.count, p.dtype, to, c, s), "ncclSend")?;
+                    check((a.recv)(ptr(p.recv), p.count, p.dtype, from, c, s), "ncclRecv")?;
+                    check((a.group_end)(), "ncclGroupEnd")
+                }
+                Kind::PingPong => {
                     let peer = p.partner as c_int;
                     if p.partner == self.rank {
                         check((a.group_start)(), "ncclGroupStart")?;
@@ -1245,7 +1260,7 @@ impl Backend for NcclBackend {
         let p = self.prepare(call)?;
         let batch = batch.max(1);
         // Ping-pong pairs time a round trip; report one way.
-        let round_trip = if call.kind == Kind::SendRecv && p.partner != self.rank { 2.0 } else { 1.0 };
+        let round_trip = if call.kind == Kind::PingPong && p.partner != self.rank { 2.0 } else { 1.0 };
         let scale = 1.0 / (batch as f64 * round_trip);
         let n = iters / batch;
         samples.clear();

@@ -205,8 +205,10 @@ static ncclResult_t take(struct comm *c, int src, void *data, size_t bytes) {
         }                                                                                          \
         ((T *)acc)[i] = r;                                                                         \
     }
+/* NCCL's FuncSumPostDiv: the wrapped sum divided by the rank count as a number (never cast to
+ * T, which for int8 from 128 ranks is negative and for uint8 at 256 zero), toward zero. */
 #define DIVIDE(T)                                                                                  \
-    for (size_t i = 0; i < n; i++) ((T *)acc)[i] = (T)(((T *)acc)[i] / (T)nranks);
+    for (size_t i = 0; i < n; i++) ((T *)acc)[i] = (T)(((T *)acc)[i] / (int64_t)nranks);
 
 static void reduce(void *acc, const void *x, size_t n, int dt, int op) {
     switch (dt) {
