@@ -198,16 +198,13 @@ impl Driver {
     /// The device's compute capability (major, minor), e.g. (9, 0) for a Hopper.
     pub fn compute_capability(&self, d: CuDevice) -> Result<(u32, u32), String> {
         let (mut major, mut minor): (c_int, c_int) = (0, 0);
-        // SAFETY: out-pointers to locals; `d` came from cuDeviceGet.
-        self.check(
-            unsafe { (self.api.device_get_attribute)(&mut major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) },
-            "cuDeviceGetAttribute",
-        )?;
+        let get = self.api.device_get_attribute;
+        // SAFETY: out-pointer to a local; `d` came from cuDeviceGet.
+        let r = unsafe { get(&mut major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) };
+        self.check(r, "cuDeviceGetAttribute")?;
         // SAFETY: as above.
-        self.check(
-            unsafe { (self.api.device_get_attribute)(&mut minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) },
-            "cuDeviceGetAttribute",
-        )?;
+        let r = unsafe { get(&mut minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) };
+        self.check(r, "cuDeviceGetAttribute")?;
         Ok((major.max(0) as u32, minor.max(0) as u32))
     }
 
