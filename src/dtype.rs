@@ -117,6 +117,102 @@ impl DType {
     }
 }
 
+/// A float format with no host type here (float16, bfloat16, the 8-bit floats), encoded and
+/// decoded through f64 so their results can be checked within a tolerance ([`crate::verify`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Narrow {
+    pub exp_bits: u32,
+    pub man_bits: u32,
+    /// IEEE-like: the all-ones exponent is infinity or NaN. Otherwise (fp8e4m3, "fn") only the
+    /// all-ones pattern is NaN and there is no infinity.
+    pub ieee: bool,
+}
+
+impl DType {
+    /// The format of a float type without host arithmetic; `None` for the others.
+    pub fn narrow(self) -> Option<Narrow> {
+        let f = |exp_bits, man_bits, ieee| Some(Narrow { exp_bits, man_bits, ieee });
+        match self {
+            DType::Float16 => f(5, 10, true),
+            DType::Bfloat16 => f(8, 7, true),
+            DType::Fp8E4m3 => f(4, 3, false),
+            DType::Fp8E5m2 => f(5, 2, true),
+            _ => None,
+        }
+    }
+}
+
+impl Narrow {
+    fn bias(self) -> i32 {
+        (1 << (self.exp_bits - 1)) - 1
+    }
+
+    /// The largest finite value (65504 for float16, 448 for fp8e4m3, 57344 for fp8e5m2).
+    pub fn max(self) -> f64 {
+        let m = self.man_bits as i32;
+        let top = (1 << self.exp_bits) - 1;
+        let (exp_field, mantissa) = if self.ieee { (top - 1, (1 << m) - 1) } else { (top, (1 << m) - 2) };
+        (1.0 + mantissa as f64 / f64::from(1 << m)) * 2f64.powi(exp_field - self.bias())
+    }
+
+    /// The unit roundoff, half the gap between 1 and the next value: 2^-(mantissa bits + 1).
+    pub fn unit_roundoff(self) -> f64 {
+        2f64.powi(-(self.man_bits as i32 + 1))
+    }
+
+    /// The smallest positive (subnormal) value.
+    pub fn min_positive(self) -> f64 {
+        2f64.powi(1 - self.bias() - self.man_bits as i32)
+    }
+
+    pub fn decode(self, bits: u16) -> f64 {
+        let (e, m) = (self.exp_bits, self.man_bits);
+        let sign = if (bits >> (e + m)) & 1 == 1 { -1.0 } else { 1.0 };
+        let exp_field = ((bits >> m) & ((1 << e) - 1)) as i32;
+        let mantissa = (bits & ((1 << m) - 1)) as i32;
+        let top = (1 << e) - 1;
+        if self.ieee && exp_field == top {
+            return if mantissa == 0 { sign * f64::INFINITY } else { f64::NAN };
+        }
+        if !self.ieee && exp_field == top && mantissa == (1 << m) - 1 {
+            return f64::NAN;
+        }
+        if exp_field == 0 {
+            return sign * f64::from(mantissa) * self.min_positive();
+        }
+        sign * (1.0 + f64::from(mantissa) / f64::from(1 << m)) * 2f64.powi(exp_field - self.bias())
+    }
+
+    /// `x` rounded to the nearest value of the format, ties to even (as CUDA's conversions);
+    /// beyond the largest finite value: infinity, or NaN where the format has none.
+    pub fn encode(self, x: f64) -> u16 {
+        let (e, m) = (self.exp_bits, self.man_bits);
+        let sign: u16 = if x.is_sign_negative() { 1 << (e + m) } else { 0 };
+        let nan = sign | (((1u32 << (e + m)) - 1) as u16);
+        if x.is_nan() {
+            return nan;
+        }
+        let a = x.abs();
+        let emin = 1 - self.bias();
+        let binade = |v: f64| ((v.to_bits() >> 52) & 0x7ff) as i32 - 1023;
+        let exp = if a == 0.0 { emin } else { binade(a).max(emin) };
+        let quantum = 2f64.powi(exp - m as i32);
+        let r = (a / quantum).round_ties_even() * quantum;
+        if r > self.max() {
+            return if self.ieee { sign | ((((1u32 << e) - 1) << m) as u16) } else { nan };
+        }
+        if r == 0.0 {
+            return sign;
+        }
+        let re = binade(r);
+        if re < emin {
+            return sign | (r / self.min_positive()) as u16;
+        }
+        let mantissa = (r / 2f64.powi(re - m as i32)) as u32 - (1 << m);
+        sign | ((((re + self.bias()) as u32) << m) | mantissa) as u16
+    }
+}
+
 impl fmt::Display for DType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -358,6 +454,36 @@ mod tests {
         assert_eq!(a, [4, 5, -3]);
         combine_into(DType::Int32, Op::Sum, bytes(&mut a), bytes(&mut bb));
         assert_eq!(a, [8, 7, -10]);
+    }
+
+    #[test]
+    fn narrow_floats_round_trip_and_round_to_nearest_even() {
+        let h = DType::Float16.narrow().unwrap();
+        assert_eq!(h.encode(1.0), 0x3c00);
+        assert_eq!(h.encode(-2.0), 0xc000);
+        assert_eq!(h.encode(65504.0), 0x7bff);
+        assert_eq!(h.encode(1e6), 0x7c00);
+        assert_eq!(h.encode(2049.0), h.encode(2048.0)); // tie to even
+        assert_eq!(h.encode(2051.0), h.encode(2052.0));
+        assert_eq!(h.decode(0x0001), 2f64.powi(-24));
+        let b = DType::Bfloat16.narrow().unwrap();
+        assert_eq!(b.encode(1.0), 0x3f80);
+        assert_eq!(b.decode(0x4049), 3.140625);
+        let e4 = DType::Fp8E4m3.narrow().unwrap();
+        assert_eq!(e4.max(), 448.0);
+        assert_eq!(e4.encode(448.0), 0x7e);
+        assert_eq!(e4.encode(1.0), 0x38);
+        assert!(e4.decode(e4.encode(1000.0)).is_nan());
+        assert_eq!(e4.decode(e4.encode(17.0)), 16.0);
+        let e5 = DType::Fp8E5m2.narrow().unwrap();
+        assert_eq!(e5.max(), 57344.0);
+        assert_eq!(e5.encode(1.0), 0x3c);
+        assert_eq!(e5.decode(e5.encode(9.0)), 8.0);
+        for n in [h, b, e4, e5] {
+            for v in -8..=8 {
+                assert_eq!(n.decode(n.encode(f64::from(v) / 4.0)), f64::from(v) / 4.0, "{n:?} {v}");
+            }
+        }
     }
 
     #[test]

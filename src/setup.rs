@@ -6,7 +6,7 @@
 
 use crate::backend::mpi::{GroupComm, MpiBackend};
 use crate::backend::Backend;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::layout::{Group, Layout};
 use crate::memory;
 use crate::options::{BackendKind, CsvTarget, Options, Policy};
@@ -133,6 +133,31 @@ pub fn fit_dtypes(backend: &dyn Backend, opts: &mut Options) -> Result<Option<St
     }))
 }
 
+/// The largest `-e/--maxbytes` (at least `-b`, or `min_bytes - 1` where even that does not fit)
+/// whose buffers, send and receive together, hold at most `limit` bytes (they grow with it).
+fn largest_fitting(opts: &Options, nranks: usize, rank: usize, conv: crate::collective::Convention, limit: u64) -> u64 {
+    let fits = |max: u64| {
+        let mut o = opts.clone();
+        o.max_bytes = max;
+        let (s, r) = buffer_bytes(&o, nranks, rank, conv);
+        (s + r) as u64 <= limit
+    };
+    let (mut lo, mut hi) = (opts.min_bytes, opts.max_bytes);
+    if !fits(lo) {
+        return lo.saturating_sub(1);
+    }
+    // fits(lo) and !fits(hi).
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if fits(mid) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// Refuse buffers of `per_rank` bytes that this host's ranks together would not fit in its
 /// free memory (`flag` names what to make smaller); agreed.
 pub fn fit_memory(world: &World, flag: &str, per_rank: u64) -> Result<()> {
@@ -150,11 +175,41 @@ pub fn ready_backend(world: &World, opts: &mut Options) -> Result<(Box<dyn Backe
     let groups = groups(world, &opts.groups)?;
     let m = member(world, opts, &groups)?;
     let mut backend = world.agree(make_group_backend(world, opts, &groups, None))?;
-    let note = world.agree(fit_dtypes(backend.as_ref(), opts))?;
-    let opts = &*opts;
+    let mut note = world.agree(fit_dtypes(backend.as_ref(), opts))?;
     if opts.backend == BackendKind::Mpi {
         world.agree(crate::backend::mpi::known_faults(world, opts))?;
     }
+    let (send, recv) = buffer_bytes(opts, m.size, m.rank, backend.convention());
+    // The backend's own limit (GPU memory less what NCCL needs for itself): the largest size is
+    // lowered to fit, on every rank alike, as nccl-tests does, and the note says so.
+    let fit = world.agree(backend.buffer_limit())?;
+    let mine = match &fit {
+        Some((limit, _)) if (send + recv) as u64 > *limit => {
+            largest_fitting(opts, m.size, m.rank, backend.convention(), *limit)
+        }
+        _ => opts.max_bytes,
+    };
+    let lowered = u64::MAX - world.max_u64(u64::MAX - mine);
+    if lowered < opts.max_bytes {
+        let kept = fit.map(|f| f.1).unwrap_or_default();
+        if lowered < opts.min_bytes {
+            return Err(Error::setup(format!(
+                "-b/--minbytes: not even the smallest size fits in GPU memory beside the {kept}; lower -b/--minbytes and -e/--maxbytes"
+            )));
+        }
+        let was = opts.max_bytes;
+        opts.max_bytes = lowered;
+        let lowered_note = format!(
+            "-e/--maxbytes: lowered from {} to {} to fit in GPU memory beside the {kept}",
+            crate::size::amount(was),
+            crate::size::amount(lowered)
+        );
+        note = Some(match note {
+            Some(n) => format!("{n}; {lowered_note}"),
+            None => lowered_note,
+        });
+    }
+    let opts = &*opts;
     let (send, recv) = buffer_bytes(opts, m.size, m.rank, backend.convention());
     // MPI libraries reduce large messages through a scratch buffer of the message's size.
     let scratch = opts.backend == BackendKind::Mpi && opts.collectives.iter().any(|k| k.spec().reduces());

@@ -6,9 +6,18 @@
 //! - Reduction inputs: for sum/avg/min/max `((5r + 3i + 1) mod 7)` (minus 3 for signed types);
 //!   for prod 2 where `(i + 3r) mod 6 = 0`, −1 (signed) where it is 3, else 1. Both depend on i
 //!   only through i mod 42, so the expected reduction is a table of 42 values.
+//!
+//! float16, bfloat16 and the 8-bit floats (no host arithmetic: [`crate::dtype::Narrow`] encodes
+//! and decodes them) take the same patterns. Moved data must arrive bit for bit; a reduction is
+//! judged within a tolerance derived from the type and the rank count, as nccl-tests judges
+//! these types within one: the library rounds to the type after each step (and fp8 sums pass
+//! through half), so for n ranks the result may differ from the exact value by the bound of
+//! recursive summation, `((1+u)^k - 1)·Σ|x|`, u the type's unit roundoff, k = n-1 steps for sum
+//! and prod, n+1 for avg (the 1/n scalar and each product rounded too, as NCCL multiplies each
+//! input by 1/n), plus n of the type's smallest step for avg's underflow. Min and max are exact.
 
 use crate::collective::{Cell, Collective, Ctx};
-use crate::dtype::{cast_slice, cast_slice_mut, DType, Element, Op};
+use crate::dtype::{cast_slice, cast_slice_mut, DType, Element, Narrow, Op};
 use crate::with_element;
 
 /// The byte the receive buffer is filled with before the check: a value no pattern produces.
@@ -78,12 +87,73 @@ impl<T: Element> Values<T> {
     }
 }
 
+/// The exact reduction over `n` ranks at pattern index `idx` and the tolerance it is judged
+/// with (module doc), for a narrow float type of format `f`.
+fn narrow_reduced(f: Narrow, op: Op, n: usize, idx: u64) -> (f64, f64) {
+    let xs: Vec<f64> = (0..n as u64).map(|r| contribution(op, true, r, idx) as f64).collect();
+    let mass: f64 = xs.iter().map(|x| x.abs()).sum();
+    let steps = |k: usize| (1.0 + f.unit_roundoff()).powi(k as i32) - 1.0;
+    let nf = n as f64;
+    match op {
+        Op::Sum => (xs.iter().sum(), steps(n - 1) * mass),
+        Op::Avg => (xs.iter().sum::<f64>() / nf, steps(n + 1) * mass / nf + nf * f.min_positive()),
+        Op::Prod => {
+            let p: f64 = xs.iter().product();
+            (p, steps(n - 1) * p.abs())
+        }
+        Op::Min => (xs.iter().cloned().fold(f64::INFINITY, f64::min), 0.0),
+        Op::Max => (xs.iter().cloned().fold(f64::NEG_INFINITY, f64::max), 0.0),
+    }
+}
+
+/// Whether a narrow float type's check can judge `op` on `n` ranks: every exact result of the
+/// patterns must be finite in the type (prod multiplies up to ⌈n/2⌉ twos, sums reach 3n).
+pub fn narrow_fits(dtype: DType, op: Op, n: usize) -> std::result::Result<(), String> {
+    let Some(f) = dtype.narrow() else { return Ok(()) };
+    let worst = (0..PERIOD as u64).map(|i| narrow_reduced(f, op, n, i).0.abs()).fold(0.0, f64::max);
+    if worst > f.max() {
+        return Err(format!(
+            "-o/--op: {op} of {dtype} on {n} ranks reaches {worst} in the check's pattern, beyond {dtype}'s largest value {}; use fewer ranks, another op, or -c 0",
+            f.max()
+        ));
+    }
+    Ok(())
+}
+
+/// The value of `cell` for a narrow type: (exact value, tolerance).
+fn narrow_value(f: Narrow, dtype: DType, op: Op, c: &Ctx, cell: Cell) -> (f64, f64) {
+    match cell {
+        Cell::Data { src, k } => (data_value(src, k, dtype.pattern_modulus()) as f64, 0.0),
+        Cell::Contribution { idx } => (contribution(op, true, c.rank as u64, idx % PERIOD as u64) as f64, 0.0),
+        Cell::Reduced { idx } => narrow_reduced(f, op, c.nranks, idx % PERIOD as u64),
+    }
+}
+
+fn narrow_get(buf: &[u8], size: usize, i: usize) -> u16 {
+    match size {
+        1 => u16::from(buf[i]),
+        _ => u16::from_le_bytes([buf[2 * i], buf[2 * i + 1]]),
+    }
+}
+
 fn unsupported(dtype: DType) -> ! {
     panic!("{dtype} has no host arithmetic; the backend must reject it before the check")
 }
 
 /// Write this rank's input into `buf` (element offset `at`). Returns the elements written.
 pub fn fill_input(coll: &dyn Collective, c: &Ctx, dtype: DType, op: Op, buf: &mut [u8], at: usize) -> usize {
+    if let Some(f) = dtype.narrow() {
+        let (len, size) = (coll.input_len(c), dtype.size());
+        for i in 0..len {
+            let bits = f.encode(narrow_value(f, dtype, op, c, coll.input(c, i)).0);
+            let j = at + i;
+            match size {
+                1 => buf[j] = bits as u8,
+                _ => buf[2 * j..2 * j + 2].copy_from_slice(&bits.to_le_bytes()),
+            }
+        }
+        return len;
+    }
     with_element!(dtype, T => {
         let v = Values::<T>::new(op, c.rank, c.nranks);
         let len = coll.input_len(c);
@@ -115,7 +185,23 @@ pub fn verify(
     at: usize,
     guard_from: usize,
 ) -> DataErrors {
-    let wrong = with_element!(dtype, T => {
+    let wrong = if let Some(f) = dtype.narrow() {
+        let (len, size) = (coll.output_len(c), dtype.size());
+        // The table of reductions, once (their tolerance takes a pass over the ranks).
+        let table: Vec<(f64, f64)> = (0..PERIOD as u64).map(|i| narrow_reduced(f, op, c.nranks, i)).collect();
+        (0..len)
+            .filter(|j| {
+                let got = f.decode(narrow_get(buf, size, at + j));
+                let (want, tol) = match coll.expected(c, *j) {
+                    Cell::Reduced { idx } => table[idx as usize % PERIOD],
+                    cell => narrow_value(f, dtype, op, c, cell),
+                };
+                // Moved data and inputs are exact integers of the type: bit for bit in effect.
+                got.is_nan() || (got - want).abs() > tol
+            })
+            .count() as u64
+    } else {
+        with_element!(dtype, T => {
         let v = Values::<T>::new(op, c.rank, c.nranks);
         let len = coll.output_len(c);
         let out = &cast_slice::<T>(buf)[at..at + len];
@@ -123,7 +209,8 @@ pub fn verify(
             .enumerate()
             .filter(|(j, x)| !x.same(v.value(coll.expected(c, *j))))
             .count() as u64
-    }, else unsupported(dtype));
+    }, else unsupported(dtype))
+    };
     let guard_to = (guard_from + GUARD_BYTES).min(buf.len());
     let out_of_bounds = buf[guard_from.min(guard_to)..guard_to].iter().filter(|b| **b != SENTINEL).count() as u64;
     DataErrors { wrong, out_of_bounds }
@@ -240,6 +327,70 @@ mod tests {
                 }, else unreachable!());
             }
         }
+    }
+
+    /// The narrow floats on 3 ranks: an all-reduce rounded to the type after every step, as
+    /// the library does (avg: each input times 1/n in the type), passes; one step off fails.
+    #[test]
+    fn narrow_floats_are_checked_within_the_tolerance_and_a_wrong_value_fails() {
+        let n = 3;
+        let elems = 84;
+        for dtype in [DType::Float16, DType::Bfloat16, DType::Fp8E4m3, DType::Fp8E5m2] {
+            let f = dtype.narrow().unwrap();
+            let size = dtype.size();
+            for op in Op::ALL {
+                let coll = Kind::AllReduce.spec();
+                let ctx = |rank| Ctx {
+                    rank,
+                    nranks: n,
+                    root: 0,
+                    in_place: false,
+                    convention: Convention::Nccl,
+                    layout: coll.layout(elems, n, rank, Convention::Nccl),
+                };
+                let inputs: Vec<Vec<u8>> = (0..n)
+                    .map(|r| {
+                        let mut b = vec![0u8; elems * size];
+                        fill_input(coll, &ctx(r), dtype, op, &mut b, 0);
+                        b
+                    })
+                    .collect();
+                let scalar = f.decode(f.encode(1.0 / n as f64));
+                let pre = |x: f64| if op == Op::Avg { f.decode(f.encode(x * scalar)) } else { x };
+                let mut out = vec![SENTINEL; elems * size + GUARD_BYTES];
+                for i in 0..elems {
+                    let mut acc = pre(f.decode(narrow_get(&inputs[0], size, i)));
+                    for input in &inputs[1..] {
+                        let x = pre(f.decode(narrow_get(input, size, i)));
+                        let r = match op {
+                            Op::Sum | Op::Avg => acc + x,
+                            Op::Prod => acc * x,
+                            Op::Min => acc.min(x),
+                            Op::Max => acc.max(x),
+                        };
+                        acc = f.decode(f.encode(r));
+                    }
+                    let bits = f.encode(acc);
+                    match size {
+                        1 => out[i] = bits as u8,
+                        _ => out[2 * i..2 * i + 2].copy_from_slice(&bits.to_le_bytes()),
+                    }
+                }
+                let c = ctx(1);
+                assert_eq!(verify(coll, &c, dtype, op, &out, 0, elems * size), DataErrors::default(), "{dtype} {op}");
+                // Element 4 made 4 (a whole unit at least, never within the tolerance) wrong.
+                let v = f.decode(narrow_get(&out, size, 4));
+                let bad = f.encode(v + 4.0);
+                match size {
+                    1 => out[4] = bad as u8,
+                    _ => out[8..10].copy_from_slice(&bad.to_le_bytes()),
+                }
+                assert_eq!(verify(coll, &c, dtype, op, &out, 0, elems * size).wrong, 1, "{dtype} {op}");
+            }
+        }
+        assert!(narrow_fits(DType::Fp8E4m3, Op::Prod, 16).is_ok());
+        assert!(narrow_fits(DType::Fp8E4m3, Op::Prod, 20).unwrap_err().contains("beyond fp8e4m3's largest value 448"));
+        assert!(narrow_fits(DType::Float32, Op::Prod, 1000).is_ok());
     }
 
     #[test]

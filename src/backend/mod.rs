@@ -49,6 +49,12 @@ pub trait Backend {
     fn describe(&self) -> Vec<String>;
     /// Reject, up front, a data type this backend cannot run.
     fn supports(&self, dtype: DType) -> Result<()>;
+    /// The most bytes of send and receive buffer together this rank can hold, and what is kept
+    /// back (for the note when the largest size is lowered to fit); `None`: no limit of the
+    /// backend's own (host memory is checked apart). Called before `allocate`.
+    fn buffer_limit(&mut self) -> Result<Option<(u64, String)>> {
+        Ok(None)
+    }
     /// Allocate both buffers once, at the largest size (bytes).
     fn allocate(&mut self, send_bytes: usize, recv_bytes: usize) -> Result<()>;
     /// Let `f` write the first `len` bytes of a buffer through a host view.

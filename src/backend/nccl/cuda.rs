@@ -18,6 +18,9 @@ pub type CuEvent = *mut c_void;
 pub const CUDA_SUCCESS: CuResult = 0;
 pub const CUDA_ERROR_NO_DEVICE: CuResult = 100;
 pub const CUDA_ERROR_NOT_READY: CuResult = 600;
+/// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR` and `_MINOR` (cuda.h).
+const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
+const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: c_int = 76;
 /// `CU_STREAM_NON_BLOCKING`: no implicit synchronisation with the legacy default stream.
 const CU_STREAM_NON_BLOCKING: c_uint = 1;
 /// `CU_EVENT_DEFAULT`: timing enabled (`CU_EVENT_DISABLE_TIMING` would be 2).
@@ -33,6 +36,7 @@ api! {
         device_get_name: "cuDeviceGetName" => fn(*mut c_char, c_int, CuDevice) -> CuResult,
         device_get_pci_bus_id: "cuDeviceGetPCIBusId" => fn(*mut c_char, c_int, CuDevice) -> CuResult,
         device_total_mem: "cuDeviceTotalMem_v2" => fn(*mut usize, CuDevice) -> CuResult,
+        device_get_attribute: "cuDeviceGetAttribute" => fn(*mut c_int, c_int, CuDevice) -> CuResult,
         primary_ctx_retain: "cuDevicePrimaryCtxRetain" => fn(*mut CuContext, CuDevice) -> CuResult,
         primary_ctx_release: "cuDevicePrimaryCtxRelease_v2" => fn(CuDevice) -> CuResult,
         ctx_set_current: "cuCtxSetCurrent" => fn(CuContext) -> CuResult,
@@ -189,6 +193,19 @@ impl Driver {
         // SAFETY: out-pointer to a local.
         self.check(unsafe { (self.api.device_total_mem)(&mut bytes, d) }, "cuDeviceTotalMem")?;
         Ok(bytes)
+    }
+
+    /// The device's compute capability (major, minor), e.g. (9, 0) for a Hopper.
+    pub fn compute_capability(&self, d: CuDevice) -> Result<(u32, u32), String> {
+        let (mut major, mut minor): (c_int, c_int) = (0, 0);
+        let get = self.api.device_get_attribute;
+        // SAFETY: out-pointer to a local; `d` came from cuDeviceGet.
+        let r = unsafe { get(&mut major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d) };
+        self.check(r, "cuDeviceGetAttribute")?;
+        // SAFETY: as above.
+        let r = unsafe { get(&mut minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d) };
+        self.check(r, "cuDeviceGetAttribute")?;
+        Ok((major.max(0) as u32, minor.max(0) as u32))
     }
 
     /// Free and total bytes of the current context's device.

@@ -53,8 +53,11 @@ impl Selection {
 }
 
 /// One GPU per rank: local rank `local_rank` of `local_size` on `host` takes device ordinal
-/// `local_rank` of the `device_count` the driver reports. A node with more ranks than visible
-/// GPUs is an error on every rank of the node (the message names the count and the variable).
+/// `local_rank` of the `device_count` the driver reports, or ordinal 0 where it sees exactly one
+/// (Slurm's `--gpus-per-task=1`, or a wrapper setting `CUDA_VISIBLE_DEVICES=$LOCAL_RANK`: each
+/// rank is shown its own GPU; [`shared_gpu`] then refuses two ranks of a node on one). Otherwise a
+/// node with more ranks than visible GPUs is an error on every rank of the node (the message
+/// names the count and the variable).
 pub fn select(
     local_rank: usize,
     local_size: usize,
@@ -74,6 +77,13 @@ pub fn select(
             _ => format!("no GPU on {host}: the CUDA driver reports 0 devices{cvd}"),
         });
     }
+    if device_count == 1 {
+        let entry = match visible {
+            Visible::All => None,
+            Visible::Listed(v) => v.first().cloned(),
+        };
+        return Ok(Selection { ordinal: 0, entry });
+    }
     if local_size > device_count {
         return Err(format!(
             "{local_size} ranks on {host} but only {device_count} GPU(s) visible there{cvd}; the nccl backend drives one GPU per rank: run at most {device_count} ranks per node, or make more GPUs visible"
@@ -86,6 +96,19 @@ pub fn select(
         Visible::Listed(v) => v.get(ordinal).cloned(),
     };
     Ok(Selection { ordinal, entry })
+}
+
+/// Two ranks of one node on the same GPU (the same host and PCI bus id, from every rank's
+/// `(rank, host, bus id)`): the message for the first such pair, or `None`.
+pub fn shared_gpu(ranks: &[(usize, String, String)]) -> Option<String> {
+    for (i, (a, host, bus)) in ranks.iter().enumerate() {
+        if let Some((b, _, _)) = ranks[i + 1..].iter().find(|(_, h, id)| h == host && id == bus) {
+            return Some(format!(
+                "ranks {a} and {b} on {host} would share one GPU (PCI {bus}); the nccl backend drives one GPU per rank: show each rank its own GPU (CUDA_VISIBLE_DEVICES, or Slurm's --gpus-per-task=1)"
+            ));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -147,8 +170,31 @@ mod tests {
                 "3 ranks on n7 but only 2 GPU(s) visible there (CUDA_VISIBLE_DEVICES=0,1); the nccl backend drives one GPU per rank: run at most 2 ranks per node, or make more GPUs visible"
             );
         }
-        let e = select(0, 2, &Visible::All, 1, "n7").unwrap_err();
-        assert!(e.starts_with("2 ranks on n7 but only 1 GPU(s) visible there;"), "{e}");
+        let e = select(0, 3, &Visible::All, 2, "n7").unwrap_err();
+        assert!(e.starts_with("3 ranks on n7 but only 2 GPU(s) visible there;"), "{e}");
+    }
+
+    /// Slurm `--gpus-per-task=1` or `CUDA_VISIBLE_DEVICES=$LOCAL_RANK`: every rank sees one GPU,
+    /// its own, at ordinal 0; the bus ids then tell whether two ranks were given the same one.
+    #[test]
+    fn one_visible_gpu_is_ordinal_0_for_any_local_rank() {
+        for r in 0..4 {
+            assert_eq!(select(r, 4, &Visible::All, 1, "n1").unwrap(), Selection { ordinal: 0, entry: None });
+        }
+        let s = select(3, 4, &listed(&["3"]), 1, "n1").unwrap();
+        assert_eq!(s.label(), "GPU 0 (CUDA_VISIBLE_DEVICES entry 3)");
+        let own = |v: &[(usize, &str, &str)]| -> Vec<(usize, String, String)> {
+            v.iter().map(|(r, h, b)| (*r, h.to_string(), b.to_string())).collect()
+        };
+        assert_eq!(
+            shared_gpu(&own(&[(0, "a", "0000:01:00.0"), (1, "a", "0000:02:00.0"), (2, "b", "0000:01:00.0")])),
+            None
+        );
+        let e = shared_gpu(&own(&[(0, "a", "0000:01:00.0"), (1, "b", "0000:01:00.0"), (2, "a", "0000:01:00.0")]));
+        assert_eq!(
+            e.unwrap(),
+            "ranks 0 and 2 on a would share one GPU (PCI 0000:01:00.0); the nccl backend drives one GPU per rank: show each rank its own GPU (CUDA_VISIBLE_DEVICES, or Slurm's --gpus-per-task=1)"
+        );
     }
 
     #[test]

@@ -36,8 +36,8 @@
 //! ordered `ncclSend` and `ncclRecv` calls between pairs (one way = half the round trip); a rank
 //! without a partner sends to itself in one group.
 //!
-//! float16 and bfloat16 run only with `-c 0`: the exact check has no 16-bit float arithmetic on
-//! the host yet. Avg of float types is checked only on a power-of-two rank count (the group's with
+//! float16, bfloat16 and the 8-bit floats are checked within a tolerance derived from the type
+//! and the rank count ([`crate::verify`]). Avg of float32 and float64 is checked only on a power-of-two rank count (the group's with
 //! `--groups`): NCCL computes it as the sum of each input multiplied by 1/n (`ncclDevPreMulSum`),
 //! which is exact for our patterns only when 1/n is; otherwise it is refused unless `-c 0` (see
 //! [`avg_is_checkable`]).
@@ -126,6 +126,19 @@ use std::io::Write;
 use std::os::raw::{c_int, c_void};
 use std::time::Duration;
 
+/// NCCL reduces the 8-bit floats only on GPUs of compute capability 9.0 or newer: below it,
+/// `ncclAllReduce`, `ncclReduce` and `ncclReduceScatter` of them return `ncclInvalidArgument`
+/// (NCCL's `src/enqueue.cc`); nccl-tests drops the types there (`common.cu`), and so do we.
+const FP8_REDUCE_CC: u32 = 90;
+
+/// Bytes of a GPU of `total` bytes kept free for NCCL's own buffers, which NCCL 2.22 and newer
+/// allocates at a communicator's first collective (connection and NVLS buffers): nccl-tests'
+/// rule (`common.cu`), 1 GiB per 16 GiB of the GPU's memory, at most 4 GiB, plus 1 GiB.
+pub fn nccl_reserve(total: u64) -> u64 {
+    const GIB: u64 = 1 << 30;
+    (total.div_ceil(16 * GIB) * GIB).min(4 * GIB) + GIB
+}
+
 /// The smallest device allocation, so no NCCL call ever sees a null pointer (count-0 calls at the
 /// smallest sizes still pass their buffers).
 const MIN_ALLOC: usize = 256;
@@ -202,6 +215,10 @@ struct Gpu {
     name: String,
     bus_id: String,
     driver_version: (u32, u32),
+    /// Compute capability as major·10 + minor (90: Hopper).
+    cc: u32,
+    /// The device's memory in bytes.
+    total_mem: usize,
 }
 
 /// Step 1's libcuda part: libcuda → `cuInit` → the GPU of this rank. The first failure is the
@@ -218,7 +235,9 @@ fn open_gpu(world: &World, env: &dyn Fn(&str) -> Option<OsString>) -> std::resul
     let name = drv.device_name(dev)?;
     let bus_id = drv.pci_bus_id(dev)?;
     let driver_version = drv.version()?;
-    Ok(Gpu { drv, dev, selection, name, bus_id, driver_version })
+    let (major, minor) = drv.compute_capability(dev)?;
+    let total_mem = drv.total_mem(dev)?;
+    Ok(Gpu { drv, dev, selection, name, bus_id, driver_version, cc: major * 10 + minor, total_mem })
 }
 
 /// Step 3's local part: the GPU's context made current, a stream and the timing events.
@@ -421,8 +440,11 @@ pub struct NcclBackend {
     nranks: usize,
     host: String,
     ordinal: usize,
+    /// The lowest compute capability of the communicator's GPUs (major·10 + minor).
+    min_cc: u32,
+    /// Bytes of this GPU kept free for NCCL's own buffers ([`nccl_reserve`]).
+    reserve: u64,
     blocking: bool,
-    check: bool,
     details: Vec<String>,
     /// The group's MPI communicator when running in a group (`--groups`): `mpi_comm` for the
     /// barriers of `-z`. Dropped after the NCCL communicator (field order).
@@ -478,6 +500,27 @@ impl NcclBackend {
         avg_is_checkable(&opts.ops, &opts.dtypes, opts.check, runs_on).map_err(Error::usage)?;
         // Step 1: both libraries tried before either is agreed on.
         let gpu = open_gpu(world, env);
+        // One GPU per rank: with one GPU visible per rank every rank takes ordinal 0, so the bus
+        // ids (gathered from every rank) tell whether two ranks of a node were given the same.
+        let bus = gpu.as_ref().map_or(String::new(), |g| format!("{}\n{}", world.host(), g.bus_id));
+        let mut rec = [0u8; RECORD];
+        let n = bus.len().min(RECORD - 1);
+        rec[..n].copy_from_slice(&bus.as_bytes()[..n]);
+        let ranks: Vec<(usize, String, String)> = world
+            .all_gather_same(&rec[..])
+            .chunks(RECORD)
+            .enumerate()
+            .filter_map(|(r, c)| {
+                let end = c.iter().position(|b| *b == 0).unwrap_or(c.len());
+                let text = String::from_utf8_lossy(&c[..end]).into_owned();
+                let (host, id) = text.split_once('\n')?;
+                Some((r, host.to_string(), id.to_string()))
+            })
+            .collect();
+        let gpu = match (gpu, gpu::shared_gpu(&ranks)) {
+            (Ok(_), Some(e)) => Err(e),
+            (g, _) => g,
+        };
         let nccl = ffi::load(env);
         // Step 2: NCCL needs no driver for its unique id.
         let loaded = world.sum_u64(nccl.is_ok() as u64) as usize == world.size;
@@ -494,6 +537,10 @@ impl NcclBackend {
         let Some((id, _)) = shared else {
             return Err(Error::setup("NCCL loaded on every rank, yet its unique id was not shared"));
         };
+        // The lowest compute capability and memory of any rank's GPU (fp8, memory headroom).
+        let min_cc = world.all_gather(gpu.cc).into_iter().min().unwrap_or(0);
+        let min_total = world.all_gather(gpu.total_mem as u64).into_iter().min().unwrap_or(0);
+        let reserve = nccl_reserve(gpu.total_mem as u64);
         let local = world.agree(open_local(gpu, nccl).map_err(Error::setup))?;
 
         // Step 4: start joining (an immediate failure is agreed on at once, naming its rank), then
@@ -521,7 +568,18 @@ impl NcclBackend {
             None
         };
 
-        let details = describe_all(world, &local);
+        let mut details = describe_all(world, &local);
+        details.push(format!(
+            "GPU compute capability {}.{} (the lowest of any rank){}",
+            min_cc / 10,
+            min_cc % 10,
+            if min_cc < FP8_REDUCE_CC { "; fp8 types not run (NCCL reduces them only from 9.0)" } else { "" }
+        ));
+        details.push(format!(
+            "GPU memory: {} of {} kept free per communicator for NCCL's own buffers (as nccl-tests: 1 GiB per 16 GiB, at most 4 GiB, plus 1 GiB)",
+            crate::size::amount(nccl_reserve(min_total)),
+            crate::size::amount(min_total)
+        ));
         let drv = local.drv;
         let mut backend = NcclBackend {
             timed: None,
@@ -542,8 +600,9 @@ impl NcclBackend {
             nranks: world.size,
             host,
             ordinal: local.selection.ordinal,
+            min_cc,
+            reserve,
             blocking: opts.blocking,
-            check: opts.check,
             details,
             group_mpi: None,
             marks: Vec::new(),
@@ -866,8 +925,25 @@ pub enum RunsOn<'a> {
 /// power of two the result is rounded, differs from the exact sum / n by an ulp (about 4 in 10
 /// elements of our patterns on 3 ranks) and depends on NCCL's summation order: the exact check
 /// cannot judge it. Integer avg (sum, then divide) is exact everywhere.
+///
+/// The narrow floats (float16, bfloat16, fp8) are judged within a tolerance instead
+/// ([`crate::verify`]), on any rank count, where their exact results stay finite in the type.
 pub fn avg_is_checkable(ops: &[Op], dtypes: &[DType], check: bool, on: RunsOn) -> std::result::Result<(), String> {
-    let Some(d) = dtypes.iter().find(|d| d.is_float()).filter(|_| check && ops.contains(&Op::Avg)) else {
+    if check {
+        let counts: Vec<usize> = match on {
+            RunsOn::World(n) => vec![n],
+            RunsOn::Groups(sizes) => sizes.to_vec(),
+        };
+        for d in dtypes.iter().filter(|d| d.narrow().is_some()) {
+            for op in ops {
+                for &n in &counts {
+                    crate::verify::narrow_fits(*d, *op, n)?;
+                }
+            }
+        }
+    }
+    let exact_float = |d: &&DType| d.is_float() && d.narrow().is_none();
+    let Some(d) = dtypes.iter().find(exact_float).filter(|_| check && ops.contains(&Op::Avg)) else {
         return Ok(());
     };
     let (n, on, instead) = match on {
@@ -1147,14 +1223,24 @@ impl Backend for NcclBackend {
                 ffi::FP8_VERSION.1,
                 self.nccl.version_string()
             ))),
-            DType::Fp8E4m3 | DType::Fp8E5m2 if self.check => Err(Error::usage(format!(
-                "-d/--datatype: {dtype} runs on the nccl backend only with -c 0 (the exact check has no 8-bit float arithmetic yet); expected int8, uint8, int32, uint32, int64, uint64, float32 or float64, or add -c 0"
-            ))),
-            DType::Float16 | DType::Bfloat16 if self.check => Err(Error::usage(format!(
-                "-d/--datatype: {dtype} runs on the nccl backend only with -c 0 (the exact check has no 16-bit float arithmetic yet); expected int8, uint8, int32, uint32, int64, uint64, float32 or float64, or add -c 0"
+            DType::Fp8E4m3 | DType::Fp8E5m2 if self.min_cc < FP8_REDUCE_CC => Err(Error::usage(format!(
+                "-d/--datatype: {dtype} needs GPUs of compute capability 9.0 or newer (NCCL refuses 8-bit float reductions below it; the lowest here is {}.{}); expected int8, uint8, int32, uint32, int64, uint64, half, bfloat16, float32 or float64",
+                self.min_cc / 10,
+                self.min_cc % 10
             ))),
             _ => Ok(()),
         }
+    }
+
+    fn buffer_limit(&mut self) -> Result<Option<(u64, String)>> {
+        // Our own buffers go first (allocate frees them too), so free memory is measured without.
+        self.send = DeviceBuffer::empty(self.drv);
+        self.recv = DeviceBuffer::empty(self.drv);
+        self.scratch = DeviceBuffer::empty(self.drv);
+        let place = format!("GPU {} of rank {} on {}", self.ordinal, self.rank, self.host);
+        let (free, _) = self.drv.mem_info().map_err(|e| Error::setup(format!("{e} on {place}")))?;
+        let limit = (free as u64).saturating_sub(self.reserve + 3 * MIN_ALLOC as u64);
+        Ok(Some((limit, format!("{} kept free for NCCL's own buffers", crate::size::amount(self.reserve)))))
     }
 
     fn allocate(&mut self, send_bytes: usize, recv_bytes: usize) -> Result<()> {
@@ -1167,13 +1253,14 @@ impl Backend for NcclBackend {
         let drv = self.drv;
         let (free, total) = drv.mem_info().map_err(|e| Error::setup(format!("{e} on {place}")))?;
         let need = send_len + recv_len + MIN_ALLOC;
-        if need > free {
+        if need as u64 + self.reserve > free as u64 {
             return Err(Error::setup(format!(
-                "buffers of {} do not fit on {}: {} free of {}; lower -e/--maxbytes",
+                "buffers of {} do not fit on {}: {} free of {}, {} of it kept for NCCL's own buffers; lower -e/--maxbytes",
                 crate::size::amount(need as u64),
                 place,
                 crate::size::amount(free as u64),
-                crate::size::amount(total as u64)
+                crate::size::amount(total as u64),
+                crate::size::amount(self.reserve)
             )));
         }
         let alloc = |len| DeviceBuffer::new(drv, len).map_err(|e| Error::setup(format!("{e} on {place}")));

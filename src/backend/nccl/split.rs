@@ -121,8 +121,11 @@ impl NcclBackend {
             nranks: self.nranks,
             host: self.host.clone(),
             ordinal: self.ordinal,
+            // The world's lowest capability (as nccl-tests, which takes it over every rank).
+            min_cc: self.min_cc,
+            // The group's communicator has buffers of its own (splitShare = 0).
+            reserve: self.reserve,
             blocking: opts.blocking,
-            check: opts.check,
             details: self.details.clone(),
             group_mpi: None,
             marks: Vec::new(),

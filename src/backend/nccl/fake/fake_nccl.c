@@ -5,9 +5,10 @@
  * one-slot channels (one per ordered pair of ranks) in a POSIX shared-memory segment that rank 0
  * names in the unique id. Collectives are built from those channels and reduce in rank order, so
  * every rank gets the same result. Avg is NCCL's: integers sum then divide, float32 and float64
- * multiply each input by 1/n before summing (rounded unless n is a power of two). float16 and
- * bfloat16 (and, from FAKE_NCCL_VERSION 22400 on, the 8-bit floats) move but do not reduce
- * (coll-bench runs them only with -c 0).
+ * multiply each input by 1/n before summing (rounded unless n is a power of two). float16,
+ * bfloat16 and (from FAKE_NCCL_VERSION 22400 on) the 8-bit floats reduce as NCCL's kernels do:
+ * each step's result rounded to the type (ties to even), avg multiplying each input by 1/n held
+ * in the type.
  *
  * ncclCommInitRank checks that the unique id arrived byte for byte (its first 64 bytes include
  * values above 127, where signed and unsigned char differ).
@@ -23,6 +24,14 @@
  *                                ignores the key (orders a group by parent rank alone)
  *   FAKE_NCCL_FAIL_RANK=R        the init failures above on rank R only (default: every rank)
  *   FAKE_NCCL_CHANNEL_BYTES=B    largest message between two ranks (default 1 MiB)
+ *   FAKE_NCCL_CONNECT_BYTES=B    device memory a communicator takes at its first collective or
+ *                                send/receive from FAKE_NCCL_VERSION 22200 on (default 64 MiB),
+ *                                as NCCL 2.22+ connects lazily (its connection and NVLS buffers);
+ *                                freed at destroy. Allocated through the libcuda the process
+ *                                loaded (COLL_BENCH_CUDA_LIBRARY, else libcuda.so.1), so the
+ *                                fake libcuda's free memory shrinks by it; where that allocation
+ *                                fails the call returns ncclUnhandledCudaError, as NCCL does.
+ *                                (Older NCCLs connect at init; the stand-in does not model that.)
  *   FAKE_NCCL_TRACE=PATH         append a line per communicator made or ended to PATH:
  *                                "PID init N" (ncclCommInitRank(Config) of N ranks), "PID split",
  *                                "PID destroy", "PID abort"; "PID launch" per collective or group
@@ -57,8 +66,10 @@
  * The child is blocking or not as its config says (the parent's mode without one).
  */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <math.h> /* NAN, INFINITY only */
 #include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -107,6 +118,7 @@ struct comm {
     ncclResult_t outcome;  /* the worker's result */
     ncclResult_t sticky;   /* the first asynchronous error, reported from then on */
     int aborted;           /* ncclCommAbort: blocked transfers give up */
+    unsigned long long conn; /* device memory of the lazy connection (FAKE_NCCL_CONNECT_BYTES), or 0 */
 };
 typedef struct comm *ncclComm_t;
 
@@ -142,6 +154,53 @@ static ncclResult_t error(ncclResult_t r, const char *what) {
     return r;
 }
 
+/* The libcuda this process loaded (the same one coll-bench bound), for what NCCL asks of the
+ * driver: the device's compute capability and its own device memory. NULL: none loaded. */
+static void *cuda_lib(void) {
+    static void *lib;
+    if (!lib) {
+        const char *path = getenv("COLL_BENCH_CUDA_LIBRARY");
+        if (path && *path) lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+        if (!lib) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    }
+    return lib;
+}
+
+/* Compute capability (major*10 + minor) of the current context's device; 90 without a driver. */
+static int compute_capability(void) {
+    void *lib = cuda_lib();
+    int (*get_device)(int *) = lib ? (int (*)(int *))dlsym(lib, "cuCtxGetDevice") : NULL;
+    int (*attr)(int *, int, int) = lib ? (int (*)(int *, int, int))dlsym(lib, "cuDeviceGetAttribute") : NULL;
+    int dev = 0, major = 9, minor = 0;
+    if (!get_device || !attr || get_device(&dev) != 0) return 90;
+    if (attr(&major, 75, dev) != 0 || attr(&minor, 76, dev) != 0) return 90;
+    return major * 10 + minor;
+}
+
+/* NCCL 2.22+ connects a communicator at its first collective or send/receive, allocating its
+ * buffers then: out of device memory, the call fails (ncclUnhandledCudaError). */
+static int connected_lazily(void);
+static ncclResult_t connect_(struct comm *c) {
+    if (c->conn || !connected_lazily()) return ok;
+    void *lib = cuda_lib();
+    int (*alloc)(unsigned long long *, size_t) = lib ? (int (*)(unsigned long long *, size_t))dlsym(lib, "cuMemAlloc_v2") : NULL;
+    if (!alloc) return ok;
+    const char *v = getenv("FAKE_NCCL_CONNECT_BYTES");
+    size_t bytes = v && *v ? (size_t)atoll(v) : (size_t)64 << 20;
+    if (bytes == 0) return ok;
+    if (alloc(&c->conn, bytes) != 0) {
+        c->conn = 0;
+        return error(1, "Cuda failure 'out of memory' allocating the connection buffers at the first collective");
+    }
+    return ok;
+}
+static void disconnect(struct comm *c) {
+    void *lib = cuda_lib();
+    int (*release)(unsigned long long) = lib ? (int (*)(unsigned long long))dlsym(lib, "cuMemFree_v2") : NULL;
+    if (c->conn && release) release(c->conn);
+    c->conn = 0;
+}
+
 static size_t channel_stride(size_t cap) { return sizeof(struct channel) + ((cap + 63) / 64) * 64; }
 
 static struct channel *chan(struct comm *c, int src, int dst) {
@@ -152,7 +211,9 @@ static struct channel *chan(struct comm *c, int src, int dst) {
 static void pause_(void) { sched_yield(); }
 
 /* Write one message from this rank to `dst`: waits until the previous one was taken. */
+static int bootstrap; /* put/take on behalf of ncclCommSplit: no connection made */
 static ncclResult_t put(struct comm *c, int dst, const void *data, size_t bytes) {
+    if (!bootstrap) CHECK(connect_(c));
     if (bytes > c->cap) return error(invalid_usage, "message larger than FAKE_NCCL_CHANNEL_BYTES");
     struct channel *ch = chan(c, c->rank, dst);
     uint64_t sent = __atomic_load_n(&ch->sent, __ATOMIC_RELAXED);
@@ -168,6 +229,7 @@ static ncclResult_t put(struct comm *c, int dst, const void *data, size_t bytes)
 
 /* Read the next message from `src` into `data` (at most `bytes`). */
 static ncclResult_t take(struct comm *c, int src, void *data, size_t bytes) {
+    if (!bootstrap) CHECK(connect_(c));
     struct channel *ch = chan(c, src, c->rank);
     uint64_t taken = __atomic_load_n(&ch->taken, __ATOMIC_RELAXED);
     while (__atomic_load_n(&ch->sent, __ATOMIC_ACQUIRE) == taken) {
@@ -205,6 +267,82 @@ static ncclResult_t take(struct comm *c, int src, void *data, size_t bytes) {
         }                                                                                          \
         ((T *)acc)[i] = r;                                                                         \
     }
+/* The narrow floats through double: (exponent bits, mantissa bits, IEEE-like all-ones exponent). */
+struct narrow { int e, m, ieee; };
+/* Without libm (the stand-in links nothing but libc): 2^k, the binary exponent of a > 0 (a in
+ * [2^k, 2^(k+1))), and rounding to an integer, ties to even, of 0 <= x < 2^52. */
+static double pow2(int k) {
+    double r = 1;
+    for (; k > 0; k--) r *= 2;
+    for (; k < 0; k++) r /= 2;
+    return r;
+}
+static int binade(double a) {
+    int k = 0;
+    while (a >= 2) { a /= 2; k++; }
+    while (a < 1) { a *= 2; k--; }
+    return k;
+}
+static double round_even(double x) {
+    volatile double t = x + 4503599627370496.0; /* 2^52: the addition rounds to an integer */
+    return t - 4503599627370496.0;
+}
+static const struct narrow narrow_of[12] = {
+    [6] = {5, 10, 1}, [9] = {8, 7, 1}, [10] = {4, 3, 0}, [11] = {5, 2, 1},
+};
+static double narrow_max(struct narrow f) {
+    int bias = (1 << (f.e - 1)) - 1, top = (1 << f.e) - 1;
+    int ef = f.ieee ? top - 1 : top, mant = f.ieee ? (1 << f.m) - 1 : (1 << f.m) - 2;
+    return (1.0 + mant / (double)(1 << f.m)) * pow2(ef - bias);
+}
+static double narrow_decode(struct narrow f, unsigned bits) {
+    int bias = (1 << (f.e - 1)) - 1, top = (1 << f.e) - 1;
+    double sign = (bits >> (f.e + f.m)) & 1 ? -1.0 : 1.0;
+    int ef = (int)((bits >> f.m) & (unsigned)top), mant = (int)(bits & ((1u << f.m) - 1));
+    if (f.ieee && ef == top) return mant ? NAN : sign * INFINITY;
+    if (!f.ieee && ef == top && mant == (1 << f.m) - 1) return NAN;
+    if (ef == 0) return sign * mant * pow2(1 - bias - f.m);
+    return sign * (1.0 + mant / (double)(1 << f.m)) * pow2(ef - bias);
+}
+static unsigned narrow_encode(struct narrow f, double x) {
+    int bias = (1 << (f.e - 1)) - 1, emin = 1 - bias;
+    unsigned sign = x < 0 || (x == 0 && 1 / x < 0) ? 1u << (f.e + f.m) : 0;
+    unsigned nan = sign | ((1u << (f.e + f.m)) - 1);
+    if (x != x) return nan;
+    double a = x < 0 ? -x : x;
+    if (a > 2 * narrow_max(f)) return f.ieee ? sign | (((1u << f.e) - 1) << f.m) : nan;
+    int exp = a == 0 ? emin : (binade(a) > emin ? binade(a) : emin);
+    double q = pow2(exp - f.m), r = round_even(a / q) * q;
+    if (r > narrow_max(f)) return f.ieee ? sign | (((1u << f.e) - 1) << f.m) : nan;
+    if (r == 0) return sign;
+    int re = binade(r);
+    if (re < emin) return sign | (unsigned)(r / pow2(emin - f.m));
+    return sign | ((unsigned)(re + bias) << f.m) | ((unsigned)(r * pow2(f.m - re)) - (1u << f.m));
+}
+static double narrow_get(const void *p, int dt, size_t i) {
+    return narrow_decode(narrow_of[dt], type_size[dt] == 1 ? ((const uint8_t *)p)[i] : ((const uint16_t *)p)[i]);
+}
+static void narrow_set(void *p, int dt, size_t i, double v) {
+    unsigned bits = narrow_encode(narrow_of[dt], v);
+    if (type_size[dt] == 1) {
+        ((uint8_t *)p)[i] = (uint8_t)bits;
+    } else {
+        ((uint16_t *)p)[i] = (uint16_t)bits;
+    }
+}
+static void reduce_narrow(void *acc, const void *x, size_t n, int dt, int op) {
+    for (size_t i = 0; i < n; i++) {
+        double a = narrow_get(acc, dt, i), b = narrow_get(x, dt, i), r;
+        switch (op) {
+        case 1: r = a * b; break;
+        case 2: r = a > b ? a : b; break;
+        case 3: r = a < b ? a : b; break;
+        default: r = a + b; break;
+        }
+        narrow_set(acc, dt, i, r);
+    }
+}
+
 /* NCCL's FuncSumPostDiv: the wrapped sum divided by the rank count as a number (never cast to
  * T, which for int8 from 128 ranks is negative and for uint8 at 256 zero), toward zero. */
 #define DIVIDE(T)                                                                                  \
@@ -220,7 +358,7 @@ static void reduce(void *acc, const void *x, size_t n, int dt, int op) {
     case 5: REDUCE_INT(uint64_t, uint64_t); break;
     case 7: REDUCE_FLOAT(float); break;
     case 8: REDUCE_FLOAT(double); break;
-    default: break; /* float16, bfloat16, 8-bit floats: no arithmetic here */
+    default: reduce_narrow(acc, x, n, dt, op); break; /* float16, bfloat16, 8-bit floats */
     }
 }
 
@@ -233,6 +371,10 @@ static void premultiply(void *x, size_t n, int dt, int op, int nranks) {
     } else if (dt == 8) {
         double inv = 1.0 / nranks;
         for (size_t i = 0; i < n; i++) ((double *)x)[i] *= inv;
+    } else if (dt == 6 || dt >= 9) {
+        /* The scalar 1/n held in the type, each product rounded to it. */
+        double inv = narrow_decode(narrow_of[dt], narrow_encode(narrow_of[dt], 1.0 / nranks));
+        for (size_t i = 0; i < n; i++) narrow_set(x, dt, i, narrow_get(x, dt, i) * inv);
     }
 }
 
@@ -254,6 +396,7 @@ static int env_version(void) {
     const char *e = getenv("FAKE_NCCL_VERSION");
     return e && *e ? atoi(e) : 21805;
 }
+static int connected_lazily(void) { return env_version() >= 22200; }
 ncclResult_t ncclGetVersion(int *v) {
     *v = env_version();
     return ok;
@@ -486,19 +629,27 @@ static ncclResult_t run_split(struct job *j) {
     /* Every rank's (colour, key), through the parent's channels. */
     int n = comm->nranks, mine[2] = {color, key};
     int *all = malloc((size_t)n * sizeof mine);
-    for (int p = 0; p < n; p++)
-        if (p != comm->rank) CHECK(put(comm, p, mine, sizeof mine));
+    bootstrap = 1;
+    for (int p = 0; p < n; p++) {
+        if (p != comm->rank && put(comm, p, mine, sizeof mine) != ok) {
+            bootstrap = 0;
+            free(all);
+            return system_error;
+        }
+    }
     for (int p = 0; p < n; p++) {
         if (p == comm->rank) {
             memcpy(all + 2 * p, mine, sizeof mine);
         } else {
             ncclResult_t r = take(comm, p, all + 2 * p, sizeof mine);
             if (r != ok) {
+                bootstrap = 0;
                 free(all);
                 return r;
             }
         }
     }
+    bootstrap = 0;
     int seq = comm->splits++, size = 0, rank = 0, ignore_key = !strcmp(fail(), "split-key");
     for (int p = 0; p < n; p++) {
         if (all[2 * p] != color) continue;
@@ -543,6 +694,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
 
 static ncclResult_t release(ncclComm_t c) {
     if (c) {
+        disconnect(c);
         if (c->seg) munmap(c->seg, c->size);
         free(c);
     }
@@ -590,6 +742,13 @@ static int bad(int dtype, int op) {
     return dtype < 0 || dtype > 11 || op < 0 || op > 4;
 }
 
+/* NCCL's enqueue.cc: no reduction of the 8-bit floats below compute capability 9.0. */
+static int fp8_reduction_refused(int dt) {
+    if (dt < 10 || compute_capability() >= 90) return 0;
+    error(invalid_argument, "8-bit float reductions need compute capability 9.0 (sm_90) or newer");
+    return 1;
+}
+
 /* Contributions of every rank, reduced in rank order into `out` (`mine`: this rank's). */
 static ncclResult_t gather_reduce(ncclComm_t c, const void *mine, void *out, size_t n, int dt, int op) {
     size_t b = n * type_size[dt];
@@ -632,7 +791,7 @@ static ncclResult_t run_all_reduce(struct job *j) {
 ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, ncclComm_t c, cudaStream_t st) {
     (void)st;
     READY(c);
-    if (bad(dt, op)) return invalid_argument;
+    if (bad(dt, op) || fp8_reduction_refused(dt)) return invalid_argument;
     return launch(&(struct job){.fn = run_all_reduce, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op});
 }
 
@@ -667,7 +826,7 @@ static ncclResult_t run_reduce_scatter(struct job *j) {
 ncclResult_t ncclReduceScatter(const void *s, void *r, size_t n, int dt, int op, ncclComm_t c, cudaStream_t st) {
     (void)st;
     READY(c);
-    if (bad(dt, op)) return invalid_argument;
+    if (bad(dt, op) || fp8_reduction_refused(dt)) return invalid_argument;
     return launch(&(struct job){.fn = run_reduce_scatter, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op});
 }
 
@@ -698,7 +857,7 @@ static ncclResult_t run_reduce(struct job *j) {
 ncclResult_t ncclReduce(const void *s, void *r, size_t n, int dt, int op, int root, ncclComm_t c, cudaStream_t st) {
     (void)st;
     READY(c);
-    if (bad(dt, op) || root < 0 || root >= c->nranks) return invalid_argument;
+    if (bad(dt, op) || fp8_reduction_refused(dt) || root < 0 || root >= c->nranks) return invalid_argument;
     return launch(
         &(struct job){.fn = run_reduce, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op, .root = root});
 }
