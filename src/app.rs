@@ -91,9 +91,14 @@ pub fn main() -> i32 {
             return exit::ERROR;
         }
     }
-    // Before MPI_Init and any thread: the MPI library's per-call temporary buffers reuse the
-    // heap in every job (backend::host::steady_heap says why).
-    crate::backend::host::steady_heap();
+    // Before MPI_Init and any thread: the heap the MPI library runs on (`--malloc`; by default
+    // the allocator an application gets, untouched: backend::host::set_heap says why).
+    let malloc = match &parsed {
+        Ok(Parsed::Run(o)) => o.malloc,
+        Ok(Parsed::Tune(o)) => o.sweep.malloc,
+        _ => crate::options::Malloc::Default,
+    };
+    crate::backend::host::set_heap(malloc);
     let world = match World::init() {
         Ok(w) => w,
         Err(e) => {
