@@ -3,7 +3,7 @@
  * buffers are allocated once at the largest size, nothing else is allocated or freed, and the
  * allocator is the C library's as the environment sets it (no mallopt).
  *
- * For each size (min .. max, factor 2): warm up, agree on an iteration count from a time budget
+ * For each size (min .. max, by a factor, 2 by default): warm up, agree on an iteration count from a time budget
  * (max over ranks), barrier, time `iters` calls back to back with MPI_Wtime, and print the mean
  * over ranks of each rank's time per call, and the minor page faults per call of the rank that
  * took most (getrusage of this thread around the timed loop, as coll-bench counts its
@@ -13,7 +13,7 @@
  *
  * Output (rank 0, CSV): collective,size_bytes,count,iters,time_us,minor_faults_per_call
  * Usage: mpirun -n 2 bare_loop [max_bytes=67108864] [budget_s=0.05] [min_bytes=8]
- *                              [collectives=all-reduce,all-gather,reduce-scatter]
+ *                              [collectives=all-reduce,all-gather,reduce-scatter] [factor=2]
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <mpi.h>
@@ -48,12 +48,14 @@ int main(int argc, char **argv) {
   double budget = argc > 2 ? atof(argv[2]) : 0.05;
   size_t min_bytes = argc > 3 ? strtoull(argv[3], NULL, 10) : 8;
   const char *which = argc > 4 ? argv[4] : "all-reduce,all-gather,reduce-scatter";
+  size_t factor = argc > 5 ? strtoull(argv[5], NULL, 10) : 2;
+  if (factor < 2) factor = 2;
   float *send = malloc(max_bytes), *recv = malloc(max_bytes);
   for (size_t i = 0; i < max_bytes / 4; i++) { send[i] = (float)(i % 7); recv[i] = 0.0f; }
   if (rank == 0) printf("collective,size_bytes,count,iters,time_us,minor_faults_per_call\n");
   for (int coll = 0; coll < 3; coll++) {
     if (!strstr(which, names[coll])) continue;
-    for (size_t size = min_bytes; size <= max_bytes; size *= 2) {
+    for (size_t size = min_bytes; size <= max_bytes; size *= factor) {
       int count = (int)(size / 4);
       if (coll != ALLREDUCE) count /= n;
       /* warm-up: one call, then about a tenth of the budget */
