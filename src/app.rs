@@ -20,6 +20,12 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
+/// coll-bench's own large blocks are mappings of their own, so they never move the C library's
+/// malloc thresholds under the MPI library ([`crate::memory::OwnHeap`] says why). Here, at the
+/// top, so every program built on the crate gets it.
+#[global_allocator]
+static OWN_HEAP: crate::memory::OwnHeap = crate::memory::OwnHeap;
+
 /// The whole program; returns the exit code.
 pub fn main() -> i32 {
     install_panic_hook();
