@@ -21,6 +21,12 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
+/// coll-bench's own large blocks are mappings of their own, so they never move the C library's
+/// malloc thresholds under the MPI library ([`crate::memory::OwnHeap`] says why). Here, at the
+/// top, so every program built on the crate gets it.
+#[global_allocator]
+static OWN_HEAP: crate::memory::OwnHeap = crate::memory::OwnHeap;
+
 /// The whole program; returns the exit code.
 pub fn main() -> i32 {
     install_panic_hook();
@@ -92,9 +98,14 @@ pub fn main() -> i32 {
             return exit::ERROR;
         }
     }
-    // Before MPI_Init and any thread: the MPI library's per-call temporary buffers reuse the
-    // heap in every job (backend::host::steady_heap says why).
-    crate::backend::host::steady_heap();
+    // Before MPI_Init and any thread: the heap the MPI library runs on (`--malloc`; by default
+    // the allocator an application gets, untouched: backend::host::set_heap says why).
+    let malloc = match &parsed {
+        Ok(Parsed::Run(o)) => o.malloc,
+        Ok(Parsed::Tune(o)) => o.sweep.malloc,
+        _ => crate::options::Malloc::Default,
+    };
+    crate::backend::host::set_heap(malloc);
     // Hydra's PMI socket, read while the process is single-threaded (see `end_under_hydra`).
     let hydra = crate::watchdog::pmi::Pmi::from_env();
     let world = match World::init() {

@@ -41,6 +41,139 @@ pub fn peak_rss_bytes() -> u64 {
     ru.ru_maxrss as u64 * 1024 // kilobytes on Linux
 }
 
+/// Minor page faults of the calling thread so far (`getrusage(RUSAGE_THREAD)`'s `ru_minflt`:
+/// the thread that makes the library's calls, not the watchdog's); 0 where the system does not
+/// say.
+pub fn minor_faults() -> u64 {
+    // SAFETY: getrusage fills the struct we own.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    #[cfg(target_os = "linux")]
+    let who = libc::RUSAGE_THREAD;
+    #[cfg(not(target_os = "linux"))]
+    let who = libc::RUSAGE_SELF;
+    // SAFETY: as above: `ru` is ours and the right size.
+    if unsafe { libc::getrusage(who, &mut ru) } != 0 {
+        return 0;
+    }
+    ru.ru_minflt as u64
+}
+
+/// What one minor page fault costs on this host, µs: the fastest of a few rounds of what a
+/// library's per-call temporary buffer goes through under a default allocator — a fresh
+/// anonymous mapping of 8 MiB written once per page, then unmapped — divided by the faults it
+/// took. Measured once per process, by the first caller (a few milliseconds; `mmap` directly,
+/// so the C library's heap is left as it was). `None` where it cannot be measured.
+pub fn fault_cost_us() -> Option<f64> {
+    static COST: std::sync::OnceLock<Option<f64>> = std::sync::OnceLock::new();
+    *COST.get_or_init(|| (0..3).filter_map(|_| fault_round(8 << 20)).min_by(f64::total_cmp))
+}
+
+fn fault_round(len: usize) -> Option<f64> {
+    let page = 4096;
+    let (f0, t0) = (minor_faults(), std::time::Instant::now());
+    // SAFETY: a private anonymous mapping of `len` bytes, written within its bounds and unmapped
+    // here; nothing else sees it.
+    unsafe {
+        let p = libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        );
+        if p == libc::MAP_FAILED {
+            return None;
+        }
+        let b = p as *mut u8;
+        for at in (0..len).step_by(page) {
+            std::ptr::write_volatile(b.add(at), 1);
+        }
+        libc::munmap(p, len);
+    }
+    let (faults, s) = (minor_faults().saturating_sub(f0), t0.elapsed().as_secs_f64());
+    (faults > 0).then(|| s * 1e6 / faults as f64)
+}
+
+/// coll-bench's own allocator (the binary's `#[global_allocator]`): allocations from
+/// [`OWN_MAPPING_BYTES`] on (the buffers, long sample lists) are mappings of their own
+/// (`mmap`/`munmap`/`mremap`), smaller ones go to the C library's `malloc`.
+///
+/// Why: glibc moves its mmap threshold up to the size of any mapped chunk it frees (up to
+/// 32 MiB), and with it the trim threshold. Were coll-bench's own large blocks (a `--budget 1s`
+/// sample list, a buffer re-made between runs) `malloc`ed and freed, the MPI library's per-call
+/// temporaries of that size would then come from the heap instead of fresh mappings, with
+/// fewer page faults than in an application. Mapped here, they leave the heap and its
+/// thresholds as a plain loop around the MPI call would.
+pub struct OwnHeap;
+
+/// glibc's default (initial) mmap threshold: from this size on, a block is a mapping of its own.
+pub const OWN_MAPPING_BYTES: usize = 128 * 1024;
+
+const PAGE: usize = 4096;
+
+fn mapped(layout: std::alloc::Layout) -> bool {
+    layout.size() >= OWN_MAPPING_BYTES && layout.align() <= PAGE
+}
+
+// SAFETY: blocks at or above OWN_MAPPING_BYTES are fresh private anonymous mappings (page
+// aligned, which covers every alignment `mapped` accepts), unmapped with the size they were
+// made with (the layout given back is the one allocated, GlobalAlloc's contract); everything
+// else is the system allocator's, handed back to it.
+unsafe impl std::alloc::GlobalAlloc for OwnHeap {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if !mapped(layout) {
+            return std::alloc::System.alloc(layout);
+        }
+        let prot = libc::PROT_READ | libc::PROT_WRITE;
+        let p = libc::mmap(std::ptr::null_mut(), layout.size(), prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+        if p == libc::MAP_FAILED {
+            std::ptr::null_mut()
+        } else {
+            p.cast()
+        }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        if mapped(layout) {
+            self.alloc(layout) // a fresh anonymous mapping reads as zeros
+        } else {
+            std::alloc::System.alloc_zeroed(layout)
+        }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        if mapped(layout) {
+            libc::munmap(ptr.cast(), layout.size());
+        } else {
+            std::alloc::System.dealloc(ptr, layout)
+        }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        let new = std::alloc::Layout::from_size_align_unchecked(new_size, layout.align());
+        match (mapped(layout), mapped(new)) {
+            (false, false) => std::alloc::System.realloc(ptr, layout, new_size),
+            (true, true) => {
+                let p = libc::mremap(ptr.cast(), layout.size(), new_size, libc::MREMAP_MAYMOVE);
+                if p == libc::MAP_FAILED {
+                    std::ptr::null_mut()
+                } else {
+                    p.cast()
+                }
+            }
+            _ => {
+                let p = self.alloc(new);
+                if !p.is_null() {
+                    std::ptr::copy_nonoverlapping(ptr, p, layout.size().min(new_size));
+                    self.dealloc(ptr, layout);
+                }
+                p
+            }
+        }
+    }
+}
+
 /// Check that `local_ranks` ranks, each needing `per_rank` bytes, fit in `available`.
 /// `flag` is the size flag to name (`-e/--maxbytes`, or `pairs -e/--bandwidth-bytes`).
 pub fn check_fit(flag: &str, per_rank: u64, local_ranks: usize, available: u64, host: &str) -> Result<()> {
@@ -59,6 +192,35 @@ pub fn check_fit(flag: &str, per_rank: u64, local_ranks: usize, available: u64, 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Large blocks are mappings of their own, never the C library's: its count of mapped
+    /// chunks does not move (so freeing them cannot move its thresholds); small ones are its.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn own_heap_maps_large_blocks_itself() {
+        use std::alloc::{GlobalAlloc, Layout};
+        let h = OwnHeap;
+        // SAFETY: mallinfo2 only reads glibc's counters.
+        let mapped_by_malloc = || unsafe { libc::mallinfo2().hblks };
+        let before = mapped_by_malloc();
+        let big = Layout::from_size_align(1 << 20, 64).unwrap();
+        // SAFETY: non-zero layouts, each block freed with the layout it was made with; bytes
+        // written within the block.
+        unsafe {
+            let p = h.alloc_zeroed(big);
+            assert!(!p.is_null() && p as usize % 64 == 0);
+            assert_eq!(*p.add((1 << 20) - 1), 0);
+            *p.add(12345) = 7;
+            let q = h.realloc(p, big, 3 << 20);
+            assert_eq!(*q.add(12345), 7);
+            assert_eq!(mapped_by_malloc(), before, "glibc mapped a large block");
+            // Down to a small block: copied into malloc's heap, the mapping gone.
+            let r = h.realloc(q, Layout::from_size_align(3 << 20, 64).unwrap(), 100);
+            assert_eq!(*r.add(99), 0);
+            h.dealloc(r, Layout::from_size_align(100, 64).unwrap());
+        }
+        assert_eq!(mapped_by_malloc(), before);
+    }
 
     #[test]
     fn refuses_what_does_not_fit() {

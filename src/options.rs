@@ -165,6 +165,40 @@ impl Implementation {
     }
 }
 
+/// Which heap the MPI library runs on (`--malloc`): what it allocates per call (temporary
+/// buffers of the message's size in some collectives) costs page faults or not depending on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Malloc {
+    /// The C library's allocator as the job's environment sets it, untouched: what an
+    /// application gets (no `mallopt`, no environment change).
+    #[default]
+    Default,
+    /// glibc told to keep freed memory in the heap (`mallopt`: `M_MMAP_MAX` 0, `M_TRIM_THRESHOLD`
+    /// at its maximum) before `MPI_Init`: the library's per-call temporaries cost no page faults.
+    /// What an application gets only with `MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967295`.
+    Kept,
+}
+
+impl Malloc {
+    /// The accepted names, for error messages.
+    pub const ACCEPTED: &'static str =
+        "default (the allocator an application gets) or kept (freed memory kept in the heap)";
+
+    /// A name as given on the command line (any case).
+    pub fn parse(name: &str) -> Option<Malloc> {
+        [Malloc::Default, Malloc::Kept].into_iter().find(|m| m.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// The one spelling: flag, header, CSV and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Malloc::Default => "default",
+            Malloc::Kept => "kept",
+        }
+    }
+}
+
 /// What the user allowed output files to be (`--force`/`--overwrite`, `--follow-symlinks`);
 /// `crate::report::outfile` applies it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -198,6 +232,8 @@ pub struct Options {
     pub backend: BackendKind,
     /// Which implementation of the collectives inside the backend (`native`: the library's own).
     pub implementation: Implementation,
+    /// `--malloc`: the heap the MPI library runs on (set before `MPI_Init`).
+    pub malloc: Malloc,
     pub csv: CsvTarget,
     /// Draw the progress bar on stderr even when it is not a terminal (`--progress`).
     pub progress: bool,
@@ -262,6 +298,7 @@ impl Default for Options {
             blocking: false,
             backend: BackendKind::Mpi,
             implementation: Implementation::Native,
+            malloc: Malloc::Default,
             csv: CsvTarget::Default,
             progress: false,
             per_rank: false,

@@ -62,6 +62,9 @@ pub struct Measurement {
     pub slow_ranks: Vec<RankOutlier>,
     /// Typed warnings with advice (rank 0).
     pub warnings: Vec<Warning>,
+    /// Minor page faults per timed call (`getrusage` of the calling thread around the timed
+    /// calls): the rank with most. `None` where not counted (tune's cells).
+    pub minor_faults_per_call: Option<f64>,
 }
 
 /// How one placement was run: its warm-up and timed call counts.
@@ -112,6 +115,17 @@ impl Measurement {
             out_of_bounds: None,
             first_call_us,
             warnings,
+            minor_faults_per_call: None,
+        }
+    }
+
+    /// Set the minor page faults per call (the rank with most), and on rank 0 (which holds the
+    /// warnings) warn where they cost time: `fault_cost_us`, one fault's cost on this host
+    /// (`None`: unknown, no warning); `warn`: whether the advice applies (the default heap).
+    pub fn set_faults(&mut self, faults_per_call: f64, fault_cost_us: Option<f64>, warn: bool) {
+        self.minor_faults_per_call = Some(faults_per_call);
+        if let (true, Some(c)) = (warn, fault_cost_us) {
+            self.warnings.extend(Warning::page_faults(faults_per_call, c, self.time_us));
         }
     }
 }

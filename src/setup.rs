@@ -230,7 +230,7 @@ pub fn run_info(
         version: env!("CARGO_PKG_VERSION").to_string(),
         timestamp: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         backend: backend.name().to_string(),
-        backend_details: backend.describe(),
+        backend_details: backend.describe().into_iter().chain(timed_functions(backend, opts)).collect(),
         mpi_library: world.library_version.clone(),
         ranks: world.size,
         hosts: world.ranks_by_host(),
@@ -239,6 +239,18 @@ pub fn run_info(
         notes,
         groups: group_info(world, &opts.groups),
     }
+}
+
+/// The header's line naming the library function each collective of the run times
+/// (`timed: all-reduce MPI_Allreduce, reduce-scatter MPI_Reduce_scatter_block`), where the
+/// backend says.
+pub fn timed_functions(backend: &dyn Backend, opts: &Options) -> Option<String> {
+    let named: Vec<String> = opts
+        .collectives
+        .iter()
+        .filter_map(|k| backend.timed_function(*k).map(|f| format!("{} {f}", k.name())))
+        .collect();
+    (!named.is_empty()).then(|| format!("timed: {}", named.join(", ")))
 }
 
 /// Output paths checked on rank 0, which writes them, before anything is allocated or

@@ -157,7 +157,15 @@ pub enum Warning {
     /// The table's time (the mean per call) and the median of the samples differ by more than
     /// [`MEAN_OFF_MEDIAN`]: a few slow samples pull the mean, and the median is the typical call.
     MeanOffMedian { time_us: f64, median_us: f64, outliers: usize, samples: usize },
+    /// Minor page faults during the timed calls cost more than [`PAGE_FAULT_SHARE`] of the time
+    /// (faults per call × one fault's cost on this host, measured at start): the time includes
+    /// the allocator's work, as it does in an application on the same allocator.
+    PageFaults { faults_per_call: f64, fault_cost_us: f64, share: f64 },
 }
+
+/// Share of a call's time, estimated from its page faults, beyond which they are said to cost
+/// time.
+pub const PAGE_FAULT_SHARE: f64 = 0.10;
 
 /// Relative width of the median's interval beyond which a point is called noisy.
 pub const NOISY_RELATIVE_CI: f64 = 0.10;
@@ -187,6 +195,18 @@ impl Warning {
         out
     }
 
+    /// The page-fault warning of a measurement of `time_us` per call that took
+    /// `faults_per_call` minor page faults (the rank with most), each costing `fault_cost_us`
+    /// here; `None` below [`PAGE_FAULT_SHARE`] of the time.
+    pub fn page_faults(faults_per_call: f64, fault_cost_us: f64, time_us: f64) -> Option<Warning> {
+        let share = faults_per_call * fault_cost_us / time_us;
+        (time_us > 0.0 && share.is_finite() && share > PAGE_FAULT_SHARE).then_some(Warning::PageFaults {
+            faults_per_call,
+            fault_cost_us,
+            share,
+        })
+    }
+
     /// One line for the footer's summary of this kind: what it means, with the threshold.
     pub fn headline(&self) -> String {
         match self {
@@ -197,6 +217,10 @@ impl Warning {
             Warning::MeanOffMedian { .. } => format!(
                 "the time (the mean) and the median differ by more than {:.0}% (slow samples pull the mean; the median, median_us in the CSV, is the typical call)",
                 MEAN_OFF_MEDIAN * 100.0
+            ),
+            Warning::PageFaults { .. } => format!(
+                "minor page faults cost more than {:.0}% of the time (the MPI library's per-call buffers under the default allocator, as in an application; minor_faults_per_call in the CSV; run with --malloc kept to compare)",
+                PAGE_FAULT_SHARE * 100.0
             ),
         }
     }
@@ -215,6 +239,11 @@ impl fmt::Display for Warning {
                 "time {time_us:.2} us is {:.0}% {} the median {median_us:.2} us; {outliers} of {samples} samples are outliers (other programs, interrupts or a straggling rank); consider a quieter machine",
                 ((time_us - median_us) / median_us).abs() * 100.0,
                 if time_us > median_us { "above" } else { "below" }
+            ),
+            Warning::PageFaults { faults_per_call, fault_cost_us, share } => write!(
+                f,
+                "page faults: {faults_per_call:.0} minor page faults per call, ~{fault_cost_us:.2} us each on this host: about {:.0}% of the time; run with --malloc kept to see the time without them",
+                share * 100.0
             ),
         }
     }

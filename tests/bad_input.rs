@@ -48,6 +48,11 @@ fn names() {
     refused(2, &["-o", "xor"], "-o/--op: unknown value 'xor'");
     refused(2, &["--backend", "gloo"], "--backend");
     refused(2, &["--impl", "ring2"], "--impl");
+    refused(
+        2,
+        &["--malloc", "big"],
+        "--malloc: unknown heap 'big'; expected default (the allocator an application gets) or kept",
+    );
     refused(2, &["--frobnicate"], "--frobnicate");
 }
 

@@ -45,6 +45,8 @@ const COLUMNS: &[&str] = &[
     "group_size",
     "group_count",
     "group",
+    "malloc",
+    "minor_faults_per_call",
 ];
 
 #[test]

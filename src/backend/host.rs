@@ -1,6 +1,7 @@
 //! A 64-byte aligned host buffer whose allocation failure is an error, not an abort.
 
 use crate::error::{Error, Result};
+use crate::options::Malloc;
 use std::alloc::{alloc, dealloc, Layout};
 
 pub struct HostBuffer {
@@ -86,62 +87,74 @@ impl Drop for HostBuffer {
     }
 }
 
-/// What [`steady_heap`] did, for the run's header (`None` before it ran).
-static HEAP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+/// What [`set_heap`] did, for the run's header (`None` before it ran).
+static HEAP: std::sync::OnceLock<(Malloc, String)> = std::sync::OnceLock::new();
 
-/// The environment variables through which a user sets glibc's malloc thresholds: when one is
-/// set, [`steady_heap`] leaves the allocator as the user asked.
+/// The environment variables through which a user sets glibc's malloc thresholds (an
+/// application launched the same way gets them too).
 pub const MALLOC_VARIABLES: [&str; 4] =
     ["MALLOC_MMAP_MAX_", "MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "GLIBC_TUNABLES"];
 
-/// Make the process's heap keep what it frees (glibc: `M_MMAP_MAX` 0 and `M_TRIM_THRESHOLD`
-/// at its maximum, see mallopt(3)), on every rank before `MPI_Init`.
+/// The heap the MPI library runs on (`--malloc`), on every rank before `MPI_Init` and before any
+/// other thread starts. Returns the line for the run's header.
 ///
-/// Why: MPI libraries allocate a temporary buffer of the message's size inside some collectives
-/// on every call (Open MPI 4.1's reduce-scatter-block algorithms: `malloc`, reduce, `free`).
-/// With glibc's default, dynamic thresholds, whether that buffer is served from memory the heap
-/// already holds or from fresh pages (a new mapping, or the top of the heap given back and taken
-/// again) depends on the process's allocation history: it changes from one job to the next, with
-/// the sizes and placements run before, and between tune and the sweep. Fresh pages cost a page
-/// fault each on every call: 2 ranks, reduce-scatter of 128 KiB measured ~10 µs or ~50 µs by
-/// that alone (results/tune-vm.md). With the heap kept, every job measures the steady state, so
-/// tune's choice holds in the sweep. Returns the line for the run's header.
-pub fn steady_heap() -> String {
-    HEAP.get_or_init(|| {
-        if let Some(v) = MALLOC_VARIABLES.iter().find(|v| std::env::var_os(v).is_some()) {
-            return format!("malloc: as set by {v} (coll-bench leaves it alone)");
-        }
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        {
-            // SAFETY: mallopt only changes glibc's malloc parameters; called before any other
-            // thread starts (before MPI_Init).
-            let ok = unsafe { libc::mallopt(libc::M_MMAP_MAX, 0) == 1 && libc::mallopt(libc::M_TRIM_THRESHOLD, -1) == 1 };
-            if ok {
-                return "malloc: freed memory kept in the heap (M_MMAP_MAX 0, M_TRIM_THRESHOLD max), so the MPI library's per-call temporary buffers cost no page faults; set MALLOC_MMAP_MAX_ or MALLOC_TRIM_THRESHOLD_ to choose otherwise".to_string();
-            }
-            "malloc: glibc's defaults (mallopt refused M_MMAP_MAX/M_TRIM_THRESHOLD)".to_string()
-        }
-        #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-        {
-            "malloc: the C library's defaults (not glibc)".to_string()
-        }
-    })
-    .clone()
+/// [`Malloc::Default`] changes nothing: the library allocates as it does in an application. MPI
+/// libraries allocate a temporary buffer of the message's size inside some collectives on
+/// every call (Open MPI 4.1's all-reduce and reduce-scatter-block: `malloc`, reduce, `free`);
+/// under glibc's defaults one above its mmap threshold (at most 32 MiB) is a fresh mapping,
+/// page-faulted on every call, and one below it may be given back at the top of the heap and
+/// taken again (whether, depends on the process's allocation history). An application pays
+/// those faults too, so they are in the number (`minor_faults_per_call` counts them).
+///
+/// [`Malloc::Kept`] keeps freed memory in the heap (glibc: `M_MMAP_MAX` 0 and `M_TRIM_THRESHOLD`
+/// at its maximum, see mallopt(3)): the temporaries cost no page faults, the time is the
+/// algorithm's and the same in every job. An application gets it only by exporting
+/// [`KEPT_HEAP_ENV`].
+pub fn set_heap(malloc: Malloc) -> String {
+    HEAP.get_or_init(|| (malloc, heap_line(malloc))).1.clone()
 }
 
-/// The job environment that gives an application the allocator [`steady_heap`] sets (glibc reads
-/// these at start-up): what tune's file needs beside it for the library's algorithms to take the
-/// times tune measured.
+fn heap_line(malloc: Malloc) -> String {
+    let user = MALLOC_VARIABLES.iter().find(|v| std::env::var_os(v).is_some());
+    match malloc {
+        Malloc::Default => match user {
+            Some(v) => format!("malloc: default: the C library's allocator as {v} in the environment sets it, as an application launched the same way gets it (--malloc kept to keep freed memory in the heap)"),
+            None => "malloc: default: the C library's allocator untouched, as an application gets it (--malloc kept to keep freed memory in the heap)".to_string(),
+        },
+        Malloc::Kept => {
+            #[cfg(all(target_os = "linux", target_env = "gnu"))]
+            {
+                // SAFETY: mallopt only changes glibc's malloc parameters; called before any other
+                // thread starts (before MPI_Init).
+                let ok = unsafe {
+                    libc::mallopt(libc::M_MMAP_MAX, 0) == 1 && libc::mallopt(libc::M_TRIM_THRESHOLD, -1) == 1
+                };
+                let over = user.map(|v| format!(", over {v} in the environment")).unwrap_or_default();
+                if ok {
+                    return format!("malloc: kept: freed memory kept in the heap (mallopt M_MMAP_MAX 0, M_TRIM_THRESHOLD max{over}), so the MPI library's per-call temporary buffers cost no page faults; an application gets this only with {KEPT_HEAP_ENV}");
+                }
+                "malloc: kept asked, but mallopt refused M_MMAP_MAX/M_TRIM_THRESHOLD: the C library's allocator as it was".to_string()
+            }
+            #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+            {
+                "malloc: kept asked, but the C library is not glibc: its allocator as it was".to_string()
+            }
+        }
+    }
+}
+
+/// The job environment that gives an application the allocator [`Malloc::Kept`] sets (glibc
+/// reads these at start-up).
 pub const KEPT_HEAP_ENV: &str = "MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967295";
 
-/// Whether [`steady_heap`] kept the heap (it ran, and no malloc variable of the user's stopped it).
+/// Whether [`set_heap`] kept the heap (`--malloc kept`, and mallopt took it).
 pub fn heap_kept() -> bool {
-    HEAP.get().is_some_and(|h| h.starts_with("malloc: freed memory kept"))
+    HEAP.get().is_some_and(|(m, line)| *m == Malloc::Kept && line.starts_with("malloc: kept: "))
 }
 
-/// The line [`steady_heap`] returned, once it has run.
+/// The line [`set_heap`] returned, once it has run.
 pub fn heap_note() -> Option<String> {
-    HEAP.get().cloned()
+    HEAP.get().map(|(_, line)| line.clone())
 }
 
 #[cfg(test)]

@@ -66,6 +66,12 @@ pub trait Backend {
     /// the clock's own cost (tens of ns) out of sub-microsecond calls. For ping-pong the time is
     /// one way.
     fn run(&mut self, call: &Call, iters: usize, batch: usize, samples: &mut Vec<f64>) -> Result<()>;
+    /// The library function one call of `kind` times, for the header (`MPI_Reduce_scatter_block`
+    /// for reduce-scatter on MPI); `None` where this backend does not say.
+    fn timed_function(&self, kind: Kind) -> Option<&'static str> {
+        let _ = kind;
+        None
+    }
     /// How this backend makes a group's communicator (`--groups`, `step`), for the header:
     /// "groups by …".
     fn groups_via(&self) -> String {

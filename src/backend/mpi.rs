@@ -400,6 +400,25 @@ impl MpiBackend {
         Ok(())
     }
 
+    /// The MPI function [`Self::call_once`] times for `kind` (keep the two in step: the
+    /// header names it, and a failed call's line names the function that failed).
+    fn function(&self, kind: Kind) -> &'static str {
+        match (self.implementation, kind) {
+            (Implementation::Ring | Implementation::RecursiveDoubling, _) => "MPI_Sendrecv (coll-bench's own --impl)",
+            (Implementation::Native, Kind::AllReduce) => "MPI_Allreduce",
+            (Implementation::Native, Kind::AllGather) => "MPI_Allgather",
+            (Implementation::Native, Kind::ReduceScatter) => "MPI_Reduce_scatter_block",
+            (Implementation::Native, Kind::Broadcast) => "MPI_Bcast",
+            (Implementation::Native, Kind::Reduce) => "MPI_Reduce",
+            (Implementation::Native, Kind::Gather) => "MPI_Gather",
+            (Implementation::Native, Kind::Scatter) => "MPI_Scatter",
+            (Implementation::Native, Kind::AllToAll) => "MPI_Alltoall",
+            (Implementation::Native, Kind::Barrier) => "MPI_Barrier",
+            (Implementation::Native, Kind::SendRecv) => "MPI_Sendrecv (MPI_Sendrecv_replace in place)",
+            (Implementation::Native, Kind::PingPong) => "MPI_Send + MPI_Recv (ping-pong)",
+        }
+    }
+
     /// One call of the collective. SAFETY: the pointers in `p` point into our buffers, which
     /// `allocate` sized for the largest layout.
     unsafe fn call_once(&self, p: &Prepared) -> Checked {
@@ -642,6 +661,10 @@ impl Backend for MpiBackend {
         let mut d = vec![format!("MPI library: {}", self.version), format!("implementation: {imp}")];
         d.extend(super::host::heap_note());
         d
+    }
+
+    fn timed_function(&self, kind: Kind) -> Option<&'static str> {
+        Some(self.function(kind))
     }
 
     fn supports(&self, dtype: DType) -> Result<()> {

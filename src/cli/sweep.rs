@@ -8,7 +8,7 @@ use crate::collective::Kind;
 use crate::dtype::{DType, Op};
 use crate::duration;
 use crate::error::{Error, Result};
-use crate::options::{Aggregation, BackendKind, CsvTarget, Implementation, Options, Policy, Step, Timeout};
+use crate::options::{Aggregation, BackendKind, CsvTarget, Implementation, Malloc, Options, Policy, Step, Timeout};
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -93,6 +93,11 @@ pub struct Args {
     /// (all-reduce, reduce-scatter, all-gather over MPI_Sendrecv) or recursive-doubling (all-reduce)
     #[arg(long = "impl", value_name = "NAME", default_value = "native")]
     pub implementation: String,
+    /// Heap the MPI library runs on: default (the C library's allocator as the environment sets
+    /// it, what an application gets) or kept (freed memory kept in the heap: mallopt before
+    /// MPI_Init, so the library's per-call temporary buffers cost no page faults)
+    #[arg(long = "malloc", value_name = "default|kept", default_value = "default")]
+    pub malloc: String,
     /// Write results as CSV to PATH [default: results/coll-bench-<UTC time>.csv]
     #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
     pub csv: Option<PathBuf>,
@@ -197,6 +202,9 @@ impl Args {
             Error::usage(format!("-r/--root: '{}' is not a rank; expected a whole number from 0 to ranks-1", self.root))
         })?;
         let (backend, implementation) = backend(&self.backend, &self.implementation, &collectives)?;
+        let malloc = Malloc::parse(&self.malloc).ok_or_else(|| {
+            Error::usage(format!("--malloc: unknown heap '{}'; expected {}", self.malloc, Malloc::ACCEPTED))
+        })?;
         let csv = self.csv_target()?;
         let debug_slow_rank = self.debug_slow_rank.as_deref().map(slow_rank).transpose()?;
         let timeout = self.timeout.as_deref().map(|v| timeout("-T/--timeout", v)).transpose()?.unwrap_or(Timeout::Auto);
@@ -226,6 +234,7 @@ impl Args {
             blocking,
             backend,
             implementation,
+            malloc,
             csv,
             progress: self.progress,
             per_rank: self.per_rank,

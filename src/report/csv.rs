@@ -54,6 +54,8 @@ pub const COLUMNS: &[&str] = &[
     "group_size",
     "group_count",
     "group",
+    "malloc",
+    "minor_faults_per_call",
 ];
 
 #[derive(Serialize)]
@@ -105,6 +107,10 @@ struct Row<'a> {
     group_count: usize,
     /// Empty on the combined row; the group's id on a `--per-group` row.
     group: String,
+    /// The heap the MPI library ran on (`--malloc`): `default` or `kept`.
+    malloc: &'a str,
+    /// Minor page faults per timed call, the rank with most (`getrusage` around the timed calls).
+    minor_faults_per_call: String,
 }
 
 /// Which row of a measurement: the combined one, one rank's (`--per-rank`) or one group's
@@ -250,6 +256,8 @@ impl CsvReport {
                 Which::Group(g, _) => g.to_string(),
                 _ => String::new(),
             },
+            malloc: info.options.malloc.name(),
+            minor_faults_per_call: m.minor_faults_per_call.map(num).unwrap_or_default(),
         };
         let mut row = row;
         let own = match which {
@@ -301,6 +309,7 @@ fn warning_kind(w: &crate::stats::Warning) -> &'static str {
     match w {
         Warning::Noisy { .. } => "noisy",
         Warning::MeanOffMedian { .. } => "mean_off_median",
+        Warning::PageFaults { .. } => "page_faults",
     }
 }
 

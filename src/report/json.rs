@@ -238,7 +238,9 @@ mod tests {
         p.out_of_place.warnings = vec![
             Warning::Noisy { relative_ci: 0.2 },
             Warning::MeanOffMedian { time_us: 2.0, median_us: 1.5, outliers: 3, samples: 100 },
+            Warning::PageFaults { faults_per_call: 256.0, fault_cost_us: 0.5, share: 0.2 },
         ];
+        p.out_of_place.minor_faults_per_call = Some(256.0);
         p.in_place = p.out_of_place.clone();
         p.in_place.placement = Placement::InPlace;
         let mut other = info();

@@ -6,7 +6,7 @@ use crate::backend::{Backend, Buf, Call};
 use crate::collective::{Collective, Convention, Ctx, Kind, Layout};
 use crate::dtype::{DType, Op};
 use crate::error::Result;
-use crate::options::{Aggregation, Options, MAX_AUTO_ITERS, MIN_AUTO_ITERS};
+use crate::options::{Aggregation, Malloc, Options, MAX_AUTO_ITERS, MIN_AUTO_ITERS};
 use crate::record::{Measurement, Placement, Point, Runs, Totals};
 use crate::stats::{mean_of, Summary};
 use crate::verify::{fill_input, verify, DataErrors, GUARD_BYTES, SENTINEL};
@@ -111,6 +111,8 @@ struct Turn {
     runs: Runs,
     samples: Vec<f64>,
     verdict: DataErrors,
+    /// Minor page faults of this process during the timed batches (0 on an idle rank).
+    faults: u64,
 }
 
 pub struct Sweep<'a> {
@@ -210,7 +212,7 @@ impl<'a> Sweep<'a> {
                 mine = Some(turn);
             }
         }
-        let Some(Turn { runs, samples, verdict }) = mine else {
+        let Some(Turn { runs, samples, verdict, faults }) = mine else {
             unreachable!("every rank is in one group, whose turn comes")
         };
         self.samples = samples;
@@ -223,6 +225,10 @@ impl<'a> Sweep<'a> {
         let bus_factor = call.kind.spec().bus_factor(self.member.size);
         let root = (world.rank() == 0).then_some(&combined[..]);
         let mut m = Measurement::from_times(placement, runs, &per_rank_s, time_s, root, bytes, bus_factor);
+        // Page faults per call: the rank with most (the one a collective waits for).
+        let faults = world.max_f64(faults as f64 / runs.iters.max(1) as f64);
+        let warn = world.rank() == 0 && opts.malloc == Malloc::Default;
+        m.set_faults(faults, if warn { crate::memory::fault_cost_us() } else { None }, warn);
         if opts.check {
             (m.wrong, m.out_of_bounds) =
                 (Some(world.sum_u64(verdict.wrong)), Some(world.sum_u64(verdict.out_of_bounds)));
@@ -294,6 +300,7 @@ impl<'a> Sweep<'a> {
         let per_chunk = (planned / batch).div_ceil(chunks) * batch;
         let mut timed: Vec<f64> = Vec::with_capacity((planned / batch) as usize);
         let mut iters = 0u64;
+        let faults_before = crate::memory::minor_faults();
         while iters < planned {
             let n = per_chunk.min(planned - iters);
             self.turn_batch(active, call, Phase::Timed, n, batch, est)?;
@@ -304,8 +311,9 @@ impl<'a> Sweep<'a> {
                 break;
             }
         }
+        let faults = if active { crate::memory::minor_faults().saturating_sub(faults_before) } else { 0 };
         let verdict = if opts.check && active { self.check(call)? } else { DataErrors::default() };
-        Ok(Turn { runs: Runs { warmup_iters, iters, batch, first_call_us }, samples: timed, verdict })
+        Ok(Turn { runs: Runs { warmup_iters, iters, batch, first_call_us }, samples: timed, verdict, faults })
     }
 
     /// The check pass: known input, sentinel-filled output, one call, compare.

@@ -480,6 +480,7 @@ pub fn skipped_measurement(placement: Placement) -> Measurement {
         first_call_us: None,
         slow_ranks: vec![],
         warnings: vec![],
+        minor_faults_per_call: None,
     }
 }
 

@@ -567,8 +567,11 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
             format!("MPI library: {}", world.library_version),
             format!("tuned on {} ranks, {} host(s); the best algorithm depends on ranks per host and host count: tune on the layout you run", world.size, hosts.len()),
         ];
+        // Only a run that asked for the kept heap says anything about the allocator: its times
+        // hold for a job with the same heap; whether that heap helps is the comparison of a
+        // `--malloc default` run with this one, not something this run measured.
         let heap = crate::backend::host::heap_kept().then(|| format!(
-            "measured with freed memory kept in the heap: an application on glibc's default allocator can page-fault in the library's per-call temporary buffers and not reach these times; export {} in the job as well (it keeps freed memory in the process)",
+            "measured with --malloc kept (freed memory kept in the heap): these times hold for a job whose heap keeps it too ({}); under the allocator's defaults the library's per-call temporary buffers can page-fault, so compare with a tune run without --malloc kept before exporting it",
             crate::backend::host::KEPT_HEAP_ENV
         ));
         let header: Vec<String> = header.into_iter().chain(heap.clone()).collect();
