@@ -105,6 +105,8 @@ pub fn main() -> i32 {
             return exit::ERROR;
         }
     };
+    // SIGINT/SIGTERM: exit 130/143 with one line (after MPI_Init, which may install its own).
+    crate::report::interrupted::arm(world.rank, None);
     let code = match run(&world, &env, parsed, one_rank) {
         Ok(code) => code,
         Err(e) => {
@@ -319,9 +321,11 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
     let now = chrono::Utc::now();
     let info = setup::run_info(world, backend.as_ref(), &opts, &now, note.into_iter().collect());
 
+    crate::report::interrupted::arm(world.rank, Some(&[]));
     // Files last, so no file is left behind by a run that never started.
     let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };
     let (mut reports, csv_file, mut files) = world.agree(opened)?.unwrap_or_default();
+    crate::report::interrupted::arm(world.rank, Some(&files));
     let begun: Result<()> = reports.iter_mut().try_for_each(|r| r.begin(&info));
     world.agree(begun)?;
 

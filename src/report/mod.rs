@@ -2,6 +2,7 @@
 //! rank 0 builds reports. Adding a format is one file and one line in `crate::app`.
 
 pub mod csv;
+pub mod interrupted;
 pub mod json;
 pub mod markdown;
 pub mod outfile;
