@@ -119,7 +119,7 @@ fn run(opts: &CompareOptions) -> Result<(String, i32)> {
     let read = |paths: &[PathBuf]| -> Result<Vec<Run>> {
         let mut runs = vec![];
         for p in paths {
-            let name = crate::error::shown(&p);
+            let name = crate::error::shown(p);
             if runs.iter().any(|r: &Run| r.name == name) {
                 return Err(Error::usage(format!(
                     "'{name}' is given twice on one side; each run counts once; expected {FORM}"

@@ -273,7 +273,7 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
             by_host.len()
         );
         if let Some(p) = &csv_path {
-            let _ = writeln!(out, "# measurements: {}", crate::error::shown(&p));
+            let _ = writeln!(out, "# measurements: {}", crate::error::shown(p));
         }
     }
     let judged = run_rules(world, opts, &spec, &by_host, &mut csv, progress.as_ref(), &mut out);
@@ -299,14 +299,14 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     print_verdicts(&verdicts);
     let mut context: Vec<(&str, String)> = vec![
         ("coll_bench_version", env!("CARGO_PKG_VERSION").to_string()),
-        ("spec", crate::error::shown(&crate::report::outfile::absolute(&opts.spec))),
+        ("spec", crate::error::shown(crate::report::outfile::absolute(&opts.spec))),
         ("ranks", world.size.to_string()),
         ("hosts", by_host.iter().map(|(h, r)| format!("{h}:{}", r.len())).collect::<Vec<_>>().join(",")),
         ("mpi_library", world.library_version.clone()),
         ("repeats", spec.repeats.to_string()),
     ];
     if let Some(p) = &csv_path {
-        context.push(("csv", crate::error::shown(&p)));
+        context.push(("csv", crate::error::shown(p)));
     }
     let written = match &opts.junit {
         Some(p) => junit::write(p, &crate::error::shown(&opts.spec), &verdicts, &context, opts.files),
@@ -317,13 +317,13 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
         // even when the JUnit file could not be written).
         let mut err = std::io::stderr().lock();
         if let Some(p) = &csv_path {
-            let _ = writeln!(err, "coll-bench check: wrote {} (every measurement, CSV)", crate::error::shown(&p));
+            let _ = writeln!(err, "coll-bench check: wrote {} (every measurement, CSV)", crate::error::shown(p));
         }
         if let (Some(p), Ok(())) = (&opts.junit, &written) {
             let _ = writeln!(
                 err,
                 "coll-bench check: wrote {} (verdicts, JUnit XML)",
-                crate::error::shown(&crate::report::outfile::absolute(p))
+                crate::error::shown(crate::report::outfile::absolute(p))
             );
         }
     }

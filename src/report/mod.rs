@@ -33,5 +33,5 @@ pub(crate) fn create_default_csv(flag: &str, prefix: &str, now: &chrono::DateTim
 
 /// One footer line naming a file written: `# Wrote /abs/path (WHAT)`, the path absolute.
 pub fn written_line(path: &std::path::Path, what: &str) -> String {
-    format!("# Wrote {} ({what})", crate::error::shown(&outfile::absolute(path)))
+    format!("# Wrote {} ({what})", crate::error::shown(outfile::absolute(path)))
 }

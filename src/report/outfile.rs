@@ -18,11 +18,11 @@ use std::path::{Component, Path, PathBuf};
 pub use crate::options::Policy;
 
 fn refuse(flag: &str, path: &Path, why: &str, want: &str) -> Error {
-    Error::usage(format!("{flag}: '{}' {why}; expected {want}", crate::error::shown(&path)))
+    Error::usage(format!("{flag}: '{}' {why}; expected {want}", crate::error::shown(path)))
 }
 
 fn cannot(flag: &str, path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::usage(format!("{flag}: cannot write '{}': {e}; expected a writable file path", crate::error::shown(&path)))
+    Error::usage(format!("{flag}: cannot write '{}': {e}; expected a writable file path", crate::error::shown(path)))
 }
 
 /// Why a non-regular file cannot be an output, if it cannot.
@@ -188,7 +188,7 @@ pub fn check(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)], policy: Policy
                 return Err(refuse(
                     flag,
                     path,
-                    &format!("is the same file as {other} ('{}')", crate::error::shown(&other_path)),
+                    &format!("is the same file as {other} ('{}')", crate::error::shown(other_path)),
                     "a different path for each output",
                 ));
             }
@@ -198,10 +198,7 @@ pub fn check(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)], policy: Policy
                 return Err(refuse(
                     flag,
                     path,
-                    &format!(
-                        "is the same file as {role} ('{}'), which it would overwrite",
-                        crate::error::shown(&input)
-                    ),
+                    &format!("is the same file as {role} ('{}'), which it would overwrite", crate::error::shown(input)),
                     "an output path other than the inputs",
                 ));
             }
@@ -404,7 +401,7 @@ pub fn replace(flag: &str, path: &Path, bytes: &[u8], policy: Policy, make_dirs:
     }
     let result = temp_in(flag, path, &dir).and_then(|mut tmp| {
         tmp.write_all(bytes)
-            .map_err(|e| Error::setup(format!("{flag}: writing '{}' failed: {e}", crate::error::shown(&path))))?;
+            .map_err(|e| Error::setup(format!("{flag}: writing '{}' failed: {e}", crate::error::shown(path))))?;
         replace_checked(flag, path, &target, tmp)
     });
     if result.is_err() {

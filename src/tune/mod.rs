@@ -575,7 +575,7 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
         let text = file.text(&crate::error::shown(&abs), &header);
         ended = crate::report::outfile::replace("--write-rules", path, text.as_bytes(), opts.files, false);
         if ended.is_ok() {
-            say(world, &format!("# rules written to {}", crate::error::shown(&path)));
+            say(world, &format!("# rules written to {}", crate::error::shown(path)));
             match library {
                 Library::OpenMpi => say(world, &format!(
                     "# apply: mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename {} ...",
@@ -586,7 +586,7 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
             if let Some(h) = &heap {
                 say(world, &format!("# {h}"));
             }
-            say(world, &format!("# verify: mpirun ... coll-bench tune --verify {}", crate::error::shown(&path)));
+            say(world, &format!("# verify: mpirun ... coll-bench tune --verify {}", crate::error::shown(path)));
         }
     }
     drop(csv);
