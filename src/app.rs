@@ -78,6 +78,10 @@ pub fn main() -> i32 {
             }
         };
     }
+    // --one-rank (any subcommand that starts MPI): a run of one rank without a launcher is meant
+    // (launch::alone); taken out here, the one place it is read.
+    let one_rank = argv.iter().any(|a| a == launch::ONE_RANK_FLAG);
+    argv.retain(|a| a != launch::ONE_RANK_FLAG);
     let parsed = cli::parse(&argv);
     if let Ok(Parsed::Info(text)) = &parsed {
         // --help / --version: print once, without starting MPI.
@@ -115,7 +119,9 @@ pub fn main() -> i32 {
             return exit::ERROR;
         }
     };
-    let code = match run(&world, &env, parsed) {
+    // SIGINT/SIGTERM: exit 130/143 with one line (after MPI_Init, which may install its own).
+    crate::report::interrupted::arm(world.rank, None);
+    let code = match run(&world, &env, parsed, one_rank) {
         Ok(code) => code,
         Err(e) => {
             if world.rank == 0 {
@@ -179,7 +185,7 @@ fn utf8_args() -> std::result::Result<Vec<String>, String> {
             a.into_string().map_err(|a| {
                 format!(
                     "argument {i} ('{}') is not valid UTF-8; expected UTF-8 text (rename the file or use another path)",
-                    a.to_string_lossy()
+                    crate::error::shown(std::path::Path::new(&a))
                 )
             })
         })
@@ -336,14 +342,23 @@ fn print_files(files: &[(PathBuf, &str)]) {
     let _ = out.flush();
 }
 
-fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> Result<i32> {
-    let launcher = launch::from_env(env).and_then(|v| match v {
+fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one_rank: bool) -> Result<i32> {
+    let view = launch::from_env(env);
+    let launcher = view.clone().and_then(|v| match v {
+        // torchrun's variables without an MPI launcher: said so, not blamed on a different MPI.
+        Some(v) if v.source.starts_with("torchrun") && world.size == 1 => launch::alone(1, Some(&v), one_rank),
         Some(v) => launch::cross_check(&world.view(), &v),
         None => Ok(()),
     });
     world.agree(launcher.map_err(Error::setup))?;
 
-    let mut opts = match agree_plan(world, parsed)? {
+    let plan = agree_plan(world, parsed)?;
+    // One rank, no launcher: nothing but `info` measures anything worth having.
+    if !matches!(plan, Plan::HostInfo(_)) {
+        let launcher = view.as_ref().ok().and_then(Option::as_ref);
+        world.agree(launch::alone(world.size, launcher, one_rank).map_err(Error::usage))?;
+    }
+    let mut opts = match plan {
         Plan::Sweep(o) => *o,
         Plan::Pairs(o) => return crate::pairs::run(world, &o),
         Plan::Check(o) => return crate::acceptance::run(world, &o),
@@ -363,9 +378,11 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>) -> 
     let now = chrono::Utc::now();
     let info = setup::run_info(world, backend.as_ref(), &opts, &now, note.into_iter().collect());
 
+    crate::report::interrupted::arm(world.rank, Some(&[]));
     // Files last, so no file is left behind by a run that never started.
     let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };
     let (mut reports, csv_file, mut files) = world.agree(opened)?.unwrap_or_default();
+    crate::report::interrupted::arm(world.rank, Some(&files));
     let begun: Result<()> = reports.iter_mut().try_for_each(|r| r.begin(&info));
     world.agree(begun)?;
 

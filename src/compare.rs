@@ -119,13 +119,24 @@ fn run(opts: &CompareOptions) -> Result<(String, i32)> {
     let read = |paths: &[PathBuf]| -> Result<Vec<Run>> {
         let mut runs = vec![];
         for p in paths {
-            let name = p.display().to_string();
+            let name = crate::error::shown(p);
             if runs.iter().any(|r: &Run| r.name == name) {
                 return Err(Error::usage(format!(
                     "'{name}' is given twice on one side; each run counts once; expected {FORM}"
                 )));
             }
-            runs.push(Run { rows: csvread::read(p).map_err(with_form)?, name });
+            let rows = csvread::read(p).map_err(with_form)?;
+            // A ratio over a time of zero is no ratio (NaN or infinite): refused, not judged.
+            let stat = opts.settings.stat;
+            if let Some(r) = rows.iter().find(|r| stat.of(r) <= 0.0) {
+                return Err(Error::usage(format!(
+                    "'{name}' line {}: column {} is {}, expected a time above zero (compare divides by it)",
+                    r.line,
+                    stat.column(),
+                    stat.of(r)
+                )));
+            }
+            runs.push(Run { rows, name });
         }
         Ok(runs)
     };

@@ -97,7 +97,7 @@ impl Row {
 
 /// Read a whole coll-bench CSV. Errors name the file and what is wrong with it, in one line.
 pub fn read(path: &Path) -> Result<Vec<Row>> {
-    let shown = path.display();
+    let shown = crate::error::shown(path);
     let file =
         std::fs::File::open(path).map_err(|e| Error::usage(format!("cannot read '{shown}': {}", io_reason(&e))))?;
     let mut rd = csv::ReaderBuilder::new().has_headers(true).from_reader(std::io::BufReader::new(file));

@@ -30,6 +30,17 @@ pub mod exit {
     pub const ERROR: i32 = 2;
 }
 
+/// A path as every message and output line quotes it: control characters (a newline, a tab, an
+/// escape) written as `\n`, `\t`, `\u{1b}`, so a file name can never split a message or forge an
+/// output line; anything else as `Path::display` shows it.
+pub fn shown(path: impl AsRef<std::path::Path>) -> String {
+    let text = path.as_ref().to_string_lossy();
+    if !text.chars().any(char::is_control) {
+        return text.into_owned();
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
+}
+
 /// Clap's error as one line: its first paragraph (the message, and the values or arguments it
 /// lists), without `error: `, the usage block or the tips. The one place a clap error becomes
 /// our one line; the caller adds where to look (`--help`, the accepted form).
@@ -45,5 +56,17 @@ pub fn clap_message(e: &clap::Error) -> String {
         "bad command line".to_string()
     } else {
         msg
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_path_is_shown_on_one_line() {
+        assert_eq!(super::shown("/tmp/a b/run.csv"), "/tmp/a b/run.csv");
+        assert_eq!(
+            super::shown("x\n# Wrote /etc/passwd (CSV)\ty\u{1b}[2J.csv"),
+            "x\\n# Wrote /etc/passwd (CSV)\\ty\\u{1b}[2J.csv"
+        );
     }
 }

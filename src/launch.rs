@@ -83,6 +83,34 @@ pub fn from_env(env: &HashMap<String, String>) -> Result<Option<View>, String> {
     Ok(None)
 }
 
+/// The flag that says a one-rank run is meant (see [`alone`]).
+pub const ONE_RANK_FLAG: &str = "--one-rank";
+
+/// A world of one that no MPI launcher started: torchrun's variables without an MPI launcher's,
+/// or no launcher at all (one rank measures no communication), refused in one line unless
+/// `one_rank` (`--one-rank`) says it is meant. `launcher` is [`from_env`]'s view.
+pub fn alone(mpi_size: usize, launcher: Option<&View>, one_rank: bool) -> Result<(), String> {
+    if mpi_size != 1 {
+        return Ok(());
+    }
+    match launcher {
+        Some(v) if v.source.starts_with("torchrun") && (v.size != Some(1) || !one_rank) => {
+            let vars: Vec<String> = v.vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            Err(format!(
+                "torchrun's variables are set ({}) but no MPI launcher started this process: coll-bench's ranks are \
+                 MPI processes; start them with an MPI launcher (mpirun -n N coll-bench ..., or srun --mpi=pmix ...), \
+                 not torchrun",
+                vars.join(" ")
+            ))
+        }
+        None if !one_rank => Err(format!(
+            "started without an MPI launcher: 1 rank measures no communication; start with mpirun -n N coll-bench ... \
+             (or add {ONE_RANK_FLAG} to measure one rank alone)"
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Compare MPI's view with the launcher's; the error names both.
 pub fn cross_check(mpi: &View, launcher: &View) -> Result<(), String> {
     let differs = |a: Option<usize>, b: Option<usize>| matches!((a, b), (Some(x), Some(y)) if x != y);
@@ -170,6 +198,22 @@ mod tests {
             let v = from_env(&env(vars)).unwrap().unwrap();
             assert_eq!(&v.source, source);
             assert_eq!((v.rank, v.size, v.local_rank), (*rank, *size, *local));
+        }
+    }
+
+    #[test]
+    fn a_world_of_one_without_an_mpi_launcher_is_refused_unless_meant() {
+        let e = alone(1, None, false).unwrap_err();
+        assert!(e.contains("1 rank measures no communication; start with mpirun -n N"), "{e}");
+        assert_eq!(alone(1, None, true), Ok(()));
+        assert_eq!(alone(2, None, false), Ok(()));
+        let ompi = from_env(&env(&[("OMPI_COMM_WORLD_RANK", "0"), ("OMPI_COMM_WORLD_SIZE", "1")])).unwrap();
+        assert_eq!(alone(1, ompi.as_ref(), false), Ok(()), "mpirun -n 1 is meant");
+        let torch = from_env(&env(&[("RANK", "0"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "0")])).unwrap();
+        for one_rank in [false, true] {
+            let e = alone(1, torch.as_ref(), one_rank).unwrap_err();
+            assert!(e.contains("torchrun's variables are set (RANK=0 WORLD_SIZE=2 LOCAL_RANK=0)"), "{e}");
+            assert!(e.contains("start them with an MPI launcher"), "{e}");
         }
     }
 

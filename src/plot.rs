@@ -122,9 +122,11 @@ fn format_of(path: &Path) -> Result<Format> {
         Some("png") => Ok(Format::Png),
         Some(other) => Err(Error::usage(format!(
             "-o/--output: unknown image type '.{other}' in '{}'; expected {FORM}",
-            path.display()
+            crate::error::shown(path)
         ))),
-        None => Err(Error::usage(format!("-o/--output: '{}' has no extension; expected {FORM}", path.display()))),
+        None => {
+            Err(Error::usage(format!("-o/--output: '{}' has no extension; expected {FORM}", crate::error::shown(path))))
+        }
     }
 }
 

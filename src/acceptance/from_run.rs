@@ -59,7 +59,7 @@ fn from_run(a: &FromRunOptions) -> Result<()> {
         crate::report::outfile::check(&[("-o/--output", out)], &[("the run's CSV", &a.run)], policy)?;
     }
     let rows = csvread::read(&a.run)?;
-    let shown = crate::report::outfile::absolute(&a.run).display().to_string();
+    let shown = crate::error::shown(crate::report::outfile::absolute(&a.run));
     let text = render(&rows, a.margin, &a.margin_text, &shown)?;
     match &a.output {
         None => print!("{text}"),
@@ -68,8 +68,8 @@ fn from_run(a: &FromRunOptions) -> Result<()> {
             let rules = text.matches("[[rule]]").count();
             eprintln!(
                 "coll-bench spec: wrote {} ({rules} rules; run it with mpirun -n N coll-bench check {})",
-                crate::report::outfile::absolute(out).display(),
-                out.display()
+                crate::error::shown(crate::report::outfile::absolute(out)),
+                crate::error::shown(out)
             );
         }
     }

@@ -195,9 +195,25 @@ pub const CSV_COLUMNS: &[&str] = &["rule", "repeat"];
 pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     // Rank 0 reads the spec (other hosts need not see the file) and broadcasts it.
     let loaded: Result<Spec> = if world.rank == 0 {
-        let path = opts.spec.display().to_string();
-        std::fs::read_to_string(&opts.spec)
+        let path = crate::error::shown(&opts.spec);
+        // At most one byte past the limit is read: a huge file is refused, never loaded.
+        let mut bytes = vec![];
+        std::fs::File::open(&opts.spec)
+            .and_then(|f| {
+                std::io::Read::read_to_end(&mut std::io::Read::take(f, spec::MAX_BYTES as u64 + 1), &mut bytes)
+            })
             .map_err(|e| Error::usage(format!("check: cannot read '{path}': {e}; expected a TOML acceptance spec")))
+            .and_then(|_| match bytes.len() > spec::MAX_BYTES {
+                true => Err(Error::usage(format!(
+                    "check: {path}: over {} MiB; expected a spec of at most {} MiB ({} rules)",
+                    spec::MAX_BYTES >> 20,
+                    spec::MAX_BYTES >> 20,
+                    spec::MAX_RULES
+                ))),
+                false => String::from_utf8(bytes).map_err(|_| {
+                    Error::usage(format!("check: '{path}' is not UTF-8 text; expected a TOML acceptance spec"))
+                }),
+            })
             .and_then(|text| spec::parse(&path, &text).map_err(|e| Error::usage(format!("check: {e}"))))
     } else {
         Ok(Spec { repeats: 0, budget_s: 0.0, rules: vec![] })
@@ -250,14 +266,14 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
             out,
             "# coll-bench {} check {}: {} rule(s), median of {} repeat(s), {} ranks on {} host(s)",
             env!("CARGO_PKG_VERSION"),
-            opts.spec.display(),
+            crate::error::shown(&opts.spec),
             spec.rules.len(),
             spec.repeats,
             world.size,
             by_host.len()
         );
         if let Some(p) = &csv_path {
-            let _ = writeln!(out, "# measurements: {}", p.display());
+            let _ = writeln!(out, "# measurements: {}", crate::error::shown(p));
         }
     }
     let judged = run_rules(world, opts, &spec, &by_host, &mut csv, progress.as_ref(), &mut out);
@@ -283,17 +299,17 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     print_verdicts(&verdicts);
     let mut context: Vec<(&str, String)> = vec![
         ("coll_bench_version", env!("CARGO_PKG_VERSION").to_string()),
-        ("spec", crate::report::outfile::absolute(&opts.spec).display().to_string()),
+        ("spec", crate::error::shown(crate::report::outfile::absolute(&opts.spec))),
         ("ranks", world.size.to_string()),
         ("hosts", by_host.iter().map(|(h, r)| format!("{h}:{}", r.len())).collect::<Vec<_>>().join(",")),
         ("mpi_library", world.library_version.clone()),
         ("repeats", spec.repeats.to_string()),
     ];
     if let Some(p) = &csv_path {
-        context.push(("csv", p.display().to_string()));
+        context.push(("csv", crate::error::shown(p)));
     }
     let written = match &opts.junit {
-        Some(p) => junit::write(p, &opts.spec.display().to_string(), &verdicts, &context, opts.files),
+        Some(p) => junit::write(p, &crate::error::shown(&opts.spec), &verdicts, &context, opts.files),
         None => Ok(()),
     };
     {
@@ -301,13 +317,13 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
         // even when the JUnit file could not be written).
         let mut err = std::io::stderr().lock();
         if let Some(p) = &csv_path {
-            let _ = writeln!(err, "coll-bench check: wrote {} (every measurement, CSV)", p.display());
+            let _ = writeln!(err, "coll-bench check: wrote {} (every measurement, CSV)", crate::error::shown(p));
         }
         if let (Some(p), Ok(())) = (&opts.junit, &written) {
             let _ = writeln!(
                 err,
                 "coll-bench check: wrote {} (verdicts, JUnit XML)",
-                crate::report::outfile::absolute(p).display()
+                crate::error::shown(crate::report::outfile::absolute(p))
             );
         }
     }

@@ -28,7 +28,7 @@ struct RawSettings {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRule {
-    name: String,
+    name: Spanned<String>,
     collective: Spanned<String>,
     backend: Option<Spanned<String>>,
     dtype: Option<Spanned<String>>,
@@ -73,25 +73,47 @@ pub struct Rule {
     pub fail_on_slow_rank: bool,
 }
 
-fn line_of(text: &str, span: Range<usize>) -> usize {
-    text[..span.start.min(text.len())].matches('\n').count() + 1
-}
+/// The largest spec read, in bytes: far above any real one (a rule is a few lines), and small
+/// enough that a mistaken file is refused at once instead of parsed for minutes.
+pub const MAX_BYTES: usize = 1 << 20;
+/// The most rules a spec may hold.
+pub const MAX_RULES: usize = 1000;
+/// The longest rule name, in characters (the name is copied into every CSV row of the rule).
+pub const MAX_NAME_CHARS: usize = 200;
+/// The longest value of any other text field (a collective, a size range, …).
+pub const MAX_FIELD_CHARS: usize = 64;
 
 /// The spec's text and name, to place an error: `SPEC line N: reason`.
 struct Source<'t> {
     path: &'t str,
-    text: &'t str,
+    /// Where each line after the first starts (one pass over the text, so placing every rule
+    /// costs a binary search, not a count from the file's start).
+    line_starts: Vec<usize>,
 }
 
-impl Source<'_> {
+impl<'t> Source<'t> {
+    fn new(path: &'t str, text: &str) -> Self {
+        Source { path, line_starts: text.match_indices('\n').map(|(i, _)| i + 1).collect() }
+    }
+    /// The line (from 1) that byte `at` is on.
+    fn line(&self, at: usize) -> usize {
+        self.line_starts.partition_point(|&s| s <= at) + 1
+    }
     fn at(&self, span: Range<usize>, why: String) -> String {
-        format!("{} line {}: {why}", self.path, line_of(self.text, span))
+        format!("{} line {}: {why}", self.path, self.line(span.start))
     }
 }
 
 /// Parse and validate; the error is one line: `SPEC line N: reason`.
 pub fn parse(path: &str, text: &str) -> Result<Spec, String> {
-    let src = Source { path, text };
+    if text.len() > MAX_BYTES {
+        return Err(format!(
+            "{path}: {} bytes; expected a spec of at most {} MiB ({MAX_RULES} rules)",
+            text.len(),
+            MAX_BYTES >> 20
+        ));
+    }
+    let src = Source::new(path, text);
     let raw: RawSpec = toml::from_str(text).map_err(|e| {
         let msg = e.message().trim().replace('\n', " ");
         match e.span() {
@@ -102,6 +124,9 @@ pub fn parse(path: &str, text: &str) -> Result<Spec, String> {
     let (repeats, budget_s) = settings(&src, raw.settings.as_ref())?;
     if raw.rules.is_empty() {
         return Err(format!("{path}: no [[rule]]; expected at least one rule"));
+    }
+    if raw.rules.len() > MAX_RULES {
+        return Err(format!("{path}: {} rules; expected at most {MAX_RULES}", raw.rules.len()));
     }
     let rules = raw.rules.iter().map(|r| rule(&src, r)).collect::<Result<Vec<Rule>, String>>()?;
     Ok(Spec { repeats, budget_s, rules })
@@ -117,6 +142,12 @@ fn settings(src: &Source, raw: Option<&Spanned<RawSettings>>) -> Result<(usize, 
                 return Err(src.at(r.span(), format!("repeats = {} is impossible; expected 1 to 100", r.get_ref())));
             }
             repeats = *r.get_ref() as usize;
+        }
+        if let Some(b) = s.budget.as_ref().filter(|b| b.get_ref().chars().count() > MAX_FIELD_CHARS) {
+            return Err(src.at(
+                b.span(),
+                format!("budget of {} characters; expected at most {MAX_FIELD_CHARS}", b.get_ref().chars().count()),
+            ));
         }
         if let Some(b) = &s.budget {
             budget_s = crate::duration::parse("--budget", b.get_ref(), crate::duration::POSITIVE)
@@ -155,8 +186,38 @@ fn positive(src: &Source, v: &Option<Spanned<f64>>, key: &str) -> Result<Option<
 /// it requires.
 fn rule(src: &Source, raw: &Spanned<RawRule>) -> Result<Rule, String> {
     let at = |span: Range<usize>, why: String| src.at(span, why);
-    let line = line_of(src.text, raw.span());
+    let line = src.line(raw.span().start);
     let r = raw.get_ref();
+    // Bounded text: the name goes into every CSV row and message of the rule.
+    let name = r.name.get_ref();
+    if name.chars().count() > MAX_NAME_CHARS || name.chars().any(char::is_control) {
+        return Err(at(
+            r.name.span(),
+            format!(
+                "name of {} characters{}; expected a name of at most {MAX_NAME_CHARS} characters on one line",
+                name.chars().count(),
+                if name.chars().any(char::is_control) { ", with control characters" } else { "" }
+            ),
+        ));
+    }
+    let fields = [("collective", Some(&r.collective)), ("sizes", Some(&r.sizes))].into_iter().chain(
+        [
+            ("backend", &r.backend),
+            ("dtype", &r.dtype),
+            ("op", &r.op),
+            ("placement", &r.placement),
+            ("plateau", &r.plateau),
+        ]
+        .map(|(k, v)| (k, v.as_ref())),
+    );
+    for (key, v) in fields {
+        if let Some(v) = v.filter(|v| v.get_ref().chars().count() > MAX_FIELD_CHARS) {
+            return Err(at(
+                v.span(),
+                format!("{key} of {} characters; expected at most {MAX_FIELD_CHARS}", v.get_ref().chars().count()),
+            ));
+        }
+    }
     let collective = Kind::parse(r.collective.get_ref()).ok_or_else(|| {
         at(r.collective.span(), format!("unknown collective '{}'; expected {}", r.collective.get_ref(), Kind::ACCEPTED))
     })?;
@@ -233,7 +294,7 @@ fn rule(src: &Source, raw: &Spanned<RawRule>) -> Result<Rule, String> {
         None => None,
     };
     Ok(Rule {
-        name: r.name.clone(),
+        name: name.clone(),
         line,
         collective,
         backend,
@@ -323,6 +384,16 @@ ranks_per_node = 2
             ("[settings]\nrepeats = 2\n".to_string(), "no [[rule]]"),
             (format!("{rule}ranks_per_node = 0\n"), "line 5: ranks_per_node = 0 is impossible"),
             (format!("{rule}plateau = \"1M..2M\"\n"), "line 5: plateau '1M..2M' is set but min_busbw_gbps is not"),
+            (
+                rule.replace("name = \"x\"", &format!("name = \"{}\"", "n".repeat(201))),
+                "line 2: name of 201 characters; expected a name of at most 200 characters",
+            ),
+            (rule.replace("name = \"x\"", "name = \"a\\nb\""), "line 2: name of 3 characters, with control characters"),
+            (rule.replace("all-reduce", &"a".repeat(65)), "line 3: collective of 65 characters; expected at most 64"),
+            (format!("{rule}dtype = \"{}\"\n", "f".repeat(100)), "line 5: dtype of 100 characters"),
+            (format!("[settings]\nbudget = \"{}\"\n{rule}", "1".repeat(65)), "line 2: budget of 65 characters"),
+            (rule.repeat(1001), "1001 rules; expected at most 1000"),
+            (format!("{rule}# {}\n", "x".repeat(1 << 20)), "bytes; expected a spec of at most 1 MiB"),
         ];
         for (text, needle) in cases {
             let e = err(text);
@@ -332,11 +403,23 @@ ranks_per_node = 2
         }
     }
 
+    /// A thousand rules parse at once: each rule's line is found by a binary search over the line
+    /// starts, not by counting from the file's start (quadratic: minutes for 10^4 rules).
+    #[test]
+    fn every_rule_is_placed_on_its_line() {
+        let rule = "[[rule]]\nname = \"x\"\ncollective = \"all-reduce\"\nsizes = \"1M..2M\"\n";
+        let s = parse("s.toml", &rule.repeat(MAX_RULES)).unwrap();
+        assert_eq!(s.rules.len(), MAX_RULES);
+        assert!(s.rules.iter().enumerate().all(|(i, r)| r.line == 4 * i + 1));
+        let src = Source::new("s", "ab\ncd\n\ne");
+        assert_eq!([0, 2, 3, 5, 6, 7, 99].map(|b| src.line(b)), [1, 1, 2, 2, 3, 4, 4]);
+    }
+
     #[test]
     fn size_ranges_and_settings_on_their_own() {
         // Line 1 holds a good range, line 2 a bad one; each error names its own line.
         let text = "a = \"64K..1M\"\nb = \"8M..1M\"\n";
-        let src = Source { path: "s.toml", text };
+        let src = Source::new("s.toml", text);
         let value = |line: usize, v: &str| {
             let start = if line == 1 { 0 } else { text.find('\n').unwrap() + 1 };
             Spanned::new(start..start + 1, v.to_string())

@@ -25,7 +25,7 @@ pub struct PairsArgs {
     #[arg(short = 'e', long = "bandwidth-bytes", value_name = "SIZE", default_value = "4M")]
     pub bandwidth_bytes: String,
     /// Time budget per pair and size (e.g. 20ms)
-    #[arg(long = "budget", value_name = "TIME", default_value = "20ms")]
+    #[arg(long = "budget", value_name = "TIME", default_value = "20ms", allow_hyphen_values = true)]
     pub budget: String,
     /// How many of the slowest pairs to list
     #[arg(long = "top", value_name = "K", default_value = "5")]

@@ -28,9 +28,12 @@ Examples:
   mpirun -n 16 --map-by ppr:8:node coll-bench check ci/acceptance/multi-node.toml --junit verdicts.xml
 
 Launch with MPI: mpirun -n 8 -H node1,node2 coll-bench [OPTIONS] [COLLECTIVE]...
+Started without a launcher it refuses (one rank measures no communication); --one-rank, before or
+after the subcommand, runs one rank alone on purpose.
 Columns: size (B), count (elements), type, redop, root, then for out-of-place and in-place:
 time (us, per iteration, combined across ranks by -a), algbw and busbw (GB/s, 1 GB = 1e9 B), #wrong.
-Exit codes: 0 ok, 1 wrong data, 2 usage or setup error, or a call that outlived -T.";
+Exit codes: 0 ok, 1 wrong data, 2 usage or setup error, or a call that outlived -T,
+130/143 interrupted (SIGINT/SIGTERM).";
 
 /// Measure collective communication: all-reduce, all-gather, reduce-scatter and more, over MPI.
 #[derive(clap::Parser, Debug)]
@@ -62,7 +65,7 @@ pub struct Args {
     #[arg(short = 'w', long = "warmup_iters", value_name = "N")]
     pub warmup: Option<String>,
     /// Time budget for the timed iterations of each size and placement (e.g. 50ms, 1s)
-    #[arg(long = "budget", value_name = "TIME", default_value = "50ms")]
+    #[arg(long = "budget", value_name = "TIME", default_value = "50ms", allow_hyphen_values = true)]
     pub budget: String,
     /// Stop a size's timed iterations early once the 95% interval of the median is narrower than
     /// this many percent of it on every rank (e.g. 1); 0, the default, spends the whole budget
@@ -133,7 +136,7 @@ pub struct Args {
     /// Stop the whole job (exit 2) when a call has not finished SECONDS after it was expected to,
     /// e.g. a host or link gone or a rank stopped (5, 2.5, 30s); 0: never [default: max(5 min,
     /// 20x the step's expected time)]
-    #[arg(short = 'T', long = "timeout", value_name = "SECONDS")]
+    #[arg(short = 'T', long = "timeout", value_name = "SECONDS", allow_hyphen_values = true)]
     pub timeout: Option<String>,
     /// Replace output files that already exist (regular files only)
     #[arg(long = "force", visible_alias = "overwrite")]
@@ -145,7 +148,7 @@ pub struct Args {
     #[arg(long = "max-points", value_name = "N", default_value = "10000")]
     pub max_points: String,
     /// Refuse a plan estimated (from the budget) to take longer than this (e.g. 1h, 90m); 0: no limit
-    #[arg(long = "max-time", value_name = "TIME", default_value = "1h")]
+    #[arg(long = "max-time", value_name = "TIME", default_value = "1h", allow_hyphen_values = true)]
     pub max_time: String,
     /// Testing only: RANK:MICROSECONDS — that rank sleeps before each timed batch, outside its
     /// own timing, so the others wait for it.
@@ -492,6 +495,9 @@ mod tests {
             ),
             (&["--impl", "ring", "all-reduce", "--backend", "nccl"], "--impl ring: runs on the mpi backend"),
             (&["--budget", "0s"], "--budget"),
+            (&["--budget", "-5ms"], "--budget: '-5ms' is not a positive duration"),
+            (&["--max-time", "-1h"], "--max-time: '-1h'"),
+            (&["-T", "-5s"], "-T/--timeout"),
             (&["--ci-target", "-1"], "--ci-target"),
             (&["--ci-target", "lots"], "--ci-target"),
             (&["--csv", ""], "--csv"),

@@ -300,7 +300,7 @@ pub(crate) fn append_record<S: Serialize>(file: &mut AppendFile, flag: &str, rec
     let bytes = w
         .serialize(record)
         .and_then(|_| w.into_inner().map_err(|e| e.into_error().into()))
-        .map_err(|e| Error::setup(format!("{flag}: writing '{}' failed: {e}", file.path().display())))?;
+        .map_err(|e| Error::setup(format!("{flag}: writing '{}' failed: {e}", crate::error::shown(file.path()))))?;
     file.append(&bytes)
 }
 

@@ -4,6 +4,7 @@
 //! refusal, docs/output.md): the checklist is in docs/architecture.md.
 
 pub mod csv;
+pub mod interrupted;
 pub mod json;
 pub mod markdown;
 pub mod outfile;
@@ -34,5 +35,5 @@ pub(crate) fn create_default_csv(flag: &str, prefix: &str, now: &chrono::DateTim
 
 /// One footer line naming a file written: `# Wrote /abs/path (WHAT)`, the path absolute.
 pub fn written_line(path: &std::path::Path, what: &str) -> String {
-    format!("# Wrote {} ({what})", outfile::absolute(path).display())
+    format!("# Wrote {} ({what})", crate::error::shown(outfile::absolute(path)))
 }

@@ -18,11 +18,11 @@ use std::path::{Component, Path, PathBuf};
 pub use crate::options::Policy;
 
 fn refuse(flag: &str, path: &Path, why: &str, want: &str) -> Error {
-    Error::usage(format!("{flag}: '{}' {why}; expected {want}", path.display()))
+    Error::usage(format!("{flag}: '{}' {why}; expected {want}", crate::error::shown(path)))
 }
 
 fn cannot(flag: &str, path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::usage(format!("{flag}: cannot write '{}': {e}; expected a writable file path", path.display()))
+    Error::usage(format!("{flag}: cannot write '{}': {e}; expected a writable file path", crate::error::shown(path)))
 }
 
 /// Why a non-regular file cannot be an output, if it cannot.
@@ -45,7 +45,7 @@ fn kind_problem(m: &Metadata) -> Option<&'static str> {
 fn resolve(flag: &str, path: &Path, policy: Policy) -> Result<PathBuf> {
     match std::fs::symlink_metadata(path) {
         Ok(m) if m.file_type().is_symlink() => {
-            let target = std::fs::read_link(path).map(|t| t.display().to_string()).unwrap_or_default();
+            let target = std::fs::read_link(path).map(|t| crate::error::shown(&t)).unwrap_or_default();
             if !policy.follow_symlinks {
                 return Err(refuse(
                     flag,
@@ -162,11 +162,11 @@ fn writable_dir(flag: &str, path: &Path, dir: Option<&Path>) -> Result<()> {
                 let c = std::ffi::CString::new(d.as_os_str().as_encoded_bytes()).unwrap_or_default();
                 // SAFETY: a valid NUL-terminated path.
                 if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
-                    return Err(cannot(flag, path, format!("directory '{}' is not writable", d.display())));
+                    return Err(cannot(flag, path, format!("directory '{}' is not writable", crate::error::shown(&d))));
                 }
                 return Ok(());
             }
-            Ok(_) => return Err(cannot(flag, path, format!("'{}' is not a directory", d.display()))),
+            Ok(_) => return Err(cannot(flag, path, format!("'{}' is not a directory", crate::error::shown(&d)))),
             Err(_) => match d.parent() {
                 Some(p) if !p.as_os_str().is_empty() => d = p.to_path_buf(),
                 _ => return Ok(()),
@@ -188,7 +188,7 @@ pub fn check(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)], policy: Policy
                 return Err(refuse(
                     flag,
                     path,
-                    &format!("is the same file as {other} ('{}')", other_path.display()),
+                    &format!("is the same file as {other} ('{}')", crate::error::shown(other_path)),
                     "a different path for each output",
                 ));
             }
@@ -198,7 +198,7 @@ pub fn check(outputs: &[(&str, &Path)], inputs: &[(&str, &Path)], policy: Policy
                 return Err(refuse(
                     flag,
                     path,
-                    &format!("is the same file as {role} ('{}'), which it would overwrite", input.display()),
+                    &format!("is the same file as {role} ('{}'), which it would overwrite", crate::error::shown(input)),
                     "an output path other than the inputs",
                 ));
             }
@@ -323,7 +323,7 @@ impl AppendFile {
                 Err(Error::setup(format!(
                     "{}: writing '{}' failed: {e}; the file ends at its last whole record",
                     self.flag,
-                    self.path.display()
+                    crate::error::shown(&self.path)
                 )))
             }
         }
@@ -333,8 +333,9 @@ impl AppendFile {
     pub fn replace_with(self, bytes: &[u8]) -> Result<()> {
         let dir = self.target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
         let mut tmp = temp_in(&self.flag, &self.path, &dir)?;
-        tmp.write_all(bytes)
-            .map_err(|e| Error::setup(format!("{}: writing '{}' failed: {e}", self.flag, self.path.display())))?;
+        tmp.write_all(bytes).map_err(|e| {
+            Error::setup(format!("{}: writing '{}' failed: {e}", self.flag, crate::error::shown(&self.path)))
+        })?;
         replace_checked(&self.flag, &self.path, &self.target, tmp)
     }
 
@@ -399,7 +400,8 @@ pub fn replace(flag: &str, path: &Path, bytes: &[u8], policy: Policy, make_dirs:
         std::fs::create_dir_all(&dir).map_err(|e| cannot(flag, path, e))?;
     }
     let result = temp_in(flag, path, &dir).and_then(|mut tmp| {
-        tmp.write_all(bytes).map_err(|e| Error::setup(format!("{flag}: writing '{}' failed: {e}", path.display())))?;
+        tmp.write_all(bytes)
+            .map_err(|e| Error::setup(format!("{flag}: writing '{}' failed: {e}", crate::error::shown(path))))?;
         replace_checked(flag, path, &target, tmp)
     });
     if result.is_err() {

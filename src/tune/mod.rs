@@ -575,21 +575,21 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
             crate::backend::host::KEPT_HEAP_ENV
         ));
         let header: Vec<String> = header.into_iter().chain(heap.clone()).collect();
-        let text = file.text(&abs.display().to_string(), &header);
+        let text = file.text(&crate::error::shown(&abs), &header);
         ended = crate::report::outfile::replace("--write-rules", path, text.as_bytes(), opts.files, false);
         if ended.is_ok() {
-            say(world, &format!("# rules written to {}", path.display()));
+            say(world, &format!("# rules written to {}", crate::error::shown(path)));
             match library {
                 Library::OpenMpi => say(world, &format!(
                     "# apply: mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename {} ...",
-                    abs.display()
+                    crate::error::shown(&abs)
                 )),
                 _ => say(world, "# apply: export the file's MPIR_CVAR_... lines in the job's environment (one algorithm for every size)"),
             }
             if let Some(h) = &heap {
                 say(world, &format!("# {h}"));
             }
-            say(world, &format!("# verify: mpirun ... coll-bench tune --verify {}", path.display()));
+            say(world, &format!("# verify: mpirun ... coll-bench tune --verify {}", crate::error::shown(path)));
         }
     }
     drop(csv);

@@ -244,8 +244,9 @@ fn open_mpi_rules(numbers: &[i64]) -> std::result::Result<Vec<CollectiveRules>, 
 /// Read `path` for `--verify`, with the flag in the error.
 pub fn read(path: &std::path::Path) -> Result<RulesFile> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::usage(format!("tune --verify: cannot read '{}': {e}", path.display())))?;
-    RulesFile::parse(&text).map_err(|why| Error::usage(format!("tune --verify: '{}': {why}", path.display())))
+        .map_err(|e| Error::usage(format!("tune --verify: cannot read '{}': {e}", crate::error::shown(path))))?;
+    RulesFile::parse(&text)
+        .map_err(|why| Error::usage(format!("tune --verify: '{}': {why}", crate::error::shown(path))))
 }
 
 #[cfg(test)]

@@ -178,7 +178,7 @@ pub fn all_site_dirs(env: &dyn Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
 pub fn override_failed(var: &str, path: &Path, err: &str, wanted: &str) -> String {
     format!(
         "{var}={} did not load: {}; point it at {wanted}, or unset it to search the usual places",
-        path.display(),
+        crate::error::shown(path),
         one_line(err)
     )
 }

@@ -1,0 +1,215 @@
+//! Every way a job ends, said right: interrupted (SIGINT/SIGTERM to the launcher or a rank),
+//! started without a launcher, and bad inputs that used to get through (issue 25).
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Stdio};
+
+/// Processes below `pid` whose program is coll-bench (the ranks), from /proc.
+fn ranks_below(pid: u32) -> Vec<u32> {
+    let mut parent = std::collections::HashMap::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
+        let after = &stat[stat.rfind(')').map(|i| i + 2).unwrap_or(0)..];
+        if let Some(pp) = after.split_whitespace().nth(1).and_then(|v| v.parse::<u32>().ok()) {
+            parent.insert(p, pp);
+        }
+    }
+    let below = |mut p: u32| loop {
+        match parent.get(&p) {
+            Some(&pp) if pp == pid => return true,
+            Some(&pp) if pp > 1 => p = pp,
+            _ => return false,
+        }
+    };
+    let bin = std::fs::canonicalize(BIN).unwrap();
+    let mut out: Vec<u32> = parent
+        .keys()
+        .copied()
+        .filter(|&p| below(p) && std::fs::read_link(format!("/proc/{p}/exe")).is_ok_and(|e| e == bin))
+        .collect();
+    out.sort();
+    out
+}
+
+/// Start a 2-rank sweep writing run.csv, wait until the table has 3 rows (read from its stdout,
+/// no sleep), send `sig` to the launcher or to a rank, and return (exit code, stderr, csv text).
+fn interrupt(sig: i32, to_launcher: bool) -> (Option<i32>, String, String) {
+    // One interrupted job at a time: two busy-polling jobs on 2 cores crawl.
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = ONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = mpirun_cmd(2, 120)
+        .args(["all-reduce", "-e", "1G", "-n", "2", "-w", "1", "--csv", "run.csv"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let timeout_pid = child.id();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut rows = 0;
+    while rows < 3 {
+        let Some(Ok(l)) = lines.next() else {
+            let out = child.wait_with_output().unwrap();
+            panic!("the table ended before 3 rows: {:?} {}", out.status, stderr(&out));
+        };
+        if !l.starts_with('#') && !l.trim().is_empty() {
+            rows += 1;
+        }
+    }
+    // `timeout` runs the launcher as its child; the ranks are below it.
+    let target = if to_launcher {
+        let launcher = std::fs::read_to_string(format!("/proc/{timeout_pid}/task/{timeout_pid}/children")).unwrap();
+        launcher.split_whitespace().next().unwrap().parse::<i32>().unwrap()
+    } else {
+        *ranks_below(timeout_pid).last().expect("a rank is running") as i32
+    };
+    // SAFETY: kill(2) on a process this test started.
+    assert_eq!(unsafe { libc::kill(target, sig) }, 0);
+    let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
+    let _ = rest;
+    let out = child.wait_with_output().unwrap();
+    let csv = std::fs::read_to_string(dir.path().join("run.csv")).unwrap_or_default();
+    (out.status.code(), stderr(&out), csv)
+}
+
+fn one_line_naming_the_csv(err: &str, csv: &str) {
+    let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("coll-bench: ")).collect();
+    assert_eq!(ours.len(), 1, "{err}");
+    assert!(ours[0].starts_with("coll-bench: interrupted by SIG"), "{err}");
+    assert!(ours[0].contains("run.csv (CSV), whole rows up to the interruption"), "{err}");
+    assert!(csv.ends_with('\n') && csv.lines().count() >= 4, "{csv}");
+}
+
+/// SIGINT or SIGTERM to a rank: the job ends with 130 or 143 (never 1) and rank 0 names the CSV.
+#[test]
+fn a_signal_to_a_rank_ends_with_128_plus_it_and_names_the_files() {
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let (status, err, csv) = interrupt(sig, false);
+        assert_eq!(status, Some(code), "signal {sig}: {err}");
+        one_line_naming_the_csv(&err, &csv);
+    }
+}
+
+/// SIGINT or SIGTERM to the launcher: rank 0 names the files in one line. Hydra forwards the
+/// signal and returns the ranks' 130/143; Open MPI's mpirun 4.1 sends SIGTERM to the ranks and
+/// returns 1 itself, whatever they return (docs/output.md).
+#[test]
+fn a_signal_to_the_launcher_names_the_files() {
+    for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let (status, err, csv) = interrupt(sig, true);
+        if FAMILY == "mpich" {
+            assert_eq!(status, Some(code), "signal {sig}: {err}");
+        } else {
+            assert_eq!(status, Some(1), "Open MPI's mpirun changed its code: update docs/output.md; {err}");
+        }
+        one_line_naming_the_csv(&err, &csv);
+    }
+}
+
+fn bare(args: &[&str], env: &[(&str, &str)]) -> (std::process::Output, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = Command::new("timeout");
+    c.args(["60", BIN]).args(args).current_dir(dir.path());
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    (c.output().unwrap(), dir)
+}
+
+#[test]
+fn without_a_launcher_one_line_exit_2_no_file_unless_one_rank() {
+    let (o, dir) = bare(&["-e", "1K"], &[]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("1 rank measures no communication; start with mpirun -n N"), "{err}");
+    assert!(stdout(&o).is_empty() && files(dir.path()).is_empty(), "{:?}", files(dir.path()));
+    let (o, dir) = bare(&["--one-rank", "all-reduce", "-e", "64", "-n", "2", "--csv", "one.csv"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(dir.path().join("one.csv").exists());
+    // Files and help need no launcher.
+    let (o, _d) = bare(&["--help"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+}
+
+#[test]
+fn torchruns_variables_without_an_mpi_launcher_name_torchrun() {
+    let (o, dir) = bare(&["-e", "1K"], &[("RANK", "0"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "0")]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("torchrun's variables are set (RANK=0 WORLD_SIZE=2 LOCAL_RANK=0)"), "{err}");
+    assert!(err.contains("start them with an MPI launcher") && !err.contains("different MPI"), "{err}");
+    assert!(files(dir.path()).is_empty());
+}
+
+fn refused_one_line(o: &std::process::Output, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains(needle), "{needle:?} not in {err}");
+}
+
+#[test]
+fn a_negative_duration_names_its_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = mpirun_in(dir.path(), 2, &["--budget", "-5ms", "--csv", "x.csv"], 60);
+    refused_one_line(&o, "--budget: '-5ms' is not a positive duration; expected a positive duration");
+    assert!(files(dir.path()).is_empty());
+}
+
+#[test]
+fn a_spec_with_a_huge_name_or_too_many_rules_is_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let rule = "[[rule]]\nname = \"x\"\ncollective = \"all-reduce\"\nsizes = \"8..64\"\nmax_time_us = 1e6\n";
+    let huge = rule.replace("name = \"x\"", &format!("name = \"{}\"", "n".repeat(64 << 20)));
+    std::fs::write(dir.path().join("huge.toml"), huge).unwrap();
+    std::fs::write(dir.path().join("many.toml"), rule.repeat(1001)).unwrap();
+    let o = mpirun_in(dir.path(), 2, &["check", "huge.toml", "--csv", "m.csv"], 60);
+    refused_one_line(&o, "check: huge.toml: over 1 MiB; expected a spec of at most 1 MiB (1000 rules)");
+    let o = mpirun_in(dir.path(), 2, &["check", "many.toml", "--csv", "m.csv"], 60);
+    refused_one_line(&o, "many.toml: 1001 rules; expected at most 1000");
+    assert!(!dir.path().join("m.csv").exists());
+}
+
+#[test]
+fn compare_refuses_zero_times_with_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = mpirun_in(dir.path(), 2, &["all-reduce", "-e", "64", "-n", "2", "--csv", "base.csv"], 60);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let base = std::fs::read_to_string(dir.path().join("base.csv")).unwrap();
+    let head: Vec<&str> = base.lines().next().unwrap().split(',').collect();
+    let col = head.iter().position(|c| *c == "median_us").unwrap();
+    let zeroed: Vec<String> = base
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut f: Vec<String> = l.split(',').map(String::from).collect();
+            if i > 0 {
+                f[col] = "0".into();
+            }
+            f.join(",")
+        })
+        .collect();
+    std::fs::write(dir.path().join("zero.csv"), zeroed.join("\n") + "\n").unwrap();
+    for args in [["compare", "base.csv", "zero.csv"], ["compare", "zero.csv", "base.csv"]] {
+        let o = Command::new(BIN).args(args).current_dir(dir.path()).output().unwrap();
+        refused_one_line(&o, "'zero.csv' line 2: column median_us is 0, expected a time above zero");
+    }
+}
+
+/// A path with a newline stays on one line in every message and in the `# Wrote` footer.
+#[test]
+fn a_path_with_a_newline_stays_on_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = mpirun_in(dir.path(), 2, &["all-reduce", "-e", "64", "-n", "2", "--csv", "a\n# Wrote x.csv"], 60);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.lines().any(|l| l.starts_with("# Wrote ") && l.ends_with("a\\n# Wrote x.csv (CSV)")), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("# Wrote x.csv")), "{out}");
+    let o = Command::new(BIN).args(["compare", "no\nsuch.csv", "b.csv"]).current_dir(dir.path()).output().unwrap();
+    refused_one_line(&o, "cannot read 'no\\nsuch.csv'");
+}
