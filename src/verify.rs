@@ -346,7 +346,7 @@ mod tests {
                     root: 0,
                     in_place: false,
                     convention: Convention::Nccl,
-                    layout: coll.layout(elems, n, rank, Convention::Nccl),
+                    layout: coll.layout(elems, size, n, rank, Convention::Nccl),
                 };
                 let inputs: Vec<Vec<u8>> = (0..n)
                     .map(|r| {
