@@ -121,7 +121,9 @@ pub fn main() -> i32 {
     };
     // SIGINT/SIGTERM: exit 130/143 with one line (after MPI_Init, which may install its own).
     crate::report::interrupted::arm(world.rank, None);
-    let code = match run(&world, &env, parsed, one_rank) {
+    let outcome = run(&world, &env, parsed, one_rank);
+    crate::report::interrupted::ended();
+    let code = match outcome {
         Ok(code) => code,
         Err(e) => {
             if world.rank == 0 {
@@ -213,6 +215,7 @@ fn install_panic_hook() {
             .or_else(|| info.payload().downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "panic".into());
         let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        crate::error::ending();
         eprintln!("coll-bench: internal error: {msg}{at}; aborting the job");
         if MPI_UP.load(Ordering::SeqCst) {
             // SAFETY: MPI is initialised; MPI_Abort does not return.

@@ -1,6 +1,17 @@
 //! The one error type. Every error is a complete, one-line message for the user; all of them
 //! exit with code 2 (usage or setup), as opposed to 1 (the answer is "no": wrong data).
 
+/// Set once this process has begun ending the job with an outcome of its own (an error line
+/// printed, the table and verdict out): a SIGINT or SIGTERM after that is the launcher tearing
+/// the job down on another rank's exit, not an interruption to report
+/// (`report::interrupted`). An atomic load is safe in a signal handler.
+pub static ENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Mark this process as ending the job with an outcome of its own ([`ENDING`]).
+pub fn ending() {
+    ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// A usage or setup error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {

@@ -77,6 +77,7 @@ pub fn line(call: &str, during: &str, rank: usize, host: &str, message: &str) ->
 /// print `line` here and end this process with exit code 2 (`_exit`: no MPI call, no unwinding;
 /// the launcher ends the other ranks).
 pub fn fail(line: &str) -> ! {
+    crate::error::ending();
     let ender = ENDER.lock().unwrap_or_else(|e| e.into_inner()).clone();
     if let Some(end) = ender {
         end(line);

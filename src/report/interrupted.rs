@@ -56,12 +56,19 @@ pub fn arm(rank: usize, files: Option<&[(PathBuf, &str)]>) {
     }
 }
 
+/// The run's outcome is out (its table and verdict, or its error line): a signal from here on
+/// (a launcher ending the job because another rank has already exited with its code) ends the
+/// process without a line claiming an interruption.
+pub fn ended() {
+    crate::error::ending();
+}
+
 extern "C" fn on_signal(sig: libc::c_int) {
     let lines = ARMED.load(Ordering::SeqCst);
     // SAFETY: ARMED holds a leaked, never freed `Lines`; write(2) and _exit(2) are
     // async-signal-safe.
     unsafe {
-        if !lines.is_null() {
+        if !lines.is_null() && !crate::error::ENDING.load(Ordering::SeqCst) {
             let text = if sig == libc::SIGINT { &(*lines).int } else { &(*lines).term };
             if !text.is_empty() {
                 libc::write(2, text.as_ptr().cast(), text.len());

@@ -168,17 +168,9 @@ impl<'a> Sweep<'a> {
         let (n, rank) = (self.member.size, self.member.rank);
         for (kind, dtype, op) in plan(self.opts) {
             let spec = kind.spec();
-            let mut previous = None;
             for size in sizes_for(spec, self.opts) {
                 let elems = (size / dtype.size() as u64) as usize;
                 let layout = spec.layout(elems, dtype.size(), n, rank, conv);
-                let size_bytes = layout_size(spec, elems, n, conv, dtype);
-                // Per-rank counts rounded down to whole 16 bytes (as nccl-tests) can make two
-                // requested sizes the same call (all-gather of 8 B and 16 B of float on 2 ranks:
-                // 0 B each): it is measured once, so no point appears twice in one run.
-                if previous.replace(size_bytes) == Some(size_bytes) {
-                    continue;
-                }
                 let call =
                     |in_place| Call { kind, dtype, op: op.unwrap_or(Op::Sum), root: self.opts.root, layout, in_place };
                 let out_of_place = self.measure(&call(false), Placement::OutOfPlace)?;
@@ -188,7 +180,7 @@ impl<'a> Sweep<'a> {
                     dtype,
                     op,
                     root: spec.rooted().then_some(self.opts.root),
-                    size_bytes,
+                    size_bytes: layout_size(spec, elems, n, conv, dtype),
                     count: layout.count as u64,
                     bus_factor: spec.bus_factor(n),
                     out_of_place,

@@ -443,6 +443,7 @@ fn leave(s: &Shared) -> ! {
 /// The line, in one write(2), so ranks' lines never interleave. Once per process: a second
 /// caller (another thread) waits here for the first to end the process.
 fn say(line: &str) {
+    crate::error::ending();
     if SAID.swap(true, Ordering::SeqCst) {
         loop {
             std::thread::park();
@@ -457,6 +458,7 @@ fn say(line: &str) {
 
 /// Print `line` if given, and end this process with exit code 2 at once.
 fn end(line: Option<&str>) -> ! {
+    crate::error::ending();
     if let Some(l) = line {
         say(l);
     }

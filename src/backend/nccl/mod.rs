@@ -659,6 +659,7 @@ impl NcclBackend {
             // SAFETY: our comm; the process ends right after.
             unsafe { (self.nccl.api.comm_abort)(c.raw) };
         }
+        crate::error::ending();
         let line = format!(
             "coll-bench: error: {msg} (rank {} on {}, GPU {}); aborting the job\n",
             self.rank, self.host, self.ordinal
@@ -964,6 +965,7 @@ pub fn avg_is_checkable(ops: &[Op], dtypes: &[DType], check: bool, on: RunsOn) -
 /// This rank's blocking init failed (`e` names the rank): one line, and the job ends (the
 /// launcher ends the other ranks, which wait inside NCCL for this one and cannot be reached).
 fn init_failed(e: &str) -> ! {
+    crate::error::ending();
     let line = format!("coll-bench: error: {e}; the other ranks wait inside NCCL's blocking init: aborting the job\n");
     let mut err = std::io::stderr().lock();
     let _ = err.write_all(line.as_bytes());
