@@ -113,6 +113,13 @@ fn a_signal_to_the_launcher_names_the_files() {
             assert_eq!(status, Some(code), "signal {sig}: {err}");
         } else {
             assert_eq!(status, Some(1), "Open MPI's mpirun changed its code: update docs/output.md; {err}");
+            // mpirun follows its SIGTERM to the ranks with a SIGKILL soon after, so rank 0's
+            // line is not always out: at most the one line, and the CSV whole.
+            let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("coll-bench: ")).collect();
+            assert!(ours.len() <= 1, "{err}");
+            assert!(ours.iter().all(|l| l.starts_with("coll-bench: interrupted by SIG")), "{err}");
+            assert!(csv.ends_with('\n') && csv.lines().count() >= 4, "{csv}");
+            continue;
         }
         one_line_naming_the_csv(&err, &csv);
     }
