@@ -282,10 +282,16 @@ fn wrong_data_leaves_the_verdict_to_rank_0() {
         let out = stdout(&o);
         assert_eq!(o.status.code(), Some(1), "{args:?}\n{out}{}", stderr(&o));
         assert!(out.contains("WRONG") || out.contains("FAILED"), "{args:?}\n{out}");
+        // Rank 0 chooses 1; every other rank chooses 0. One still finishing when rank 0 has
+        // ended may be ended by the launcher's tear-down (143 recorded, or no code after
+        // SIGKILL): never 1 of its own.
         let codes: Vec<String> = (0..4)
-            .map(|r| std::fs::read_to_string(dir.path().join(format!("rank{r}.rc"))).unwrap().trim().to_string())
+            .map(|r| {
+                std::fs::read_to_string(dir.path().join(format!("rank{r}.rc"))).unwrap_or_default().trim().to_string()
+            })
             .collect();
-        assert_eq!(codes, ["1", "0", "0", "0"], "{args:?}: each rank's exit code\n{out}");
+        assert_eq!(codes[0], "1", "{args:?}: rank 0's exit code\n{out}");
+        assert!(codes[1..].iter().all(|c| ["0", "143", ""].contains(&c.as_str())), "{args:?}: {codes:?}\n{out}");
     }
 }
 
