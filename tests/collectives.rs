@@ -260,23 +260,7 @@ fn wrong_data_leaves_the_verdict_to_rank_0() {
     let d = dir.path().to_str().unwrap();
     for args in [
         &["all-reduce", "-b", "1K", "-e", "1K", "-n", "1", "-w", "0", "--no-csv", "--debug-corrupt-rank", "2"][..],
-        &[
-            "step",
-            "--layout",
-            "tp=2,pp=2",
-            "--hidden",
-            "128",
-            "--seq",
-            "128",
-            "--no-csv",
-            "-w",
-            "0",
-            "-n",
-            "1",
-            "--sequence-parallel",
-            "--debug-corrupt-rank",
-            "2",
-        ][..],
+        CORRUPTED_STEP,
     ] {
         let o = launch_cmd(120).args(["-n", "4", wrapper, d, BIN]).args(args).current_dir(d).output().unwrap();
         let out = stdout(&o);

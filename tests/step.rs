@@ -67,26 +67,7 @@ fn tp_dp_and_pp_dp_zero_wrong() {
 /// every dimension (TP and DP collectives, PP transfers).
 #[test]
 fn a_corrupted_phase_is_wrong() {
-    let (o, _d) = mpirun(
-        4,
-        &[
-            "step",
-            "--layout",
-            "tp=2,pp=2",
-            "--hidden",
-            "128",
-            "--seq",
-            "128",
-            "--no-csv",
-            "-w",
-            "0",
-            "-n",
-            "1",
-            "--sequence-parallel",
-            "--debug-corrupt-rank",
-            "2",
-        ],
-    );
+    let (o, _d) = mpirun(4, CORRUPTED_STEP);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
     assert!(out.contains("elements WRONG"), "{out}");

@@ -6,6 +6,26 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+/// A small 4-rank step whose rank 2 flips a bit of what it receives: it must end with exit 1 and
+/// its table's "elements WRONG".
+pub const CORRUPTED_STEP: &[&str] = &[
+    "step",
+    "--layout",
+    "tp=2,pp=2",
+    "--hidden",
+    "128",
+    "--seq",
+    "128",
+    "--no-csv",
+    "-w",
+    "0",
+    "-n",
+    "1",
+    "--sequence-parallel",
+    "--debug-corrupt-rank",
+    "2",
+];
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_coll-bench");
 
 /// The MPI family the binary is linked against (`openmpi`, `mpich`), recorded by build.rs; the
