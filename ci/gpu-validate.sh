@@ -119,6 +119,37 @@ launch_run z1 -- -z 1
     "$out/launch-z1-$n_max-ranks-$stamp.csv" 2>/dev/null | sort -n | sed 's/^/| /'
 } >>"$summary"
 
+# - binding: one GPU visible per rank, as Slurm's --gpus-per-task=1 or a wrapper setting
+#   CUDA_VISIBLE_DEVICES=$LOCAL_RANK leaves it: each rank must run on its ordinal 0 and the header
+#   must list N distinct PCI bus ids (proves gpu.rs's one-visible-GPU rule on a real driver); then
+#   every rank shown the same one GPU: the run must refuse with exit 2 and "would share one GPU"
+#   before measuring (proves the bus-id check sees a real shared device).
+if [ "$n_max" -ge 2 ]; then
+  pick='export CUDA_VISIBLE_DEVICES=${OMPI_COMM_WORLD_LOCAL_RANK:-${MPI_LOCALRANKID:-${SLURM_LOCALID:-0}}}; exec "$0" "$@"'
+  blog=$out/binding-own-$n_max-ranks-$stamp.txt
+  set +e
+  "${MPIRUN[@]}" -n "$n_max" bash -c "$pick" "$COLL_BENCH_BIN" --backend nccl all-reduce -d float -b 8 -e 1M -f 8 --no-csv >"$blog" 2>&1
+  b1=$?
+  set -e
+  buses=$(grep -o '(PCI [^)]*)' "$blog" | sort -u | wc -l)
+  blog2=$out/binding-shared-$n_max-ranks-$stamp.txt
+  set +e
+  CUDA_VISIBLE_DEVICES=0 "${MPIRUN[@]}" -n "$n_max" "$COLL_BENCH_BIN" --backend nccl all-reduce -d float -b 8 -e 1M -f 8 --no-csv >"$blog2" 2>&1
+  b2=$?
+  set -e
+  shared=no
+  grep -q 'would share one GPU' "$blog2" && shared=yes
+  verdict=ok
+  if [ "$b1" -ne 0 ] || [ "$buses" -ne "$n_max" ] || [ "$b2" -ne 2 ] || [ "$shared" != yes ]; then verdict=FAILED; rc=1; fi
+  {
+    echo
+    echo "## binding: one GPU visible per rank ($verdict)"
+    echo
+    echo "- own GPU each (CUDA_VISIBLE_DEVICES=local rank): exit $b1 (want 0), $buses distinct PCI bus ids in the header (want $n_max): $blog"
+    echo "- one GPU for all (CUDA_VISIBLE_DEVICES=0): exit $b2 (want 2), refusal naming the shared GPU: $shared (want yes): $blog2"
+  } >>"$summary"
+fi
+
 # nccl-tests beside it: float, sum, out of place, at the same sizes.
 if [ -n "${NCCL_TESTS_DIR:-}" ]; then
   declare -A perf=([all-reduce]=all_reduce_perf [all-gather]=all_gather_perf [reduce-scatter]=reduce_scatter_perf
