@@ -19,6 +19,7 @@
 //! backend as the sweep does; `step` times a training step's calls (`step::exec`); `plot` and
 //! `compare` read the CSVs back ([`csvread`]).
 
+#![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod acceptance;

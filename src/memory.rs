@@ -122,53 +122,66 @@ fn mapped(layout: std::alloc::Layout) -> bool {
 // else is the system allocator's, handed back to it.
 unsafe impl std::alloc::GlobalAlloc for OwnHeap {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if !mapped(layout) {
-            return std::alloc::System.alloc(layout);
-        }
-        let prot = libc::PROT_READ | libc::PROT_WRITE;
-        let p = libc::mmap(std::ptr::null_mut(), layout.size(), prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
-        if p == libc::MAP_FAILED {
-            std::ptr::null_mut()
-        } else {
-            p.cast()
+        // SAFETY: the caller upholds this function's contract (its doc comment).
+        unsafe {
+            if !mapped(layout) {
+                return std::alloc::System.alloc(layout);
+            }
+            let prot = libc::PROT_READ | libc::PROT_WRITE;
+            let p =
+                libc::mmap(std::ptr::null_mut(), layout.size(), prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
+            if p == libc::MAP_FAILED {
+                std::ptr::null_mut()
+            } else {
+                p.cast()
+            }
         }
     }
 
     unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
-        if mapped(layout) {
-            self.alloc(layout) // a fresh anonymous mapping reads as zeros
-        } else {
-            std::alloc::System.alloc_zeroed(layout)
+        // SAFETY: the caller upholds this function's contract (its doc comment).
+        unsafe {
+            if mapped(layout) {
+                self.alloc(layout) // a fresh anonymous mapping reads as zeros
+            } else {
+                std::alloc::System.alloc_zeroed(layout)
+            }
         }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
-        if mapped(layout) {
-            libc::munmap(ptr.cast(), layout.size());
-        } else {
-            std::alloc::System.dealloc(ptr, layout)
+        // SAFETY: the caller upholds this function's contract (its doc comment).
+        unsafe {
+            if mapped(layout) {
+                libc::munmap(ptr.cast(), layout.size());
+            } else {
+                std::alloc::System.dealloc(ptr, layout)
+            }
         }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
-        let new = std::alloc::Layout::from_size_align_unchecked(new_size, layout.align());
-        match (mapped(layout), mapped(new)) {
-            (false, false) => std::alloc::System.realloc(ptr, layout, new_size),
-            (true, true) => {
-                let p = libc::mremap(ptr.cast(), layout.size(), new_size, libc::MREMAP_MAYMOVE);
-                if p == libc::MAP_FAILED {
-                    std::ptr::null_mut()
-                } else {
-                    p.cast()
+        // SAFETY: the caller upholds this function's contract (its doc comment).
+        unsafe {
+            let new = std::alloc::Layout::from_size_align_unchecked(new_size, layout.align());
+            match (mapped(layout), mapped(new)) {
+                (false, false) => std::alloc::System.realloc(ptr, layout, new_size),
+                (true, true) => {
+                    let p = libc::mremap(ptr.cast(), layout.size(), new_size, libc::MREMAP_MAYMOVE);
+                    if p == libc::MAP_FAILED {
+                        std::ptr::null_mut()
+                    } else {
+                        p.cast()
+                    }
                 }
-            }
-            _ => {
-                let p = self.alloc(new);
-                if !p.is_null() {
-                    std::ptr::copy_nonoverlapping(ptr, p, layout.size().min(new_size));
-                    self.dealloc(ptr, layout);
+                _ => {
+                    let p = self.alloc(new);
+                    if !p.is_null() {
+                        std::ptr::copy_nonoverlapping(ptr, p, layout.size().min(new_size));
+                        self.dealloc(ptr, layout);
+                    }
+                    p
                 }
-                p
             }
         }
     }

@@ -269,46 +269,52 @@ impl MpiBackend {
         dtype: ffi::MPI_Datatype,
         tag: c_int,
     ) -> Checked {
-        let status = ffi::RSMPI_STATUS_IGNORE;
-        ok(
-            "MPI_Sendrecv",
-            ffi::MPI_Sendrecv(send, scount, dtype, to, tag, recv, rcount, dtype, from, tag, self.comm, status),
-        )
+        // SAFETY: the caller upholds this function's contract (its doc comment).
+        unsafe {
+            let status = ffi::RSMPI_STATUS_IGNORE;
+            ok(
+                "MPI_Sendrecv",
+                ffi::MPI_Sendrecv(send, scount, dtype, to, tag, recv, rcount, dtype, from, tag, self.comm, status),
+            )
+        }
     }
 
     /// Ring all-reduce into `p.recv`. SAFETY: as `call_once`; `scratch` holds a chunk.
     unsafe fn ring_all_reduce(&self, p: &Prepared) -> Checked {
-        let (dtype, op) = p.elem;
-        let elem = dtype.size();
-        let count = p.count as usize;
-        let n = self.nranks;
-        let recv = p.recv as *mut u8;
-        if !p.in_place && count > 0 {
-            std::ptr::copy_nonoverlapping(p.send as *const u8, recv, count * elem);
+        // SAFETY: the caller upholds this function's contract (its doc comment).
+        unsafe {
+            let (dtype, op) = p.elem;
+            let elem = dtype.size();
+            let count = p.count as usize;
+            let n = self.nranks;
+            let recv = p.recv as *mut u8;
+            if !p.in_place && count > 0 {
+                std::ptr::copy_nonoverlapping(p.send as *const u8, recv, count * elem);
+            }
+            if n == 1 || count == 0 {
+                return Ok(());
+            }
+            let chunk = |c: usize| (c * count / n, (c + 1) * count / n); // [start, end) in elements
+            let (right, left) = (((self.rank + 1) % n) as c_int, ((self.rank + n - 1) % n) as c_int);
+            let scratch = self.scratch.raw();
+            // Reduce-scatter: after n−1 steps this rank holds the whole reduction of chunk rank+1.
+            for step in 0..n - 1 {
+                let (s0, s1) = chunk((self.rank + n - step) % n);
+                let (r0, r1) = chunk((self.rank + n - step - 1) % n);
+                let (send, recv_at) = (recv.add(s0 * elem) as *const c_void, scratch as *mut c_void);
+                self.sendrecv(send, (s1 - s0) as c_int, right, recv_at, (r1 - r0) as c_int, left, p.dtype, 1)?;
+                let acc = std::slice::from_raw_parts_mut(recv.add(r0 * elem), (r1 - r0) * elem);
+                crate::dtype::combine_into(dtype, op, acc, std::slice::from_raw_parts(scratch, (r1 - r0) * elem));
+            }
+            // All-gather of the reduced chunks, straight into place.
+            for step in 0..n - 1 {
+                let (s0, s1) = chunk((self.rank + 1 + n - step) % n);
+                let (r0, r1) = chunk((self.rank + n - step) % n);
+                let (send, recv_at) = (recv.add(s0 * elem) as *const c_void, recv.add(r0 * elem) as *mut c_void);
+                self.sendrecv(send, (s1 - s0) as c_int, right, recv_at, (r1 - r0) as c_int, left, p.dtype, 2)?;
+            }
+            Ok(())
         }
-        if n == 1 || count == 0 {
-            return Ok(());
-        }
-        let chunk = |c: usize| (c * count / n, (c + 1) * count / n); // [start, end) in elements
-        let (right, left) = (((self.rank + 1) % n) as c_int, ((self.rank + n - 1) % n) as c_int);
-        let scratch = self.scratch.raw();
-        // Reduce-scatter: after n−1 steps this rank holds the whole reduction of chunk rank+1.
-        for step in 0..n - 1 {
-            let (s0, s1) = chunk((self.rank + n - step) % n);
-            let (r0, r1) = chunk((self.rank + n - step - 1) % n);
-            let (send, recv_at) = (recv.add(s0 * elem) as *const c_void, scratch as *mut c_void);
-            self.sendrecv(send, (s1 - s0) as c_int, right, recv_at, (r1 - r0) as c_int, left, p.dtype, 1)?;
-            let acc = std::slice::from_raw_parts_mut(recv.add(r0 * elem), (r1 - r0) * elem);
-            crate::dtype::combine_into(dtype, op, acc, std::slice::from_raw_parts(scratch, (r1 - r0) * elem));
-        }
-        // All-gather of the reduced chunks, straight into place.
-        for step in 0..n - 1 {
-            let (s0, s1) = chunk((self.rank + 1 + n - step) % n);
-            let (r0, r1) = chunk((self.rank + n - step) % n);
-            let (send, recv_at) = (recv.add(s0 * elem) as *const c_void, recv.add(r0 * elem) as *mut c_void);
-            self.sendrecv(send, (s1 - s0) as c_int, right, recv_at, (r1 - r0) as c_int, left, p.dtype, 2)?;
-        }
-        Ok(())
     }
 
     /// Ring reduce-scatter (`MPI_Reduce_scatter_block`'s contract): block b of the result is the
@@ -316,88 +322,97 @@ impl MpiBackend {
     /// travels the ring: at each step a rank adds its own input block to what it received and
     /// passes it on. SAFETY: as `call_once`; `scratch` holds two blocks.
     unsafe fn ring_reduce_scatter(&self, p: &Prepared) -> Checked {
-        let (dtype, op) = p.elem;
-        let elem = dtype.size();
-        let count = p.count as usize;
-        let n = self.nranks;
-        let bytes = count * elem;
-        let input = p.input as *const u8;
-        let out = p.recv as *mut u8;
-        if count == 0 {
-            return Ok(());
+        // SAFETY: the caller upholds this function's contract (its doc comment).
+        unsafe {
+            let (dtype, op) = p.elem;
+            let elem = dtype.size();
+            let count = p.count as usize;
+            let n = self.nranks;
+            let bytes = count * elem;
+            let input = p.input as *const u8;
+            let out = p.recv as *mut u8;
+            if count == 0 {
+                return Ok(());
+            }
+            if n == 1 {
+                std::ptr::copy(input, out, bytes);
+                return Ok(());
+            }
+            let (right, left) = (((self.rank + 1) % n) as c_int, ((self.rank + n - 1) % n) as c_int);
+            let (mut acc, mut inc) = (self.scratch.raw(), self.scratch.raw().add(bytes));
+            // Step s sends the partial sum of block (rank − s − 1) and receives that of (rank − s − 2).
+            for step in 0..n - 1 {
+                let send_block = (self.rank + 2 * n - step - 1) % n;
+                let recv_block = (self.rank + 2 * n - step - 2) % n;
+                let send: *const u8 = if step == 0 { input.add(send_block * bytes) } else { acc };
+                self.sendrecv(send as *const c_void, p.count, right, inc as *mut c_void, p.count, left, p.dtype, 3)?;
+                let sum = std::slice::from_raw_parts_mut(inc, bytes);
+                crate::dtype::combine_into(
+                    dtype,
+                    op,
+                    sum,
+                    std::slice::from_raw_parts(input.add(recv_block * bytes), bytes),
+                );
+                std::mem::swap(&mut acc, &mut inc);
+            }
+            std::ptr::copy_nonoverlapping(acc, out, bytes);
+            Ok(())
         }
-        if n == 1 {
-            std::ptr::copy(input, out, bytes);
-            return Ok(());
-        }
-        let (right, left) = (((self.rank + 1) % n) as c_int, ((self.rank + n - 1) % n) as c_int);
-        let (mut acc, mut inc) = (self.scratch.raw(), self.scratch.raw().add(bytes));
-        // Step s sends the partial sum of block (rank − s − 1) and receives that of (rank − s − 2).
-        for step in 0..n - 1 {
-            let send_block = (self.rank + 2 * n - step - 1) % n;
-            let recv_block = (self.rank + 2 * n - step - 2) % n;
-            let send: *const u8 = if step == 0 { input.add(send_block * bytes) } else { acc };
-            self.sendrecv(send as *const c_void, p.count, right, inc as *mut c_void, p.count, left, p.dtype, 3)?;
-            let sum = std::slice::from_raw_parts_mut(inc, bytes);
-            crate::dtype::combine_into(
-                dtype,
-                op,
-                sum,
-                std::slice::from_raw_parts(input.add(recv_block * bytes), bytes),
-            );
-            std::mem::swap(&mut acc, &mut inc);
-        }
-        std::ptr::copy_nonoverlapping(acc, out, bytes);
-        Ok(())
     }
 
     /// Ring all-gather: n−1 steps, each passing on the block received the step before.
     /// SAFETY: as `call_once`.
     unsafe fn ring_all_gather(&self, p: &Prepared) -> Checked {
-        let elem = p.elem.0.size();
-        let count = p.count as usize;
-        let n = self.nranks;
-        let bytes = count * elem;
-        let out = p.recv as *mut u8;
-        if count == 0 {
-            return Ok(());
+        // SAFETY: the caller upholds this function's contract (its doc comment).
+        unsafe {
+            let elem = p.elem.0.size();
+            let count = p.count as usize;
+            let n = self.nranks;
+            let bytes = count * elem;
+            let out = p.recv as *mut u8;
+            if count == 0 {
+                return Ok(());
+            }
+            if !p.in_place {
+                std::ptr::copy_nonoverlapping(p.input as *const u8, out.add(self.rank * bytes), bytes);
+            }
+            let (right, left) = (((self.rank + 1) % n) as c_int, ((self.rank + n - 1) % n) as c_int);
+            for step in 0..n - 1 {
+                let send_block = (self.rank + n - step) % n;
+                let recv_block = (self.rank + 2 * n - step - 1) % n;
+                let (send, recv) =
+                    (out.add(send_block * bytes) as *const c_void, out.add(recv_block * bytes) as *mut c_void);
+                self.sendrecv(send, p.count, right, recv, p.count, left, p.dtype, 4)?;
+            }
+            Ok(())
         }
-        if !p.in_place {
-            std::ptr::copy_nonoverlapping(p.input as *const u8, out.add(self.rank * bytes), bytes);
-        }
-        let (right, left) = (((self.rank + 1) % n) as c_int, ((self.rank + n - 1) % n) as c_int);
-        for step in 0..n - 1 {
-            let send_block = (self.rank + n - step) % n;
-            let recv_block = (self.rank + 2 * n - step - 1) % n;
-            let (send, recv) =
-                (out.add(send_block * bytes) as *const c_void, out.add(recv_block * bytes) as *mut c_void);
-            self.sendrecv(send, p.count, right, recv, p.count, left, p.dtype, 4)?;
-        }
-        Ok(())
     }
 
     /// Recursive-doubling all-reduce (power-of-two rank counts): exchange the whole buffer with
     /// rank ^ 1, rank ^ 2, … and combine. SAFETY: as `call_once`; `scratch` holds a buffer.
     unsafe fn recursive_doubling_all_reduce(&self, p: &Prepared) -> Checked {
-        let (dtype, op) = p.elem;
-        let bytes = p.count as usize * dtype.size();
-        let recv = p.recv as *mut u8;
-        if !p.in_place && bytes > 0 {
-            std::ptr::copy_nonoverlapping(p.send as *const u8, recv, bytes);
+        // SAFETY: the caller upholds this function's contract (its doc comment).
+        unsafe {
+            let (dtype, op) = p.elem;
+            let bytes = p.count as usize * dtype.size();
+            let recv = p.recv as *mut u8;
+            if !p.in_place && bytes > 0 {
+                std::ptr::copy_nonoverlapping(p.send as *const u8, recv, bytes);
+            }
+            if bytes == 0 {
+                return Ok(());
+            }
+            let scratch = self.scratch.raw();
+            let mut mask = 1;
+            while mask < self.nranks {
+                let peer = (self.rank ^ mask) as c_int;
+                self.sendrecv(recv as *const c_void, p.count, peer, scratch as *mut c_void, p.count, peer, p.dtype, 5)?;
+                let acc = std::slice::from_raw_parts_mut(recv, bytes);
+                crate::dtype::combine_into(dtype, op, acc, std::slice::from_raw_parts(scratch, bytes));
+                mask <<= 1;
+            }
+            Ok(())
         }
-        if bytes == 0 {
-            return Ok(());
-        }
-        let scratch = self.scratch.raw();
-        let mut mask = 1;
-        while mask < self.nranks {
-            let peer = (self.rank ^ mask) as c_int;
-            self.sendrecv(recv as *const c_void, p.count, peer, scratch as *mut c_void, p.count, peer, p.dtype, 5)?;
-            let acc = std::slice::from_raw_parts_mut(recv, bytes);
-            crate::dtype::combine_into(dtype, op, acc, std::slice::from_raw_parts(scratch, bytes));
-            mask <<= 1;
-        }
-        Ok(())
     }
 
     /// The MPI function [`Self::call_once`] times for `kind` (keep the two in step: the
@@ -422,81 +437,84 @@ impl MpiBackend {
     /// One call of the collective. SAFETY: the pointers in `p` point into our buffers, which
     /// `allocate` sized for the largest layout.
     unsafe fn call_once(&self, p: &Prepared) -> Checked {
-        let c = self.comm;
-        match (self.implementation, p.kind) {
-            (Implementation::Ring, Kind::AllReduce) => self.ring_all_reduce(p)?,
-            (Implementation::Ring, Kind::ReduceScatter) => self.ring_reduce_scatter(p)?,
-            (Implementation::Ring, Kind::AllGather) => self.ring_all_gather(p)?,
-            (Implementation::RecursiveDoubling, Kind::AllReduce) => self.recursive_doubling_all_reduce(p)?,
-            (Implementation::Ring | Implementation::RecursiveDoubling, _) => {
-                unreachable!("--impl is refused up front for collectives it does not provide")
-            }
-            (Implementation::Native, Kind::AllReduce) => {
-                ok("MPI_Allreduce", ffi::MPI_Allreduce(p.send, p.recv, p.count, p.dtype, p.op, c))?;
-            }
-            (Implementation::Native, Kind::AllGather) => {
-                ok("MPI_Allgather", ffi::MPI_Allgather(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c))?;
-            }
-            (Implementation::Native, Kind::ReduceScatter) => {
-                let rc = ffi::MPI_Reduce_scatter_block(p.send, p.recv, p.count, p.dtype, p.op, c);
-                ok("MPI_Reduce_scatter_block", rc)?;
-            }
-            (Implementation::Native, Kind::Broadcast) => {
-                // One buffer in MPI: the root sends from its send buffer (out of place) and the
-                // others receive into their receive buffers.
-                let buf = if self.rank as c_int == p.root { p.send as *mut c_void } else { p.recv };
-                ok("MPI_Bcast", ffi::MPI_Bcast(buf, p.count, p.dtype, p.root, c))?;
-            }
-            (Implementation::Native, Kind::Reduce) => {
-                ok("MPI_Reduce", ffi::MPI_Reduce(p.send, p.recv, p.count, p.dtype, p.op, p.root, c))?;
-            }
-            (Implementation::Native, Kind::Gather) => {
-                let rc = ffi::MPI_Gather(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, p.root, c);
-                ok("MPI_Gather", rc)?;
-            }
-            (Implementation::Native, Kind::Scatter) => {
-                let rc = ffi::MPI_Scatter(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, p.root, c);
-                ok("MPI_Scatter", rc)?;
-            }
-            (Implementation::Native, Kind::AllToAll) => {
-                ok("MPI_Alltoall", ffi::MPI_Alltoall(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c))?;
-            }
-            (Implementation::Native, Kind::Barrier) => ok("MPI_Barrier", ffi::MPI_Barrier(c))?,
-            (Implementation::Native, Kind::SendRecv) => {
-                // nccl-tests' ring: send to rank+1 and receive from rank−1 at once; in place, one
-                // buffer sent and then overwritten (MPI's own in-place form).
-                let (to, from) = p.ring;
-                if p.in_place {
-                    let status = ffi::RSMPI_STATUS_IGNORE;
-                    let rc = ffi::MPI_Sendrecv_replace(p.recv, p.count, p.dtype, to, 8, from, 8, c, status);
-                    ok("MPI_Sendrecv_replace", rc)?;
-                } else {
-                    self.sendrecv(p.send, p.count, to, p.recv, p.count, from, p.dtype, 8)?;
+        // SAFETY: the caller upholds this function's contract (its doc comment).
+        unsafe {
+            let c = self.comm;
+            match (self.implementation, p.kind) {
+                (Implementation::Ring, Kind::AllReduce) => self.ring_all_reduce(p)?,
+                (Implementation::Ring, Kind::ReduceScatter) => self.ring_reduce_scatter(p)?,
+                (Implementation::Ring, Kind::AllGather) => self.ring_all_gather(p)?,
+                (Implementation::RecursiveDoubling, Kind::AllReduce) => self.recursive_doubling_all_reduce(p)?,
+                (Implementation::Ring | Implementation::RecursiveDoubling, _) => {
+                    unreachable!("--impl is refused up front for collectives it does not provide")
                 }
-            }
-            (Implementation::Native, Kind::PingPong) => {
-                let me = self.rank as c_int;
-                let status = ffi::RSMPI_STATUS_IGNORE;
-                if p.partner == me {
+                (Implementation::Native, Kind::AllReduce) => {
+                    ok("MPI_Allreduce", ffi::MPI_Allreduce(p.send, p.recv, p.count, p.dtype, p.op, c))?;
+                }
+                (Implementation::Native, Kind::AllGather) => {
+                    ok("MPI_Allgather", ffi::MPI_Allgather(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c))?;
+                }
+                (Implementation::Native, Kind::ReduceScatter) => {
+                    let rc = ffi::MPI_Reduce_scatter_block(p.send, p.recv, p.count, p.dtype, p.op, c);
+                    ok("MPI_Reduce_scatter_block", rc)?;
+                }
+                (Implementation::Native, Kind::Broadcast) => {
+                    // One buffer in MPI: the root sends from its send buffer (out of place) and the
+                    // others receive into their receive buffers.
+                    let buf = if self.rank as c_int == p.root { p.send as *mut c_void } else { p.recv };
+                    ok("MPI_Bcast", ffi::MPI_Bcast(buf, p.count, p.dtype, p.root, c))?;
+                }
+                (Implementation::Native, Kind::Reduce) => {
+                    ok("MPI_Reduce", ffi::MPI_Reduce(p.send, p.recv, p.count, p.dtype, p.op, p.root, c))?;
+                }
+                (Implementation::Native, Kind::Gather) => {
+                    let rc = ffi::MPI_Gather(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, p.root, c);
+                    ok("MPI_Gather", rc)?;
+                }
+                (Implementation::Native, Kind::Scatter) => {
+                    let rc = ffi::MPI_Scatter(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, p.root, c);
+                    ok("MPI_Scatter", rc)?;
+                }
+                (Implementation::Native, Kind::AllToAll) => {
+                    ok("MPI_Alltoall", ffi::MPI_Alltoall(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c))?;
+                }
+                (Implementation::Native, Kind::Barrier) => ok("MPI_Barrier", ffi::MPI_Barrier(c))?,
+                (Implementation::Native, Kind::SendRecv) => {
+                    // nccl-tests' ring: send to rank+1 and receive from rank−1 at once; in place, one
+                    // buffer sent and then overwritten (MPI's own in-place form).
+                    let (to, from) = p.ring;
                     if p.in_place {
-                        let rc = ffi::MPI_Sendrecv_replace(p.recv, p.count, p.dtype, me, 0, me, 0, c, status);
+                        let status = ffi::RSMPI_STATUS_IGNORE;
+                        let rc = ffi::MPI_Sendrecv_replace(p.recv, p.count, p.dtype, to, 8, from, 8, c, status);
                         ok("MPI_Sendrecv_replace", rc)?;
                     } else {
-                        self.sendrecv(p.send, p.count, me, p.recv, p.count, me, p.dtype, 0)?;
+                        self.sendrecv(p.send, p.count, to, p.recv, p.count, from, p.dtype, 8)?;
                     }
-                } else if me % 2 == 0 {
-                    ok("MPI_Send", ffi::MPI_Send(p.send, p.count, p.dtype, p.partner, 0, c))?;
-                    ok("MPI_Recv", ffi::MPI_Recv(p.recv, p.count, p.dtype, p.partner, 0, c, status))?;
-                } else {
-                    ok("MPI_Recv", ffi::MPI_Recv(p.recv, p.count, p.dtype, p.partner, 0, c, status))?;
-                    ok("MPI_Send", ffi::MPI_Send(p.send, p.count, p.dtype, p.partner, 0, c))?;
+                }
+                (Implementation::Native, Kind::PingPong) => {
+                    let me = self.rank as c_int;
+                    let status = ffi::RSMPI_STATUS_IGNORE;
+                    if p.partner == me {
+                        if p.in_place {
+                            let rc = ffi::MPI_Sendrecv_replace(p.recv, p.count, p.dtype, me, 0, me, 0, c, status);
+                            ok("MPI_Sendrecv_replace", rc)?;
+                        } else {
+                            self.sendrecv(p.send, p.count, me, p.recv, p.count, me, p.dtype, 0)?;
+                        }
+                    } else if me % 2 == 0 {
+                        ok("MPI_Send", ffi::MPI_Send(p.send, p.count, p.dtype, p.partner, 0, c))?;
+                        ok("MPI_Recv", ffi::MPI_Recv(p.recv, p.count, p.dtype, p.partner, 0, c, status))?;
+                    } else {
+                        ok("MPI_Recv", ffi::MPI_Recv(p.recv, p.count, p.dtype, p.partner, 0, c, status))?;
+                        ok("MPI_Send", ffi::MPI_Send(p.send, p.count, p.dtype, p.partner, 0, c))?;
+                    }
                 }
             }
+            if let Some((dtype, ptr, len)) = p.avg {
+                divide_by_ranks(dtype, std::slice::from_raw_parts_mut(ptr, len), self.nranks);
+            }
+            Ok(())
         }
-        if let Some((dtype, ptr, len)) = p.avg {
-            divide_by_ranks(dtype, std::slice::from_raw_parts_mut(ptr, len), self.nranks);
-        }
-        Ok(())
     }
 
     /// The line for `f`, failed in `call`.

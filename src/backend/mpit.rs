@@ -135,22 +135,25 @@ impl Tool {
 
 /// The items of an enumeration. SAFETY: `e` comes from `MPI_T_cvar_get_info`.
 unsafe fn enum_items(e: ffi::MPI_T_enum) -> Vec<(i32, String)> {
-    let mut num: c_int = 0;
-    let mut name = vec![0 as c_char; 256];
-    let mut len = name.len() as c_int;
-    if ffi::MPI_T_enum_get_info(e, &mut num, name.as_mut_ptr(), &mut len) != 0 {
-        return vec![];
-    }
-    let mut out = vec![];
-    for i in 0..num {
-        let mut value: c_int = 0;
-        let mut item = vec![0 as c_char; 256];
-        let mut len = item.len() as c_int;
-        if ffi::MPI_T_enum_get_item(e, i, &mut value, item.as_mut_ptr(), &mut len) == 0 {
-            out.push((value, text(&item)));
+    // SAFETY: the caller upholds this function's contract (its doc comment).
+    unsafe {
+        let mut num: c_int = 0;
+        let mut name = vec![0 as c_char; 256];
+        let mut len = name.len() as c_int;
+        if ffi::MPI_T_enum_get_info(e, &mut num, name.as_mut_ptr(), &mut len) != 0 {
+            return vec![];
         }
+        let mut out = vec![];
+        for i in 0..num {
+            let mut value: c_int = 0;
+            let mut item = vec![0 as c_char; 256];
+            let mut len = item.len() as c_int;
+            if ffi::MPI_T_enum_get_item(e, i, &mut value, item.as_mut_ptr(), &mut len) == 0 {
+                out.push((value, text(&item)));
+            }
+        }
+        out
     }
-    out
 }
 
 impl Drop for Tool {

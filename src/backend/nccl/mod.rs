@@ -63,11 +63,14 @@ macro_rules! api {
             /// # Safety
             /// The library must export these symbols with these C signatures.
             pub unsafe fn load(lib: &'static libloading::Library) -> Result<Self, String> {
-                Ok($name {
-                    $($field: *lib
-                        .get::<unsafe extern "C" fn($($arg),*) -> $ret>(concat!($sym, "\0").as_bytes())
-                        .map_err(|e| format!("{}: {}", $sym, crate::backend::nccl::search::one_line(&e.to_string())))?,)*
-                })
+                // SAFETY: the caller upholds this function's contract (its doc comment).
+                unsafe {
+                    Ok($name {
+                        $($field: *lib
+                            .get::<unsafe extern "C" fn($($arg),*) -> $ret>(concat!($sym, "\0").as_bytes())
+                            .map_err(|e| format!("{}: {}", $sym, crate::backend::nccl::search::one_line(&e.to_string())))?,)*
+                    })
+                }
             }
         }
     };
@@ -94,11 +97,14 @@ macro_rules! optional_api {
             /// # Safety
             /// Where the library exports these symbols, it must be with these C signatures.
             pub unsafe fn load(lib: &'static libloading::Library) -> Self {
-                $name {
-                    $($field: lib
-                        .get::<unsafe extern "C" fn($($arg),*) -> $ret>(concat!($sym, "\0").as_bytes())
-                        .ok()
-                        .map(|s| *s),)*
+                // SAFETY: the caller upholds this function's contract (its doc comment).
+                unsafe {
+                    $name {
+                        $($field: lib
+                            .get::<unsafe extern "C" fn($($arg),*) -> $ret>(concat!($sym, "\0").as_bytes())
+                            .ok()
+                            .map(|s| *s),)*
+                    }
                 }
             }
         }
