@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Time of `coll-bench check` with the example single-node spec on 2 local ranks (bar: <= 30 s).
-# Writes results/acceptance-<host>.md with the verdict table and the wall time.
+# Writes bench/acceptance-<host>.md with the verdict table and the wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
 . ci/env.sh
 cargo build --release --quiet
-md="results/acceptance-$(hostname).md"
+md="bench/check-$(hostname).md"
 out=$(mktemp)
 start=$(date +%s.%N)
 set +e

@@ -8,16 +8,16 @@
 #   placements) made 10%, 20%, 30% slower (every time column scaled), one collective at a time.
 # The runs are timed at normal priority (not nice'd: other work on the machine should run at idle
 # priority, and a nice'd run measures the neighbours); the build runs under idle priority.
-# Writes results/compare-noise-<host>.md; raw runs in results/compare-noise/ (not committed).
+# Writes bench/compare-noise-<host>.md; raw runs in target/bench/compare-noise/ (not committed).
 # RUNS=24 by default (12 pairs); 30-90 s of runs on the 2-core VM, then a few minutes of compares.
-# REPORT_ONLY=1 keeps the raw runs already in results/compare-noise/ and judges them again with
+# REPORT_ONLY=1 keeps the raw runs already in target/bench/compare-noise/ and judges them again with
 # the binary built now (the runs themselves do not depend on compare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/env.sh
 chrt -i 0 nice -n 19 cargo build --release --quiet
 runs=${RUNS:-24}
-out=results/compare-noise
+out=target/bench/compare-noise
 if [ "${REPORT_ONLY:-0}" != 1 ]; then
   rm -rf "$out"
   mkdir -p "$out"
@@ -41,4 +41,4 @@ if [ "${REPORT_ONLY:-0}" != 1 ]; then
   uptime > "$out/load-end.txt"
 fi
 cp "$COLL_BENCH_BIN" "$out/compare-bin"
-python3 ci/bench/compare_report.py "$out" "$out/compare-bin" | tee "results/compare-noise-$(hostname).md"
+python3 bench/tools/compare_report.py "$out" "$out/compare-bin" | tee "bench/compare-$(hostname).md"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fidelity: coll-bench's reported time (float, sum, out of place, mean over ranks) against a
-# minimal C program timing the same MPI call in a bare loop (ci/bench/bare_loop.c), on 2 local
+# minimal C program timing the same MPI call in a bare loop (bench/tools/bare_loop.c), on 2 local
 # ranks, 8 B to 64 MiB, in the same go. Runs both alternately REPS times and compares, per size,
 # the median over runs. Bar: within 5% at every size (within 0.05 us below 1 KiB).
-# Writes results/fidelity-<host>.md (and .csv files beside it).
+# Writes bench/fidelity-<host>.md (and .csv files beside it).
 #
 # BAR=heap runs issue 24's fidelity bar instead: all-reduce at 1 MiB and 64 MiB and reduce-scatter
 # at 1 MiB (-b 1M -e 64M -f 64, both programs), REPS_HEAP=5 by default, under glibc's defaults (no
@@ -11,9 +11,9 @@
 # loop, median of the runs; the report adds each side's minor page faults per call.
 #
 # BASELINE=PATH also runs that coll-bench binary (e.g. a build of the previous commit) in every
-# round, between the bare loop and this build, and writes results/fidelity-<host>-baseline.md
+# round, between the bare loop and this build, and writes bench/fidelity-<host>-baseline.md
 # beside it: before/after ratios taken under the same conditions. NAME=x names the reports
-# results/fidelity-x.md (and -x-baseline.md) instead. REPS and MAX shrink the run.
+# bench/fidelity-x.md (and -x-baseline.md) instead. REPS and MAX shrink the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -24,11 +24,11 @@ if [ "${BAR:-}" = heap ]; then
   MIN=1048576 FACTOR=64 COLLS=all-reduce,reduce-scatter REPS=${REPS_HEAP:-5}
   unset MALLOC_MMAP_MAX_ MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_ GLIBC_TUNABLES
 fi
-out=results/fidelity
+out=target/bench/fidelity
 rm -rf "$out/baseline" "$out"/coll-bench-*.csv "$out"/bare-*.csv   # a run starts from nothing: --csv never overwrites
 mkdir -p "$out"
 cargo build --release --quiet
-mpicc -O2 -o "$out/bare_loop" ci/bench/bare_loop.c
+mpicc -O2 -o "$out/bare_loop" bench/tools/bare_loop.c
 NAME=${NAME:-$(hostname)}
 if [ -n "${BASELINE:-}" ]; then
   mkdir -p "$out/baseline"
@@ -41,8 +41,8 @@ for i in $(seq 1 "$REPS"); do
   fi
   mpirun -q -n 2 target/release/coll-bench ${COLLS//,/ } -b "$MIN" -e "$MAX" -f "$FACTOR" -d float -o sum -a 1 --csv "$out/coll-bench-$i.csv" > /dev/null
 done
-python3 ci/bench/fidelity_report.py "$out" "$REPS" ${BAR:-} | tee "results/fidelity-$NAME.md"
+python3 bench/tools/fidelity_report.py "$out" "$REPS" ${BAR:-} | tee "bench/fidelity-$NAME.md"
 if [ -n "${BASELINE:-}" ]; then
-  python3 ci/bench/fidelity_report.py "$out/baseline" "$REPS" > "results/fidelity-$NAME-baseline.md"
-  echo "baseline ($BASELINE): results/fidelity-$NAME-baseline.md"
+  python3 bench/tools/fidelity_report.py "$out/baseline" "$REPS" > "bench/fidelity-$NAME-baseline.md"
+  echo "baseline ($BASELINE): bench/fidelity-$NAME-baseline.md"
 fi

@@ -10,14 +10,14 @@
 #      alternating, ROUNDS rounds; the ratio of the medians per size (the bar: >= 2). For
 #      reference, `--groups node` once more with CB_NETNS_BTL=tcp,self (the pair on one host over
 #      TCP, as the bed ran every pair before it let ranks on one host use shared memory).
-# Writes results/groups-<host>.md (raw CSVs in results/groups/). (b) needs root (namespaces);
+# Writes bench/groups-<host>.md (raw CSVs in target/bench/groups/). (b) needs root (namespaces);
 # without it, (b) is reported as not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/env.sh
 cargo build --release --quiet
 bin=$COLL_BENCH_BIN
-out=results/groups
+out=target/bench/groups
 rounds=${ROUNDS:-5}
 rm -rf "$out" && mkdir -p "$out"
 cat /proc/loadavg >"$out/loadavg-start.txt"
@@ -54,4 +54,4 @@ if bash ci/netns-bed.sh check >/dev/null 2>&1 && [ "$COLL_BENCH_MPI" = openmpi ]
   trap - EXIT
 fi
 cat /proc/loadavg >"$out/loadavg-end.txt"
-python3 ci/bench/groups_report.py "$out" "$rounds" "$bed" "$COLL_BENCH_MPI" | tee "results/groups-$(hostname).md"
+python3 bench/tools/groups_report.py "$out" "$rounds" "$bed" "$COLL_BENCH_MPI" | tee "bench/groups-$(hostname).md"

@@ -4,8 +4,8 @@
 # (all-reduce of 8 B .. 40000 B in steps of 8, one timed call, no warm-up, no check) so the
 # writer, not the measurement, is what differs. Judged on the fastest run of each kind (the one
 # least disturbed by other load; a shared machine adds seconds at random), medians shown too.
-# Prints a Markdown report on stdout (results/json-vm.md).
-# Usage: bash ci/bench-json.sh [REPS]     (COLL_BENCH_MPI=mpich for the MPICH build)
+# Prints a Markdown report on stdout (bench/json-vm.md).
+# Usage: bash bench/json.sh [REPS]     (COLL_BENCH_MPI=mpich for the MPICH build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/env.sh

@@ -4,9 +4,9 @@
 # BAD TERMINATION banner appeared, coll-bench's lines on stderr, and every rank's own wait status
 # (-print-all-exitcodes: 512 = exited by itself with 2; 9 = SIGKILLed by Hydra; 0 = killed and
 # not yet collected when Hydra reported; 1 = ended by SIGHUP).
-# Usage: bash ci/bench-mpi-error-end.sh [OTHER_BINARY]: this tree's MPICH build, and first, if
+# Usage: bash bench/mpi-error-end.sh [OTHER_BINARY]: this tree's MPICH build, and first, if
 # given, another MPICH build of coll-bench (e.g. main's, to compare). Writes
-# results/mpi-error-end-<host>.md.
+# bench/mpi-error-end-<host>.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export COLL_BENCH_MPI=mpich
@@ -16,7 +16,7 @@ ours=$(realpath "$COLL_BENCH_BIN")
 other=${1:+$(realpath "$1")}
 runs=${RUNS:-20}
 launcher=${MPIRUN[0]}
-md="results/mpi-error-end-$(hostname).md"
+md="bench/mpi-error-end-$(hostname).md"
 
 count() { # BINARY NP FAIL [extra args]
   local bin=$1 np=$2 fail=$3; shift 3

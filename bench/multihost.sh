@@ -3,7 +3,7 @@
 # per host, TCP across veth pairs and a bridge) beside two ranks on one host over shared memory
 # and over loopback TCP, at the same sizes; how long after a host's link goes down each rank and
 # mpirun end with -T 5; and the wall time of the multi-host integration tests
-# (tests/multihost.rs). Writes results/multihost-<host>.md (raw output in results/multihost/).
+# (tests/multihost.rs). Writes bench/multihost-<host>.md (raw output in target/bench/multihost/).
 # Needs root (network namespaces).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +12,7 @@ bash ci/setup.sh
 cargo build --release --quiet
 cargo test --release --test multihost --no-run --quiet 2>/dev/null
 bin=target/release/coll-bench
-out=results/multihost
+out=target/bench/multihost
 mkdir -p "$out"
 sizes=(all-reduce -b 8 -e 32M -f 4)
 cat /proc/loadavg >"$out/loadavg.txt"
@@ -53,4 +53,4 @@ set -e
 end=$(date +%s.%N)
 echo "$start $end" >"$out/test-wall.txt"
 
-python3 ci/bench/netns_report.py "$out" | tee "results/multihost-$(hostname).md"
+python3 bench/tools/netns_report.py "$out" | tee "bench/multihost-$(hostname).md"

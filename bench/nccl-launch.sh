@@ -9,7 +9,7 @@
 # communicator, as before issue 23). The bar: default launches per sync >= batch_iters (here
 # >= N: one wait per timed run), 0 threads.
 #
-#   bash ci/bench-nccl-launch.sh [N]     (default N = 1000; report on stdout)
+#   bash bench/nccl-launch.sh [N]     (default N = 1000; report on stdout)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-1000}

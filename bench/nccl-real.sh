@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # What the real-NCCL tests cost and how fast `coll-bench info` answers, written to
-# results/nccl-real-vm.md (or $OUT):
+# bench/nccl-real-vm.md (or $OUT):
 #   1. tests/nccl_real.rs (Open MPI build) with an empty wheel cache: pip download + install +
 #      the ABI and real-library tests, as on a fresh machine;
 #   2. the same with the cache filled (every later run), Open MPI, then MPICH;
@@ -9,7 +9,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-5}
-OUT=${OUT:-results/nccl-real-vm.md}
+OUT=${OUT:-bench/nccl-real-vm.md}
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.1f", b - a }'; }
 
@@ -52,7 +52,7 @@ load=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "# The real NCCL without a GPU: test cost, and \`coll-bench info\` speed"
   echo
   echo "Machine: vm, $(nproc) cores, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), $(. /etc/os-release && echo "$PRETTY_NAME"); loaded by other work at the"
-  echo "time (load average $load at the end). Measured by \`bash ci/bench-nccl-real.sh\` on $(date -u +%Y-%m-%d) at"
+  echo "time (load average $load at the end). Measured by \`bash bench/nccl-real.sh\` on $(date -u +%Y-%m-%d) at"
   echo "commit $(git rev-parse --short HEAD). Wall-clock seconds."
   echo
   echo "| what | s |"

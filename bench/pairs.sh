@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # `coll-bench pairs` in tournament rounds (n-1) against the sequential all-pairs loop
-# (n(n-1)/2 runs), for 2, 4 and 8 ranks on this machine. Writes results/pairs-<host>.md.
+# (n(n-1)/2 runs), for 2, 4 and 8 ranks on this machine. Writes bench/pairs-<host>.md.
 # (Ranks beyond the core count share cores: the point is the schedule, not the bandwidth.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
 . ci/env.sh
 cargo build --release --quiet
-md="results/pairs-$(hostname).md"
+md="bench/pairs-$(hostname).md"
 {
   echo "# pairs: tournament rounds vs a sequential all-pairs loop"
   echo

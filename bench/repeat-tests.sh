@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The whole suite N times in a row on this machine (default 5), to show it says the same thing
-# every time. Writes results/test-repeat-<host>.md with each run's closing line and exit code,
-# and the failing tests' names if any (raw logs in results/repeat/, not committed).
+# every time. Writes bench/test-repeat-<host>.md with each run's closing line and exit code,
+# and the failing tests' names if any (raw logs in target/bench/repeat/, not committed).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5}
-out=results/repeat
+out=target/bench/repeat
 mkdir -p "$out"
-md="results/test-repeat-$(hostname).md"
+md="bench/repeat-tests-$(hostname).md"
 {
   echo "# The whole suite (ci/test.sh) $n times in a row"
   echo

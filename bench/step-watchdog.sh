@@ -3,17 +3,17 @@
 # all` on 4 ranks with the default settings, BASE (a binary without it) and this tree's build
 # in turn, three runs each (base, new, base, new, …, so both see the same load), wall clock of
 # the whole mpirun (bar: <= 60 s) and the step's own time per step of each layout. Appends a
-# section to results/step-vm.md. Usage: bash ci/bench-step-watchdog.sh BASE_BINARY "machine words"
+# section to bench/step-vm.md. Usage: bash bench/step-watchdog.sh BASE_BINARY "machine words"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/env.sh
 base=${1:?the binary to compare against (e.g. one built from main)}
 machine=${2:-$(hostname)}
 cargo build --release --quiet
-out=results/step-watchdog
+out=target/bench/step-watchdog
 rm -rf "$out"
 mkdir -p "$out"
-md=results/step-vm.md
+md=bench/step-vm.md
 run() { # NAME BINARY I
   local start end rc
   start=$(date +%s.%N)
@@ -35,7 +35,7 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   echo
   echo "## With the watchdog (\`-T\`, default) around every call of the step"
   echo
-  echo "Machine: $machine. $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD) against \`$base\`, ${COLL_BENCH_MPI}; \`ci/bench-step-watchdog.sh\`."
+  echo "Machine: $machine. $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD) against \`$base\`, ${COLL_BENCH_MPI}; \`bench/step-watchdog.sh\`."
   echo "Command: \`${MPIRUN[*]} -n 4 --oversubscribe BINARY step --layouts all --no-csv\` (defaults otherwise), base and new in turn."
   echo "Bar: each run <= 60 s (wall clock of the whole mpirun). Load before: $load_before; after: $load_after (other work shares the machine)."
   echo

@@ -2,17 +2,17 @@
 # Speed bar of `coll-bench step`: `step --layouts all` on 4 ranks, default settings (4 layers,
 # hidden 512, seq 512, micro-batch 1, 4 micro-batches, bf16, ddp with 25 MiB buckets, 1 warm-up
 # and 5 timed steps per layout and per dimension alone, every phase checked), finishes in <= 60 s,
-# wall clock of the whole mpirun. Three runs back to back. Writes results/step-<host>.md (pass the
-# machine's description as $1, e.g. "vm, 2 cores, Debian 12") and keeps the outputs in results/step/.
+# wall clock of the whole mpirun. Three runs back to back. Writes bench/step-<host>.md (pass the
+# machine's description as $1, e.g. "vm, 2 cores, Debian 12") and keeps the outputs in target/bench/step/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/env.sh
 cargo build --release --quiet
 machine=${1:-$(hostname)}
-out=results/step
+out=target/bench/step
 rm -rf "$out"   # a run starts from nothing: --csv never overwrites
 mkdir -p "$out"
-md=results/step-vm.md
+md=bench/step-vm.md
 {
   echo "# \`coll-bench step --layouts all\` on 4 ranks: time to result"
   echo

@@ -7,9 +7,9 @@
 #     (OMPI_MCA_coll_tuned_use_dynamic_rules=1 + ..._dynamic_rules_filename), alternating REPS
 #     times each (default 5: with 3, every run of one beating every run of the other happens by chance
 #     at 1 size in 20); per size the median over the runs of each run's median time.
-# Prints a Markdown report on stdout (results/tune-vm.md); the load average is shown, because the
+# Prints a Markdown report on stdout (bench/tune-vm.md); the load average is shown, because the
 # machine may be shared.
-# Usage: bash ci/bench-tune.sh [REPS]     (SKIP_CORE=1: part 2 only; SKIP_BUILD=1: use the binary
+# Usage: bash bench/tune.sh [REPS]     (SKIP_CORE=1: part 2 only; SKIP_BUILD=1: use the binary
 # already built). Run it at normal priority: under nice/SCHED_IDLE beside other work the ranks
 # wait for scheduler slices and the timings measure the scheduler.
 set -euo pipefail
@@ -56,7 +56,7 @@ rules = [l.rstrip() for l in open(f"{tmp}/rs.rules") if l.strip() and not l.star
 print("# coll-bench tune: speed bars\n")
 print(f"Machine: `{host}` (VM), {cores} cores, Debian 12, {lib}; 2 local ranks (shared memory).")
 print(f"Load average before / after: {load0} / {load1} (the machine was shared with other work).")
-print("Produced by `bash ci/bench-tune.sh`.\n")
+print("Produced by `bash bench/tune.sh`.\n")
 print("## 1. Tune of the core three, 8 B .. 64 MiB\n")
 if core_s < 0:
     print("Not run (SKIP_CORE=1).\n")

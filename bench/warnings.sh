@@ -5,8 +5,8 @@
 # interval rule; the time, a mean, more than 10% from the median). Both are computed from the
 # same runs' CSVs (columns outlier_samples, first_call_us, median_us, ci95_*, time_us), so the
 # comparison is within one run; the footer's own warning lines are counted too.
-# Prints a Markdown report on stdout (results/warnings-vm.md).
-# Usage: bash ci/bench-warnings.sh [RUNS]     (COLL_BENCH_MPI=mpich for the MPICH build)
+# Prints a Markdown report on stdout (bench/warnings-vm.md).
+# Usage: bash bench/warnings.sh [RUNS]     (COLL_BENCH_MPI=mpich for the MPICH build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/env.sh

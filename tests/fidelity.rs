@@ -1,7 +1,7 @@
 //! The number is what an application gets (issue 24, part 1): by default the MPI library runs on
 //! the allocator an application has (no mallopt, no environment change), `--malloc kept` is the
 //! one way to keep freed memory in the heap, and the page faults per call that coll-bench
-//! reports are those of a bare C loop around the same MPI call (`ci/bench/bare_loop.c`).
+//! reports are those of a bare C loop around the same MPI call (`bench/tools/bare_loop.c`).
 mod common;
 use common::*;
 use std::collections::HashMap;
@@ -76,14 +76,14 @@ fn mpicc() -> &'static str {
 }
 
 /// Under glibc's defaults coll-bench's `minor_faults_per_call` is a bare loop's
-/// (`ci/bench/bare_loop.c`, the same sizes in the same order) at 1 MiB and 64 MiB, for
+/// (`bench/tools/bare_loop.c`, the same sizes in the same order) at 1 MiB and 64 MiB, for
 /// all-reduce and reduce-scatter: within 10%, or within 2 faults per call where the loop takes
 /// (almost) none — a page of stack or of the library's own bookkeeping touched once in a few
 /// calls is not the allocator's doing, and 10% of 0 would forbid it.
 #[test]
 fn page_faults_per_call_are_a_bare_loops() {
     let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("ci/bench/bare_loop.c");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/tools/bare_loop.c");
     let bare = dir.path().join("bare_loop");
     let cc = std::process::Command::new(mpicc()).arg("-O2").arg("-o").arg(&bare).arg(&src).output().unwrap();
     assert!(cc.status.success(), "{}: {}", mpicc(), String::from_utf8_lossy(&cc.stderr));

@@ -1,7 +1,7 @@
 //! `coll-bench tune`: every algorithm the library reports is timed and checked, the rules file
 //! is one the library accepts and applies, `--verify` runs the default with it, bad input is
 //! one line and exit 2. No timing is judged here (the machine is shared and noisy): the bars are
-//! measured by ci/bench-tune.sh.
+//! measured by bench/tune.sh.
 mod common;
 use common::*;
 use std::path::Path;

@@ -1,4 +1,4 @@
-"""Summarise ci/bench-compare.sh: false alarms of `coll-bench compare` on back-to-back runs of the
+"""Summarise bench/compare.sh: false alarms of `coll-bench compare` on back-to-back runs of the
 same sweep, and how often it catches one collective made 10/20/30% slower in the NEW runs."""
 import csv, os, platform, subprocess, sys, tempfile
 
@@ -81,7 +81,7 @@ print(f"Machine: {platform.node()}, {os.cpu_count()} cores ({cpu}), {osname}; sh
       f"(load average at the start {ls}, at the end {le}). {len(runs)} runs of "
       f"`mpirun -n 2 coll-bench -e 64K --budget 5ms` (all-reduce, all-gather, reduce-scatter; float sum; "
       f"8 B .. 64 KiB; out-of-place and in-place: 84 points), back to back, at normal priority, in {wall} s. "
-      "Made by `ci/bench-compare.sh` (raw runs in results/compare-noise/, not committed).\n")
+      "Made by `bench/compare.sh` (raw runs in target/bench/compare-noise/, not committed).\n")
 st = stalls()
 print("Runs with stalls (points 100x or more slower than their median over all runs): "
       + (", ".join(st) if st else "none") + ".\n")

@@ -21,7 +21,7 @@ for i in range(1, reps + 1):
 
 if heap_bar:
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-    print("# Fidelity under glibc's defaults (issue 24): coll-bench vs a bare C loop (ci/bench/bare_loop.c)\n")
+    print("# Fidelity under glibc's defaults (issue 24): coll-bench vs a bare C loop (bench/tools/bare_loop.c)\n")
     print(f"Machine: {platform.node()}, {os.cpu_count()} cores, {cpu}; 2 ranks, shared memory; "
           f"{subprocess.run(['mpirun', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}; "
           f"both programs alternately, {reps} runs each, -b 1M -e 64M -f 64; median over the runs. "
@@ -45,7 +45,7 @@ if heap_bar:
     sys.exit(0)
 
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
-print(f"# Fidelity: coll-bench vs a bare C loop (ci/bench/bare_loop.c)\n")
+print(f"# Fidelity: coll-bench vs a bare C loop (bench/tools/bare_loop.c)\n")
 print(f"Machine: {platform.node()}, {os.cpu_count()} cores, {cpu}; 2 ranks, shared memory; "
       f"{subprocess.run(['mpirun', '--version'], capture_output=True, text=True).stdout.splitlines()[0]}; "
       f"median of {reps} alternating runs each.\n")

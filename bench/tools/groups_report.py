@@ -1,4 +1,4 @@
-"""Summarise ci/bench-groups.sh: (a) no --groups against --groups world and split=mod:1, (b) node
+"""Summarise bench/groups.sh: (a) no --groups against --groups world and split=mod:1, (b) node
 against rail all-reduce bus bandwidth on the namespace test bed."""
 import csv, glob, os, platform, statistics, sys
 
@@ -22,7 +22,7 @@ def series(prefix, col):
 
 print("# --groups: speed bars (issue 12)\n")
 print(f"Machine: {platform.node()} (vm, {os.cpu_count()} cores, Debian 12), {cpu}; Linux {platform.release()}; "
-      f"MPI family {family}. Produced by `ci/bench-groups.sh` ({rounds} rounds, runs alternating).\n")
+      f"MPI family {family}. Produced by `bench/groups.sh` ({rounds} rounds, runs alternating).\n")
 for f in ("loadavg-start", "loadavg-end"):
     print(f"Load average (1 min) at {f.split('-')[1]}: {open(f'{out}/{f}.txt').read().split()[0]}  ")
 print()

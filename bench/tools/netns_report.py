@@ -1,4 +1,4 @@
-"""Summarise ci/bench-netns.sh: all-reduce busbw over the namespace TCP path beside shared memory
+"""Summarise bench/multihost.sh: all-reduce busbw over the namespace TCP path beside shared memory
 and loopback TCP, and the wall time of the multi-host tests."""
 import csv, os, platform, re, sys
 
@@ -7,7 +7,7 @@ cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.start
 mpi = re.search(r"^# MPI library: (.*?),", open(f"{out}/shm.txt").read(), re.M)
 print("# Multi-host on one machine: namespace TCP against shared memory\n")
 print(f"Machine: {platform.node()} (a {os.cpu_count()}-core VM), {cpu}; Linux {platform.release()}; "
-      f"{mpi.group(1) if mpi else 'MPI ?'}. Produced by `ci/bench-netns.sh`.\n")
+      f"{mpi.group(1) if mpi else 'MPI ?'}. Produced by `bench/multihost.sh`.\n")
 load = open(f"{out}/loadavg.txt").read().split()[0]
 print(f"Load average (1 min) when it started: {load}"
       + (" — other work shared the 2 cores, so compare the columns with each other more than with other runs.\n"

@@ -1,4 +1,4 @@
-"""Summarise ci/bench-speed.sh: wall time per run, run-to-run agreement, peak memory."""
+"""Summarise bench/speed.sh: wall time per run, run-to-run agreement, peak memory."""
 import csv, os, platform, re, sys
 
 out = sys.argv[1]

@@ -2,7 +2,7 @@
 # record-rank.sh DIR PROGRAM ARGS…: run one MPI rank and leave its pid, stderr (also passed on
 # afterwards), exit code and end time (epoch seconds) in DIR/rankN.{pid,err,rc,end}, N = its
 # world rank. For a host whose link is down, whose output can no longer reach mpirun
-# (tests/multihost.rs, ci/bench-netns.sh).
+# (tests/multihost.rs, bench/multihost.sh).
 #
 # The rank writes its stderr straight into the file: a reader on a pipe (tee) can be killed in
 # the job's tear-down before it has written what the rank said. A rank the launcher ends
