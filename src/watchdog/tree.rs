@@ -25,7 +25,9 @@ use super::transport::Transport;
 
 /// Children of each parent in the tree.
 pub const CHILDREN: usize = 31;
-/// The most announcements any rank receives per step (rank 1: its children and rank 0).
+/// The most announcements any rank receives per step (rank 1: its children and rank 0; the
+/// simulation checks it).
+#[cfg(test)]
 pub const FAN_IN: usize = CHILDREN + 1;
 
 /// Rank r's parent (none for rank 0).
