@@ -5,7 +5,8 @@
 //! rank they are meant for, so nothing else on the network is taken for a rank.
 //!
 //! Steady state costs one `sendto` per watched step on the main thread, outside the timed calls
-//! (`Channel::announce`: "I arrived at step N", to rank 0, and rank 0's to rank 1); nobody reads
+//! (`Channel::announce`: "I arrived at step N", to the rank's parent in the announcement tree,
+//! `tree`: at most `tree::FAN_IN` announcements per step reach any rank); nobody reads
 //! them until the watchdog thread's next tick. At thousands of steps a second they overflow the
 //! receiver's socket buffer between ticks (tens of thousands of drops in seconds, by
 //! /proc/net/udp) and a stopped rank's buffer stays full, so they have a socket of their own
@@ -14,6 +15,7 @@
 //! full buffer let a stopped rank, resumed by the launcher's SIGCONT at the job's end, print a
 //! second line contradicting the first.
 
+use super::transport::Transport;
 use crate::world::World;
 use std::hash::{BuildHasher, Hasher};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
@@ -46,6 +48,9 @@ pub enum Kind {
     Bye = 7,
     /// Every rank said `Bye`: leave the launcher's books (`pmi`) and end with exit code 2.
     Finish = 8,
+    /// With an inquiry's `Query` or `State`: the last step each rank the sender hears in the
+    /// announcement tree announced to it (`tree::send_heard`).
+    Heard = 9,
 }
 
 /// One rank's state as it reports it.
@@ -130,14 +135,10 @@ impl Channel {
         self.peers.len()
     }
 
-    /// "I arrived at `step`": to rank 0, and rank 0's own to rank 1, so whichever of the two
-    /// reports a hang knows the other's last step. Never blocks.
+    /// "I arrived at `step`": to this rank's parent in the announcement tree (`tree::announce`).
+    /// Never blocks.
     pub fn announce(&self, step: u64) {
-        let to = if self.rank == 0 { 1 } else { 0 };
-        if to < self.size() {
-            let state = State { step, armed: true, ..State::default() };
-            self.send(to, Kind::Arrive, &state);
-        }
+        super::tree::announce(self, step);
     }
 
     /// Send to every address of rank `to` (`Arrive` to its announcement socket); errors are
@@ -198,6 +199,7 @@ impl Channel {
             6 => Kind::End,
             7 => Kind::Bye,
             8 => Kind::Finish,
+            9 => Kind::Heard,
             _ => return None,
         };
         let from = u32::from_be_bytes(b[13..17].try_into().ok()?) as usize;
@@ -212,6 +214,24 @@ impl Channel {
             desc: String::from_utf8_lossy(&b[34..]).into_owned(),
         };
         Some(Packet { kind, from, to, state })
+    }
+}
+
+impl Transport for Channel {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        Channel::size(self)
+    }
+
+    fn send(&self, to: usize, kind: Kind, state: &State) {
+        Channel::send(self, to, kind, state)
+    }
+
+    fn recv(&self) -> Option<Packet> {
+        Channel::recv(self)
     }
 }
 

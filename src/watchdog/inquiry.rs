@@ -10,9 +10,14 @@
 //! was merely slow to answer is not named as stuck by a higher one. The others wait for `Done`
 //! and end quietly; if it never comes (the reporter died meanwhile, or the job is cut in two)
 //! they print their own view after `2 × ask + 1 s`. Every path ends the process.
+//!
+//! Each `Query` and `State` a parent in the announcement tree sends is followed by its `Heard`
+//! (`tree`): the last steps of the ranks it hears, so the reporter knows them for the line.
 
-use super::channel::{Channel, Kind, Packet, State};
+use super::channel::{Kind, Packet, State};
 use super::message::job_line;
+use super::transport::Transport;
+use super::tree;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -35,7 +40,7 @@ pub enum Outcome {
 }
 
 struct Inquiry<'a> {
-    ch: &'a Channel,
+    ch: &'a dyn Transport,
     me: &'a dyn Fn() -> State,
     arrivals: &'a mut [Option<u64>],
     /// Every rank heard from since the inquiry began (a query carries its sender's state).
@@ -57,8 +62,10 @@ impl Inquiry<'_> {
             Kind::Arrive => note_arrival(self.arrivals, p.from, p.state.step),
             Kind::Query => {
                 self.ch.send(p.from, Kind::State, &(self.me)());
+                tree::send_heard(self.ch, p.from, self.arrivals);
                 self.answers.insert(p.from, p.state);
             }
+            Kind::Heard => tree::note_heard(self.arrivals, &p.state),
             Kind::State => {
                 self.answers.insert(p.from, p.state);
             }
@@ -84,7 +91,7 @@ impl Inquiry<'_> {
 
     fn line(&self, hosts: &[String]) -> String {
         let mut all = self.answers.clone();
-        all.insert(self.ch.rank, (self.me)());
+        all.insert(self.ch.rank(), (self.me)());
         job_line(&all, self.arrivals, hosts)
     }
 }
@@ -98,14 +105,14 @@ pub fn note_arrival(arrivals: &mut [Option<u64>], rank: usize, step: u64) {
 
 /// Run the inquiry on this rank. `seed`: packets that started it (queries from other ranks).
 pub fn run(
-    ch: &Channel,
+    ch: &dyn Transport,
     me: &dyn Fn() -> State,
     arrivals: &mut [Option<u64>],
     hosts: &[String],
     seed: Vec<Packet>,
     ask: Duration,
 ) -> Outcome {
-    let (rank, n) = (ch.rank, ch.size());
+    let (rank, n) = (ch.rank(), ch.size());
     let mut q = Inquiry { ch, me, arrivals, answers: BTreeMap::new(), done: false };
     for p in seed {
         q.handle(p);
@@ -117,6 +124,7 @@ pub fn run(
             let mine = me();
             for r in (0..n).filter(|&r| r != rank && !q.answers.contains_key(&r)) {
                 ch.send(r, Kind::Query, &mine);
+                tree::send_heard(ch, r, q.arrivals);
             }
             next += RESEND;
         }

@@ -43,6 +43,10 @@ mod channel;
 mod inquiry;
 mod message;
 pub mod pmi;
+#[cfg(test)]
+mod sim;
+mod transport;
+mod tree;
 
 use crate::backend::Call;
 use crate::error::exit;
@@ -322,6 +326,7 @@ fn watch(s: &Shared, tick: Duration, ask: Duration) {
                 match p.kind {
                     Kind::Arrive => inquiry::note_arrival(&mut arrivals, p.from, p.state.step),
                     Kind::Query => asked.push(p),
+                    Kind::Heard => tree::note_heard(&mut arrivals, &p.state),
                     Kind::State => {}
                     Kind::Done => end(None),
                     Kind::Failed => report_for_job(s, &p.state.desc),

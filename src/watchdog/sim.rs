@@ -1,0 +1,228 @@
+//! Thousands of simulated ranks in one process (tests only): an in-memory network behind the
+//! same `Transport` as the UDP side channel, so the announcement tree (`tree`) and the inquiry
+//! (`inquiry::run`) run unchanged over it. A stopped rank is one whose packets nobody reads, as
+//! a SIGSTOPped process's socket buffer.
+//!
+//! What is simulated and what is not: every rank announces every step through `tree::announce`
+//! and every live rank reads what it received as the watchdog thread does; for the inquiry, the
+//! reporting rank runs the real `inquiry::run` (its queries, waits, and the line), while the
+//! other live ranks only answer it (`State` and `Heard`, as `inquiry` answers a `Query`) — in a
+//! real job each runs its own inquiry too (see docs/architecture.md, "Per-rank costs").
+
+use super::channel::{Kind, Packet, State};
+use super::transport::Transport;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// The network: one queue of packets per rank, and what each rank received.
+pub struct Net {
+    boxes: Vec<Mutex<VecDeque<Packet>>>,
+    /// Packets received per rank, by kind (`Kind as usize`).
+    received: Vec<[AtomicU64; 10]>,
+}
+
+/// One rank's end of the network.
+pub struct End {
+    net: Arc<Net>,
+    rank: usize,
+}
+
+impl Net {
+    pub fn new(n: usize) -> Arc<Net> {
+        Arc::new(Net {
+            boxes: (0..n).map(|_| Mutex::new(VecDeque::new())).collect(),
+            received: (0..n).map(|_| Default::default()).collect(),
+        })
+    }
+
+    pub fn end(self: &Arc<Self>, rank: usize) -> End {
+        End { net: Arc::clone(self), rank }
+    }
+
+    /// Packets of `kind` rank r has received so far.
+    pub fn received(&self, r: usize, kind: Kind) -> u64 {
+        self.received[r][kind as usize].load(Ordering::Relaxed)
+    }
+}
+
+impl Transport for End {
+    fn rank(&self) -> usize {
+        self.rank
+    }
+
+    fn size(&self) -> usize {
+        self.net.boxes.len()
+    }
+
+    fn send(&self, to: usize, kind: Kind, state: &State) {
+        let p = Packet { kind, from: self.rank, to, state: state.clone() };
+        self.net.received[to][kind as usize].fetch_add(1, Ordering::Relaxed);
+        self.net.boxes[to].lock().unwrap().push_back(p);
+    }
+
+    fn recv(&self) -> Option<Packet> {
+        self.net.boxes[self.rank].lock().unwrap().pop_front()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::inquiry::{self, note_arrival, Outcome};
+    use super::super::tree;
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::time::{Duration, Instant};
+
+    const N: usize = 4096;
+    /// Ranks per simulated host.
+    const PER_HOST: usize = 64;
+
+    fn hosts(n: usize) -> Vec<String> {
+        (0..n).map(|r| format!("node{}", r / PER_HOST)).collect()
+    }
+
+    const DESC: &str = "all-reduce of 65536 B (float, out-of-place, 40 timed calls)";
+
+    /// A job of `N` ranks: each arms steps 1..=`last[r]` (announcing each), and each live rank
+    /// reads its packets after every step, as its watchdog thread would. Returns the network and
+    /// each rank's arrivals (what it heard; a full table only where a rank hears someone or
+    /// reports, as the real one is, a few kB per rank).
+    fn run_steps(last: &[u64], stopped: &[usize]) -> (Arc<Net>, Vec<Vec<Option<u64>>>) {
+        let n = last.len();
+        let net = Net::new(n);
+        let ends: Vec<End> = (0..n).map(|r| net.end(r)).collect();
+        let mut arrivals: Vec<Vec<Option<u64>>> =
+            (0..n).map(|r| if r <= 1 || tree::hears(r, n).next().is_some() { vec![None; n] } else { vec![] }).collect();
+        let steps = *last.iter().max().unwrap();
+        for step in 1..=steps {
+            let before: Vec<u64> = (0..n).map(|r| net.received(r, Kind::Arrive)).collect();
+            for (r, e) in ends.iter().enumerate() {
+                if step <= last[r] {
+                    tree::announce(e, step);
+                }
+            }
+            // The bound: whatever n, at most FAN_IN announcements per rank and step.
+            let most = (0..n).map(|r| net.received(r, Kind::Arrive) - before[r]).max().unwrap();
+            assert!(most <= tree::FAN_IN as u64, "step {step}: a rank received {most} announcements");
+            for (r, e) in ends.iter().enumerate().filter(|(r, _)| !stopped.contains(r)) {
+                while let Some(p) = e.recv() {
+                    assert_eq!(p.kind, Kind::Arrive);
+                    note_arrival(&mut arrivals[r], p.from, p.state.step);
+                }
+            }
+        }
+        (net, arrivals)
+    }
+
+    /// The inquiry once `stopped` have stopped: `reporter` runs the real one, every other live
+    /// rank answers it (its state at step `at`, and what it heard). Returns the reporter's line
+    /// and how long the inquiry took.
+    fn inquire(
+        net: &Arc<Net>,
+        mut arrivals: Vec<Vec<Option<u64>>>,
+        stopped: &[usize],
+        reporter: usize,
+        at: u64,
+    ) -> (String, Duration) {
+        let n = arrivals.len();
+        let done = Arc::new(AtomicBool::new(false));
+        let me = |step| move || State { step, armed: true, elapsed_s: 5.0, desc: DESC.to_string() };
+        let mine = std::mem::take(&mut arrivals[reporter]);
+        let answering = {
+            let (net, done, stopped) = (Arc::clone(net), Arc::clone(&done), stopped.to_vec());
+            std::thread::spawn(move || {
+                let ends: Vec<End> = (0..n).map(|r| net.end(r)).collect();
+                while !done.load(Ordering::Acquire) {
+                    for r in (0..n).filter(|&r| r != reporter && !stopped.contains(&r)) {
+                        while let Some(p) = ends[r].recv() {
+                            if p.kind == Kind::Query {
+                                ends[r].send(p.from, Kind::State, &me(at)());
+                                tree::send_heard(&ends[r], p.from, &arrivals[r]);
+                            }
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+            })
+        };
+        let mut mine = mine;
+        let start = Instant::now();
+        let ask = inquiry::ask_for(5.0);
+        let out = inquiry::run(&net.end(reporter), &me(at), &mut mine, &hosts(n), vec![], ask);
+        let took = start.elapsed();
+        done.store(true, Ordering::Release);
+        answering.join().unwrap();
+        match out {
+            Outcome::Report(line) => (line, took),
+            Outcome::Quiet => panic!("rank {reporter} did not report"),
+        }
+    }
+
+    /// 4 096 ranks, 64 per host: at most `FAN_IN` announcements per rank and step, and a stopped
+    /// leaf (its parent answers for its last step) is named with its host and whether it reached
+    /// the step, within `-T` + 5 s of its deadline (`-T 5`: the inquiry asks for 1 s).
+    #[test]
+    fn a_stopped_leaf_of_4096_ranks_is_named() {
+        let victim = 3000; // parent 96, itself a child of 3
+        let (net, arrivals) = run_steps(&[5; N], &[victim]);
+        let (line, took) = inquire(&net, arrivals, &[victim], 0, 5);
+        assert!(
+            line.starts_with(&format!("rank 3000 (node46) reached {DESC}, step 5, but never finished it; ranks 0-2999,3001-4095 (node0, node1, ")),
+            "{line}"
+        );
+        assert!(took < Duration::from_secs(5), "{took:?}");
+        // During the inquiry the reporter receives about one `State` per rank and one `Heard`
+        // per parent: O(n) once, not per step.
+        let states = net.received(0, Kind::State);
+        assert!(states >= (N - 2) as u64 && net.received(0, Kind::Heard) <= (N / tree::CHILDREN + 2) as u64);
+    }
+
+    /// A stopped parent (rank 40: parent 1, children 1241-1271) that stopped before step 5: its
+    /// children's announcements of step 5 are lost with it, but they answer the inquiry
+    /// themselves; the parent is named as never having reached step 5 (rank 1 heard its step 4).
+    /// With one of its children stopped too, that child's last step is unknown (its parent is
+    /// silent): it is named as having stopped answering.
+    #[test]
+    fn a_stopped_parent_of_4096_ranks_is_named_and_its_stopped_child_too() {
+        let mut last = vec![5; N];
+        last[40] = 4;
+        let (net, arrivals) = run_steps(&last, &[40]);
+        let (line, _) = inquire(&net, arrivals, &[40], 0, 5);
+        assert!(
+            line.starts_with(&format!("rank 40 (node0) never reached {DESC}, step 5; ranks 0-39,41-4095 (node0, ")),
+            "{line}"
+        );
+        let (net, arrivals) = run_steps(&last, &[40, 1250]);
+        let (line, took) = inquire(&net, arrivals, &[40, 1250], 0, 5);
+        assert!(
+            line.starts_with(&format!("rank 40 (node0) never reached {DESC}, step 5; rank 1250 (node19) stopped answering (stopped, dead or cut off); ranks 0-39,41-1249,1251-4095 (")),
+            "{line}"
+        );
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+
+    /// Rank 0 stopped inside step 5: rank 1 (which hears rank 0's announcements) reports, after
+    /// giving rank 0 a last chance, and names it as having reached the step.
+    #[test]
+    fn a_stopped_rank_0_of_4096_is_named_by_rank_1() {
+        let (net, arrivals) = run_steps(&[5; N], &[0]);
+        let (line, took) = inquire(&net, arrivals, &[0], 1, 5);
+        assert!(
+            line.starts_with(&format!("rank 0 (node0) reached {DESC}, step 5, but never finished it; ranks 1-4095 (")),
+            "{line}"
+        );
+        assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+
+    /// Before the tree, every rank announced to rank 0: n − 1 packets per step there. The same
+    /// simulation with that pattern breaks the bound (so the check above can fail).
+    #[test]
+    fn announcing_to_rank_0_would_break_the_bound() {
+        let net = Net::new(N);
+        for r in 1..N {
+            net.end(r).send(0, Kind::Arrive, &State { step: 1, ..State::default() });
+        }
+        assert!(net.received(0, Kind::Arrive) > tree::FAN_IN as u64);
+    }
+}
