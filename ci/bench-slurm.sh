@@ -50,7 +50,7 @@ leftovers() {
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
 echo "# bench-slurm: $(date -u +%FT%TZ) on $(hostname): $(nproc) cores, $(grep MemTotal /proc/meminfo | awk '{printf "%.0f GiB", $2/1048576}'), load $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# $(srun --version 2>/dev/null || echo 'slurm ?'), $(mpirun.openmpi --version 2>/dev/null | head -1 || true)"
+echo "# slurm $(dpkg-query -W -f="${Version}" slurm-client 2>/dev/null || echo ?), $(mpirun.openmpi --version 2>/dev/null | head -1 || true)"
 ups=()
 for i in 1 2 3; do
   t0=$(date +%s.%N)
