@@ -155,7 +155,8 @@ pub fn main() -> i32 {
     job_exit_code(rank, code)
 }
 
-/// The end of a job under Hydra (MPICH's `mpiexec`, also Intel MPI's and MVAPICH's): every rank
+/// The end of a job under Hydra (MPICH's `mpiexec`, also Intel MPI's and MVAPICH's) or Slurm's
+/// `srun --mpi=pmi2`, which gives its tasks a PMI socket too (`watchdog::pmi`): every rank
 /// passes one barrier (all MPI traffic of the run is over), says `cmd=finalize` to its proxy,
 /// and exits with `code`, without `MPI_Finalize`. MPICH 4.0's ch4:ucx finalize closes its UCX
 /// endpoints and then waits in a blocking PMI barrier, which stops that rank progressing UCX; a
@@ -181,13 +182,14 @@ fn end_under_hydra(world: &World, pmi: crate::watchdog::pmi::Pmi, code: i32) {
 /// (`LIBDIR/openmpi/` upstream, `LIBDIR/openmpi/lib/openmpi3/` on Debian).
 fn open_mpi_has_slurm_pmi() -> bool {
     let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return false };
-    let Some(libmpi) = maps.lines().filter_map(|l| l.split_whitespace().nth(5)).find(|p| p.contains("/libmpi.so")) else {
+    let Some(libmpi) = maps.lines().filter_map(|l| l.split_whitespace().nth(5)).find(|p| p.contains("/libmpi.so"))
+    else {
         return false;
     };
     let Some(dir) = std::path::Path::new(libmpi).parent() else { return false };
-    ["openmpi", "openmpi/lib/openmpi3"].iter().any(|sub| {
-        ["mca_pmix_s1.so", "mca_pmix_s2.so"].iter().any(|c| dir.join(sub).join(c).exists())
-    })
+    ["openmpi", "openmpi/lib/openmpi3"]
+        .iter()
+        .any(|sub| ["mca_pmix_s1.so", "mca_pmix_s2.so"].iter().any(|c| dir.join(sub).join(c).exists()))
 }
 
 /// The exit code of one rank at the job's end. A verdict (exit 1: wrong data, a failed rule) is

@@ -288,7 +288,8 @@ mod tests {
 
     #[test]
     fn srun_without_a_pmi_is_named_before_mpi_init_for_open_mpi() {
-        let step = [("SLURM_PROCID", "1"), ("SLURM_NTASKS", "4"), ("SLURM_STEP_NUM_TASKS", "4"), ("SLURM_STEP_ID", "0")];
+        let step =
+            [("SLURM_PROCID", "1"), ("SLURM_NTASKS", "4"), ("SLURM_STEP_NUM_TASKS", "4"), ("SLURM_STEP_ID", "0")];
         let line = srun_without_pmi(&env(&step), "openmpi", false).expect("named");
         assert!(line.starts_with("srun started 4 tasks (SLURM_STEP_NUM_TASKS=4) without a PMI"), "{line}");
         assert!(line.contains("add --mpi=pmix (Open MPI) or --mpi=pmi2"), "{line}");
@@ -308,7 +309,8 @@ mod tests {
 
     #[test]
     fn a_world_of_one_under_srun_says_which_mpi_flag_to_add() {
-        let v = from_env(&env(&[("SLURM_PROCID", "2"), ("SLURM_NTASKS", "4"), ("SLURM_LOCALID", "0")])).unwrap().unwrap();
+        let v =
+            from_env(&env(&[("SLURM_PROCID", "2"), ("SLURM_NTASKS", "4"), ("SLURM_LOCALID", "0")])).unwrap().unwrap();
         let e = cross_check(&mpi(0, 1, 0, 1), &v).unwrap_err();
         assert!(e.contains("add --mpi=pmix (Open MPI) or --mpi=pmi2 (MPICH, Intel MPI) to srun"), "{e}");
         assert!(!e.contains("different MPI"), "{e}");
@@ -316,7 +318,8 @@ mod tests {
 
     #[test]
     fn sruns_pmis_are_named_as_slurms() {
-        let pmi2 = [("PMI_RANK", "1"), ("PMI_SIZE", "4"), ("PMI_FD", "11"), ("PMI_JOBID", "6.0"), ("SLURM_MPI_TYPE", "pmi2")];
+        let pmi2 =
+            [("PMI_RANK", "1"), ("PMI_SIZE", "4"), ("PMI_FD", "11"), ("PMI_JOBID", "6.0"), ("SLURM_MPI_TYPE", "pmi2")];
         let v = from_env(&env(&pmi2)).unwrap().unwrap();
         assert_eq!((v.source.as_str(), v.rank, v.size), ("Slurm PMI-2 environment", 1, Some(4)));
         let hydra = [("PMI_RANK", "1"), ("PMI_SIZE", "4"), ("PMI_FD", "11"), ("MPI_LOCALRANKID", "1")];

@@ -207,7 +207,10 @@ fn a_failed_mpi_call_under_srun_ends_every_task_with_2_in_one_line() {
     assert_eq!(o.status.code(), Some(2), "{out}\n{err}");
     let lines = ours(&err);
     assert_eq!(lines.len(), 1, "{err}");
-    assert!(lines[0].starts_with(&format!("coll-bench: error: rank 1 ({}): MPI_Allreduce failed", bed.host(1))), "{err}");
+    assert!(
+        lines[0].starts_with(&format!("coll-bench: error: rank 1 ({}): MPI_Allreduce failed", bed.host(1))),
+        "{err}"
+    );
     // Every task's own code is 2: srun names each host's tasks with it; none killed by a signal
     // (srun would say `Killed` or `Terminated`), no library banner.
     assert_eq!(tasks_exited_with(&err, 2), vec![0, 1, 2, 3], "{err}");

@@ -472,6 +472,9 @@ mod tests {
 
     #[test]
     fn the_slurm_job_and_step_are_named_and_counted_against_the_world() {
+        let env = |v: &[(&str, &str)]| -> HashMap<String, String> {
+            v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
         let step = env(&[
             ("SLURM_JOB_ID", "12"),
             ("SLURM_STEP_ID", "0"),
@@ -482,7 +485,10 @@ mod tests {
             ("PMIX_RANK", "3"),
         ]);
         assert_eq!(launcher(&step, 4), "PMIx; Slurm job 12 step 0: 4 tasks on 2 nodes, 1 on this node, = MPI's world");
-        assert_eq!(slurm(&step, 1).unwrap(), "Slurm job 12 step 0: 4 tasks on 2 nodes, 1 on this node, ≠ MPI's world of 1");
+        assert_eq!(
+            slurm(&step, 1).unwrap(),
+            "Slurm job 12 step 0: 4 tasks on 2 nodes, 1 on this node, ≠ MPI's world of 1"
+        );
         let mut mpirun = step.clone();
         mpirun.insert("OMPI_COMM_WORLD_SIZE".into(), "8".into());
         assert_eq!(slurm(&mpirun, 8).unwrap(), "Slurm job 12 step 0 (mpirun's daemons; mpirun started the ranks)");
