@@ -138,7 +138,8 @@ up() {
   fi
   down quiet
   trap 'echo "slurm-bed: up failed; tearing down (logs were in $STATE)" >&2; for f in "$STATE"/*.log; do tail -n 5 "$f" >&2; done 2>/dev/null || true; down quiet; exit 2' ERR INT TERM
-  bash "$NETNS_BED" up "$n" 2>/dev/null || { bash "$NETNS_BED" up "$n"; false; }
+  local err
+  err=$(bash "$NETNS_BED" up "$n" 2>&1) || { echo "$err" >&2; false; }
   mkdir -p "$STATE/munge" "$STATE/ctld" "$STATE/tmp"
   chmod 700 "$STATE" "$STATE/munge"
   for i in $(seq 1 "$n"); do mkdir -p "$STATE/spool/$(host_name "$i")"; done
