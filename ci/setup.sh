@@ -9,6 +9,8 @@
 #
 #   bash ci/setup.sh                 # the family in COLL_BENCH_MPI (default: openmpi)
 #   bash ci/setup.sh openmpi mpich   # both families (what ci/test.sh uses)
+#   bash ci/setup.sh slurm           # Slurm and munge for the Slurm test bed (ci/slurm-bed.sh asks
+#                                    # for it; daemons are never started or enabled by the install)
 set -euo pipefail
 
 families=("$@")
@@ -36,7 +38,17 @@ for fam in "${families[@]}"; do
       if ! command -v mpicc.mpich >/dev/null 2>&1; then add libmpich-dev "MPICH's compiler wrapper and headers (mpicc.mpich)"; fi
       if ! command -v mpiexec.mpich >/dev/null 2>&1; then add mpich "MPICH's launcher (mpiexec.mpich, Hydra)"; fi
       ;;
-    *) echo "ci/setup.sh: unknown MPI family '$fam' (accepted: openmpi, mpich)" >&2; exit 2 ;;
+    slurm)
+      # Debian's Slurm 22.05: the controller, the node daemon, srun/sbatch, the plugins (mpi_pmi2
+      # and mpi_pmix_v4 are in slurm-wlm-basic-plugins) and munge, its authentication.
+      command -v slurmctld >/dev/null 2>&1 || add slurmctld "Slurm's controller (slurmctld)"
+      command -v slurmd >/dev/null 2>&1 || add slurmd "Slurm's node daemon (slurmd)"
+      command -v srun >/dev/null 2>&1 || add slurm-client "Slurm's client commands (srun, sbatch)"
+      have_file /usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmi2.so /usr/lib/*/slurm-wlm/mpi_pmi2.so /usr/lib*/slurm/mpi_pmi2.so \
+        || add slurm-wlm-basic-plugins "Slurm's plugins (mpi_pmi2, mpi_pmix)"
+      command -v munged >/dev/null 2>&1 || [ -x /usr/sbin/munged ] || add munge "munge, Slurm's authentication (munged)"
+      ;;
+    *) echo "ci/setup.sh: unknown MPI family or part '$fam' (accepted: openmpi, mpich, slurm)" >&2; exit 2 ;;
   esac
 done
 
@@ -70,6 +82,15 @@ if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" -eq 0 ] || sudo="sudo"
   echo "ci/setup.sh: installing ${need[*]}" >&2
   $sudo apt-get update -qq
+  # Slurm's and munge's packages start their services on install; the bed runs its own daemons
+  # with its own configuration, so keep the system's stopped (policy-rc.d: exit 101 = "not now"),
+  # unless the machine already has a policy of its own.
+  if [[ " ${need[*]} " == *" slurmd "* || " ${need[*]} " == *" munge "* || " ${need[*]} " == *" slurmctld "* ]] &&
+     [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' | $sudo tee /usr/sbin/policy-rc.d >/dev/null
+    $sudo chmod +x /usr/sbin/policy-rc.d
+    trap '$sudo rm -f /usr/sbin/policy-rc.d' EXIT
+  fi
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
   if ! libclang_found; then
     echo "ci/setup.sh: libclang-dev is installed but no libclang.so was found; set LIBCLANG_PATH to its directory" >&2

@@ -110,6 +110,14 @@ pub fn main() -> i32 {
         _ => crate::options::Malloc::Default,
     };
     crate::backend::host::set_heap(malloc);
+    // srun's tasks without a PMI (no --mpi): an Open MPI build would abort inside MPI_Init, with
+    // a banner on every task; said here in one line instead (by the step's task 0), exit 2.
+    if let Some(line) = launch::srun_without_pmi(&env, env!("COLL_BENCH_MPI_FAMILY"), open_mpi_has_slurm_pmi()) {
+        if launcher_rank().unwrap_or(0) == 0 {
+            eprintln!("coll-bench: error: {line}");
+        }
+        return exit::ERROR;
+    }
     // Hydra's PMI socket, read while the process is single-threaded (see `end_under_hydra`).
     let hydra = crate::watchdog::pmi::Pmi::from_env();
     let world = match World::init() {
@@ -126,7 +134,9 @@ pub fn main() -> i32 {
     let code = match outcome {
         Ok(code) => code,
         Err(e) => {
-            if world.rank == 0 {
+            // A world of one that the launcher started many times over (N one-rank jobs: a PMI
+            // missing, another MPI's launcher) says it once, from the launcher's rank 0.
+            if world.rank == 0 && (world.size > 1 || launcher_rank().unwrap_or(0) == 0) {
                 eprintln!("coll-bench: error: {e}");
             }
             exit::ERROR
@@ -145,7 +155,8 @@ pub fn main() -> i32 {
     job_exit_code(rank, code)
 }
 
-/// The end of a job under Hydra (MPICH's `mpiexec`, also Intel MPI's and MVAPICH's): every rank
+/// The end of a job under Hydra (MPICH's `mpiexec`, also Intel MPI's and MVAPICH's) or Slurm's
+/// `srun --mpi=pmi2`, which gives its tasks a PMI socket too (`watchdog::pmi`): every rank
 /// passes one barrier (all MPI traffic of the run is over), says `cmd=finalize` to its proxy,
 /// and exits with `code`, without `MPI_Finalize`. MPICH 4.0's ch4:ucx finalize closes its UCX
 /// endpoints and then waits in a blocking PMI barrier, which stops that rank progressing UCX; a
@@ -163,6 +174,22 @@ fn end_under_hydra(world: &World, pmi: crate::watchdog::pmi::Pmi, code: i32) {
     let _ = pmi.finalize();
     // SAFETY: ends the process at once; every output file was closed by the subcommand.
     unsafe { libc::_exit(code) }
+}
+
+/// Whether the Open MPI this process loaded has its components for Slurm's PMI-1/PMI-2 libraries
+/// (`mca_pmix_s1`, `mca_pmix_s2`: built `--with-pmi`), which let it start under `srun` without
+/// `--mpi`. Looked for where Open MPI keeps its components, next to the loaded `libmpi`
+/// (`LIBDIR/openmpi/` upstream, `LIBDIR/openmpi/lib/openmpi3/` on Debian).
+fn open_mpi_has_slurm_pmi() -> bool {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else { return false };
+    let Some(libmpi) = maps.lines().filter_map(|l| l.split_whitespace().nth(5)).find(|p| p.contains("/libmpi.so"))
+    else {
+        return false;
+    };
+    let Some(dir) = std::path::Path::new(libmpi).parent() else { return false };
+    ["openmpi", "openmpi/lib/openmpi3"]
+        .iter()
+        .any(|sub| ["mca_pmix_s1.so", "mca_pmix_s2.so"].iter().any(|c| dir.join(sub).join(c).exists()))
 }
 
 /// The exit code of one rank at the job's end. A verdict (exit 1: wrong data, a failed rule) is

@@ -70,6 +70,13 @@ pub fn from_env(env: &HashMap<String, String>) -> Result<Option<View>, String> {
             }
         };
         let _ = rank_val;
+        // srun --mpi=pmi2 sets PMI_RANK and PMI_SIZE as Hydra does, and PMI_JOBID (`12.0`), which
+        // Hydra does not; Hydra's local-rank variables it does not.
+        let name = match *name {
+            "MPICH Hydra" if env.contains_key("PMI_JOBID") && !env.contains_key("MPI_LOCALRANKID") => "Slurm PMI-2",
+            "PMIx" if env.get("SLURM_MPI_TYPE").is_some_and(|t| t.starts_with("pmix")) => "Slurm PMIx",
+            n => n,
+        };
         let view = View {
             source: format!("{name} environment"),
             rank: num(rank)?.expect("present"),
@@ -81,6 +88,34 @@ pub fn from_env(env: &HashMap<String, String>) -> Result<Option<View>, String> {
         return Ok(Some(view));
     }
     Ok(None)
+}
+
+/// The view's source when only Slurm's variables were found.
+const SLURM: &str = "Slurm environment";
+
+/// What srun needs to be told when its tasks got no process-management interface.
+const SRUN_ADD_MPI: &str =
+    "add --mpi=pmix (Open MPI) or --mpi=pmi2 (MPICH, Intel MPI) to srun; `srun --mpi=list` shows what this Slurm offers";
+
+/// Tasks of one srun step, more than one, that no PMI was given to (`srun` without `--mpi` where
+/// Slurm's `MpiDefault` is none): an Open MPI build cannot start there (its `MPI_Init` aborts
+/// with a banner on every task), so this is said before `MPI_Init`, in one line. `s1_s2`: the
+/// Open MPI installation has its components for Slurm's own PMI-1/PMI-2 libraries (built
+/// `--with-pmi`), with which it can start without `--mpi`; then MPI decides. Other families start
+/// as N one-rank jobs, which [`cross_check`] names after `MPI_Init`.
+pub fn srun_without_pmi(env: &HashMap<String, String>, family: &str, s1_s2: bool) -> Option<String> {
+    if family != "openmpi" || s1_s2 {
+        return None;
+    }
+    let view = from_env(env).ok()??;
+    let tasks = env.get("SLURM_STEP_NUM_TASKS").or(env.get("SLURM_NTASKS"))?.trim().parse::<usize>().ok()?;
+    if view.source != SLURM || tasks < 2 || !env.contains_key("SLURM_STEP_ID") || env.contains_key("PMI_FD") {
+        return None;
+    }
+    Some(format!(
+        "srun started {tasks} tasks (SLURM_STEP_NUM_TASKS={tasks}) without a PMI (no PMIX_RANK or PMI_RANK), and \
+         this Open MPI build cannot join them into one job without one: {SRUN_ADD_MPI}"
+    ))
 }
 
 /// The flag that says a one-rank run is meant (see [`alone`]).
@@ -121,11 +156,20 @@ pub fn cross_check(mpi: &View, launcher: &View) -> Result<(), String> {
     {
         let vars: Vec<String> = launcher.vars.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let hint = if mpi.size == Some(1) && launcher.size.is_some_and(|s| s > 1) {
-            " — MPI sees a world of one while the launcher started more: coll-bench is probably linked \
-             against a different MPI than the launcher (compare `ldd $(which coll-bench) | grep libmpi` \
-             with `which mpirun`)"
+            if launcher.source == SLURM {
+                // Slurm's view is read only when no PMI's rank variable is set (LAUNCHERS' order).
+                format!(
+                    " — srun started the tasks without a PMI for MPI to join them into one job (no PMI_RANK or \
+                     PMIX_RANK): {SRUN_ADD_MPI}"
+                )
+            } else {
+                " — MPI sees a world of one while the launcher started more: coll-bench is probably linked \
+                 against a different MPI than the launcher (compare `ldd $(which coll-bench) | grep libmpi` \
+                 with `which mpirun`)"
+                    .to_string()
+            }
         } else {
-            ""
+            String::new()
         };
         return Err(format!(
             "launcher and MPI disagree: the {} ({}) says {}, but {} says {}{hint}",
@@ -240,5 +284,47 @@ mod tests {
             from_env(&env(&[("SLURM_PROCID", "1"), ("SLURM_NTASKS", "2"), ("SLURM_LOCALID", "0")])).unwrap().unwrap();
         assert!(cross_check(&mpi(1, 2, 1, 2), &launcher).is_err());
         assert!(cross_check(&mpi(1, 2, 0, 1), &launcher).is_ok());
+    }
+
+    #[test]
+    fn srun_without_a_pmi_is_named_before_mpi_init_for_open_mpi() {
+        let step =
+            [("SLURM_PROCID", "1"), ("SLURM_NTASKS", "4"), ("SLURM_STEP_NUM_TASKS", "4"), ("SLURM_STEP_ID", "0")];
+        let line = srun_without_pmi(&env(&step), "openmpi", false).expect("named");
+        assert!(line.starts_with("srun started 4 tasks (SLURM_STEP_NUM_TASKS=4) without a PMI"), "{line}");
+        assert!(line.contains("add --mpi=pmix (Open MPI) or --mpi=pmi2"), "{line}");
+        // A PMI given (srun --mpi=pmix / pmi2), Open MPI's mpirun inside an allocation, one task,
+        // an MPICH build (N one-rank jobs, named after MPI_Init), Slurm's PMI-1/2 components: no.
+        for extra in [("PMIX_RANK", "1"), ("PMI_RANK", "1"), ("OMPI_COMM_WORLD_RANK", "1"), ("PMI_FD", "9")] {
+            let with: Vec<(&str, &str)> = step.iter().copied().chain([extra]).collect();
+            assert_eq!(srun_without_pmi(&env(&with), "openmpi", false), None, "{extra:?}");
+        }
+        let one = [("SLURM_PROCID", "0"), ("SLURM_NTASKS", "1"), ("SLURM_STEP_NUM_TASKS", "1"), ("SLURM_STEP_ID", "0")];
+        assert_eq!(srun_without_pmi(&env(&one), "openmpi", false), None);
+        assert_eq!(srun_without_pmi(&env(&step), "mpich", false), None);
+        assert_eq!(srun_without_pmi(&env(&step), "openmpi", true), None);
+        // The batch script's own environment (no step): not srun's tasks.
+        assert_eq!(srun_without_pmi(&env(&step[..3]), "openmpi", false), None);
+    }
+
+    #[test]
+    fn a_world_of_one_under_srun_says_which_mpi_flag_to_add() {
+        let v =
+            from_env(&env(&[("SLURM_PROCID", "2"), ("SLURM_NTASKS", "4"), ("SLURM_LOCALID", "0")])).unwrap().unwrap();
+        let e = cross_check(&mpi(0, 1, 0, 1), &v).unwrap_err();
+        assert!(e.contains("add --mpi=pmix (Open MPI) or --mpi=pmi2 (MPICH, Intel MPI) to srun"), "{e}");
+        assert!(!e.contains("different MPI"), "{e}");
+    }
+
+    #[test]
+    fn sruns_pmis_are_named_as_slurms() {
+        let pmi2 =
+            [("PMI_RANK", "1"), ("PMI_SIZE", "4"), ("PMI_FD", "11"), ("PMI_JOBID", "6.0"), ("SLURM_MPI_TYPE", "pmi2")];
+        let v = from_env(&env(&pmi2)).unwrap().unwrap();
+        assert_eq!((v.source.as_str(), v.rank, v.size), ("Slurm PMI-2 environment", 1, Some(4)));
+        let hydra = [("PMI_RANK", "1"), ("PMI_SIZE", "4"), ("PMI_FD", "11"), ("MPI_LOCALRANKID", "1")];
+        assert_eq!(from_env(&env(&hydra)).unwrap().unwrap().source, "MPICH Hydra environment");
+        let pmix = [("PMIX_RANK", "2"), ("SLURM_MPI_TYPE", "pmix")];
+        assert_eq!(from_env(&env(&pmix)).unwrap().unwrap().source, "Slurm PMIx environment");
     }
 }

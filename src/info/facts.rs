@@ -194,8 +194,70 @@ pub fn variables(env: &HashMap<String, String>) -> Vec<(String, String)> {
 }
 
 /// The launcher by its variables, with its view of the job (not this rank's number, which
-/// differs on every rank by design).
-pub fn launcher(env: &HashMap<String, String>) -> String {
+/// differs on every rank by design), then the Slurm job and step it runs in, if any ([`slurm`]).
+pub fn launcher(env: &HashMap<String, String>, world_size: usize) -> String {
+    let mut s = launcher_alone(env);
+    if let Some(job) = slurm(env, world_size) {
+        s.push_str("; ");
+        s.push_str(&job);
+    }
+    s
+}
+
+/// The Slurm job and step (`SLURM_JOB_ID`, `SLURM_STEP_ID`), and, where srun started the ranks
+/// itself (no `mpirun` between: no `OMPI_COMM_WORLD_SIZE`), the step's task and node counts
+/// cross-checked with MPI's world: `Slurm job 12 step 0: 4 tasks on 2 nodes, 2 on this node,
+/// = MPI's world` or `… ≠ MPI's world of 1`. Inside an allocation, a `mpirun`'s ranks are
+/// counted by mpirun, not by the step that started its daemons. None outside Slurm.
+pub fn slurm(env: &HashMap<String, String>, world_size: usize) -> Option<String> {
+    let job = env.get("SLURM_JOB_ID")?;
+    let mut s = format!("Slurm job {job}");
+    let Some(step) = env.get("SLURM_STEP_ID") else {
+        s.push_str(" (its batch script, no step)");
+        return Some(s);
+    };
+    s.push_str(&format!(" step {step}"));
+    if env.contains_key("OMPI_COMM_WORLD_SIZE") {
+        s.push_str(" (mpirun's daemons; mpirun started the ranks)");
+        return Some(s);
+    }
+    let num = |k: &str| env.get(k).and_then(|v| v.trim().parse::<usize>().ok());
+    if let Some(tasks) = num("SLURM_STEP_NUM_TASKS").or(num("SLURM_NTASKS")) {
+        s.push_str(&format!(": {tasks} task{}", if tasks == 1 { "" } else { "s" }));
+        if let Some(nodes) = num("SLURM_STEP_NUM_NODES").or(num("SLURM_NNODES")) {
+            s.push_str(&format!(" on {nodes} node{}", if nodes == 1 { "" } else { "s" }));
+        }
+        if let (Some(node), Some(per_node)) = (num("SLURM_NODEID"), env.get("SLURM_STEP_TASKS_PER_NODE")) {
+            if let Some(here) = tasks_on_node(per_node, node) {
+                s.push_str(&format!(", {here} on this node"));
+            }
+        }
+        if tasks == world_size {
+            s.push_str(", = MPI's world");
+        } else {
+            s.push_str(&format!(", ≠ MPI's world of {world_size}"));
+        }
+    }
+    Some(s)
+}
+
+/// Tasks on node `node` from Slurm's compressed per-node counts (`2(x3),1`: 2, 2, 2, 1).
+pub fn tasks_on_node(per_node: &str, node: usize) -> Option<usize> {
+    let mut i = 0;
+    for part in per_node.split(',') {
+        let (count, times) = match part.split_once("(x") {
+            Some((c, t)) => (c.trim().parse::<usize>().ok()?, t.trim_end_matches(')').parse::<usize>().ok()?),
+            None => (part.trim().parse::<usize>().ok()?, 1),
+        };
+        if node < i + times {
+            return Some(count);
+        }
+        i += times;
+    }
+    None
+}
+
+fn launcher_alone(env: &HashMap<String, String>) -> String {
     match crate::launch::from_env(env) {
         Ok(Some(v)) => {
             let name = v.source.trim_end_matches(" environment");
@@ -287,7 +349,12 @@ pub fn launcher_internal(name: &str) -> bool {
 
 /// Everything this rank sees, in [`FIELDS`] order (`libs`: from [`libraries`]), then `env NAME`
 /// for each variable.
-pub fn collect(mpi_library: &str, env: &HashMap<String, String>, libs: [String; 3]) -> Vec<(String, String)> {
+pub fn collect(
+    mpi_library: &str,
+    env: &HashMap<String, String>,
+    libs: [String; 3],
+    world_size: usize,
+) -> Vec<(String, String)> {
     let proc_root = Path::new("/proc");
     let sys_root = Path::new("/sys");
     let [nccl, driver, gpus] = libs;
@@ -300,7 +367,7 @@ pub fn collect(mpi_library: &str, env: &HashMap<String, String>, libs: [String; 
     let values = [
         build,
         mpi_library.to_string(),
-        launcher(env),
+        launcher(env, world_size),
         cpu_model(proc_root),
         cores(sys_root),
         numa_nodes(sys_root),
@@ -399,7 +466,36 @@ mod tests {
             ("OMPI_COMM_WORLD_LOCAL_RANK", "0"),
             ("OMPI_COMM_WORLD_LOCAL_SIZE", "2"),
         ]);
-        assert_eq!(launcher(&ompi), "Open MPI, 4 ranks, 2 on this host");
-        assert_eq!(launcher(&env(&[])), "none (started without a launcher)");
+        assert_eq!(launcher(&ompi, 4), "Open MPI, 4 ranks, 2 on this host");
+        assert_eq!(launcher(&env(&[]), 1), "none (started without a launcher)");
+    }
+
+    #[test]
+    fn the_slurm_job_and_step_are_named_and_counted_against_the_world() {
+        let env = |v: &[(&str, &str)]| -> HashMap<String, String> {
+            v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let step = env(&[
+            ("SLURM_JOB_ID", "12"),
+            ("SLURM_STEP_ID", "0"),
+            ("SLURM_STEP_NUM_TASKS", "4"),
+            ("SLURM_STEP_NUM_NODES", "2"),
+            ("SLURM_STEP_TASKS_PER_NODE", "3,1"),
+            ("SLURM_NODEID", "1"),
+            ("PMIX_RANK", "3"),
+        ]);
+        assert_eq!(launcher(&step, 4), "PMIx; Slurm job 12 step 0: 4 tasks on 2 nodes, 1 on this node, = MPI's world");
+        assert_eq!(
+            slurm(&step, 1).unwrap(),
+            "Slurm job 12 step 0: 4 tasks on 2 nodes, 1 on this node, ≠ MPI's world of 1"
+        );
+        let mut mpirun = step.clone();
+        mpirun.insert("OMPI_COMM_WORLD_SIZE".into(), "8".into());
+        assert_eq!(slurm(&mpirun, 8).unwrap(), "Slurm job 12 step 0 (mpirun's daemons; mpirun started the ranks)");
+        assert_eq!(slurm(&env(&[("SLURM_JOB_ID", "7")]), 1).unwrap(), "Slurm job 7 (its batch script, no step)");
+        assert_eq!(slurm(&env(&[]), 1), None);
+        assert_eq!(tasks_on_node("2(x3),1", 2), Some(2));
+        assert_eq!(tasks_on_node("2(x3),1", 3), Some(1));
+        assert_eq!(tasks_on_node("2(x3),1", 4), None);
     }
 }

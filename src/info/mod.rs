@@ -191,7 +191,7 @@ pub fn run(world: &World, opts: &InfoOptions, env: &HashMap<String, String>) -> 
     let mine = RankFacts {
         rank: world.rank,
         host: world.host().to_string(),
-        fields: facts::collect(&world.library_version, env, libs),
+        fields: facts::collect(&world.library_version, env, libs, world.size),
     };
     let bytes = serde_json::to_vec(&mine).expect("facts serialise");
     let all = world.all_gather_bytes(&bytes);

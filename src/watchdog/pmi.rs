@@ -12,6 +12,10 @@
 //!
 //! Only when every rank is known to end by itself (the side channel's orderly end): a rank that
 //! has left the books cannot be ended by the launcher any more, so a stuck one must not leave.
+//! Slurm's `srun --mpi=pmi2` hands its tasks a `PMI_FD` too: its slurmstepd answers the same
+//! PMI-1 lines (MPICH starts there with `cmd=init pmi_version=1`), the acknowledgement with an
+//! attribute (`cmd=finalize_ack rc=0`), and a task that has said `cmd=finalize` ends with its own
+//! code there as well.
 //! Elsewhere (Open MPI's PMIx, no launcher) there is no `PMI_FD` and nothing to do.
 
 use std::os::raw::c_int;
@@ -66,9 +70,11 @@ impl Pmi {
     }
 }
 
-/// Whether the proxy's answer so far holds the finalize acknowledgement.
+/// Whether the proxy's answer so far holds the finalize acknowledgement: a line whose command is
+/// `cmd=finalize_ack`, alone (Hydra) or followed by attributes (Slurm's `mpi_pmi2` plugin, which
+/// answers the PMI-1 wire protocol too: `cmd=finalize_ack rc=0`).
 fn is_ack(answer: &[u8]) -> bool {
-    String::from_utf8_lossy(answer).lines().any(|l| l.trim() == "cmd=finalize_ack")
+    String::from_utf8_lossy(answer).lines().any(|l| l.split_whitespace().next() == Some("cmd=finalize_ack"))
 }
 
 #[cfg(test)]
@@ -78,7 +84,10 @@ mod tests {
     #[test]
     fn the_acknowledgement_is_one_whole_line() {
         assert!(is_ack(b"cmd=finalize_ack\n"));
+        // Slurm's srun --mpi=pmi2 (slurmstepd), as strace of a rank there shows.
+        assert!(is_ack(b"cmd=finalize_ack rc=0\n"));
         assert!(!is_ack(b"cmd=finalize_a"));
+        assert!(!is_ack(b"cmd=finalize_acknowledged rc=0\n"));
         assert!(!is_ack(b"cmd=barrier_out\n"));
     }
 
