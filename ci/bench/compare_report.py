@@ -60,7 +60,7 @@ def compare(base, new, *extra):
         sys.exit(f"compare failed ({p.returncode}): {p.stderr}")
     flagged = set()
     for line in p.stdout.splitlines():
-        if line.startswith("regressed: ") or line.startswith("regressed series: "):
+        if line.startswith(("regressed: ", "regressed series: ", "regressed stretch: ")):
             flagged.add(line.split(": ", 1)[1].split()[0])
         elif line.startswith("regressed whole run: "):
             flagged.add("whole-run")

@@ -34,7 +34,7 @@ mod stats;
 mod tests;
 
 pub use matching::{match_runs, Matched, Point};
-pub use model::{classify_all, Change, Common, Comparison, Judgement, Noise, SeriesJudgement};
+pub use model::{classify_all, Change, Common, Comparison, Judgement, Noise, SeriesJudgement, Stretch};
 pub use stats::{mad_sigma, median, step_noise, t_for, z_for};
 
 use crate::csvread::{self, Row};
@@ -161,10 +161,7 @@ fn run(opts: &CompareOptions) -> Result<(String, i32)> {
     let settings = opts.settings;
     let c = classify_all(&m.points, base.len(), new.len(), &settings);
     let text = render(&base, &new, &m, &c, &settings);
-    let regressed = c.points.iter().any(|j| j.verdict == Change::Regression)
-        || c.series.iter().any(|s| s.verdict == Change::Regression)
-        || c.common.verdict == Change::Regression;
-    Ok((text, if regressed { exit::WRONG } else { exit::OK }))
+    Ok((text, if c.regressed() { exit::WRONG } else { exit::OK }))
 }
 
 /// One CSV: one run of a sweep.

@@ -83,7 +83,8 @@ impl Report<'_, '_> {
         );
         let _ = writeln!(
             out,
-            "# judged: each series' shift (the median over its sizes of ln new/base of the {stat}) relative to the level of the same runs (`rel`: the median over every series; over the other collective's with only two), so drift of the whole run cancels; a point likewise, only in a stretch of consecutive sizes (3, or 2 in a series of fewer than 6), and only with several runs per side (with one, such a stretch is `slower`, shown, not judged)"
+            "# judged: each series' shift (the median over its sizes of ln new/base of the {stat}) relative to the level of the same runs (`rel`: the median over every series; over the other collective's with only two), so drift of the whole run cancels; a point likewise, only in a stretch of consecutive sizes (3, or 2 in a series of fewer than 6); with one run per side such a stretch (each size slower than the threshold) is judged as one, its mean change against its noise with neighbouring sizes moving together (rho {:.2})",
+            c.neighbour_rho
         );
         match c.noise {
             Noise::BetweenRuns => {
@@ -294,11 +295,18 @@ impl Report<'_, '_> {
                 p.key, j.base, j.new, j.change_pct, j.rel_pct, j.bar_pct
             );
         }
-        for (p, j) in m.points.iter().zip(&c.points).filter(|(_, j)| j.verdict == Change::Slower) {
+        for st in c.stretches.iter().filter(|s| s.verdict == Change::Regression) {
             let _ = writeln!(
                 out,
-                "slower, not judged (one run per side): {}: {stat} {:.2} -> {:.2} us ({:+.1}%; {:+.1}% relative to the rest of the run, bar {:+.1}%)",
-                p.key, j.base, j.new, j.change_pct, j.rel_pct, j.bar_pct
+                "regressed stretch: {} from {} to {} ({} sizes): {stat} {:+.1}% on average ({:+.1}% relative to the rest of the run, bar {:+.1}%; neighbouring sizes moving together by rho {:.2})",
+                series_text(st.key),
+                human(st.min_bytes),
+                human(st.max_bytes),
+                st.points.len(),
+                st.change_pct,
+                st.rel_pct,
+                st.bar_pct,
+                c.neighbour_rho
             );
         }
         for sj in c.series.iter().filter(|s| s.verdict == Change::Regression) {
@@ -330,15 +338,27 @@ impl Report<'_, '_> {
         let stat = s.stat.name();
         let count = |v: Change| c.points.iter().filter(|j| j.verdict == v).count();
         let scount = |v: Change| c.series.iter().filter(|j| j.verdict == v).count();
-        let regressions = count(Change::Regression);
+        let stretches = c.stretches.iter().filter(|s| s.verdict == Change::Regression).count();
+        // The verdict first, from the same test as the exit code.
+        let verdict = if c.regressed() {
+            format!(
+                "REGRESSED (exit 1): {} series, {} stretch{} of sizes, {} point{}, whole run {}",
+                scount(Change::Regression),
+                stretches,
+                if stretches == 1 { "" } else { "es" },
+                count(Change::Regression),
+                if count(Change::Regression) == 1 { "" } else { "s" },
+                if c.common.verdict == Change::Regression { "regressed" } else { "not" }
+            )
+        } else {
+            "no regression (exit 0)".to_string()
+        };
         let _ = writeln!(
             out,
-            "compare: {} point{} in common: {} regression{}, {} slower not judged, {} improved, {} beyond {}% within noise, {} lone, {} within {}%; series: {} regressed, {} improved of {}; judged on the {stat}, {}, whole run {:+.1}% {}; {} only in base, {} only in new",
+            "compare: {verdict}; {} point{} in common: {} regressed, {} improved, {} beyond {}% within noise, {} lone, {} within {}%; series: {} regressed, {} improved of {}; judged on the {stat}, {}, whole run {:+.1}% {}; {} only in base, {} only in new",
             c.points.len(),
             if c.points.len() == 1 { "" } else { "s" },
-            regressions,
-            if regressions == 1 { "" } else { "s" },
-            count(Change::Slower),
+            count(Change::Regression),
             count(Change::Improvement),
             count(Change::WithinNoise),
             s.threshold_pct,
