@@ -17,6 +17,7 @@ cd "$(dirname "$0")/.."
 . ci/env.sh
 chrt -i 0 nice -n 19 cargo build --release --quiet
 runs=${RUNS:-24}
+export SWEEP=${SWEEP:--e 1M}   # 8 B .. 1 MiB: 18 sizes a series
 out=target/bench/compare-noise
 if [ "${REPORT_ONLY:-0}" != 1 ]; then
   rm -rf "$out"
@@ -27,13 +28,14 @@ if [ "${REPORT_ONLY:-0}" != 1 ]; then
   # Another timing job at normal priority (a coll-bench not under idle priority) shares the two
   # cores with the run and makes whole series thousands of times slower: wait (up to 5 min) until
   # none runs, and note in contention.txt each run that found one before or after it.
-  others() { ps -eo cls=,args= | awk -v me="$out/" '$1 != "IDL" && /coll-bench/ && index($0, me) == 0 && !/awk/' | wc -l; }
+  # (a coll-bench binary itself, by its argv[0]: not a daemon whose paths say coll-bench)
+  others() { ps -eo cls=,args= | awk -v me="$out/" '$1 != "IDL" && $2 ~ /(^|\/)coll-bench$/ && index($0, me) == 0' | wc -l; }
   : > "$out/contention.txt"
   for i in $(seq -w 1 "$runs"); do
     waited=0
     while [ "$(others)" -gt 0 ] && [ "$waited" -lt 300 ]; do sleep 5; waited=$((waited + 5)); done
     before=$(others)
-    "${MPIRUN[@]}" -n 2 "$out/sweep-bin" -e 64K --budget 5ms --csv "$out/run-$i.csv" > /dev/null
+    "${MPIRUN[@]}" -n 2 "$out/sweep-bin" $SWEEP --budget 5ms --csv "$out/run-$i.csv" > /dev/null
     after=$(others)
     echo "run-$i.csv waited ${waited}s, other timing jobs before $before, after $after" >> "$out/contention.txt"
   done

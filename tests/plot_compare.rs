@@ -162,7 +162,10 @@ fn compare_a_run_with_itself_finds_nothing() {
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     let rows = std::fs::read_to_string(dir.path().join("run.csv")).unwrap().lines().count() - 1;
     let summary = out.lines().last().unwrap();
-    assert!(summary.starts_with(&format!("compare: {rows} points in common: 0 regressions")), "{summary}");
+    assert!(
+        summary.starts_with(&format!("compare: no regression (exit 0); {rows} points in common: 0 regressed")),
+        "{summary}"
+    );
     assert!(
         summary.contains("series: 0 regressed, 0 improved of 4; judged on the median, one run per side"),
         "{summary}"
@@ -223,24 +226,40 @@ fn compare_flags_a_thirty_percent_slowdown() {
         row[col(h, "collective")] == "all-reduce" && row[col(h, "size_bytes")].parse::<u64>().unwrap() >= 128 << 10
     };
     scaled(dir.path(), "slow.csv", |h, row| if slowed(h, row) { 1.3 } else { 1.0 });
-    // One run per side: a stretch of sizes of one collective moves this much between
-    // back-to-back runs, so the points are shown as `slower`, not judged: exit 0.
+    // One run per side (last night's CSV against today's): the stretch of sizes is judged as
+    // one, a regression: exit 1, the stretch named, each of its points named, and the summary
+    // line says so first (on main: exit 0, "0 regressions, 10 slower not judged").
     let o = sub(dir.path(), &["compare", "run.csv", "slow.csv"]);
     let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
-    let slower: Vec<&str> = out.lines().filter(|l| l.starts_with("slower, not judged (one run per side): ")).collect();
-    assert_eq!(slower.len(), 10, "every doctored point, nothing else:\n{out}");
-    for l in &slower {
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    let stretches: Vec<&str> = out.lines().filter(|l| l.starts_with("regressed stretch: ")).collect();
+    assert!(!stretches.is_empty() && stretches.len() <= 2, "one per placement at most, nothing else:\n{out}");
+    for l in &stretches {
         assert!(
-            l.contains(": all-reduce mpi float sum ")
-                && l.contains("(+30.0%; +30.0% relative to the rest of the run, bar +5.0%)"),
+            l.starts_with("regressed stretch: all-reduce mpi float sum ")
+                && l.contains(" from 128K to ")
+                && l.contains("median +30.0% on average (+30.0% relative to the rest of the run, bar "),
             "{l}"
         );
     }
-    for l in out.lines().filter(|l| l.starts_with("  ") && l.contains(" slower ")) {
+    let regressed: Vec<&str> = out.lines().filter(|l| l.starts_with("regressed: ")).collect();
+    assert!(regressed.len() >= 3, "{out}");
+    assert!(regressed
+        .iter()
+        .all(|l| l.contains(": all-reduce mpi float sum ") && l.contains("(+30.0%; +30.0% relative")));
+    for l in out.lines().filter(|l| l.starts_with("  ") && l.contains(" REGRESSION ")) {
         assert!(l.contains(" 1.300 ") && l.trim_end().ends_with("+30.0%"), "{l}");
     }
-    assert!(out.lines().last().unwrap().contains(": 0 regressions, 10 slower not judged,"), "{out}");
+    let summary = out.lines().last().unwrap();
+    assert!(
+        summary.starts_with(&format!(
+            "compare: REGRESSED (exit 1): 0 series, {} stretch{} of sizes, {} points, whole run not; ",
+            stretches.len(),
+            if stretches.len() == 1 { "" } else { "es" },
+            regressed.len()
+        )) && summary.contains(&format!(" in common: {} regressed, ", regressed.len())),
+        "{summary}"
+    );
 
     // Two runs a side, each a copy within ±1% of the other: the same stretch is a regression.
     scaled(dir.path(), "run2.csv", |h, row| 1.0 + 0.01 * jitter(7, h, row));
@@ -271,7 +290,9 @@ fn compare_flags_a_thirty_percent_slowdown() {
     assert_eq!(out.lines().filter(|l| l.starts_with("  ") && l.contains(" REGRESSION ")).count(), 10, "{out}");
     let summary = out.lines().last().unwrap();
     assert!(
-        summary.contains(": 10 regressions,") && summary.contains("judged on the median, 2 vs 2 runs"),
+        summary.starts_with("compare: REGRESSED (exit 1): ")
+            && summary.contains(" in common: 10 regressed,")
+            && summary.contains("judged on the median, 2 vs 2 runs"),
         "{summary}"
     );
 
@@ -281,7 +302,8 @@ fn compare_flags_a_thirty_percent_slowdown() {
     // The other way round it is an improvement.
     let o = sub(dir.path(), &["compare", "slow.csv", "run.csv"]);
     assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
-    assert!(stdout(&o).contains(": 0 regressions, 0 slower not judged, 10 improved"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("compare: no regression (exit 0); "), "{}", stdout(&o));
+    assert!(stdout(&o).contains(" in common: 0 regressed, 10 improved, "), "{}", stdout(&o));
     // Judged on the mean, it says so.
     let o = sub(dir.path(), &two(&["--stat", "mean"]));
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
@@ -316,6 +338,10 @@ fn compare_one_run_per_side_judges_against_the_runs_own_noise() {
     assert!(named.iter().all(|l| l.contains("all-gather")), "{out}");
     assert!(out.contains("regressed series: all-gather mpi float none out-of-place over 18 sizes"), "{out}");
     assert!(out.contains("regressed series: all-gather mpi float none in-place over 18 sizes"), "{out}");
+    // The summary line leads with the verdict the exit code gives (on main it could read
+    // "0 regressions … series: 2 regressed" beside exit 1).
+    let summary = out.lines().last().unwrap();
+    assert!(summary.starts_with("compare: REGRESSED (exit 1): 2 series, "), "{summary}");
 }
 
 #[test]
@@ -377,7 +403,7 @@ fn compare_of_different_runs_names_what_only_one_has() {
     assert!(out.contains("# only in new.csv: all-reduce mpi float sum out-of-place: 2 sizes (1M 2M)"), "{out}");
     assert!(out.contains("# only in new.csv: all-reduce mpi float sum in-place: 2 sizes (1M 2M)"), "{out}");
     let summary = out.lines().last().unwrap();
-    assert!(summary.starts_with("compare: 32 points in common"), "{summary}");
+    assert!(summary.starts_with("compare: no regression (exit 0); 32 points in common"), "{summary}");
     assert!(summary.ends_with("36 only in base, 4 only in new"), "{summary}");
 
     // Nothing shared at all is an error.

@@ -29,6 +29,30 @@ def doctor(path, coll, factor, tag):
     return dst
 
 
+def doctor_third(path, coll, placement, factor, tag, top=True):
+    """A copy of the run with one series (`coll`, `placement`) made slower by `factor` over a
+    third of its sizes: the largest third (`top`) or the smallest."""
+    dst = os.path.join(tmp, f"{tag}-{os.path.basename(path)}")
+    with open(path, newline="") as f:
+        rows = list(csv.reader(f))
+    header = rows[0]
+    ci, pi, si = header.index("collective"), header.index("placement"), header.index("size_bytes")
+    sizes = sorted({int(r[si]) for r in rows[1:] if r[ci] == coll and r[pi] == placement})
+    third = max(1, len(sizes) // 3)
+    chosen = set(sizes[-third:] if top else sizes[:third])
+    cols = [header.index(c) for c in TIMES if c in header]
+    with open(dst, "w", newline="") as g:
+        wr = csv.writer(g, lineterminator="\n")
+        wr.writerow(header)
+        for row in rows[1:]:
+            if row[ci] == coll and row[pi] == placement and int(row[si]) in chosen:
+                for c in cols:
+                    if row[c]:
+                        row[c] = repr(float(row[c]) * factor)
+            wr.writerow(row)
+    return dst, min(chosen), max(chosen)
+
+
 def compare(base, new, *extra):
     args = [binary, "compare", *extra, *base] + (["--", *new] if len(base) > 1 or len(new) > 1 else new)
     p = subprocess.run(args, capture_output=True, text=True)
@@ -36,11 +60,11 @@ def compare(base, new, *extra):
         sys.exit(f"compare failed ({p.returncode}): {p.stderr}")
     flagged = set()
     for line in p.stdout.splitlines():
-        if line.startswith("regressed: ") or line.startswith("regressed series: "):
+        if line.startswith(("regressed: ", "regressed series: ", "regressed stretch: ")):
             flagged.add(line.split(": ", 1)[1].split()[0])
         elif line.startswith("regressed whole run: "):
             flagged.add("whole-run")
-    return p.returncode, flagged, p.stdout.splitlines()[-1]
+    return p.returncode, flagged, p.stdout.splitlines()[-1], p.stdout.splitlines()
 
 
 def trials(k):
@@ -74,13 +98,15 @@ def stalls():
 
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
 osname = next((l.split("=", 1)[1].strip().strip('"') for l in open("/etc/os-release") if l.startswith("PRETTY_NAME=")), "?")
+SWEEP = os.environ.get("SWEEP", "-e 1M")
+npoints = sum(1 for _ in open(runs[0])) - 1
 wall = open(os.path.join(out, "wall-s.txt")).read().strip()
 ls, le = load()
 print("# compare: false alarms on back-to-back runs, detection of doctored slowdowns\n")
 print(f"Machine: {platform.node()}, {os.cpu_count()} cores ({cpu}), {osname}; shared with other work "
       f"(load average at the start {ls}, at the end {le}). {len(runs)} runs of "
-      f"`mpirun -n 2 coll-bench -e 64K --budget 5ms` (all-reduce, all-gather, reduce-scatter; float sum; "
-      f"8 B .. 64 KiB; out-of-place and in-place: 84 points), back to back, at normal priority, in {wall} s. "
+      f"`mpirun -n 2 coll-bench {SWEEP} --budget 5ms` (all-reduce, all-gather, reduce-scatter; float sum; "
+      f"out-of-place and in-place: {npoints} points), back to back, at normal priority, in {wall} s. "
       "Made by `bench/compare.sh` (raw runs in target/bench/compare-noise/, not committed).\n")
 st = stalls()
 print("Runs with stalls (points 100x or more slower than their median over all runs): "
@@ -103,19 +129,48 @@ for k in (1, 2, 3):
     caught = {f: 0 for f in LEVELS}
     other = 0
     for ti, (base, new) in enumerate(ts):
-        code, flagged, summary = compare(base, new)
+        code, flagged, summary, lines = compare(base, new)
         alarms += code == 1
-        points += int(summary.split(" in common: ", 1)[1].split()[0])
+        points += sum(1 for l in lines if l.startswith("regressed: "))
         details.append(f"- {k} per side, {' '.join(map(os.path.basename, base))} -> "
                        f"{' '.join(map(os.path.basename, new))}: exit {code}; `{summary}`")
         for f in LEVELS:
             for c in COLLS:
                 dn = [doctor(p, c, f, f"{k}-{ti}-{c}-{f}") for p in new]
-                code, flagged, _ = compare(base, dn)
+                code, flagged, _, _ = compare(base, dn)
                 caught[f] += code == 1 and c in flagged
                 other += bool(flagged - {c})
     n = len(ts)
     cells = " | ".join(f"{caught[f]}/{n * len(COLLS)}" for f in LEVELS)
     print(f"| {k} | {n} | {alarms}/{n} | {points} | {cells} | {other}/{n * len(COLLS) * len(LEVELS)} |")
+print("\nA third of one series: every NEW run's rows of one collective in one placement (out-of-place), "
+      "at the largest third of its sizes (`top`) or the smallest third (`bottom`), scaled by 1.3 (and 1.2); "
+      "caught = exit 1 naming that collective.\n")
+print("| runs per side | comparisons | top third 30% | top third 20% | bottom third 30% | bottom third 20% | +other |")
+print("|---:|---:|---:|---:|---:|---:|---:|")
+span = None
+for k in (1, 2, 3):
+    ts = trials(k)
+    if not ts:
+        continue
+    cells, other = [], 0
+    for top in (True, False):
+        for f in (1.30, 1.20):
+            caught = 0
+            for ti, (base, new) in enumerate(ts):
+                for c in COLLS:
+                    dn = []
+                    for p in new:
+                        d, lo, hi = doctor_third(p, c, "out-of-place", f, f"t{k}-{ti}-{c}-{f}-{top}", top)
+                        dn.append(d)
+                        span = span or {}
+                        span[top] = (lo, hi)
+                    code, flagged, _, _ = compare(base, dn)
+                    caught += code == 1 and c in flagged
+                    other += bool(flagged - {c})
+            cells.append(f"{caught}/{len(ts) * len(COLLS)}")
+    print(f"| {k} | {len(ts)} | {' | '.join(cells)} | {other}/{len(ts) * len(COLLS) * 4} |")
+if span:
+    print(f"\nSizes doctored: top third {span[True][0]}..{span[True][1]} B, bottom third {span[False][0]}..{span[False][1]} B.")
 print("\nEvery undoctored comparison's summary line:\n")
 print("\n".join(details))
