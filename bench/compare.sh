@@ -8,7 +8,7 @@
 #   placements) made 10%, 20%, 30% slower (every time column scaled), one collective at a time.
 # The runs are timed at normal priority (not nice'd: other work on the machine should run at idle
 # priority, and a nice'd run measures the neighbours); the build runs under idle priority.
-# Writes bench/compare-noise-<host>.md; raw runs in target/bench/compare-noise/ (not committed).
+# Writes bench/compare-<host>.md; raw runs in target/bench/compare-noise/ (not committed).
 # RUNS=24 by default (12 pairs); 30-90 s of runs on the 2-core VM, then a few minutes of compares.
 # REPORT_ONLY=1 keeps the raw runs already in target/bench/compare-noise/ and judges them again with
 # the binary built now (the runs themselves do not depend on compare).
