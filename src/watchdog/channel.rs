@@ -130,6 +130,11 @@ impl Channel {
         self.peers.len()
     }
 
+    /// The addresses rank `rank` can be reached at from this one (`liveness`).
+    pub fn ips_of(&self, rank: usize) -> Vec<std::net::IpAddr> {
+        self.peers[rank].iter().map(|a| a.ip()).collect()
+    }
+
     /// "I arrived at `step`": to rank 0, and rank 0's own to rank 1, so whichever of the two
     /// reports a hang knows the other's last step. Never blocks.
     pub fn announce(&self, step: u64) {
