@@ -3,7 +3,7 @@
 # every time. Writes results/test-repeat-<host>.md with each run's closing line and exit code,
 # and the failing tests' names if any (raw logs in results/repeat/, not committed).
 #   ci/repeat-tests.sh [N] [-- CARGO TEST ARGS…]: with `--`, only those tests, N times
-#   (`ci/repeat-tests.sh 10 -- --test endings`), written to results/test-repeat-<host>-some.md.
+#   (`ci/repeat-tests.sh 10 -- --test endings`), written to results/test-repeat-<host>-${REPEAT_NAME:-some}.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-5}
@@ -13,12 +13,12 @@ if [ "${1:-}" = "--" ]; then
   shift
   some=("$@")
 fi
-out=results/repeat
+out=results/repeat/${REPEAT_NAME:-all}
 mkdir -p "$out"
 md="results/test-repeat-$(hostname).md"
 what="The whole suite (ci/test.sh)"
 if [ ${#some[@]} -gt 0 ]; then
-  md="results/test-repeat-$(hostname)-some.md"
+  md="results/test-repeat-$(hostname)-${REPEAT_NAME:-some}.md"
   what="\`cargo test --release ${some[*]}\`"
 fi
 {

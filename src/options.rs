@@ -51,8 +51,9 @@ impl Aggregation {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Timeout {
-    /// No `-T`: max(10 s, 10 × e), so an unattended run cannot hang forever and a stuck rank is
-    /// named soon after the step should have ended.
+    /// No `-T`: max(30 s, 20 × e), so an unattended run cannot hang forever and a stuck rank is
+    /// named soon after the step should have ended. (10 s cut a healthy run short: MPICH, 2
+    /// ranks on a loaded 2-core machine, a batch planned at 0.5 s still running after 10 s.)
     Auto,
     /// `-T SECONDS`: SECONDS + 2 × e.
     Fixed(f64),
@@ -62,9 +63,9 @@ pub enum Timeout {
 
 impl Timeout {
     /// The floor of the default limit, seconds.
-    pub const AUTO_MIN_S: f64 = 10.0;
+    pub const AUTO_MIN_S: f64 = 30.0;
     /// The default limit, in multiples of a step's expected time.
-    pub const AUTO_FACTOR: f64 = 10.0;
+    pub const AUTO_FACTOR: f64 = 20.0;
     /// The default limit of a set-up that has no estimate (a communicator's creation, NCCL's
     /// init: minutes at scale), seconds.
     pub const AUTO_SETUP_S: f64 = 300.0;
@@ -513,9 +514,9 @@ mod tests {
 
     #[test]
     fn timeout_limits() {
-        assert_eq!(Timeout::Auto.limit_s(0.0), Some(10.0));
-        assert_eq!(Timeout::Auto.limit_s(0.5), Some(10.0));
-        assert_eq!(Timeout::Auto.limit_s(60.0), Some(600.0));
+        assert_eq!(Timeout::Auto.limit_s(0.0), Some(30.0));
+        assert_eq!(Timeout::Auto.limit_s(0.5), Some(30.0));
+        assert_eq!(Timeout::Auto.limit_s(60.0), Some(1200.0));
         assert_eq!(Timeout::Auto.setup_limit_s(), Some(300.0));
         assert_eq!(Timeout::Fixed(5.0).setup_limit_s(), Some(5.0));
         assert_eq!(Timeout::Fixed(5.0).limit_s(0.25), Some(5.5));

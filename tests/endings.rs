@@ -310,8 +310,8 @@ fn a_killed_rank_is_named_in_one_line() {
     }
 }
 
-/// A stopped rank with no `-T`: named within the default limit, max(10 s, 10× the step's
-/// expected time) plus the 2 s inquiry, not 5 minutes (on main: 305 s). The bound here is
+/// A stopped rank with no `-T`: named within the default limit, max(30 s, 20× the step's
+/// expected time) plus the 5 s inquiry, not 5 minutes (on main: 305 s). The bound here is
 /// loose for a loaded machine; the time is printed.
 #[test]
 fn a_stopped_rank_without_minus_t_is_named_within_seconds() {
@@ -322,7 +322,7 @@ fn a_stopped_rank_without_minus_t_is_named_within_seconds() {
     assert_eq!(lines.len(), 1, "exit {:?}\n{}", s.status, s.err);
     assert!(lines[0].contains(&format!("rank {victim} (")), "{}", s.err);
     assert!(lines[0].ends_with("aborting the job"), "{}", s.err);
-    assert!(s.took >= 10.0 && s.took < 60.0, "named after {:.1} s: {}", s.took, s.err);
+    assert!(s.took >= 30.0 && s.took < 120.0, "named after {:.1} s: {}", s.took, s.err);
     assert!(s.status.is_some_and(|c| c != 0 && c != 1), "exit {:?}: {}", s.status, s.err);
 }
 
@@ -333,9 +333,11 @@ fn a_stopped_rank_without_minus_t_is_named_within_seconds() {
 #[test]
 fn an_interrupted_check_names_its_csv() {
     let dir = tempfile::tempdir().unwrap();
-    let rule = "[[rule]]\nname = \"big\"\ncollective = \"all-reduce\"\nsizes = \"8..256M\"\nmax_time_us = 1e9\n";
+    // Small sizes (no large buffers to fault in on a loaded machine), half a second each: rows
+    // within seconds, the run tens of seconds long.
+    let rule = "[settings]\nbudget = \"500ms\"\n\n[[rule]]\nname = \"small\"\ncollective = \"all-reduce\"\nsizes = \"8..1M\"\nmax_time_us = 1e9\n";
     std::fs::write(dir.path().join("s.toml"), rule).unwrap();
-    let child = mpirun_cmd(2, 180)
+    let mut child = mpirun_cmd(2, 180)
         .args(["check", "s.toml", "--csv", "c.csv"])
         .current_dir(dir.path())
         .stdout(Stdio::null())
@@ -347,7 +349,14 @@ fn an_interrupted_check_names_its_csv() {
     // Rows are appended as points are measured: wait for the header and two rows.
     let t0 = std::time::Instant::now();
     while std::fs::read_to_string(&csv).map(|t| t.lines().count()).unwrap_or(0) < 3 {
-        assert!(t0.elapsed().as_secs() < 150, "no rows in c.csv");
+        if let Ok(Some(status)) = child.try_wait() {
+            let out = child.wait_with_output().unwrap();
+            panic!("check ended ({status}) before 2 rows: {}", stderr(&out));
+        }
+        if t0.elapsed().as_secs() > 150 {
+            let _ = child.kill();
+            panic!("no rows in c.csv after 150 s: {:?}", std::fs::read_to_string(&csv));
+        }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     let target = if FAMILY == "openmpi" {

@@ -78,7 +78,7 @@ impl Links {
         }
         let ok = port != 0 && peers.len() == if world.rank == 0 { n - 1 } else { 1 };
         let all = world.all_gather_same(&[ok as u8]);
-        if all.iter().any(|&b| b == 0) {
+        if all.contains(&0) {
             return None;
         }
         let mut wake = [-1; 2];

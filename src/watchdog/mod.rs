@@ -8,7 +8,7 @@
 //! inside the timed loop. A step may take `-T` plus twice its expected time (calls × the
 //! warm-up's estimate per call), so long batches of large messages do not trip it while a hang
 //! is still caught about `-T` after it began; the first warm-up call, a fixed `-w` warm-up and
-//! the check call have no estimate: `-T` alone. Without `-T`, a step may take max(10 s, 10× its
+//! the check call have no estimate: `-T` alone. Without `-T`, a step may take max(30 s, 20× its
 //! expected time) (NCCL's init: 5 min, `Timeout::setup_limit_s`); `-T 0` turns the watchdog off.
 //!
 //! `coll-bench step` arms it once per pass of a layout (`Phase::Step`: the set-up, each warm-up,
