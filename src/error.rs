@@ -7,9 +7,41 @@
 /// (`report::interrupted`). An atomic load is safe in a signal handler.
 pub static ENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Mark this process as ending the job with an outcome of its own ([`ENDING`]).
+/// Mark this process as ending the job with an outcome of its own ([`ENDING`]), and say so to
+/// the ranks that watch this one (`watchdog::liveness`), so its end is not taken for a death.
 pub fn ending() {
-    ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
+    if !ENDING.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        tell_on_ending_byte(BYE_OWN);
+    }
+}
+
+/// The byte a process ending the job with an outcome of its own sends its watchers.
+pub const BYE_OWN: u8 = b'O';
+/// The byte a process ending on SIGINT/SIGTERM sends its watchers.
+pub const BYE_SIGNALLED: u8 = b'S';
+
+/// The sockets of the ranks that watch this one (`watchdog::liveness`): a leaked list, so a
+/// signal handler can read it.
+static WATCHERS: std::sync::atomic::AtomicPtr<Vec<i32>> = std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+
+/// Who to tell when this process ends: these sockets (empty: nobody). The previous list is
+/// leaked on purpose (a handler running now may read it).
+pub fn tell_on_ending(fds: Vec<i32>) {
+    WATCHERS.store(Box::into_raw(Box::new(fds)), std::sync::atomic::Ordering::SeqCst);
+}
+
+/// One byte to every watcher. Async-signal-safe (an atomic load and write(2)s).
+pub fn tell_on_ending_byte(byte: u8) {
+    let list = WATCHERS.load(std::sync::atomic::Ordering::SeqCst);
+    if list.is_null() {
+        return;
+    }
+    // SAFETY: WATCHERS holds a leaked, never freed list; write(2) of one live byte.
+    unsafe {
+        for &fd in (*list).iter() {
+            libc::write(fd, [byte].as_ptr().cast(), 1);
+        }
+    }
 }
 
 /// A usage or setup error.

@@ -51,7 +51,9 @@ impl Aggregation {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Timeout {
-    /// No `-T`: max(5 min, 20 × e), so an unattended run cannot hang forever.
+    /// No `-T`: max(30 s, 20 × e), so an unattended run cannot hang forever and a stuck rank is
+    /// named soon after the step should have ended. (10 s cut a healthy run short: MPICH, 2
+    /// ranks on a loaded 2-core machine, a batch planned at 0.5 s still running after 10 s.)
     Auto,
     /// `-T SECONDS`: SECONDS + 2 × e.
     Fixed(f64),
@@ -61,9 +63,12 @@ pub enum Timeout {
 
 impl Timeout {
     /// The floor of the default limit, seconds.
-    pub const AUTO_MIN_S: f64 = 300.0;
+    pub const AUTO_MIN_S: f64 = 30.0;
     /// The default limit, in multiples of a step's expected time.
     pub const AUTO_FACTOR: f64 = 20.0;
+    /// The default limit of a set-up that has no estimate (a communicator's creation, NCCL's
+    /// init: minutes at scale), seconds.
+    pub const AUTO_SETUP_S: f64 = 300.0;
 
     /// Seconds a step expected to take `expected_s` may take; `None`: no limit.
     pub fn limit_s(self, expected_s: f64) -> Option<f64> {
@@ -72,6 +77,14 @@ impl Timeout {
             Timeout::Auto => Some((Self::AUTO_FACTOR * e).max(Self::AUTO_MIN_S)),
             Timeout::Fixed(t) => Some(t + 2.0 * e),
             Timeout::Off => None,
+        }
+    }
+
+    /// Seconds a set-up (NCCL's init, a communicator's creation) may take; `None`: no limit.
+    pub fn setup_limit_s(self) -> Option<f64> {
+        match self {
+            Timeout::Auto => Some(Self::AUTO_SETUP_S),
+            t => t.limit_s(0.0),
         }
     }
 
@@ -501,9 +514,11 @@ mod tests {
 
     #[test]
     fn timeout_limits() {
-        assert_eq!(Timeout::Auto.limit_s(0.0), Some(300.0));
-        assert_eq!(Timeout::Auto.limit_s(1.0), Some(300.0));
+        assert_eq!(Timeout::Auto.limit_s(0.0), Some(30.0));
+        assert_eq!(Timeout::Auto.limit_s(0.5), Some(30.0));
         assert_eq!(Timeout::Auto.limit_s(60.0), Some(1200.0));
+        assert_eq!(Timeout::Auto.setup_limit_s(), Some(300.0));
+        assert_eq!(Timeout::Fixed(5.0).setup_limit_s(), Some(5.0));
         assert_eq!(Timeout::Fixed(5.0).limit_s(0.25), Some(5.5));
         assert_eq!(Timeout::Fixed(5.0).limit_s(-1.0), Some(5.0));
         assert_eq!(Timeout::Off.limit_s(10.0), None);

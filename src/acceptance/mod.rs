@@ -248,6 +248,9 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     };
     let csv_file = world.agree(created)?;
     let csv_path = csv_file.as_ref().map(|f| crate::report::outfile::absolute(f.real_path()));
+    // SIGINT/SIGTERM from here on: rank 0 names the CSV (report::interrupted).
+    let files: Vec<(std::path::PathBuf, &str)> = csv_path.iter().map(|p| (p.clone(), "CSV")).collect();
+    crate::report::interrupted::arm(world.rank, Some(&files));
     let mut csv = csv_file.map(|f| CsvReport::with_extra_columns(f, CSV_COLUMNS));
     world.agree(csv.as_mut().map(CsvReport::write_header).unwrap_or(Ok(())))?;
 

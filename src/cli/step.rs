@@ -92,7 +92,7 @@ pub struct StepArgs {
     #[arg(long = "json", value_name = "PATH")]
     pub json: Option<PathBuf>,
     /// Stop the whole job (exit 2) when a call has not finished SECONDS after it was expected to,
-    /// e.g. a host or link gone or a rank stopped (5, 2.5, 30s); 0: never [default: max(5 min,
+    /// e.g. a host or link gone or a rank stopped (5, 2.5, 30s); 0: never [default: max(30 s,
     /// 20x the longest step so far)]
     #[arg(short = 'T', long = "timeout", value_name = "SECONDS")]
     pub timeout: Option<String>,

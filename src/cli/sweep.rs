@@ -134,7 +134,7 @@ pub struct Args {
     #[arg(long = "plot", value_name = "FILE")]
     pub plot: Option<PathBuf>,
     /// Stop the whole job (exit 2) when a call has not finished SECONDS after it was expected to,
-    /// e.g. a host or link gone or a rank stopped (5, 2.5, 30s); 0: never [default: max(5 min,
+    /// e.g. a host or link gone or a rank stopped (5, 2.5, 30s); 0: never [default: max(30 s,
     /// 20x the step's expected time)]
     #[arg(short = 'T', long = "timeout", value_name = "SECONDS", allow_hyphen_values = true)]
     pub timeout: Option<String>,

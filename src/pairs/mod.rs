@@ -196,6 +196,11 @@ pub fn run(world: &World, opts: &PairsOptions) -> Result<i32> {
         _ => Ok(None),
     };
     let mut csv_file = world.agree(created)?;
+    // SIGINT/SIGTERM from here on: rank 0 names the CSV, which is written whole at the end
+    // (report::interrupted).
+    let files: Vec<(std::path::PathBuf, &str)> =
+        csv_file.iter().map(|f| (f.real_path().to_path_buf(), "CSV, written at the end: empty")).collect();
+    crate::report::interrupted::arm(world.rank, Some(&files));
 
     let rounds = if opts.sequential { schedule::sequential(world.size) } else { schedule::tournament(world.size) };
     let t0 = mpi::time();

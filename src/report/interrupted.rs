@@ -68,6 +68,10 @@ extern "C" fn on_signal(sig: libc::c_int) {
     // SAFETY: ARMED holds a leaked, never freed `Lines`; write(2) and _exit(2) are
     // async-signal-safe.
     unsafe {
+        if !crate::error::ENDING.load(Ordering::SeqCst) {
+            // Not a death: the ranks watching this one stay silent (watchdog::liveness).
+            crate::error::tell_on_ending_byte(crate::error::BYE_SIGNALLED);
+        }
         if !lines.is_null() && !crate::error::ENDING.load(Ordering::SeqCst) {
             let text = if sig == libc::SIGINT { &(*lines).int } else { &(*lines).term };
             if !text.is_empty() {

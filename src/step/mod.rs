@@ -217,6 +217,12 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
         Ok(None)
     };
     let (mut csv, json) = world.agree(created)?.unwrap_or((None, None));
+    // SIGINT/SIGTERM from here on: rank 0 names these files (report::interrupted).
+    let files: Vec<(std::path::PathBuf, &str)> = [(csv.as_ref(), "CSV"), (json.as_ref(), "JSON")]
+        .into_iter()
+        .filter_map(|(f, what)| f.map(|f: &crate::report::AppendFile| (f.real_path().to_path_buf(), what)))
+        .collect();
+    crate::report::interrupted::arm(world.rank, Some(&files));
     // `-T`: every part of every step watched (collective: every rank starts it).
     let watchdog = crate::watchdog::Watchdog::start(world, opts.timeout);
 

@@ -257,6 +257,9 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     };
     let mut csv = world.agree(csv)?;
     let csv_path = csv.as_ref().map(|c| c.path().to_path_buf());
+    // SIGINT/SIGTERM from here on: rank 0 names the CSV (report::interrupted).
+    let files: Vec<(std::path::PathBuf, &str)> = csv_path.iter().map(|p| (p.clone(), "CSV")).collect();
+    crate::report::interrupted::arm(world.rank, Some(&files));
     if let Some(c) = csv.as_mut() {
         world.agree(c.begin(&info))?;
     } else {

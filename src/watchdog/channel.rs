@@ -135,6 +135,11 @@ impl Channel {
         self.peers.len()
     }
 
+    /// The addresses rank `rank` can be reached at from this one (`liveness`).
+    pub fn ips_of(&self, rank: usize) -> Vec<std::net::IpAddr> {
+        self.peers[rank].iter().map(|a| a.ip()).collect()
+    }
+
     /// "I arrived at `step`": to this rank's parent in the announcement tree (`tree::announce`).
     /// Never blocks.
     pub fn announce(&self, step: u64) {

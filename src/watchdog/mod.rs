@@ -8,8 +8,8 @@
 //! inside the timed loop. A step may take `-T` plus twice its expected time (calls × the
 //! warm-up's estimate per call), so long batches of large messages do not trip it while a hang
 //! is still caught about `-T` after it began; the first warm-up call, a fixed `-w` warm-up and
-//! the check call have no estimate: `-T` alone. Without `-T`, a step may take max(5 min, 20× its
-//! expected time); `-T 0` turns the watchdog off.
+//! the check call have no estimate: `-T` alone. Without `-T`, a step may take max(30 s, 20× its
+//! expected time) (NCCL's init: 5 min, `Timeout::setup_limit_s`); `-T 0` turns the watchdog off.
 //!
 //! `coll-bench step` arms it once per pass of a layout (`Phase::Step`: the set-up, each warm-up,
 //! timed and check step), so the steps are numbered alike on every rank although a pipeline
@@ -41,6 +41,7 @@
 
 mod channel;
 mod inquiry;
+mod liveness;
 mod message;
 pub mod pmi;
 #[cfg(test)]
@@ -174,6 +175,8 @@ pub struct Watchdog {
     shared: Arc<Shared>,
     timeout: Timeout,
     thread: Option<JoinHandle<()>>,
+    /// The thread that watches the other ranks' links for a death (`liveness`).
+    links: Option<(liveness::Stopper, JoinHandle<()>)>,
 }
 
 impl Watchdog {
@@ -187,7 +190,27 @@ impl Watchdog {
         // No deadline: the failed calls' channel only, looked at 10 times a second.
         let base_s = timeout.base_s().unwrap_or(Timeout::AUTO_MIN_S);
         let channel = if world.size > 1 { Channel::open(world) } else { None };
-        Some(Self::with_channel(base_s, timeout, world.rank, world.hosts.clone(), channel))
+        let links = channel.as_ref().and_then(|ch| liveness::Links::open(world, ch));
+        let mut w = Self::with_channel(base_s, timeout, world.rank, world.hosts.clone(), channel);
+        if let Some(mut links) = links {
+            let s = Arc::clone(&w.shared);
+            let stopper = links.stopper();
+            let thread = std::thread::Builder::new()
+                .name("coll-bench-links".into())
+                .spawn(move || {
+                    while let Some((rank, how)) = links.wait() {
+                        match how {
+                            liveness::Ended::Died => died(&s, rank),
+                            // That rank ends the job with an outcome of its own: a SIGTERM from
+                            // here on is the launcher's tear-down, not the user's interruption.
+                            liveness::Ended::Own => crate::error::ENDING.store(true, Ordering::SeqCst),
+                        }
+                    }
+                })
+                .expect("the links thread starts");
+            w.links = Some((stopper, thread));
+        }
+        Some(w)
     }
 
     fn with_channel(base_s: f64, timeout: Timeout, rank: usize, hosts: Vec<String>, channel: Option<Channel>) -> Self {
@@ -214,7 +237,7 @@ impl Watchdog {
         // A failed MPI call, from now until the watchdog is dropped, ends every rank through it.
         let s = Arc::clone(&shared);
         mpi_error::set_ender(Some(Arc::new(move |line: &str| failed(&s, line))));
-        Watchdog { shared, timeout, thread: Some(thread) }
+        Watchdog { shared, timeout, thread: Some(thread), links: None }
     }
 
     /// Watch `task`, expected to take `expected_s` seconds (see `Timeout::limit_s`).
@@ -261,6 +284,12 @@ impl Drop for Watchdog {
     fn drop(&mut self) {
         mpi_error::set_ender(None);
         self.disarm();
+        if let Some((stopper, thread)) = self.links.take() {
+            // Not a death: the peers see `CLOSE` before the sockets close.
+            liveness::close();
+            stopper.stop();
+            let _ = thread.join();
+        }
         self.shared.stop.store(true, Ordering::Release);
         if let Some(t) = self.thread.take() {
             t.thread().unpark();
@@ -377,6 +406,27 @@ fn give_up(
             end(line.as_deref())
         }
     }
+}
+
+/// Rank `who` ended without a word (killed, crashed): rank 0 names it for the job (rank 1 when
+/// rank 0 is the one), tells the others (`Done`), and every rank that saw it ends with exit 2.
+fn died(s: &Shared, who: usize) -> ! {
+    let reporter = if who == 0 { 1 } else { 0 };
+    if s.rank == reporter {
+        let host = s.hosts.get(who).map(String::as_str).unwrap_or("?");
+        let me = s.state();
+        let line = format!(
+            "rank {who} ({host}) ended without a word (killed or crashed) while rank {} was in {}; aborting the job",
+            s.rank, me.desc
+        );
+        say(&line);
+        if let Some(ch) = &s.channel {
+            for r in (0..ch.size()).filter(|&r| r != s.rank && r != who) {
+                ch.send(r, Kind::Done, &me);
+            }
+        }
+    }
+    end(None)
 }
 
 /// An MPI call failed on this rank (`line`, from `mpi_error::fail`): end the job through rank 0.

@@ -157,7 +157,7 @@ pub fn create(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     let mut backend = NcclBackend::new(world, opts, &env, RunsOn::World(world.size), WorldComm::Always)?;
     // The hidden test path of group communicators (see `split`).
     if let Some(spec) = env(split::DEBUG_VAR) {
-        let lines = split::self_test(&backend, world, &spec.to_string_lossy(), opts.timeout.limit_s(0.0))?;
+        let lines = split::self_test(&backend, world, &spec.to_string_lossy(), opts.timeout.setup_limit_s())?;
         backend.details.extend(lines);
     }
     Ok(Box::new(backend))
@@ -170,7 +170,7 @@ pub fn create(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
 pub fn create_in_group(world: &World, opts: &Options, color: u32, sizes: &[usize]) -> Result<Box<dyn Backend>> {
     let env = |k: &str| std::env::var_os(k);
     let backend = NcclBackend::new(world, opts, &env, RunsOn::Groups(sizes), WorldComm::ForSplit)?;
-    Ok(Box::new(backend.into_group(world, color, opts.timeout.limit_s(0.0))?))
+    Ok(Box::new(backend.into_group(world, color, opts.timeout.setup_limit_s())?))
 }
 
 /// The parent of a run's group backends (`step`), kept for the whole run: the world's backend,
@@ -554,7 +554,7 @@ impl NcclBackend {
         // hang the others.
         // (Skipped where only groups run and the library cannot split: see `WorldComm`.)
         let host = world.host().to_string();
-        let limit_s = opts.timeout.limit_s(0.0);
+        let limit_s = opts.timeout.setup_limit_s();
         let comm = if make == WorldComm::Always || local.nccl.comm_split().is_some() {
             let place = |e: String| format!("{e} (rank {} on {host}, {})", world.rank, local.selection.label());
             let started = Comm::start(local.nccl, world.size, id, world.rank).map_err(place);
@@ -1313,7 +1313,7 @@ impl Backend for NcclBackend {
     fn group(&self, world: &World, opts: &Options, color: u32, sizes: &[usize]) -> Option<Result<Box<dyn Backend>>> {
         let made = avg_is_checkable(&opts.ops, &opts.dtypes, opts.check, RunsOn::Groups(sizes))
             .map_err(Error::usage)
-            .and_then(|()| self.group_from(world, opts, color, opts.timeout.limit_s(0.0)));
+            .and_then(|()| self.group_from(world, opts, color, opts.timeout.setup_limit_s()));
         Some(made.map(|b| Box::new(b) as Box<dyn Backend>))
     }
 
