@@ -156,7 +156,26 @@ pub struct Point {
     pub bus_factor: f64,
     pub out_of_place: Measurement,
     pub in_place: Measurement,
+    /// The algorithm the library ran for this point (both placements), or `unknown`; see
+    /// [`ALGORITHM_SOURCES`] for how it is known.
+    pub algorithm: String,
+    /// How `algorithm` is known: one of [`ALGORITHM_SOURCES`].
+    pub algorithm_source: String,
 }
+
+/// The algorithm column's value when the library cannot tell.
+pub const UNKNOWN_ALGORITHM: &str = "unknown";
+
+/// How an algorithm is known (`algorithm_source`), the one vocabulary (docs/output.md): named by
+/// `forced` (the library's variable, set by the user, read back through MPI_T), `fixed rules`
+/// (Open MPI 4.1's `coll_tuned` decision, replicated), `nccl log` (NCCL's own TUNING line in
+/// the user's `NCCL_DEBUG_FILE`), `coll-bench` (`--impl`: our own); `unknown` because of
+/// `rules file` (an Open MPI dynamic rules file decides), `auto` (the library's own selection,
+/// not replicated), `other component` (Open MPI: a component other than `coll_tuned` may serve
+/// the communicator), `not reported` (nothing says: no NCCL log, another library, a
+/// point-to-point test).
+pub const ALGORITHM_SOURCES: [&str; 8] =
+    ["forced", "fixed rules", "nccl log", "coll-bench", "rules file", "auto", "other component", "not reported"];
 
 impl Point {
     pub fn measurements(&self) -> [&Measurement; 2] {
