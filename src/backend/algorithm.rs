@@ -326,4 +326,160 @@ mod tests {
         assert_eq!(Library::of("Open MPI v4.1.4, package: Debian"), Library::OpenMpi);
         assert_eq!(Library::of("MPICH Version: 4.0.2"), Library::Mpich);
     }
+
+    /// Thresholds of Open MPI 4.1's `coll_tuned_decision_fixed.c`, read off the C source by
+    /// hand (not through the generator): (n, total_dsize, algorithm) at each side of a switch.
+    #[test]
+    fn open_mpi_fixed_rules_switch_where_the_c_source_does() {
+        // allreduce, commutative, communicator_size < 4: < 8 ring(4), < 4096 recursive
+        // doubling(3), < 8192 4, < 16384 3, < 65536 4, < 262144 segmented ring(5), else
+        // rabenseifner(6).
+        for (b, alg) in [(7, 4), (8, 3), (4095, 3), (4096, 4), (8191, 4), (8192, 3), (16383, 3), (16384, 4)] {
+            assert_eq!(ompi_fixed::allreduce(2, b, true), alg, "allreduce 2 ranks {b} B");
+        }
+        for (b, alg) in [(65535, 4), (65536, 5), (262143, 5), (262144, 6), (1 << 26, 6)] {
+            assert_eq!(ompi_fixed::allreduce(3, b, true), alg, "allreduce 3 ranks {b} B");
+        }
+        // communicator_size < 8: < 16 ring, < 8192 recursive doubling, else rabenseifner.
+        for (n, b, alg) in [(4, 15, 4), (4, 16, 3), (4, 8191, 3), (7, 8192, 6), (4, 1 << 20, 6)] {
+            assert_eq!(ompi_fixed::allreduce(n, b, true), alg, "allreduce {n} ranks {b} B");
+        }
+        // communicator_size < 16: < 8192 3, else 6; < 32: < 64 5.
+        assert_eq!((ompi_fixed::allreduce(8, 8191, true), ompi_fixed::allreduce(15, 8192, true)), (3, 6));
+        assert_eq!((ompi_fixed::allreduce(16, 63, true), ompi_fixed::allreduce(31, 64, true)), (5, 3));
+        // Non-commutative, < 4 ranks: < 131072 3, else basic linear(1).
+        assert_eq!((ompi_fixed::allreduce(2, 131071, false), ompi_fixed::allreduce(2, 131072, false)), (3, 1));
+        // barrier: by size only.
+        for (n, alg) in
+            [(2, 3), (3, 3), (4, 1), (7, 1), (8, 3), (63, 3), (64, 4), (256, 6), (512, 4), (1024, 6), (4096, 4)]
+        {
+            assert_eq!(ompi_fixed::barrier(n, 0, true), alg, "barrier {n} ranks");
+        }
+        // bcast, < 4 ranks: < 32 3, < 256 5, < 512 3, < 1024 7, < 32768 1, < 131072 5,
+        // < 262144 2, < 524288 1, < 1048576 6, else 5.
+        for (b, alg) in [
+            (31, 3),
+            (32, 5),
+            (256, 3),
+            (512, 7),
+            (1024, 1),
+            (32768, 5),
+            (131072, 2),
+            (262144, 1),
+            (524288, 6),
+            (1048576, 5),
+        ] {
+            assert_eq!(ompi_fixed::bcast(2, b, true), alg, "bcast 2 ranks {b} B");
+        }
+        // bcast, < 8 ranks: < 64 5, < 128 6, < 2048 5, < 8192 6, < 1048576 1, else 2.
+        for (b, alg) in [(63, 5), (64, 6), (128, 5), (2048, 6), (8192, 1), (1048576, 2)] {
+            assert_eq!(ompi_fixed::bcast(4, b, true), alg, "bcast 4 ranks {b} B");
+        }
+        // allgather: 2 ranks two_proc(6); < 32 ranks recursive doubling(3); < 64: < 1024 3,
+        // < 65536 neighbor(5), else ring(4).
+        assert_eq!((ompi_fixed::allgather(2, 1 << 20, true), ompi_fixed::allgather(31, 1 << 20, true)), (6, 3));
+        assert_eq!([1023, 1024, 65536].map(|b| ompi_fixed::allgather(32, b, true)), [3, 5, 4]);
+        // reduce_scatter_block, < 4 ranks: < 4 2, < 8 4, < 16 3, < 128 4, < 256 3, < 4096 4,
+        // < 8192 3, < 131072 4, else basic linear(1); non-commutative: 1.
+        for (b, alg) in [(3, 2), (4, 4), (8, 3), (16, 4), (128, 3), (256, 4), (4096, 3), (8192, 4), (131072, 1)] {
+            assert_eq!(ompi_fixed::reduce_scatter_block(2, b, true), alg, "reduce_scatter_block {b} B");
+        }
+        assert_eq!(ompi_fixed::reduce_scatter_block(2, 8, false), 1);
+        // gather, < 4 ranks: < 2 3, < 4 1, < 32768 2, < 65536 1, < 131072 2, else 3.
+        for (b, alg) in [(1, 3), (2, 1), (4, 2), (32768, 1), (65536, 2), (131072, 3)] {
+            assert_eq!(ompi_fixed::gather(2, b, true), alg, "gather {b} B");
+        }
+        // scatter, < 8 ranks: < 2048 2, < 4096 1, < 8192 2, < 32768 1, < 1048576 3, else 1.
+        for (b, alg) in [(2047, 2), (2048, 1), (4096, 2), (8192, 1), (32768, 3), (1048576, 1)] {
+            assert_eq!(ompi_fixed::scatter(4, b, true), alg, "scatter {b} B");
+        }
+        // reduce, non-commutative, < 4 ranks: < 8 in-order binary(6), else linear(1).
+        assert_eq!((ompi_fixed::reduce(2, 7, false), ompi_fixed::reduce(2, 8, false)), (6, 1));
+    }
+
+    fn settings(version: &str, vars: &[(&str, Var)]) -> Settings {
+        Settings { version: version.into(), vars: vars.iter().map(|(k, v)| (k.to_string(), v.clone())).collect() }
+    }
+
+    fn int(v: i32) -> Var {
+        Var { int: Some(v), ..Var::default() }
+    }
+
+    const OMPI: &str = "Open MPI v4.1.4, package: Debian OpenMPI, ident: 4.1.4, repo rev: v4.1.4, May 26, 2022";
+
+    #[test]
+    fn open_mpi_names_forced_then_fixed_and_says_unknown_where_another_decides() {
+        let names: Vec<(i32, String)> = [
+            "ignore",
+            "basic_linear",
+            "nonoverlapping",
+            "recursive_doubling",
+            "ring",
+            "segmented_ring",
+            "rabenseifner",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (i as i32, n.to_string()))
+        .collect();
+        let alg = |v: i32| Var { int: Some(v), text: None, items: names.clone() };
+        let base = |dynamic: i32, forced: i32| {
+            vec![
+                ("coll_tuned_priority", int(30)),
+                ("coll_basic_priority", int(10)),
+                ("coll_han_priority", int(0)),
+                ("coll_self_priority", int(75)),
+                ("coll_sync_priority", int(50)),
+                ("coll_tuned_use_dynamic_rules", int(dynamic)),
+                ("coll_tuned_allreduce_algorithm", alg(forced)),
+            ]
+        };
+        let decide = |vars: &[(&str, Var)], n: usize, b: u64| settings(OMPI, vars).decide(Kind::AllReduce, n, b);
+        let named = |a: &str, s: &'static str| (a.to_string(), s);
+        // Fixed rules on 4 ranks, both sides of 8192 B; forced only with dynamic rules on.
+        assert_eq!(decide(&base(0, 0), 4, 8191), named("recursive_doubling", "fixed rules"));
+        assert_eq!(decide(&base(0, 0), 4, 8192), named("rabenseifner", "fixed rules"));
+        assert_eq!(decide(&base(0, 1), 4, 8192), named("rabenseifner", "fixed rules"));
+        assert_eq!(decide(&base(1, 0), 4, 8192), named("rabenseifner", "fixed rules"));
+        assert_eq!(decide(&base(1, 1), 4, 8192), named("basic_linear", "forced"));
+        // A rules file decides before the forced value: not replicated.
+        let mut v = base(1, 1);
+        v.push(("coll_tuned_dynamic_rules_filename", Var { text: Some("/x/rules".into()), ..Var::default() }));
+        assert_eq!(decide(&v, 4, 8), named("unknown", "rules file"));
+        // Who serves the communicator: 1 rank (coll/self), tuned left out, a rival at or above
+        // tuned's priority; sync and self's priorities do not compete.
+        assert_eq!(decide(&base(0, 0), 1, 8), named("unknown", "other component"));
+        let mut v = base(0, 0);
+        v.push(("coll", Var { text: Some("^tuned".into()), ..Var::default() }));
+        assert_eq!(decide(&v, 4, 8), named("unknown", "other component"));
+        let mut v = base(0, 0);
+        v[2].1 = int(30);
+        assert_eq!(decide(&v, 4, 8), named("unknown", "other component"));
+        v.push(("coll", Var { text: Some("^han".into()), ..Var::default() }));
+        assert_eq!(decide(&v, 4, 8), named("ring", "fixed rules"));
+        assert_eq!(decide(&base(0, 0)[1..], 4, 8), named("unknown", "other component"), "no coll_tuned at all");
+        // Another version's fixed rules are not these; point-to-point has none.
+        let other = settings("Open MPI v5.0.3", &base(0, 0)).decide(Kind::AllReduce, 4, 8);
+        assert_eq!(other, named("unknown", "auto"));
+        assert_eq!(settings(OMPI, &base(0, 0)).decide(Kind::SendRecv, 4, 8), named("unknown", "not reported"));
+    }
+
+    #[test]
+    fn mpich_names_a_forced_algorithm_and_leaves_auto_unknown() {
+        let items = parse_mpich_description(MPICH_4_0[0].0);
+        let var = |v: i32| Var { int: Some(v), text: None, items: items.clone() };
+        let m = |v: i32| settings("MPICH Version: 4.0.2", &[("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", var(v))]);
+        assert_eq!(m(3).decide(Kind::AllReduce, 4, 8), ("recursive_doubling".to_string(), "forced"));
+        assert_eq!(m(0).decide(Kind::AllReduce, 4, 8), ("unknown".to_string(), "auto"));
+        assert_eq!(m(3).decide(Kind::Broadcast, 4, 8), ("unknown".to_string(), "not reported"));
+        assert_eq!(settings("Intel(R) MPI", &[]).decide(Kind::AllReduce, 4, 8).1, "not reported");
+    }
+
+    #[test]
+    fn the_coll_list_selects_or_leaves_out() {
+        assert!(selected("", "tuned") && selected("basic,tuned", "tuned") && selected("^han", "tuned"));
+        assert!(
+            !selected("basic,self", "tuned") && !selected("^tuned,han", "tuned") && !selected("^han, tuned", "tuned")
+        );
+    }
 }
