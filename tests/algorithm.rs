@@ -5,9 +5,12 @@ mod common;
 use common::*;
 use std::collections::BTreeMap;
 
+/// (size, placement) → (algorithm, source).
+type Named = BTreeMap<(u64, String), (String, String)>;
+
 /// (size, placement) → (algorithm, source) from the CSV, after checking the JSON says the same
 /// for every point; and the table's algorithm lines.
-fn run(n: usize, args: &[&str], env: &[(&str, &str)]) -> (BTreeMap<(u64, String), (String, String)>, Vec<String>) {
+fn run(n: usize, args: &[&str], env: &[(&str, &str)]) -> (Named, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let mut all = vec!["--budget", "2ms", "-w", "2", "--csv", "a.csv", "--json", "a.json"];
     all.extend_from_slice(args);
@@ -29,14 +32,18 @@ fn run(n: usize, args: &[&str], env: &[(&str, &str)]) -> (BTreeMap<(u64, String)
         let size = p["size_bytes"].as_u64().unwrap();
         let named = (p["algorithm"].as_str().unwrap().to_string(), p["algorithm_source"].as_str().unwrap().to_string());
         for placement in ["out-of-place", "in-place"] {
-            assert_eq!(csv.get(&(size, placement.to_string())), Some(&named), "{size} B {placement}: CSV and JSON differ");
+            assert_eq!(
+                csv.get(&(size, placement.to_string())),
+                Some(&named),
+                "{size} B {placement}: CSV and JSON differ"
+            );
         }
     }
     let lines = stdout(&o).lines().filter(|l| l.starts_with("#  algorithm: ")).map(str::to_string).collect();
     (csv, lines)
 }
 
-fn only(csv: &BTreeMap<(u64, String), (String, String)>) -> BTreeMap<u64, (String, String)> {
+fn only(csv: &Named) -> BTreeMap<u64, (String, String)> {
     csv.iter().map(|((s, _), v)| (*s, v.clone())).collect()
 }
 
