@@ -115,8 +115,9 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
     // `--per-group` rows: one group's time, not the run's.
     let group_col = col("group");
     let ci_cols = col("ci95_lo_us").zip(col("ci95_hi_us"));
-    // `coll-bench tune`'s CSV: one series per algorithm, named as backend/algorithm.
-    let algorithm_col = col("algorithm");
+    // `coll-bench tune`'s CSV (the one with `algorithm_id`): one series per algorithm, named as
+    // backend/algorithm. A sweep's `algorithm` column names what ran at each size: one series.
+    let algorithm_col = col("algorithm_id").and(col("algorithm"));
     // tune's cells it did not run (its skip rule): no numbers to read.
     let skipped_col = col("skipped");
     let [backend, collective, dtype, op, placement, size_bytes, iters, time_us, busbw_gbps, median_us, min_us, max_us, stddev_us] =

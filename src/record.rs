@@ -156,7 +156,25 @@ pub struct Point {
     pub bus_factor: f64,
     pub out_of_place: Measurement,
     pub in_place: Measurement,
+    /// The algorithm the library ran for this point (both placements), or `unknown`; see
+    /// [`ALGORITHM_SOURCES`] for how it is known.
+    pub algorithm: String,
+    /// How `algorithm` is known: one of [`ALGORITHM_SOURCES`].
+    pub algorithm_source: String,
 }
+
+/// The algorithm column's value when the library cannot tell.
+pub const UNKNOWN_ALGORITHM: &str = "unknown";
+
+/// How an algorithm is known (`algorithm_source`), the one vocabulary (docs/output.md): named by
+/// `forced` (the library's variable, set by the user, read back through MPI_T), `fixed rules`
+/// (Open MPI 4.1's `coll_tuned` decision, replicated), `coll-bench` (`--impl`: our own);
+/// `unknown` because of `rules file` (an Open MPI dynamic rules file decides), `auto` (the
+/// library's own selection, not replicated), `other component` (Open MPI: a component other than
+/// `coll_tuned` may serve the communicator), `not reported` (nothing says: NCCL, another
+/// library, a point-to-point test).
+pub const ALGORITHM_SOURCES: [&str; 7] =
+    ["forced", "fixed rules", "coll-bench", "rules file", "auto", "other component", "not reported"];
 
 impl Point {
     pub fn measurements(&self) -> [&Measurement; 2] {
@@ -313,5 +331,19 @@ mod tests {
         // No time: no bandwidth (not a division by zero).
         let zero = Measurement::from_times(Placement::OutOfPlace, runs, &[0.0, 0.0], 0.0, None, 2e6, 1.0);
         assert_eq!((zero.algbw_gbps, zero.busbw_gbps), (0.0, 0.0));
+    }
+
+    /// docs/output.md's table of sources lists this vocabulary, in this order, and no other.
+    #[test]
+    fn the_algorithm_sources_are_the_ones_documented() {
+        let page = include_str!("../docs/output.md");
+        let section = page.split("## Which algorithm").nth(1).unwrap().split("\n## ").next().unwrap();
+        let documented: Vec<&str> = section
+            .lines()
+            .filter_map(|l| l.strip_prefix("| `"))
+            .filter_map(|l| l.split('`').next())
+            .skip(1) // the header row
+            .collect();
+        assert_eq!(documented, ALGORITHM_SOURCES);
     }
 }

@@ -47,6 +47,8 @@ const COLUMNS: &[&str] = &[
     "group",
     "malloc",
     "minor_faults_per_call",
+    "algorithm",
+    "algorithm_source",
 ];
 
 #[test]

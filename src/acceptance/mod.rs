@@ -531,6 +531,8 @@ mod tests {
             bus_factor: 1.0,
             out_of_place: m(Placement::OutOfPlace, 10.0, busbw, wrong, slow),
             in_place: m(Placement::InPlace, 10.0, busbw, 0, slow),
+            algorithm: "unknown".into(),
+            algorithm_source: "not reported".into(),
         }
     }
 

@@ -2,6 +2,7 @@
 //! never sees a library: it asks a backend to allocate, to fill or read its buffers through a
 //! host view, and to run a timed batch. `mpi` runs on CPU buffers; the NCCL backend plugs in here.
 
+pub mod algorithm;
 pub mod host;
 pub mod mpi;
 pub mod mpit;
@@ -12,6 +13,8 @@ pub mod nccl;
 #[cfg(not(feature = "nccl"))]
 #[path = "nccl/disabled.rs"]
 pub mod nccl;
+/// Open MPI 4.1's `coll_tuned` fixed decision rules, generated from its C source.
+pub mod ompi_fixed;
 /// A simulated backend for one rank, without MPI, for unit tests.
 #[cfg(test)]
 pub(crate) mod sim;
@@ -71,6 +74,13 @@ pub trait Backend {
     fn timed_function(&self, kind: Kind) -> Option<&'static str> {
         let _ = kind;
         None
+    }
+    /// The algorithm the library runs for `call` and how that is known (one of
+    /// [`crate::record::ALGORITHM_SOURCES`]): asked once per point, after its timed calls, never
+    /// inside them. `unknown` where the library cannot tell.
+    fn algorithm(&mut self, call: &Call) -> (String, &'static str) {
+        let _ = call;
+        (crate::record::UNKNOWN_ALGORITHM.to_string(), "not reported")
     }
     /// How this backend makes a group's communicator (`--groups`, `step`), for the header:
     /// "groups by …".

@@ -53,6 +53,8 @@ pub struct MpiBackend {
     dup: bool,
     /// The group's communicator when running on one (`--groups`), freed with the backend.
     group: Option<GroupComm>,
+    /// The library's algorithm variables, read at the first point's [`Backend::algorithm`].
+    settings: Option<super::algorithm::Settings>,
 }
 
 /// A failed MPI call: its name and the library's code.
@@ -153,6 +155,7 @@ impl MpiBackend {
             null_datatype: opts.debug_mpi_error.contains(&world.rank),
             dup: false,
             group: None,
+            settings: None,
         })
     }
 
@@ -683,6 +686,15 @@ impl Backend for MpiBackend {
 
     fn timed_function(&self, kind: Kind) -> Option<&'static str> {
         Some(self.function(kind))
+    }
+
+    fn algorithm(&mut self, call: &Call) -> (String, &'static str) {
+        if self.implementation != Implementation::Native {
+            return (format!("{}(coll-bench)", self.implementation.name()), "coll-bench");
+        }
+        let version = &self.version;
+        let settings = self.settings.get_or_insert_with(|| super::algorithm::Settings::read(version));
+        settings.decide(call.kind, self.nranks, (call.layout.count * call.dtype.size()) as u64)
     }
 
     fn supports(&self, dtype: DType) -> Result<()> {

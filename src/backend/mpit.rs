@@ -16,6 +16,8 @@ pub struct Cvar {
     pub items: Option<Vec<(i32, String)>>,
     /// One 4-byte value (the only kind `tune` reads and writes).
     pub is_int: bool,
+    /// One `MPI_C_BOOL` (Open MPI's switches, such as `coll_tuned_use_dynamic_rules`).
+    pub is_bool: bool,
 }
 
 /// The tool interface, initialised for as long as this lives (after `MPI_Init`).
@@ -79,8 +81,9 @@ impl Tool {
                 }
                 let mut size: c_int = 0;
                 let is_int = ffi::MPI_Type_size(dtype, &mut size) == 0 && size == 4;
+                let is_bool = dtype == ffi::RSMPI_C_BOOL;
                 let items = (!enumtype.is_null()).then(|| enum_items(enumtype));
-                out.push(Cvar { index, name, description: text(&desc), items, is_int });
+                out.push(Cvar { index, name, description: text(&desc), items, is_int, is_bool });
             }
             out
         }
@@ -92,6 +95,44 @@ impl Tool {
         // SAFETY: `h` is a live handle of a one-integer variable (`with_handle` checks the count);
         // `value` holds four.
         self.with_handle(var, |h| unsafe { ffi::MPI_T_cvar_read(h, value.as_mut_ptr() as *mut _) }).map(|_| value[0])
+    }
+
+    /// The current value of a boolean variable (`None` where it is not one or reading fails).
+    pub fn read_bool(&self, var: &Cvar) -> Option<bool> {
+        if !var.is_bool {
+            return None;
+        }
+        // SAFETY: a handle for a variable bound to no object, freed before returning; `value`
+        // holds the one C `bool` (one byte) the variable is, with room to spare.
+        unsafe {
+            let mut h: ffi::MPI_T_cvar_handle = std::mem::zeroed();
+            let mut count: c_int = 0;
+            if ffi::MPI_T_cvar_handle_alloc(var.index, std::ptr::null_mut(), &mut h, &mut count) != 0 {
+                return None;
+            }
+            let mut value = [0u8; 8];
+            let rc = if count == 1 { ffi::MPI_T_cvar_read(h, value.as_mut_ptr() as *mut _) } else { -1 };
+            ffi::MPI_T_cvar_handle_free(&mut h);
+            (rc == 0).then_some(value[0] != 0)
+        }
+    }
+
+    /// The current value of a string variable (`None` where it is not one or reading fails).
+    pub fn read_text(&self, var: &Cvar) -> Option<String> {
+        // SAFETY: a handle for a variable bound to no object, freed before returning; the buffer
+        // holds the `count` characters the library says the variable has and a NUL (Open MPI
+        // counts without it and copies it).
+        unsafe {
+            let mut h: ffi::MPI_T_cvar_handle = std::mem::zeroed();
+            let mut count: c_int = 0;
+            if ffi::MPI_T_cvar_handle_alloc(var.index, std::ptr::null_mut(), &mut h, &mut count) != 0 {
+                return None;
+            }
+            let mut buf = vec![0 as c_char; count.max(0) as usize + 1];
+            let rc = if count > 0 { ffi::MPI_T_cvar_read(h, buf.as_mut_ptr() as *mut _) } else { 0 };
+            ffi::MPI_T_cvar_handle_free(&mut h);
+            (rc == 0).then(|| text(&buf))
+        }
     }
 
     /// Set an integer variable; the error names the library's refusal.

@@ -56,6 +56,8 @@ pub const COLUMNS: &[&str] = &[
     "group",
     "malloc",
     "minor_faults_per_call",
+    "algorithm",
+    "algorithm_source",
 ];
 
 #[derive(Serialize)]
@@ -111,6 +113,10 @@ struct Row<'a> {
     malloc: &'a str,
     /// Minor page faults per timed call, the rank with most (`getrusage` around the timed calls).
     minor_faults_per_call: String,
+    /// The algorithm the library ran, or `unknown` (docs/output.md).
+    algorithm: &'a str,
+    /// How `algorithm` is known: one of `record::ALGORITHM_SOURCES`.
+    algorithm_source: &'a str,
 }
 
 /// Which row of a measurement: the combined one, one rank's (`--per-rank`) or one group's
@@ -258,6 +264,8 @@ impl CsvReport {
             },
             malloc: info.options.malloc.name(),
             minor_faults_per_call: m.minor_faults_per_call.map(num).unwrap_or_default(),
+            algorithm: &p.algorithm,
+            algorithm_source: &p.algorithm_source,
         };
         let mut row = row;
         let own = match which {

@@ -145,6 +145,8 @@ mod tests {
             bus_factor: 1.0,
             out_of_place: m(Placement::OutOfPlace),
             in_place: m(Placement::InPlace),
+            algorithm: "unknown".into(),
+            algorithm_source: "not reported".into(),
         }
     }
 

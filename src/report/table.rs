@@ -17,6 +17,8 @@ pub struct TableReport<W: Write> {
     /// The current block's label (collective, type, op), and its sized points for its footer
     /// line (none for barrier, which moves no data: no bus-bandwidth line).
     block: Option<String>,
+    /// The algorithm line last printed in this block (algorithm and its source).
+    algorithm: Option<(String, String)>,
     current: Vec<(String, u64, f64)>,
     footers: Vec<String>,
     /// Measurements seen, and per warning kind: its headline, how many had it and the first
@@ -36,6 +38,7 @@ impl<W: Write> TableReport<W> {
         TableReport {
             out,
             block: None,
+            algorithm: None,
             current: vec![],
             footers: vec![],
             measured: 0,
@@ -160,11 +163,19 @@ impl<W: Write> Report for TableReport<W> {
         if new_block {
             self.close_block();
             self.block = Some(label.clone());
+            self.algorithm = None;
             self.line("#");
             self.line(&format!("# Collective: {}", p.collective.name()));
             self.line("#                                                              out-of-place                       in-place");
             self.line("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong");
             self.line("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)");
+        }
+        // Where the algorithm changes (and at a block's first row): a comment line before the
+        // row, so the rows keep nccl-tests' columns.
+        let alg = (p.algorithm.clone(), p.algorithm_source.clone());
+        if self.algorithm.as_ref() != Some(&alg) {
+            self.line(&format!("#  algorithm: {} ({}) from {} B", alg.0, alg.1, p.size_bytes));
+            self.algorithm = Some(alg);
         }
         let sized = p.collective.spec().sized();
         let dtype = if sized { p.dtype.name() } else { "none" };
@@ -326,6 +337,8 @@ mod tests {
             bus_factor: 1.0,
             out_of_place: m(Placement::OutOfPlace, warnings),
             in_place: m(Placement::InPlace, vec![]),
+            algorithm: "unknown".into(),
+            algorithm_source: "not reported".into(),
         }
     }
 

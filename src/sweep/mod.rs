@@ -175,6 +175,8 @@ impl<'a> Sweep<'a> {
                     |in_place| Call { kind, dtype, op: op.unwrap_or(Op::Sum), root: self.opts.root, layout, in_place };
                 let out_of_place = self.measure(&call(false), Placement::OutOfPlace)?;
                 let in_place = self.measure(&call(true), Placement::InPlace)?;
+                // Named after the timed calls, never inside them.
+                let (algorithm, source) = self.backend.algorithm(&call(false));
                 let point = Point {
                     collective: kind,
                     dtype,
@@ -185,6 +187,8 @@ impl<'a> Sweep<'a> {
                     bus_factor: spec.bus_factor(n),
                     out_of_place,
                     in_place,
+                    algorithm,
+                    algorithm_source: source.to_string(),
                 };
                 totals.add(&point);
                 self.world.agree(sink(&point))?;

@@ -422,6 +422,9 @@ impl<'a> Bench<'a> {
             bus_factor: spec.bus_factor(self.world.size),
             out_of_place: m,
             in_place,
+            // The caller names the candidate it forced.
+            algorithm: crate::record::UNKNOWN_ALGORITHM.to_string(),
+            algorithm_source: "not reported".to_string(),
         };
         Cell::Timed { point: Box::new(point), rounds: o.rounds }
     }
@@ -443,6 +446,8 @@ impl<'a> Bench<'a> {
             bus_factor: spec.bus_factor(self.world.size),
             out_of_place: skipped_measurement(Placement::OutOfPlace),
             in_place: skipped_measurement(Placement::InPlace),
+            algorithm: crate::record::UNKNOWN_ALGORITHM.to_string(),
+            algorithm_source: "not reported".to_string(),
         }
     }
 }

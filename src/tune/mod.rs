@@ -168,7 +168,7 @@ fn say(world: &World, line: &str) {
 /// The tune CSV: the sweep's columns plus these.
 /// `skipped`: empty for a cell that was run, else `skipped: ` and the skip rule's reason (the
 /// row then has no numbers).
-pub const EXTRA_COLUMNS: [&str; 4] = ["algorithm", "algorithm_id", "is_default", "skipped"];
+pub const EXTRA_COLUMNS: [&str; 3] = ["algorithm_id", "is_default", "skipped"];
 
 /// The skip rule, as printed before each table.
 pub const SKIP_RULE: &str = "skip rule: an algorithm whose fastest round is more than 3x the fastest time (of those the library can select; for coll-bench's own, of all) at two consecutive sizes \
@@ -456,8 +456,17 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
                         Cell::Skipped(why) => (Some(bench.skipped_point(size)), format!("skipped: {why}")),
                         Cell::Failed => (None, String::new()),
                     };
-                    if let Some(p) = point {
-                        csvw.set_extra(vec![cand.name.clone(), cand.id(), default.to_string(), skipped]);
+                    if let Some(mut p) = point {
+                        // The sweep's algorithm column names the candidate: the library's own
+                        // choice (`default`), one it was forced to, or coll-bench's own.
+                        p.algorithm = cand.name.clone();
+                        p.algorithm_source = match cand.source {
+                            Source::Default => "auto",
+                            Source::Library(_) => "forced",
+                            Source::Own(_) => "coll-bench",
+                        }
+                        .to_string();
+                        csvw.set_extra(vec![cand.id(), default.to_string(), skipped]);
                         let placements: &[&Measurement] =
                             if o.in_place { &[&p.out_of_place, &p.in_place] } else { &[&p.out_of_place] };
                         for m in placements {
