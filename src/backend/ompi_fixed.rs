@@ -1,6 +1,6 @@
 //! Open MPI 4.1's `coll_tuned` fixed decision rules, translated mechanically from
 //! `ompi/mca/coll/tuned/coll_tuned_decision_fixed.c` (the same file from v4.1.0 to v4.1.8) by
-//! `ci/gen-ompi-fixed.py`: do not edit by hand, regenerate. Each function returns the
+//! `src/backend/gen-ompi-fixed.py`: do not edit by hand, regenerate. Each function returns the
 //! algorithm number `coll_tuned_<coll>_algorithm` enumerates, from the communicator size `n`
 //! and `total_dsize`, the bytes of one call's count argument (type size × count), as the C
 //! function computes it.

@@ -4,7 +4,7 @@ Rust, mechanically: each decision function's if/else chain becomes one Rust expr
 same comparisons, thresholds and algorithm numbers, in the same order. Nothing is hand-edited.
 
     git -C OMPI show v4.1.4:ompi/mca/coll/tuned/coll_tuned_decision_fixed.c > fixed.c
-    ci/gen-ompi-fixed.py fixed.c > src/backend/ompi_fixed.rs && cargo fmt
+    src/backend/gen-ompi-fixed.py fixed.c > src/backend/ompi_fixed.rs && cargo fmt
 
 The whole 4.1 series (v4.1.0 to v4.1.8) has the same file."""
 import re
@@ -57,7 +57,7 @@ def main():
     src = open(sys.argv[1]).read()
     print("//! Open MPI 4.1's `coll_tuned` fixed decision rules, translated mechanically from")
     print("//! `ompi/mca/coll/tuned/coll_tuned_decision_fixed.c` (the same file from v4.1.0 to v4.1.8) by")
-    print("//! `ci/gen-ompi-fixed.py`: do not edit by hand, regenerate. Each function returns the")
+    print("//! `src/backend/gen-ompi-fixed.py`: do not edit by hand, regenerate. Each function returns the")
     print("//! algorithm number `coll_tuned_<coll>_algorithm` enumerates, from the communicator size `n`")
     print("//! and `total_dsize`, the bytes of one call's count argument (type size × count), as the C")
     print("//! function computes it.")
