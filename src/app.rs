@@ -229,7 +229,9 @@ fn environment() -> HashMap<String, String> {
 
 fn launcher_rank() -> Option<usize> {
     let env = environment();
-    launch::from_env(&env).ok().flatten().map(|v| v.rank)
+    // torchrun's RANK is not an MPI launcher's: a process it started is a world of one whatever
+    // RANK says, and must say why on its own (a stray RANK=5 would otherwise silence the line).
+    launch::from_env(&env).ok().flatten().filter(|v| !v.source.starts_with("torchrun")).map(|v| v.rank)
 }
 
 /// A panic on one rank would leave the others waiting forever: print one line and abort the job.

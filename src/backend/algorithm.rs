@@ -32,15 +32,10 @@ impl Library {
     /// The control variable that picks `kind`'s algorithm, if the library has one we can tune
     /// (the MPI function coll-bench calls: reduce-scatter is `MPI_Reduce_scatter_block`).
     pub fn variable(self, kind: Kind) -> Option<String> {
-        let open_mpi = match kind {
-            Kind::AllReduce => "allreduce",
-            Kind::AllGather => "allgather",
-            Kind::ReduceScatter => "reduce_scatter_block",
-            Kind::Broadcast => "bcast",
-            Kind::AllToAll => "alltoall",
-            Kind::Reduce => "reduce",
-            _ => return None,
-        };
+        if !TUNABLE.contains(&kind) {
+            return None;
+        }
+        let open_mpi = open_mpi_name(kind)?;
         match self {
             Library::OpenMpi => Some(format!("coll_tuned_{open_mpi}_algorithm")),
             Library::Mpich => Some(format!("MPIR_CVAR_{}_INTRA_ALGORITHM", open_mpi.to_uppercase())),

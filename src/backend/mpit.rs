@@ -20,7 +20,7 @@ pub struct Cvar {
     pub is_bool: bool,
 }
 
-/// The tool interface, initialised for as long as this lives (after `MPI_Init`).
+/// The tool interface (after `MPI_Init`): see [`Tool::init`].
 pub struct Tool {
     _private: (),
 }
@@ -31,10 +31,17 @@ fn text(buf: &[c_char]) -> String {
 }
 
 impl Tool {
+    /// The tool interface, initialised once per process and never finalised: MPICH 4.0.2 crashes
+    /// (a null pointer in `MPI_T_cvar_get_num`) when the interface is initialised again after
+    /// `MPI_T_finalize`, which a second sweep in one process did (`check` with two rules, each
+    /// reading the algorithm variables). Leaving it initialised at `MPI_Finalize` is allowed.
     pub fn init() -> Result<Tool> {
-        let mut provided: c_int = 0;
-        // SAFETY: plain out-parameter; MPI_T may be initialised more than once.
-        let rc = unsafe { ffi::MPI_T_init_thread(ffi::RSMPI_THREAD_SINGLE, &mut provided) };
+        static RC: std::sync::OnceLock<c_int> = std::sync::OnceLock::new();
+        let rc = *RC.get_or_init(|| {
+            let mut provided: c_int = 0;
+            // SAFETY: plain out-parameter; called once per process.
+            unsafe { ffi::MPI_T_init_thread(ffi::RSMPI_THREAD_SINGLE, &mut provided) }
+        });
         if rc != 0 {
             return Err(Error::setup(format!(
                 "the MPI library's tool interface (MPI_T_init_thread) failed with code {rc}"
@@ -194,14 +201,5 @@ unsafe fn enum_items(e: ffi::MPI_T_enum) -> Vec<(i32, String)> {
             }
         }
         out
-    }
-}
-
-impl Drop for Tool {
-    fn drop(&mut self) {
-        // SAFETY: paired with the successful MPI_T_init_thread of `init`.
-        unsafe {
-            ffi::MPI_T_finalize();
-        }
     }
 }

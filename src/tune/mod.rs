@@ -566,7 +566,6 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
             }
         }
     }
-    drop(tool);
 
     let mut ended: Result<()> = Ok(());
     if let (Some(path), 0) = (&o.write_rules, world.rank) {
