@@ -168,8 +168,9 @@ pub const UNKNOWN_ALGORITHM: &str = "unknown";
 
 /// How an algorithm is known (`algorithm_source`), the one vocabulary (docs/output.md): named by
 /// `forced` (the library's variable, set by the user, read back through MPI_T), `fixed rules`
-/// (Open MPI 4.1's `coll_tuned` decision, replicated), `coll-bench` (`--impl`: our own);
-/// `unknown` because of `rules file` (an Open MPI dynamic rules file decides), `auto` (the
+/// (Open MPI 4.1's `coll_tuned` decision, replicated), `rules file` (an Open MPI dynamic rules
+/// file's rule, applied as Open MPI does), `coll-bench` (`--impl`: our own); `unknown` because
+/// of `rules file` (a rules file that cannot be read as Open MPI reads it), `auto` (the
 /// library's own selection, not replicated), `other component` (Open MPI: a component other than
 /// `coll_tuned` may serve the communicator), `not reported` (nothing says: NCCL, another
 /// library, a point-to-point test).
