@@ -486,7 +486,7 @@ mod tests {
         assert_eq!(with(&v, Some(Ok(file.clone())), 4, 1 << 20), named("rabenseifner", "rules file"));
         let mut unforced = base(1, 0);
         unforced.push(v.last().unwrap().clone());
-        assert_eq!(with(&unforced, Some(Ok(file.clone())), 4, 1024), named("rabenseifner", "fixed rules"));
+        assert_eq!(with(&unforced, Some(Ok(file.clone())), 4, 1024), named("recursive_doubling", "fixed rules"));
         // Dynamic rules off: Open MPI does not read the file.
         let mut off = base(0, 0);
         off.push(v.last().unwrap().clone());

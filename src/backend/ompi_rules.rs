@@ -181,7 +181,7 @@ mod tests {
     use super::*;
 
     const FILE: &str = "# a comment\n2 # collectives\n2 # allreduce\n2\n  4 2  0 1 0 0  8192 3 0 0\n  8 1  0 4 0 0\n\
-                        0 # allgather\n1 1 0 0 0 0\n";
+                        0 # allgather\n1 1 1 0 0 0 0\n";
 
     #[test]
     fn a_file_reads_as_open_mpi_reads_it() {
