@@ -250,7 +250,7 @@ fn open_mpi_applies_the_rules_file() {
     for rec in r.records() {
         let rec = rec.unwrap();
         let (coll, size) = (rec[col("collective")].to_string(), rec[col("size_bytes")].parse::<u64>().unwrap());
-        let rule = chosen.iter().filter(|(c, from, _)| *c == coll && *from <= size).next_back();
+        let rule = chosen.iter().rfind(|(c, from, _)| *c == coll && *from <= size);
         let got = (&rec[col("algorithm")], &rec[col("algorithm_source")]);
         match rule {
             Some((_, _, name)) if name != "default" => {
