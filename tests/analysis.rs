@@ -68,6 +68,63 @@ fn json_markdown_and_per_rank_rows() {
     assert_eq!(ranks, ["", "0", "1", "2"]);
 }
 
+/// `--per-rank` on 8 real ranks (oversubscribed: correctness only, issue 27): under each point
+/// the table has, for each placement, the spread over the ranks and a line per host (its
+/// min / median / max and its slowest rank), never a line per rank; the CSV keeps a row per rank
+/// and the JSON every rank's time.
+#[test]
+fn per_rank_tables_summarise_by_host_and_the_files_keep_every_rank() {
+    let (o, dir) = mpirun(
+        8,
+        &[
+            "all-reduce",
+            "-b",
+            "1K",
+            "-e",
+            "4K",
+            "-n",
+            "5",
+            "-w",
+            "1",
+            "--per-rank",
+            "--csv",
+            "r.csv",
+            "--json",
+            "r.json",
+        ],
+    );
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    let body: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("# Collective")).collect();
+    for placement in ["out-of-place", "in-place"] {
+        let spread: Vec<&&str> =
+            body.iter().filter(|l| l.starts_with(&format!("#  per rank, {placement}: "))).collect();
+        assert_eq!(spread.len(), 3, "one line per point:\n{out}");
+        assert!(spread.iter().all(|l| l.ends_with(" us (min / median / max) over 8 ranks on 1 host(s)")), "{out}");
+    }
+    let hosts: Vec<&&str> = body.iter().filter(|l| l.starts_with("#    ") && l.contains(" (ranks 0-7): ")).collect();
+    assert_eq!(hosts.len(), 3 * 2, "a host line per point and placement:\n{out}");
+    assert!(hosts.iter().all(|l| l.contains(" us, slowest rank ")), "{out}");
+    // The only other per-rank lines name odd ranks (at most one a placement and point).
+    let indented = body.iter().filter(|l| l.starts_with("#    ")).count();
+    assert!(indented <= 3 * 2 * 2, "{out}");
+
+    let mut rd = csv::Reader::from_path(dir.path().join("r.csv")).unwrap();
+    let rank_col = rd.headers().unwrap().iter().position(|h| h == "rank").unwrap();
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 3 * 2 * (1 + 8));
+    let ranks: Vec<&str> = rows.iter().take(9).map(|r| r.get(rank_col).unwrap()).collect();
+    assert_eq!(ranks, ["", "0", "1", "2", "3", "4", "5", "6", "7"]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(doc["complete"], true);
+    let points = doc["points"].as_array().unwrap();
+    assert_eq!(points.len(), 3);
+    for p in points {
+        assert_eq!(p["in_place"]["per_rank_us"].as_array().unwrap().len(), 8);
+    }
+}
+
 #[test]
 fn bad_report_paths_are_refused_up_front() {
     let dir = tempfile::tempdir().unwrap();

@@ -388,7 +388,9 @@ fn run_rules(
                 if let Some(bar) = progress {
                     bar.advance(p);
                 }
-                points.push(p.clone());
+                // Judged at the end: kept without each rank's time (only the slow ranks are
+                // judged), so the repeats' points do not grow with the ranks.
+                points.push(p.without_rank_times());
                 csv.as_mut().map(|c| c.point(&info, p)).unwrap_or(Ok(()))
             })?;
         }
