@@ -13,9 +13,6 @@ use std::path::Path;
 fn written_csv(o: &std::process::Output) -> std::path::PathBuf {
     let err = stderr(o);
     let line = err.lines().find(|l| l.ends_with("(every measurement, CSV)")).unwrap_or_else(|| panic!("{err}"));
-    // With `--progress` off a terminal the bar's last frame is cleared (`\r`, ESC[2K) on the same
-    // text line: what a terminal shows is what follows the last clear.
-    let line = line.rsplit(['\r', '\u{1b}']).next().unwrap_or(line).trim_start_matches("[2K");
     let path = line.trim_start_matches("coll-bench check: wrote ").trim_end_matches(" (every measurement, CSV)");
     assert!(Path::new(path).is_absolute(), "{line}");
     assert!(stdout(o).contains(&format!("# measurements: {path}\n")), "{}", stdout(o));
@@ -267,3 +264,63 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
         "{failed:?}"
     );
 }
+
+/// A copy of a real run's CSV as if every call had been `factor` times as fast (times divided by
+/// it, bandwidths multiplied): against it, the unchanged machine is a run `factor` times slower.
+fn faster(dir: &Path, from: &str, to: &str, factor: f64) {
+    let mut rd = csv::Reader::from_path(dir.join(from)).unwrap();
+    let head = rd.headers().unwrap().clone();
+    let mut w = csv::Writer::from_path(dir.join(to)).unwrap();
+    w.write_record(&head).unwrap();
+    for r in rd.records() {
+        let r: Vec<String> = r
+            .unwrap()
+            .iter()
+            .zip(head.iter())
+            .map(|(v, h)| match v.parse::<f64>() {
+                Ok(x) if h.ends_with("_us") => (x / factor).to_string(),
+                Ok(x) if h.ends_with("_gbps") => (x * factor).to_string(),
+                _ => v.to_string(),
+            })
+            .collect();
+        w.write_record(&r).unwrap();
+    }
+    w.flush().unwrap();
+}
+
+/// The case: a gate made from one real run, checked minutes later on the same machine,
+/// unchanged (2 ranks), must pass; before, it failed 4 of its 12 rules (latency rules from the
+/// mean with a fixed margin). Rules learn from medians, with margins from the measured spread.
+/// And the same gate still catches a 30% slowdown: against the run made 30% faster (the machine
+/// then 30% slower than its baseline), check fails.
+#[test]
+fn a_gate_from_one_real_run_passes_the_same_machine_and_fails_a_30_percent_slowdown() {
+    if skip_timing_test("a_gate_from_one_real_run_passes_the_same_machine", 2) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // The check's own budget (spec from-run writes 50ms): the baseline measures as the gate will.
+    let sweep = ["all-reduce", "all-gather", "-b", "64K", "-e", "1M", "--budget", "50ms", "--csv", "base.csv"];
+    let o = mpirun_in(dir.path(), 2, &sweep, 300);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = from_run(dir.path(), &["base.csv", "--margin", MARGIN, "-o", "gate.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let gate = std::fs::read_to_string(dir.path().join("gate.toml")).unwrap();
+    assert_eq!(gate.matches("max_median_us = ").count(), 2, "{gate}");
+    assert!(!gate.contains("max_time_us"), "{gate}");
+
+    let o = mpirun_in(dir.path(), 2, &["check", "gate.toml", "--no-csv"], 300);
+    assert_eq!(o.status.code(), Some(0), "the same machine fails its own gate:\n{gate}\n{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("# 6 passed, 0 failed, 0 skipped: PASS"), "{}", stdout(&o));
+
+    faster(dir.path(), "base.csv", "fast.csv", 1.3);
+    let o = from_run(dir.path(), &["fast.csv", "--margin", MARGIN, "-o", "strict.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let strict = std::fs::read_to_string(dir.path().join("strict.toml")).unwrap();
+    let o = mpirun_in(dir.path(), 2, &["check", "strict.toml", "--no-csv"], 300);
+    assert_eq!(o.status.code(), Some(1), "a 30% slowdown passed:\n{strict}\n{}{}", stdout(&o), stderr(&o));
+}
+
+/// The margin of the gate in the test above: below the 30% slowdown it must catch, above what
+/// the same machine moves between two runs minutes apart (medians and bandwidth, 2 ranks).
+const MARGIN: &str = "15%";
