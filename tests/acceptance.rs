@@ -192,18 +192,27 @@ fn from_run(dir: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(BIN).arg("spec").arg("from-run").args(args).current_dir(dir).output().unwrap()
 }
 
-/// A copy of a sweep's CSV with every time set to `time_us` and every bus bandwidth to
-/// `busbw_gbps`: a baseline whose numbers do not depend on how loaded the machine was.
-fn doctored(dir: &Path, from: &str, to: &str, time_us: f64, busbw_gbps: f64) {
+/// A copy of a sweep's CSV with every time (mean, median, percentiles, the median's interval)
+/// set to `time_us`, spreads to 0, every bandwidth to `busbw_gbps` and every row's warnings to
+/// `warnings`: a baseline whose numbers do not depend on how loaded the machine was.
+fn doctored(dir: &Path, from: &str, to: &str, (time_us, busbw_gbps): (f64, f64), warnings: &str) {
     let mut rd = csv::Reader::from_path(dir.join(from)).unwrap();
     let head = rd.headers().unwrap().clone();
-    let col = |n: &str| head.iter().position(|h| h == n).unwrap();
     let mut w = csv::Writer::from_path(dir.join(to)).unwrap();
     w.write_record(&head).unwrap();
     for r in rd.records() {
-        let mut r: Vec<String> = r.unwrap().iter().map(str::to_string).collect();
-        r[col("time_us")] = time_us.to_string();
-        r[col("busbw_gbps")] = busbw_gbps.to_string();
+        let r: Vec<String> = r
+            .unwrap()
+            .iter()
+            .zip(head.iter())
+            .map(|(v, h)| match h {
+                "stddev_us" => "0".to_string(),
+                "warnings" => warnings.to_string(),
+                _ if h.ends_with("_us") && !v.is_empty() => time_us.to_string(),
+                _ if h.ends_with("_gbps") => busbw_gbps.to_string(),
+                _ => v.to_string(),
+            })
+            .collect();
         w.write_record(&r).unwrap();
     }
     w.flush().unwrap();
@@ -228,7 +237,9 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
     let o = from_run(dir.path(), &["base.csv", "--margin", "30%", "-o", "gate.toml"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let abs = dir.path().canonicalize().unwrap().join("gate.toml");
-    assert!(stderr(&o).starts_with(&format!("coll-bench spec: wrote {} (2 rules;", abs.display())), "{}", stderr(&o));
+    // (A warning line may come first: this run's rows may be noisy.)
+    let wrote = format!("coll-bench spec: wrote {} (2 rules;", abs.display());
+    assert!(stderr(&o).lines().any(|l| l.starts_with(&wrote)), "{}", stderr(&o));
     let gate = std::fs::read_to_string(dir.path().join("gate.toml")).unwrap();
     assert!(gate.contains("plateau = \"128K..1M\"") && gate.contains("sizes = \"64K..64K\""), "{gate}");
     assert!(gate.contains("ranks_per_node = 2") && gate.contains("bus bandwidth >= baseline / 1.3"), "{gate}");
@@ -244,14 +255,36 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
     assert_eq!((o.status.code(), stderr(&o).lines().count()), (Some(2), 1), "{}", stderr(&o));
     assert!(stderr(&o).contains("--margin: '-5%' is not a margin"), "{}", stderr(&o));
 
-    doctored(dir.path(), "base.csv", "slow.csv", 1e8, 1e-9);
+    doctored(dir.path(), "base.csv", "slow.csv", (1e8, 1e-9), "");
     let o = from_run(dir.path(), &["slow.csv", "--margin", "10%", "-o", "lenient.toml"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Latency on the median per call, the margin as given (these rows do not spread).
+    let lenient = std::fs::read_to_string(dir.path().join("lenient.toml")).unwrap();
+    assert!(lenient.contains("max_median_us = 110000000.0   # baseline median 100000000.0 us at 64K\n"), "{lenient}");
+    assert!(!lenient.contains("max_time_us") && !lenient.contains("# Warning"), "{lenient}");
+
+    // A baseline the run warned about is said to be noisy, on stderr and in the spec.
+    doctored(dir.path(), "base.csv", "noisy.csv", (1e8, 1e-9), "noisy;mean_off_median");
+    let o = from_run(dir.path(), &["noisy.csv", "-o", "noisy.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let said = "the baseline was noisy where the rules learn from it (noisy: all-reduce float sum at 128K, 256K, 512K, 1M, 64K";
+    assert!(stderr(&o).starts_with(&format!("coll-bench spec: warning: {said}")), "{}", stderr(&o));
+    let noisy = std::fs::read_to_string(dir.path().join("noisy.toml")).unwrap();
+    assert!(noisy.contains(&format!("# Warning: {said}")), "{noisy}");
+    // Several runs: the file given twice is two runs that agree; the header lists both.
+    let o = from_run(dir.path(), &["slow.csv", "slow.csv", "--margin", "10%"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("# from 2 known-good runs (--margin 10%):\n#   "), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("max_median_us = 110000000.0   # baseline median 100000000.0 us at 64K\n"),
+        "{}",
+        stdout(&o)
+    );
     let o = mpirun_in(dir.path(), 2, &["check", "lenient.toml", "--no-csv"], 300);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("# 4 passed, 0 failed, 0 skipped: PASS"), "{}", stdout(&o));
 
-    doctored(dir.path(), "base.csv", "fast.csv", 1e-3, 1e6);
+    doctored(dir.path(), "base.csv", "fast.csv", (1e-3, 1e6), "");
     let o = from_run(dir.path(), &["fast.csv", "--margin", "10%", "-o", "strict.toml"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = mpirun_in(dir.path(), 2, &["check", "strict.toml", "--no-csv"], 300);
@@ -264,63 +297,3 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
         "{failed:?}"
     );
 }
-
-/// A copy of a real run's CSV as if every call had been `factor` times as fast (times divided by
-/// it, bandwidths multiplied): against it, the unchanged machine is a run `factor` times slower.
-fn faster(dir: &Path, from: &str, to: &str, factor: f64) {
-    let mut rd = csv::Reader::from_path(dir.join(from)).unwrap();
-    let head = rd.headers().unwrap().clone();
-    let mut w = csv::Writer::from_path(dir.join(to)).unwrap();
-    w.write_record(&head).unwrap();
-    for r in rd.records() {
-        let r: Vec<String> = r
-            .unwrap()
-            .iter()
-            .zip(head.iter())
-            .map(|(v, h)| match v.parse::<f64>() {
-                Ok(x) if h.ends_with("_us") => (x / factor).to_string(),
-                Ok(x) if h.ends_with("_gbps") => (x * factor).to_string(),
-                _ => v.to_string(),
-            })
-            .collect();
-        w.write_record(&r).unwrap();
-    }
-    w.flush().unwrap();
-}
-
-/// The case: a gate made from one real run, checked minutes later on the same machine,
-/// unchanged (2 ranks), must pass; before, it failed 4 of its 12 rules (latency rules from the
-/// mean with a fixed margin). Rules learn from medians, with margins from the measured spread.
-/// And the same gate still catches a 30% slowdown: against the run made 30% faster (the machine
-/// then 30% slower than its baseline), check fails.
-#[test]
-fn a_gate_from_one_real_run_passes_the_same_machine_and_fails_a_30_percent_slowdown() {
-    if skip_timing_test("a_gate_from_one_real_run_passes_the_same_machine", 2) {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    // The check's own budget (spec from-run writes 50ms): the baseline measures as the gate will.
-    let sweep = ["all-reduce", "all-gather", "-b", "64K", "-e", "1M", "--budget", "50ms", "--csv", "base.csv"];
-    let o = mpirun_in(dir.path(), 2, &sweep, 300);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let o = from_run(dir.path(), &["base.csv", "--margin", MARGIN, "-o", "gate.toml"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let gate = std::fs::read_to_string(dir.path().join("gate.toml")).unwrap();
-    assert_eq!(gate.matches("max_median_us = ").count(), 2, "{gate}");
-    assert!(!gate.contains("max_time_us"), "{gate}");
-
-    let o = mpirun_in(dir.path(), 2, &["check", "gate.toml", "--no-csv"], 300);
-    assert_eq!(o.status.code(), Some(0), "the same machine fails its own gate:\n{gate}\n{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("# 6 passed, 0 failed, 0 skipped: PASS"), "{}", stdout(&o));
-
-    faster(dir.path(), "base.csv", "fast.csv", 1.3);
-    let o = from_run(dir.path(), &["fast.csv", "--margin", MARGIN, "-o", "strict.toml"]);
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    let strict = std::fs::read_to_string(dir.path().join("strict.toml")).unwrap();
-    let o = mpirun_in(dir.path(), 2, &["check", "strict.toml", "--no-csv"], 300);
-    assert_eq!(o.status.code(), Some(1), "a 30% slowdown passed:\n{strict}\n{}{}", stdout(&o), stderr(&o));
-}
-
-/// The margin of the gate in the test above: below the 30% slowdown it must catch, above what
-/// the same machine moves between two runs minutes apart (medians and bandwidth, 2 ranks).
-const MARGIN: &str = "15%";

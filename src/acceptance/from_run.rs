@@ -286,8 +286,8 @@ pub fn render(runs: &[Run], margin: f64, margin_text: &str) -> Result<(String, O
     }
     let _ = writeln!(
         t,
-        "# Each requirement allows {}% slower than the baseline: bus bandwidth >= baseline / {}, median time per call <= baseline x {},",
-        margin * 100.0,
+        "# Each requirement allows {} slower than the baseline: bus bandwidth >= baseline / {}, median time per call <= baseline x {},",
+        pct(margin),
         float(1.0 + margin),
         float(1.0 + margin)
     );
