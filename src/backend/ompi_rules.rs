@@ -93,6 +93,11 @@ fn numbers(text: &str) -> Result<Vec<i64>, String> {
 /// negative number, too many collectives, an id out of range, a first message size other than
 /// 0, numbers left over are ignored by Open MPI and refused here only by [`parse_strict`]).
 pub fn parse(text: &str) -> Result<Vec<Collective>, String> {
+    read(text).map(|(rules, _)| rules)
+}
+
+/// [`parse`]'s rules and how many numbers follow the last rule.
+fn read(text: &str) -> Result<(Vec<Collective>, usize), String> {
     let numbers = numbers(text)?;
     let mut it = numbers.iter().copied();
     let mut next = |what: &str| it.next().filter(|v| *v >= 0).ok_or_else(|| format!("missing or negative {what}"));
@@ -128,16 +133,14 @@ pub fn parse(text: &str) -> Result<Vec<Collective>, String> {
         out.retain(|c: &Collective| c.id != id as u32);
         out.push(Collective { id: id as u32, comm_sizes });
     }
-    Ok(out)
+    Ok((out, it.count()))
 }
 
 /// [`parse`], refusing too what Open MPI lets through but a file of ours never holds: numbers
 /// left over after the last rule, message sizes that do not increase.
 pub fn parse_strict(text: &str) -> Result<Vec<Collective>, String> {
-    let out = parse(text)?;
-    let used: usize =
-        1 + out.iter().map(|c| 2 + c.comm_sizes.iter().map(|s| 2 + 4 * s.rules.len()).sum::<usize>()).sum::<usize>();
-    if numbers(text)?.len() > used {
+    let (out, left_over) = read(text)?;
+    if left_over > 0 {
         return Err("numbers left over after the last rule".into());
     }
     for c in &out {
