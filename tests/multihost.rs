@@ -354,12 +354,12 @@ fn info_names_the_host_that_differs() {
 }
 
 /// `step` on 2 hosts × 2 ranks (`--map-by slot`: ranks 0,1 on host 1, 2,3 on host 2): TP stays
-/// within a host, so `--layouts all` leaves tp=4 out and runs the other five, data correct; a
+/// within a host, so `--layout all` leaves tp=4 out and runs the other five, data correct; a
 /// tp=2,dp=2 step's TP groups are the two hosts' rank pairs.
 #[test]
 fn step_layouts_on_two_hosts() {
     let Some(bed) = Bed::up("step_layouts_on_two_hosts", 2) else { return };
-    let o = bed.mpirun(4, "slot", &[BIN], &["step", "--layouts", "all", "-n", "2", "--csv", "step.csv"], 300);
+    let o = bed.mpirun(4, "slot", &[BIN], &["step", "--layout", "all", "-n", "2", "--csv", "step.csv"], 300);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
     assert!(out.contains("step: 4 ranks on 2 host(s)"), "{out}");

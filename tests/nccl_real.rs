@@ -241,7 +241,7 @@ fn the_real_library_is_found_in_a_virtualenv_and_its_unique_id_reaches_every_ran
     }
     // `step --backend nccl`: the same one line, before anything is measured or written.
     real_library_bootstrap_of(2, venv, version, &["step", "--backend", "nccl", "--layout", "tp=2", "--csv", "s.csv"]);
-    real_library_bootstrap_of(2, venv, version, &["step", "--backend", "nccl", "--layouts", "all", "--csv", "s.csv"]);
+    real_library_bootstrap_of(2, venv, version, &["step", "--backend", "nccl", "--layout", "all", "--csv", "s.csv"]);
 }
 
 #[test]
