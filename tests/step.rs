@@ -63,7 +63,11 @@ fn tp_dp_and_pp_dp_zero_wrong() {
     assert!(doc["run"]["options"].as_object().unwrap().keys().all(|k| !k.starts_with("debug_")), "{doc}");
     // One vocabulary (issue 26): a schema, the sweep's skeleton, hosts as objects, times in µs
     // under the CSV's column names, the same numbers in both files.
-    assert_eq!((doc["schema"].as_str(), doc["tool"].as_str()), (Some("coll-bench-step/1"), Some("coll-bench")), "{doc}");
+    assert_eq!(
+        (doc["schema"].as_str(), doc["tool"].as_str()),
+        (Some("coll-bench-step/1"), Some("coll-bench")),
+        "{doc}"
+    );
     assert_eq!(doc["run"]["hosts"][0]["ranks"], serde_json::json!([0, 1, 2, 3]), "{doc}");
     assert!(doc["run"]["hosts"][0]["name"].is_string(), "{doc}");
     assert_eq!(doc["run"]["options"]["csv"], serde_json::json!({"path": "s.csv"}), "{doc}");

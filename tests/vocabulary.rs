@@ -193,7 +193,8 @@ fn info_json_is_the_documented_fields() {
 /// every variant, is `src/report/json.rs`'s test).
 #[test]
 fn sweep_json_fields_are_documented() {
-    let (o, dir) = mpirun(2, &["all-reduce", "all-gather", "-b", "8", "-e", "16", "-n", "2", "--no-csv", "--json", "r.json"]);
+    let (o, dir) =
+        mpirun(2, &["all-reduce", "all-gather", "-b", "8", "-e", "16", "-n", "2", "--no-csv", "--json", "r.json"]);
     ok(&o);
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
@@ -201,7 +202,10 @@ fn sweep_json_fields_are_documented() {
     paths(&doc, "", &[], &mut written);
     let written: BTreeSet<String> = written
         .into_iter()
-        .map(|p| p.replace("points[].out_of_place", "points[].<placement>").replace("points[].in_place", "points[].<placement>"))
+        .map(|p| {
+            p.replace("points[].out_of_place", "points[].<placement>")
+                .replace("points[].in_place", "points[].<placement>")
+        })
         .collect();
     let docs: BTreeSet<String> = documented("## JSON fields").into_iter().collect();
     let undocumented: Vec<&String> = written.difference(&docs).collect();

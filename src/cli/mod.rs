@@ -213,7 +213,11 @@ mod tests {
         assert_eq!(notes.len(), 3, "{notes:?}");
         assert!(notes[1].contains("coll-bench step --dtype is now --datatype"), "{notes:?}");
         // Not a renamed flag there, a longer flag, or a value after `--`: untouched.
-        for a in [&["coll-bench", "--dtype", "x"][..], &["coll-bench", "step", "--dtypes"], &["coll-bench", "pairs", "--", "--layouts"]] {
+        for a in [
+            &["coll-bench", "--dtype", "x"][..],
+            &["coll-bench", "step", "--dtypes"],
+            &["coll-bench", "pairs", "--", "--layouts"],
+        ] {
             let mut v = argv(a);
             assert!(renamed_flags(&mut v).is_empty() && v == argv(a), "{a:?}");
         }

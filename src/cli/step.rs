@@ -337,7 +337,10 @@ mod tests {
         let e = run(&["-w", "x"]).unwrap_err();
         assert!(e.starts_with("step -w/--warmup-iters"), "{e}");
         let help = run(&["--help"]).unwrap_err();
-        assert!(help.contains("--datatype") && help.contains("[default: bfloat16]") && help.contains("--warmup-iters"), "{help}");
+        assert!(
+            help.contains("--datatype") && help.contains("[default: bfloat16]") && help.contains("--warmup-iters"),
+            "{help}"
+        );
         assert!(help.contains("coll-bench-step-<UTC time>.csv"), "{help}");
     }
 

@@ -202,10 +202,8 @@ pub fn text(entries: &[Entry], diffs: &[Vec<Difference>], ranks: usize) -> Strin
     } else {
         s.push_str(&format!("# Differ from the majority: {}\n", differing.len()));
         for g in differing {
-            let items: Vec<String> = diffs[g[0]]
-                .iter()
-                .map(|x| format!("{} = {} (majority: {})", x.field, x.value, x.majority))
-                .collect();
+            let items: Vec<String> =
+                diffs[g[0]].iter().map(|x| format!("{} = {} (majority: {})", x.field, x.value, x.majority)).collect();
             s.push_str(&format!("# {}: {}\n", group_label(entries, g, false), items.join("; ")));
         }
     }
@@ -270,7 +268,9 @@ pub fn json(entries: &[Entry], diffs: &[Vec<Difference>], ranks: usize) -> serde
                         env.insert(var.to_string(), e.value(n).into());
                     }
                     Some(_) => {}
-                    None => fields.extend(facts::json_fields(n, e.value(n)).into_iter().map(|(k, v)| (k.to_string(), v))),
+                    None => {
+                        fields.extend(facts::json_fields(n, e.value(n)).into_iter().map(|(k, v)| (k.to_string(), v)))
+                    }
                 }
             }
             let differs: Vec<serde_json::Value> = diffs[g[0]]
@@ -381,7 +381,10 @@ mod tests {
         assert_eq!(j["schema"], SCHEMA);
         assert_eq!(j["differ_from_majority"], serde_json::json!([{"name": "b", "ranks": [3]}]));
         // a (ranks 0-1) and b (rank 2) report the same: one set of alike hosts, then the odd one.
-        assert_eq!(j["reports"][0]["hosts"], serde_json::json!([{"name": "a", "ranks": [0, 1]}, {"name": "b", "ranks": [2]}]));
+        assert_eq!(
+            j["reports"][0]["hosts"],
+            serde_json::json!([{"name": "a", "ranks": [0, 1]}, {"name": "b", "ranks": [2]}])
+        );
         assert_eq!(j["reports"][0]["env"], serde_json::json!({}));
         assert_eq!(j["reports"][1]["env"]["NCCL_DEBUG"], "INFO");
         assert_eq!(j["reports"][1]["differs"][0]["field"], "env.NCCL_DEBUG");
@@ -405,7 +408,10 @@ mod tests {
         let t = text(&e, &d, 2000);
         let blocks: Vec<&str> = t.lines().filter(|l| l.starts_with("## ")).collect();
         assert_eq!(blocks.len(), 2, "{t}");
-        assert!(blocks[0].starts_with("## 498 hosts: node000, node001,") && blocks[0].contains("… and 491 more"), "{t}");
+        assert!(
+            blocks[0].starts_with("## 498 hosts: node000, node001,") && blocks[0].contains("… and 491 more"),
+            "{t}"
+        );
         assert_eq!(blocks[1], "## 2 hosts: node017, node300 (ranks 68-71,1200-1203)");
         assert!(t.lines().count() < 40, "{t}");
         assert!(t.contains("\nenv NCCL_IB_HCA      : mlx5_1 (majority: absent)\n"), "{t}");
