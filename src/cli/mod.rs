@@ -211,7 +211,7 @@ mod tests {
         let notes = renamed_flags(&mut a);
         assert_eq!(a, argv(&["coll-bench", "step", "--datatype=bf16", "--layout", "all", "--warmup-iters=0"]));
         assert_eq!(notes.len(), 3, "{notes:?}");
-        assert!(notes[1].contains("coll-bench step --dtype is now --datatype"), "{notes:?}");
+        assert!(notes[0].contains("coll-bench step --dtype is now --datatype"), "{notes:?}");
         // Not a renamed flag there, a longer flag, or a value after `--`: untouched.
         for a in [
             &["coll-bench", "--dtype", "x"][..],

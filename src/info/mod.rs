@@ -414,7 +414,7 @@ mod tests {
         );
         assert_eq!(blocks[1], "## 2 hosts: node017, node300 (ranks 68-71,1200-1203)");
         assert!(t.lines().count() < 40, "{t}");
-        assert!(t.contains("\nenv NCCL_IB_HCA      : mlx5_1 (majority: absent)\n"), "{t}");
+        assert!(t.contains("\nenv NCCL_IB_HCA     : mlx5_1 (majority: absent)\n"), "{t}");
         assert!(t.trim_end().ends_with(
             "# Differ from the majority: 1\n# 2 hosts: node017, node300 (ranks 68-71,1200-1203): env NCCL_IB_HCA = mlx5_1 (majority: absent)"
         ), "{t}");
