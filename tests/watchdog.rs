@@ -345,7 +345,7 @@ impl StepStopped {
         let json = std::fs::read_to_string(dir.join("s.json")).unwrap();
         let doc: serde_json::Value = serde_json::from_str(&json).expect("the JSON is one whole document");
         assert_eq!(doc["complete"], serde_json::json!(false), "{json}");
-        assert_eq!(doc["ranks"], serde_json::json!(4), "{json}");
+        assert_eq!(doc["run"]["ranks"], serde_json::json!(4), "{json}");
     }
 }
 
