@@ -5,7 +5,10 @@
 #   3. against Open MPI: unit tests and every integration test (the real binary under mpirun, 1-4
 #      ranks, and across network-namespace hosts where the machine allows it);
 #   4. against MPICH (a build of its own in target/mpich, launched with Hydra's mpiexec): every
-#      integration test again. Where MPICH cannot be installed it prints `SKIPPED: reason`.
+#      integration test again, one test at a time (MPICH_TEST_THREADS, default 1): MPICH's ranks
+#      never yield the CPU while they wait, so two tests at once put more spinning ranks than
+#      cores on a small machine and every call waits for the scheduler (docs/install.md, "MPICH's
+#      ranks never yield"). Where MPICH cannot be installed it prints `SKIPPED: reason`.
 # Every test binary runs (--no-fail-fast), and the last line counts them all:
 # "tests: N passed, M failed, K skipped". Exit 0 only when everything passed.
 set -euo pipefail
@@ -38,7 +41,7 @@ set -e
 if [ "$mpich_ok" = 1 ]; then
   step "MPICH: integration tests"
   set +e
-  (export COLL_BENCH_MPI=mpich && . ci/env.sh && cargo test --release --no-fail-fast --test '*' -- --test-threads="${TEST_THREADS:-2}") 2>&1 | tee -a "$log"
+  (export COLL_BENCH_MPI=mpich && . ci/env.sh && cargo test --release --no-fail-fast --test '*' -- --test-threads="${MPICH_TEST_THREADS:-1}") 2>&1 | tee -a "$log"
   r=${PIPESTATUS[0]}
   set -e
   [ "$r" -eq 0 ] || rc=1

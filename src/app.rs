@@ -356,7 +356,8 @@ fn open_reports(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<O
     let total = opts.point_count(u64::MAX - 1);
     let progress = crate::report::progress::ProgressReport::new(total, opts.progress);
     // The table's rows go through the bar (cleared, written, redrawn): never on the bar's line.
-    let stdout = crate::report::progress::BarAwareWriter::new(std::io::stdout(), progress.as_ref().map(|p| p.bar()));
+    let stdout =
+        crate::report::progress::BarAwareWriter::new(std::io::stdout(), progress.as_ref().and_then(|p| p.bar()));
     let mut reports: Vec<Box<dyn Report>> = vec![Box::new(TableReport::new(stdout))];
     reports.extend(csv.map(|r| Box::new(r) as Box<dyn Report>));
     reports.extend(json.map(|r| Box::new(r) as Box<dyn Report>));

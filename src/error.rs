@@ -10,10 +10,16 @@ pub static ENDING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool
 /// Mark this process as ending the job with an outcome of its own ([`ENDING`]), and say so to
 /// the ranks that watch this one (`watchdog::liveness`), so its end is not taken for a death.
 pub fn ending() {
-    if !ENDING.swap(true, std::sync::atomic::Ordering::SeqCst) {
+    ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
+    // Its own flag: ENDING may already be set by a peer's word (`watchdog::liveness`: another
+    // rank ends the job), and this process must still say its end is not a death.
+    if !SAID_OWN.swap(true, std::sync::atomic::Ordering::SeqCst) {
         tell_on_ending_byte(BYE_OWN);
     }
 }
+
+/// Whether this process has said [`BYE_OWN`] to its watchers.
+static SAID_OWN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The byte a process ending the job with an outcome of its own sends its watchers.
 pub const BYE_OWN: u8 = b'O';
@@ -104,6 +110,30 @@ pub fn clap_message(e: &clap::Error) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// A rank whose links thread has already heard a peer end the job (ENDING set) must still
+    /// say its own end is not a death, or the peer, still printing its line, names it "killed
+    /// or crashed" (seen in a fresh-machine run: `nccl::an_asynchronous_nccl_error_mid_run_ends_the_job`).
+    #[test]
+    fn a_process_says_its_own_end_even_after_a_peers_word() {
+        let mut fds = [0; 2];
+        // SAFETY: socketpair(2) fills two descriptors.
+        assert_eq!(unsafe { libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM, 0, fds.as_mut_ptr()) }, 0);
+        super::tell_on_ending(vec![fds[0]]);
+        super::ENDING.store(true, std::sync::atomic::Ordering::SeqCst);
+        super::ending();
+        super::tell_on_ending(vec![]);
+        let mut b = [0u8; 4];
+        // SAFETY: a non-blocking read into a live buffer of that length.
+        let k = unsafe { libc::recv(fds[1], b.as_mut_ptr().cast(), b.len(), libc::MSG_DONTWAIT) };
+        assert_eq!(k, 1, "no word said");
+        assert_eq!(b[0], super::BYE_OWN);
+        // SAFETY: our two descriptors, closed once.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+    }
+
     #[test]
     fn a_path_is_shown_on_one_line() {
         assert_eq!(super::shown("/tmp/a b/run.csv"), "/tmp/a b/run.csv");

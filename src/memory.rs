@@ -123,19 +123,25 @@ fn mapped(layout: std::alloc::Layout) -> bool {
 unsafe impl std::alloc::GlobalAlloc for OwnHeap {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
         // SAFETY: the caller upholds this function's contract (its doc comment).
-        unsafe {
+        let p = unsafe {
             if !mapped(layout) {
-                return std::alloc::System.alloc(layout);
-            }
-            let prot = libc::PROT_READ | libc::PROT_WRITE;
-            let p =
-                libc::mmap(std::ptr::null_mut(), layout.size(), prot, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0);
-            if p == libc::MAP_FAILED {
-                std::ptr::null_mut()
+                std::alloc::System.alloc(layout)
             } else {
-                p.cast()
+                let prot = libc::PROT_READ | libc::PROT_WRITE;
+                let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+                let p = libc::mmap(std::ptr::null_mut(), layout.size(), prot, flags, -1, 0);
+                if p == libc::MAP_FAILED {
+                    std::ptr::null_mut()
+                } else {
+                    p.cast()
+                }
             }
+        };
+        #[cfg(test)]
+        if !p.is_null() {
+            tally::moved(layout.size() as isize);
         }
+        p
     }
 
     unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
@@ -144,12 +150,19 @@ unsafe impl std::alloc::GlobalAlloc for OwnHeap {
             if mapped(layout) {
                 self.alloc(layout) // a fresh anonymous mapping reads as zeros
             } else {
-                std::alloc::System.alloc_zeroed(layout)
+                let p = std::alloc::System.alloc_zeroed(layout);
+                #[cfg(test)]
+                if !p.is_null() {
+                    tally::moved(layout.size() as isize);
+                }
+                p
             }
         }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        #[cfg(test)]
+        tally::moved(-(layout.size() as isize));
         // SAFETY: the caller upholds this function's contract (its doc comment).
         unsafe {
             if mapped(layout) {
@@ -164,16 +177,24 @@ unsafe impl std::alloc::GlobalAlloc for OwnHeap {
         // SAFETY: the caller upholds this function's contract (its doc comment).
         unsafe {
             let new = std::alloc::Layout::from_size_align_unchecked(new_size, layout.align());
+            let in_place = |p: *mut u8| {
+                #[cfg(test)]
+                if !p.is_null() {
+                    tally::moved(new_size as isize - layout.size() as isize);
+                }
+                p
+            };
             match (mapped(layout), mapped(new)) {
-                (false, false) => std::alloc::System.realloc(ptr, layout, new_size),
+                (false, false) => in_place(std::alloc::System.realloc(ptr, layout, new_size)),
                 (true, true) => {
                     let p = libc::mremap(ptr.cast(), layout.size(), new_size, libc::MREMAP_MAYMOVE);
                     if p == libc::MAP_FAILED {
                         std::ptr::null_mut()
                     } else {
-                        p.cast()
+                        in_place(p.cast())
                     }
                 }
+                // alloc and dealloc count for themselves.
                 _ => {
                     let p = self.alloc(new);
                     if !p.is_null() {
@@ -184,6 +205,43 @@ unsafe impl std::alloc::GlobalAlloc for OwnHeap {
                 }
             }
         }
+    }
+}
+
+/// Unit tests only: the bytes this thread holds from the allocator, so a test can bound what a
+/// piece of code keeps (the sweep's reports at thousands of simulated ranks). Counted per
+/// thread (tests run side by side); a block freed by another thread than the one that made it
+/// is counted on each side, which the tests that read it avoid.
+#[cfg(test)]
+pub(crate) mod tally {
+    use std::cell::Cell;
+
+    thread_local! {
+        // (live bytes, highest live bytes since `reset_peak`): const-initialised, no destructor,
+        // so the allocator may touch it at any time without allocating.
+        static LIVE: Cell<(isize, isize)> = const { Cell::new((0, 0)) };
+    }
+
+    pub(crate) fn moved(bytes: isize) {
+        let _ = LIVE.try_with(|c| {
+            let (live, peak) = c.get();
+            let live = live + bytes;
+            c.set((live, peak.max(live)));
+        });
+    }
+
+    /// Bytes this thread holds now (relative to an arbitrary origin: compare two readings).
+    pub(crate) fn live() -> isize {
+        LIVE.with(|c| c.get().0)
+    }
+
+    /// The highest `live` since the last `reset_peak`.
+    pub(crate) fn peak() -> isize {
+        LIVE.with(|c| c.get().1)
+    }
+
+    pub(crate) fn reset_peak() {
+        LIVE.with(|c| c.set((c.get().0, c.get().0)));
     }
 }
 

@@ -57,6 +57,16 @@ impl PlacementChoice {
             PlacementChoice::Both => true,
         }
     }
+
+    /// What the image shows, in the legend's heading and the line that says it was written:
+    /// labels name a placement only with `--placement both`, so the heading says which one.
+    fn shown(self) -> &'static str {
+        match self {
+            PlacementChoice::In => "in-place only",
+            PlacementChoice::Out => "out-of-place only",
+            PlacementChoice::Both => "both placements",
+        }
+    }
 }
 
 /// Which time per call to draw, and to derive the bus bandwidth from.
@@ -77,7 +87,11 @@ enum Format {
 /// `coll-bench plot`: check the image's path and the CSVs, draw, write; the exit code.
 pub fn main(o: &PlotOptions) -> i32 {
     match write_plot(&o.files, &o.output, &o.style, o.policy, "-o/--output", false) {
-        Ok(()) => exit::OK,
+        Ok(what) => {
+            let shown = crate::error::shown(crate::report::outfile::absolute(&o.output));
+            println!("coll-bench plot: wrote {shown} ({what})");
+            exit::OK
+        }
         Err(e) => {
             eprintln!("coll-bench: error: plot: {e}");
             exit::ERROR
@@ -88,7 +102,7 @@ pub fn main(o: &PlotOptions) -> i32 {
 /// Plot one finished run's CSV to `output` with the default style: the sweep's `--plot FILE`
 /// (its path checked before the run, its directory made if missing).
 pub fn plot_run(csv: &Path, output: &Path, policy: Policy) -> Result<()> {
-    write_plot(&[csv.to_path_buf()], output, &Style::default(), policy, "--plot", true)
+    write_plot(&[csv.to_path_buf()], output, &Style::default(), policy, "--plot", true).map(|_| ())
 }
 
 /// How the image looks: every flag of `plot` but the files, the output and the file policy.
@@ -130,9 +144,10 @@ fn format_of(path: &Path) -> Result<Format> {
     }
 }
 
-/// Read `files`, draw them in `style` and write the image to `output` (named `flag` in errors).
-/// `make_dirs`: the sweep's `--plot`, whose path was checked before the run; the standalone
-/// subcommand checks the image and the CSVs here, before drawing.
+/// Read `files`, draw them in `style` and write the image to `output` (named `flag` in errors);
+/// what it shows, for the line that says it was written (`3 series, out-of-place, mean time per
+/// call`). `make_dirs`: the sweep's `--plot`, whose path was checked before the run; the
+/// standalone subcommand checks the image and the CSVs here, before drawing.
 fn write_plot(
     files: &[PathBuf],
     output: &Path,
@@ -140,7 +155,7 @@ fn write_plot(
     policy: Policy,
     flag: &str,
     make_dirs: bool,
-) -> Result<()> {
+) -> Result<String> {
     let format = format_of(output)?;
     if !make_dirs {
         let inputs: Vec<(&str, &Path)> = files.iter().map(|f| ("an input", f.as_path())).collect();
@@ -174,7 +189,16 @@ fn write_plot(
             encode_png(&pixels, size)?
         }
     };
-    crate::report::outfile::replace(flag, output, &bytes, policy, make_dirs)
+    crate::report::outfile::replace(flag, output, &bytes, policy, make_dirs)?;
+    let n = plot.series.len();
+    Ok(format!(
+        "{n} series, {}, {} time per call",
+        style.placement.shown(),
+        match style.stat {
+            Stat::Mean => "mean",
+            Stat::Median => "median",
+        }
+    ))
 }
 
 fn draw_error(e: impl std::fmt::Display) -> Error {
@@ -250,6 +274,7 @@ pub struct Series {
 pub struct Plot {
     pub series: Vec<Series>,
     pub stat: Stat,
+    pub placement: PlacementChoice,
 }
 
 impl Plot {
@@ -302,7 +327,7 @@ impl Plot {
                 Series { label, file, points }
             })
             .collect();
-        Ok(Plot { series: out, stat })
+        Ok(Plot { series: out, stat, placement })
     }
 }
 
@@ -511,7 +536,11 @@ where
     let x = (font * 0.5) as i32;
     let sample_w = (font * 2.2) as i32;
     legend
-        .draw(&Text::new("series", (x, top - row_h), ("sans-serif", font).into_font().style(FontStyle::Bold)))
+        .draw(&Text::new(
+            format!("series, {}", plot.placement.shown()),
+            (x, top - row_h),
+            ("sans-serif", font).into_font().style(FontStyle::Bold),
+        ))
         .map_err(e)?;
     for (i, s) in plot.series.iter().enumerate() {
         let y = top + i as i32 * row_h;
@@ -829,6 +858,7 @@ mod tests {
                 series(1, vec![(8, 2.0, 4.0), (16, 4.0, 8.0)]),
             ],
             stat: Stat::Mean,
+            placement: PlacementChoice::Out,
         };
         let mut svg = String::new();
         {
@@ -839,6 +869,7 @@ mod tests {
         let count = |needle: &str| svg.matches(needle).count();
         assert_eq!(count("bus bandwidth (GB/s)"), 1, "the bandwidth panel's axis");
         assert_eq!(count("time per call, mean (µs, log scale)"), 1, "the time panel's axis");
+        assert_eq!(count("series, out-of-place only"), 1, "the legend says which placement");
         assert_eq!(count("message size (bytes, log2 scale)"), 2, "a size axis on each panel");
         // Circles: 2 on the bandwidth panel (one point has none), 3 on the time panel, 1 in
         // the legend. Triangles: 2 + 2 + 1.

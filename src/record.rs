@@ -134,6 +134,57 @@ impl Measurement {
     }
 }
 
+impl Measurement {
+    /// This measurement without each rank's time (`per_rank_us` emptied; the slow ranks stay
+    /// named): what a caller keeps beyond the point's reports (check's repeats, tune's cells),
+    /// so that what it holds per point does not grow with the ranks.
+    pub fn without_rank_times(self) -> Measurement {
+        Measurement { per_rank_us: Vec::new(), ..self }
+    }
+}
+
+/// One host's ranks at one measurement: the spread of their times and the slowest of them
+/// (`--per-rank`'s table lines).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostTimes<'a> {
+    pub host: &'a str,
+    pub ranks: &'a [usize],
+    pub min_us: f64,
+    pub median_us: f64,
+    pub max_us: f64,
+    /// The rank with the longest time (the lowest such rank on a tie).
+    pub slowest_rank: usize,
+}
+
+/// Each host's [`HostTimes`] at one measurement, in the hosts' order (`hosts`: name and ranks,
+/// as [`RunInfo::hosts`]; `per_rank_us`: every rank's time, by rank). Hosts without a time
+/// (none of their ranks in `per_rank_us`) are left out.
+pub fn host_times<'a>(hosts: &'a [(String, Vec<usize>)], per_rank_us: &[f64]) -> Vec<HostTimes<'a>> {
+    let mut out = Vec::with_capacity(hosts.len());
+    let mut times: Vec<f64> = Vec::new();
+    for (host, ranks) in hosts {
+        times.clear();
+        let mut slowest: Option<(usize, f64)> = None;
+        for &r in ranks {
+            let Some(&t) = per_rank_us.get(r) else { continue };
+            times.push(t);
+            if slowest.is_none_or(|(_, s)| t > s) {
+                slowest = Some((r, t));
+            }
+        }
+        let Some((slowest_rank, max_us)) = slowest else { continue };
+        out.push(HostTimes {
+            host,
+            ranks,
+            min_us: times.iter().copied().fold(f64::INFINITY, f64::min),
+            median_us: crate::stats::median_of(&times),
+            max_us,
+            slowest_rank,
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 impl Measurement {
     /// A plausible measurement for unit tests: 10 calls of 1.5 us on 2 ranks, checked, no
@@ -176,8 +227,9 @@ pub const UNKNOWN_ALGORITHM: &str = "unknown";
 
 /// How an algorithm is known (`algorithm_source`), the one vocabulary (docs/output.md): named by
 /// `forced` (the library's variable, set by the user, read back through MPI_T), `fixed rules`
-/// (Open MPI 4.1's `coll_tuned` decision, replicated), `coll-bench` (`--impl`: our own);
-/// `unknown` because of `rules file` (an Open MPI dynamic rules file decides), `auto` (the
+/// (Open MPI 4.1's `coll_tuned` decision, replicated), `rules file` (an Open MPI dynamic rules
+/// file's rule, applied as Open MPI does), `coll-bench` (`--impl`: our own); `unknown` because
+/// of `rules file` (a rules file that cannot be read as Open MPI reads it), `auto` (the
 /// library's own selection, not replicated), `other component` (Open MPI: a component other than
 /// `coll_tuned` may serve the communicator), `not reported` (nothing says: NCCL, another
 /// library, a point-to-point test).
@@ -187,6 +239,12 @@ pub const ALGORITHM_SOURCES: [&str; 7] =
 impl Point {
     pub fn measurements(&self) -> [&Measurement; 2] {
         [&self.out_of_place, &self.in_place]
+    }
+
+    /// A copy without each rank's times ([`Measurement::without_rank_times`]), to keep.
+    pub fn without_rank_times(&self) -> Point {
+        let strip = |m: &Measurement| Measurement { per_rank_us: Vec::new(), ..m.clone() };
+        Point { out_of_place: strip(&self.out_of_place), in_place: strip(&self.in_place), ..self.clone() }
     }
 }
 
@@ -357,6 +415,22 @@ mod tests {
         // No time: no bandwidth (not a division by zero).
         let zero = Measurement::from_times(Placement::OutOfPlace, runs, &[0.0, 0.0], 0.0, None, 2e6, 1.0);
         assert_eq!((zero.algbw_gbps, zero.busbw_gbps), (0.0, 0.0));
+    }
+
+    /// Each host's spread and slowest rank, from the ranks' times by rank; a tie goes to the
+    /// lower rank, a host without a time is left out.
+    #[test]
+    fn host_times_summarise_each_hosts_ranks() {
+        let hosts: Vec<(String, Vec<usize>)> =
+            vec![("a".into(), vec![0, 2, 4]), ("b".into(), vec![1, 3]), ("c".into(), vec![9])];
+        let t = [1.0, 5.0, 3.0, 5.0, 2.0];
+        let h = host_times(&hosts, &t);
+        assert_eq!(h.len(), 2);
+        assert_eq!((h[0].host, h[0].min_us, h[0].median_us, h[0].max_us, h[0].slowest_rank), ("a", 1.0, 2.0, 3.0, 2));
+        assert_eq!((h[1].host, h[1].min_us, h[1].median_us, h[1].max_us, h[1].slowest_rank), ("b", 5.0, 5.0, 5.0, 1));
+        assert_eq!(h[1].ranks, &[1, 3]);
+        let m = Measurement::sample(Placement::InPlace);
+        assert_eq!((m.per_rank_us.len(), m.clone().without_rank_times().per_rank_us.len()), (2, 0));
     }
 
     /// docs/output.md's table of sources lists this vocabulary, in this order, and no other.

@@ -13,9 +13,6 @@ use std::path::Path;
 fn written_csv(o: &std::process::Output) -> std::path::PathBuf {
     let err = stderr(o);
     let line = err.lines().find(|l| l.ends_with("(every measurement, CSV)")).unwrap_or_else(|| panic!("{err}"));
-    // With `--progress` off a terminal the bar's last frame is cleared (`\r`, ESC[2K) on the same
-    // text line: what a terminal shows is what follows the last clear.
-    let line = line.rsplit(['\r', '\u{1b}']).next().unwrap_or(line).trim_start_matches("[2K");
     let path = line.trim_start_matches("coll-bench check: wrote ").trim_end_matches(" (every measurement, CSV)");
     assert!(Path::new(path).is_absolute(), "{line}");
     assert!(stdout(o).contains(&format!("# measurements: {path}\n")), "{}", stdout(o));
@@ -195,18 +192,27 @@ fn from_run(dir: &Path, args: &[&str]) -> std::process::Output {
     std::process::Command::new(BIN).arg("spec").arg("from-run").args(args).current_dir(dir).output().unwrap()
 }
 
-/// A copy of a sweep's CSV with every time set to `time_us` and every bus bandwidth to
-/// `busbw_gbps`: a baseline whose numbers do not depend on how loaded the machine was.
-fn doctored(dir: &Path, from: &str, to: &str, time_us: f64, busbw_gbps: f64) {
+/// A copy of a sweep's CSV with every time (mean, median, percentiles, the median's interval)
+/// set to `time_us`, spreads to 0, every bandwidth to `busbw_gbps` and every row's warnings to
+/// `warnings`: a baseline whose numbers do not depend on how loaded the machine was.
+fn doctored(dir: &Path, from: &str, to: &str, (time_us, busbw_gbps): (f64, f64), warnings: &str) {
     let mut rd = csv::Reader::from_path(dir.join(from)).unwrap();
     let head = rd.headers().unwrap().clone();
-    let col = |n: &str| head.iter().position(|h| h == n).unwrap();
     let mut w = csv::Writer::from_path(dir.join(to)).unwrap();
     w.write_record(&head).unwrap();
     for r in rd.records() {
-        let mut r: Vec<String> = r.unwrap().iter().map(str::to_string).collect();
-        r[col("time_us")] = time_us.to_string();
-        r[col("busbw_gbps")] = busbw_gbps.to_string();
+        let r: Vec<String> = r
+            .unwrap()
+            .iter()
+            .zip(head.iter())
+            .map(|(v, h)| match h {
+                "stddev_us" => "0".to_string(),
+                "warnings" => warnings.to_string(),
+                _ if h.ends_with("_us") && !v.is_empty() => time_us.to_string(),
+                _ if h.ends_with("_gbps") => busbw_gbps.to_string(),
+                _ => v.to_string(),
+            })
+            .collect();
         w.write_record(&r).unwrap();
     }
     w.flush().unwrap();
@@ -231,7 +237,9 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
     let o = from_run(dir.path(), &["base.csv", "--margin", "30%", "-o", "gate.toml"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let abs = dir.path().canonicalize().unwrap().join("gate.toml");
-    assert!(stderr(&o).starts_with(&format!("coll-bench spec: wrote {} (2 rules;", abs.display())), "{}", stderr(&o));
+    // (A warning line may come first: this run's rows may be noisy.)
+    let wrote = format!("coll-bench spec: wrote {} (2 rules;", abs.display());
+    assert!(stderr(&o).lines().any(|l| l.starts_with(&wrote)), "{}", stderr(&o));
     let gate = std::fs::read_to_string(dir.path().join("gate.toml")).unwrap();
     assert!(gate.contains("plateau = \"128K..1M\"") && gate.contains("sizes = \"64K..64K\""), "{gate}");
     assert!(gate.contains("ranks_per_node = 2") && gate.contains("bus bandwidth >= baseline / 1.3"), "{gate}");
@@ -247,14 +255,36 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
     assert_eq!((o.status.code(), stderr(&o).lines().count()), (Some(2), 1), "{}", stderr(&o));
     assert!(stderr(&o).contains("--margin: '-5%' is not a margin"), "{}", stderr(&o));
 
-    doctored(dir.path(), "base.csv", "slow.csv", 1e8, 1e-9);
+    doctored(dir.path(), "base.csv", "slow.csv", (1e8, 1e-9), "");
     let o = from_run(dir.path(), &["slow.csv", "--margin", "10%", "-o", "lenient.toml"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // Latency on the median per call, the margin as given (these rows do not spread).
+    let lenient = std::fs::read_to_string(dir.path().join("lenient.toml")).unwrap();
+    assert!(lenient.contains("max_median_us = 110000000.0   # baseline median 100000000.0 us at 64K\n"), "{lenient}");
+    assert!(!lenient.contains("max_time_us") && !lenient.contains("# Warning"), "{lenient}");
+
+    // A baseline the run warned about is said to be noisy, on stderr and in the spec.
+    doctored(dir.path(), "base.csv", "noisy.csv", (1e8, 1e-9), "noisy;mean_off_median");
+    let o = from_run(dir.path(), &["noisy.csv", "-o", "noisy.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let said = "the baseline was noisy where the rules learn from it (noisy: all-reduce float sum at 128K, 256K, 512K, 1M, 64K";
+    assert!(stderr(&o).starts_with(&format!("coll-bench spec: warning: {said}")), "{}", stderr(&o));
+    let noisy = std::fs::read_to_string(dir.path().join("noisy.toml")).unwrap();
+    assert!(noisy.contains(&format!("# Warning: {said}")), "{noisy}");
+    // Several runs: the file given twice is two runs that agree; the header lists both.
+    let o = from_run(dir.path(), &["slow.csv", "slow.csv", "--margin", "10%"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("# from 2 known-good runs (--margin 10%):\n#   "), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("max_median_us = 110000000.0   # baseline median 100000000.0 us at 64K\n"),
+        "{}",
+        stdout(&o)
+    );
     let o = mpirun_in(dir.path(), 2, &["check", "lenient.toml", "--no-csv"], 300);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("# 4 passed, 0 failed, 0 skipped: PASS"), "{}", stdout(&o));
 
-    doctored(dir.path(), "base.csv", "fast.csv", 1e-3, 1e6);
+    doctored(dir.path(), "base.csv", "fast.csv", (1e-3, 1e6), "");
     let o = from_run(dir.path(), &["fast.csv", "--margin", "10%", "-o", "strict.toml"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let o = mpirun_in(dir.path(), 2, &["check", "strict.toml", "--no-csv"], 300);

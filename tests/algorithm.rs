@@ -96,6 +96,52 @@ fn open_mpi_forced_all_reduce_is_named_forced_and_the_default_follows_the_fixed_
     assert!(only(&csv).values().all(|v| *v == named("unknown", "other component")), "{csv:?}");
 }
 
+/// A dynamic rules file, as a user (or `tune --write-rules`) writes it, decides before the
+/// forced value; its rule of 0 leaves the size to the forced value, then to the fixed rules
+/// (Open MPI 4.1's `coll_tuned_decision_dynamic.c`); a file Open MPI's reader would not read
+/// the same way is `unknown`, never a guess.
+#[test]
+fn open_mpi_rules_file_names_its_choice_at_each_size() {
+    if FAMILY != "openmpi" {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("r.rules");
+    // all-reduce (id 2), communicators of 4 ranks on: ring from 0, the next rule from 512 B
+    // (0: not the file's), basic_linear from 4096 B.
+    std::fs::write(&file, "1 # collectives\n2 # all-reduce\n1\n4 3\n0 4 0 0\n512 0 0 0\n4096 1 0 0\n").unwrap();
+    let path = file.to_str().unwrap();
+    let env = [("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"), ("OMPI_MCA_coll_tuned_dynamic_rules_filename", path)];
+    let (csv, lines) = run(4, SIZES, &env);
+    let want: BTreeMap<u64, (String, String)> = [
+        (8, named("ring", "rules file")),
+        (64, named("ring", "rules file")),
+        (512, named("recursive_doubling", "fixed rules")),
+        (4096, named("basic_linear", "rules file")),
+        (32768, named("basic_linear", "rules file")),
+    ]
+    .into_iter()
+    .collect();
+    assert_eq!(only(&csv), want);
+    assert_eq!(
+        lines,
+        [
+            "#  algorithm: ring (rules file) from 8 B",
+            "#  algorithm: recursive_doubling (fixed rules) from 512 B",
+            "#  algorithm: basic_linear (rules file) from 4096 B"
+        ]
+    );
+    // The rule of 0 at 512 B gives way to a forced algorithm first.
+    let forced = [env[0], env[1], ("OMPI_MCA_coll_tuned_allreduce_algorithm", "6")];
+    let (csv, _) = run(4, SIZES, &forced);
+    assert_eq!(only(&csv)[&512], named("rabenseifner", "forced"));
+    assert_eq!(only(&csv)[&8], named("ring", "rules file"));
+    // Octal by Open MPI's `%li`: not read the same way here, so not guessed at.
+    std::fs::write(&file, "1 2 1 4 1 0 04 0 0\n").unwrap();
+    let (csv, _) = run(4, SIZES, &env);
+    assert!(only(&csv).values().all(|v| *v == named("unknown", "rules file")), "{csv:?}");
+}
+
 #[test]
 fn mpich_forced_all_reduce_is_named_forced_and_its_own_choice_unknown() {
     if FAMILY != "mpich" {

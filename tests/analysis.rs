@@ -92,6 +92,63 @@ fn json_markdown_and_per_rank_rows() {
     assert_eq!(doc["totals"]["out_of_bounds_bytes"], 0);
 }
 
+/// `--per-rank` on 8 real ranks (oversubscribed: correctness only, issue 27): under each point
+/// the table has, for each placement, the spread over the ranks and a line per host (its
+/// min / median / max and its slowest rank), never a line per rank; the CSV keeps a row per rank
+/// and the JSON every rank's time.
+#[test]
+fn per_rank_tables_summarise_by_host_and_the_files_keep_every_rank() {
+    let (o, dir) = mpirun(
+        8,
+        &[
+            "all-reduce",
+            "-b",
+            "1K",
+            "-e",
+            "4K",
+            "-n",
+            "5",
+            "-w",
+            "1",
+            "--per-rank",
+            "--csv",
+            "r.csv",
+            "--json",
+            "r.json",
+        ],
+    );
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    let body: Vec<&str> = out.lines().skip_while(|l| !l.starts_with("# Collective")).collect();
+    for placement in ["out-of-place", "in-place"] {
+        let spread: Vec<&&str> =
+            body.iter().filter(|l| l.starts_with(&format!("#  per rank, {placement}: "))).collect();
+        assert_eq!(spread.len(), 3, "one line per point:\n{out}");
+        assert!(spread.iter().all(|l| l.ends_with(" us (min / median / max) over 8 ranks on 1 host(s)")), "{out}");
+    }
+    let hosts: Vec<&&str> = body.iter().filter(|l| l.starts_with("#    ") && l.contains(" (ranks 0-7): ")).collect();
+    assert_eq!(hosts.len(), 3 * 2, "a host line per point and placement:\n{out}");
+    assert!(hosts.iter().all(|l| l.contains(" us, slowest rank ")), "{out}");
+    // The only other per-rank lines name odd ranks (at most one a placement and point).
+    let indented = body.iter().filter(|l| l.starts_with("#    ")).count();
+    assert!(indented <= 3 * 2 * 2, "{out}");
+
+    let mut rd = csv::Reader::from_path(dir.path().join("r.csv")).unwrap();
+    let rank_col = rd.headers().unwrap().iter().position(|h| h == "rank").unwrap();
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 3 * 2 * (1 + 8));
+    let ranks: Vec<&str> = rows.iter().take(9).map(|r| r.get(rank_col).unwrap()).collect();
+    assert_eq!(ranks, ["", "0", "1", "2", "3", "4", "5", "6", "7"]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("r.json")).unwrap()).unwrap();
+    assert_eq!(doc["complete"], true);
+    let points = doc["points"].as_array().unwrap();
+    assert_eq!(points.len(), 3);
+    for p in points {
+        assert_eq!(p["in_place"]["per_rank_us"].as_array().unwrap().len(), 8);
+    }
+}
+
 #[test]
 fn bad_report_paths_are_refused_up_front() {
     let dir = tempfile::tempdir().unwrap();
@@ -111,8 +168,10 @@ fn progress_goes_to_stderr_only_when_asked() {
     assert!(stderr(&o).is_empty(), "{}", stderr(&o));
     let (o, _d) = mpirun(2, &["all-reduce", "-e", "64K", "--no-csv", "--progress"]);
     assert_eq!(o.status.code(), Some(0));
-    assert!(stderr(&o).contains("14/14 points"), "{}", stderr(&o));
-    assert!(!stdout(&o).contains("/14 points"), "the bar leaked into the table");
+    // Under mpirun, whole lines: after the first point, then every few seconds.
+    assert!(stderr(&o).starts_with("coll-bench: progress 1/14 points, all-reduce 8 done, ETA "), "{}", stderr(&o));
+    assert!(stderr(&o).lines().all(|l| l.starts_with("coll-bench: progress ")), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("/14 points"), "progress leaked into the table");
     assert_eq!(rows(&o).len(), 14);
 }
 
@@ -141,14 +200,27 @@ fn plot_at_the_end_of_a_sweep() {
 /// for a person typing the command. Returns (exit code, everything the terminal received), or
 /// None (with SKIPPED printed) where `script` is missing.
 fn in_a_terminal(dir: &std::path::Path, args: &[&str]) -> Option<(Option<i32>, String)> {
+    // One rank on purpose (`--one-rank`): a run without a launcher is refused otherwise.
+    command_in_a_terminal(dir, &[&[BIN, "--one-rank"][..], args].concat())
+}
+
+/// `mpirun -n N coll-bench ARGS…` inside a real pseudo-terminal: mpirun's stdout and stderr are
+/// the terminal, each rank's are pipes to mpirun, as for a person launching a run by hand.
+fn mpirun_in_a_terminal(dir: &std::path::Path, n: usize, args: &[&str]) -> Option<(Option<i32>, String)> {
+    let n = n.to_string();
+    command_in_a_terminal(dir, &[&launcher()[..], &["-n", n.as_str(), BIN], args].concat())
+}
+
+/// The command line `cmd` inside a real pseudo-terminal (`script` from util-linux); see
+/// [`in_a_terminal`].
+fn command_in_a_terminal(dir: &std::path::Path, cmd: &[&str]) -> Option<(Option<i32>, String)> {
     if !on_path("script") {
         use std::io::Write;
         let _ = writeln!(std::io::stderr(), "SKIPPED: progress in a terminal: no `script` (util-linux) on the PATH");
         return None;
     }
     let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));
-    // One rank on purpose (`--one-rank`): a run without a launcher is refused otherwise.
-    let cmd: Vec<String> = [BIN, "--one-rank"].into_iter().chain(args.iter().copied()).map(quote).collect();
+    let cmd: Vec<String> = cmd.iter().copied().map(quote).collect();
     let o = std::process::Command::new("timeout")
         .args(["--kill-after=5", "300", "script", "-qec", &cmd.join(" "), "/dev/null"])
         .env("TERM", "xterm")
@@ -203,6 +275,56 @@ fn progress_in_a_terminal_never_splits_a_row() {
         assert!(!l.contains("points") && !l.contains("ETA"), "the bar and a row share a line: {l:?}");
     }
     assert!(lines.iter().all(|l| !(l.contains("ETA") && l.contains(" float "))), "{}", lines.join("\n"));
+}
+
+/// The screen a terminal shows after `raw`, row by row (trailing blanks trimmed): `raw` fed to a
+/// terminal emulator (the `vt100` crate: cursor moves, erasures, carriage returns, wrapping at
+/// the right margin), tall enough that nothing scrolls away.
+fn emulated_screen(raw: &str, cols: u16) -> Vec<String> {
+    let mut term = vt100::Parser::new(4000, cols, 0);
+    term.process(raw.as_bytes());
+    let rows: Vec<String> = term.screen().rows(0, cols).map(|r| r.trim_end().to_string()).collect();
+    let used = rows.iter().rposition(|r| !r.is_empty()).map_or(0, |i| i + 1);
+    rows[..used].to_vec()
+}
+
+/// `--progress` under mpirun, in a real terminal: rank 0's stdout (the table) and stderr (the
+/// progress) reach the screen through two pipes that mpirun forwards in its own order, so
+/// progress drawn in place tore 3 to 6 rows a run (`>   2/66 points  all-reduce 16 done  ETA 4s
+/// 16   4   float   sum …`). Read back through a terminal emulator, every row is whole and no
+/// progress text sits on a row's line.
+#[test]
+fn progress_under_mpirun_in_a_terminal_never_tears_a_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["all-reduce", "all-gather", "-b", "64", "-e", "1M", "--no-csv", "--progress"];
+    let Some((code, raw)) = mpirun_in_a_terminal(dir.path(), 2, &args) else { return };
+    assert_eq!(code, Some(0), "{raw}");
+    // 15 sizes (64 B .. 1 MiB) of two collectives: progress after the first point at least.
+    assert!(raw.contains("coll-bench: progress 1/30 points, "), "no progress shown:\n{raw}");
+    let screen = emulated_screen(&raw, 200);
+    let shown = screen.join("\n");
+    // A row starts with its size; a row with progress text before it does not, and is missed.
+    let sized = |l: &str| l.split_whitespace().next().is_some_and(|w| w.parse::<u64>().is_ok());
+    let table: Vec<&String> = screen.iter().filter(|l| l.contains(" float ") && sized(l)).collect();
+    assert_eq!(table.len(), 30, "every row once, whole:\n{shown}");
+    for l in &table {
+        // size count type redop root, then time algbw busbw #wrong for each placement.
+        assert_eq!(l.split_whitespace().count(), 13, "a row torn or joined with progress: {l:?}\n{shown}");
+        assert!(!l.contains("points") && !l.contains("ETA") && !l.contains("progress"), "{l:?}\n{shown}");
+    }
+    // Progress lines are whole too: each alone on its row, from its start to its ETA.
+    let progress: Vec<&String> = screen.iter().filter(|l| l.contains("ETA")).collect();
+    assert!(!progress.is_empty(), "{shown}");
+    for l in progress {
+        let eta = l.rsplit("ETA ").next().unwrap_or("");
+        assert!(
+            l.starts_with("coll-bench: progress ")
+                && l.matches("ETA").count() == 1
+                && !eta.is_empty()
+                && eta.chars().all(|c| c.is_ascii_digit() || c == 'm' || c == 's'),
+            "{l:?}\n{shown}"
+        );
+    }
 }
 
 #[test]

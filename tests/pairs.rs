@@ -33,8 +33,15 @@ fn four_ranks_give_a_complete_matrix_in_three_rounds() {
         assert!(lat > 0.0 && bw > 0.0, "{r:?}");
         assert!(r[4].parse::<u32>().unwrap() < 3);
     }
+    // What the numbers mean: units in the header, and whether any pair is abnormal.
     assert!(
-        out.contains("# Slowest pairs:") || out.contains("# Slow pairs (below half the median bandwidth):"),
+        out.contains("; latency with 8-byte messages, bandwidth with 256K-byte messages (one way, ping-pong)"),
+        "{out}"
+    );
+    assert!(out.contains("#  rank  rank  host -> host") && out.contains("latency (us)  bandwidth (GB/s)"), "{out}");
+    assert!(
+        out.contains("# None abnormal: no pair below half the median bandwidth of ")
+            || out.contains("# Slow pairs (below half the median bandwidth of "),
         "{out}"
     );
     assert!(out.contains("# Hosts in the slowest pairs: "), "{out}");

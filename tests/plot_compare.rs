@@ -67,6 +67,12 @@ fn plot_writes_svg_and_png_of_the_asked_size() {
     let dir = workdir();
     let o = sub(dir.path(), &["plot", "run.csv", "-o", "run.svg"]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    // It says what it wrote and what the image shows (out of place only, unless asked).
+    let abs = dir.path().canonicalize().unwrap().join("run.svg");
+    assert_eq!(
+        stdout(&o),
+        format!("coll-bench plot: wrote {} (2 series, out-of-place only, mean time per call)\n", abs.display())
+    );
     let svg = std::fs::read_to_string(dir.path().join("run.svg")).unwrap();
     assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{}", &svg[..200.min(svg.len())]);
     for text in [
@@ -75,6 +81,7 @@ fn plot_writes_svg_and_png_of_the_asked_size() {
         "all-reduce · mpi",
         "all-gather · mpi",
         "run.csv (2 ranks on 1 host)",
+        "series, out-of-place only",
     ] {
         assert!(svg.contains(text), "{text:?} not in the SVG");
     }

@@ -116,6 +116,13 @@ fn layouts_all_lists_every_valid_layout_ranked() {
         .map(|l| l.split(": ").nth(1).unwrap().split(" ms/step").next().unwrap().parse().unwrap())
         .collect();
     assert!(times.windows(2).all(|w| w[0] <= w[1]), "not ranked: {times:?}");
+    // Why a layout's dimensions need not add up to its step, under the ranking and each layout
+    // of several dimensions (pp=2, dp=2; tp=2, dp=2; tp=2, pp=2).
+    let why = "the dimensions' times need not add up to the step's: each is its slowest rank's, the step's the \
+               slowest rank's whole step (with the barrier before each call), and PP's includes waiting for the neighbouring stage's other calls \
+               (the pipeline's bubble)";
+    assert_eq!(out.matches(&format!("\n#   ({why})\n")).count(), 3, "{out}");
+    assert!(out.contains(&format!("ms per dimension in brackets):\n{}\n# ({why})\n", ranked.join("\n"))), "{out}");
     for name in ["dp=4:", "pp=2, dp=2:", "pp=4:", "tp=2, dp=2:", "tp=2, pp=2:", "tp=4:"] {
         assert_eq!(ranked.iter().filter(|l| l.contains(&format!(". {name}"))).count(), 1, "{name}: {out}");
     }

@@ -224,12 +224,41 @@ fn open_mpi_applies_the_rules_file() {
     let o = mpirun_env(
         dir.path(),
         2,
-        &["all-reduce", "reduce-scatter", "-b", "1K", "-e", "1M", "-f", "4", "-n", "3", "--no-csv"],
+        &["all-reduce", "reduce-scatter", "-b", "1K", "-e", "1M", "-f", "4", "-n", "3", "--csv", "s.csv"],
         &env,
         300,
     );
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     assert!(rows(&o).iter().all(|r| r[8] == "0" && r[12] == "0"), "{}", stdout(&o));
+    // The sweep names, at each size, the algorithm tune chose there (its rules' comments:
+    // `from N B: name`), or the fixed rules where tune kept the library's default.
+    let text = std::fs::read_to_string(&rules).unwrap();
+    let mut chosen: Vec<(String, u64, String)> = vec![];
+    let mut current = String::new();
+    for line in text.lines() {
+        if let Some(c) = line.split("# ").nth(1).filter(|c| *c == "all-reduce" || *c == "reduce-scatter") {
+            current = c.to_string();
+        }
+        if let Some((from, name)) = line.split_once("# from ").and_then(|(_, r)| r.split_once(" B: ")) {
+            chosen.push((current.clone(), from.parse().unwrap(), name.trim().to_string()));
+        }
+    }
+    assert!(!chosen.is_empty(), "{text}");
+    let mut r = csv::Reader::from_path(dir.path().join("s.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+    for rec in r.records() {
+        let rec = rec.unwrap();
+        let (coll, size) = (rec[col("collective")].to_string(), rec[col("size_bytes")].parse::<u64>().unwrap());
+        let rule = chosen.iter().rfind(|(c, from, _)| *c == coll && *from <= size);
+        let got = (&rec[col("algorithm")], &rec[col("algorithm_source")]);
+        match rule {
+            Some((_, _, name)) if name != "default" => {
+                assert_eq!(got, (name.as_str(), "rules file"), "{coll} {size}\n{text}")
+            }
+            _ => assert_eq!(got.1, "fixed rules", "{coll} {size}\n{text}"),
+        }
+    }
 }
 
 /// A file whose measured line has no time for the chosen algorithm (a cell tune did not run:

@@ -1,16 +1,24 @@
-//! `coll-bench spec from-run RUN.csv --margin 30% [-o SPEC.toml]`: an acceptance spec from a
-//! known-good run, so today's healthy cluster becomes tomorrow's gate. No MPI: it reads a CSV
-//! (a sweep's or `check`'s) and writes TOML that `coll-bench check` takes.
+//! `coll-bench spec from-run RUN.csv [RUN.csv …] --margin 30% [-o SPEC.toml]`: an acceptance
+//! spec from known-good runs, so today's healthy cluster becomes tomorrow's gate. No MPI: it
+//! reads CSVs (a sweep's or `check`'s) and writes TOML that `coll-bench check` takes.
 //!
 //! Per series (collective × backend × type × op, out of place) it writes up to two rules, each
 //! judged as `check` judges: a bandwidth rule over the sizes where bandwidth has levelled off
 //! (the largest eighth of the range, as the table's footer), requiring the weakest of them at
-//! `busbw / (1 + margin)`; and a latency rule at the smallest size, requiring `time × (1 +
-//! margin)`. So `--margin 30%` means "up to 30% slower than the baseline", for bandwidth and
-//! time alike. Each size's baseline value is the median over the file's rows for it (a `check`
-//! CSV holds several repeats). The rules carry `ranks_per_node` of the baseline, so the gate is
-//! skipped, not misjudged, on another layout. The text is parsed back as a spec before it is
-//! written: what this writes, `check` accepts.
+//! `busbw / (1 + margin)`; and a latency rule at the smallest size on the median time per call
+//! (`max_median_us`: a mean at small sizes is pulled far up by a few slow calls, 0.87 µs where
+//! the median was 0.26 µs), requiring `median × (1 + margin)`.
+//!
+//! Each size's baseline value is the median over every row for it: one per run given, and one
+//! per repeat of a `check` CSV. Its spread is the larger of the spread between those rows
+//! ((max − min) / median) and one row's own uncertainty (half its median's 95% interval; for
+//! bandwidth, two standard errors of the mean). A rule's margin is `--margin` or
+//! [`SPREAD_FACTOR`] times that spread, whichever is wider, and the rule says which: a gate
+//! tighter than the baseline's own noise fails the same machine minutes later. Rows the run
+//! warned about (`noisy`, `mean_off_median` in its `warnings` column) are named on stderr and in
+//! the spec's header. The rules carry `ranks_per_node` of the baseline, so the gate is skipped,
+//! not misjudged, on another layout. The text is parsed back as a spec before it is written:
+//! what this writes, `check` accepts.
 
 use super::spec;
 use crate::collective::Kind;
@@ -19,20 +27,28 @@ use crate::dtype::{DType, Op};
 use crate::error::{exit, Error, Result};
 use crate::options::Policy;
 use crate::size::human;
+use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// The command line's form, for error lines.
-pub const FORM: &str = "coll-bench spec from-run RUN.csv [--margin PCT] [-o SPEC.toml]";
+pub const FORM: &str = "coll-bench spec from-run RUN.csv [RUN.csv ...] [--margin PCT] [-o SPEC.toml]";
 
 /// Share of the largest size from which bandwidth counts as levelled off (as the table's footer).
 const PLATEAU_FRACTION: u64 = 8;
 
+/// A rule's margin is at least this many times the baseline's measured spread: a run repeated
+/// on the same machine lands within about that much of it.
+pub const SPREAD_FACTOR: f64 = 3.0;
+
+/// Warnings of the sweep that say a row's number is uncertain (see `stats::Warning`).
+const NOISE_WARNINGS: &[&str] = &["noisy", "mean_off_median"];
+
 /// `coll-bench spec from-run`, as the command line gave it (`crate::cli`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct FromRunOptions {
-    /// The known-good run's CSV.
-    pub run: PathBuf,
+    /// The known-good runs' CSVs (one or more).
+    pub runs: Vec<PathBuf>,
     /// How much slower than the baseline still passes: 0.30 for `30%`.
     pub margin: f64,
     /// The margin as given, for the spec's header.
@@ -40,6 +56,15 @@ pub struct FromRunOptions {
     /// Where the spec goes; `None`: standard output.
     pub output: Option<PathBuf>,
     pub policy: Policy,
+}
+
+/// One baseline file: its rows, and the warnings the run gave each (by the row's line).
+pub struct Run {
+    /// The file as shown in messages.
+    pub shown: String,
+    pub rows: Vec<Row>,
+    /// The `warnings` column of each row that has one, by line (files without the column: none).
+    pub warnings: HashMap<u64, String>,
 }
 
 /// `coll-bench spec from-run`: the spec written; the exit code.
@@ -56,11 +81,21 @@ pub fn main(o: &FromRunOptions) -> i32 {
 fn from_run(a: &FromRunOptions) -> Result<()> {
     let policy = a.policy;
     if let Some(out) = &a.output {
-        crate::report::outfile::check(&[("-o/--output", out)], &[("the run's CSV", &a.run)], policy)?;
+        let inputs: Vec<(&str, &Path)> = a.runs.iter().map(|r| ("the run's CSV", r.as_path())).collect();
+        crate::report::outfile::check(&[("-o/--output", out.as_path())], &inputs, policy)?;
     }
-    let rows = csvread::read(&a.run)?;
-    let shown = crate::error::shown(crate::report::outfile::absolute(&a.run));
-    let text = render(&rows, a.margin, &a.margin_text, &shown)?;
+    let mut runs = vec![];
+    for path in &a.runs {
+        runs.push(Run {
+            shown: crate::error::shown(crate::report::outfile::absolute(path)),
+            rows: csvread::read(path)?,
+            warnings: warnings(path)?,
+        });
+    }
+    let (text, noise) = render(&runs, a.margin, &a.margin_text)?;
+    if let Some(n) = noise {
+        eprintln!("coll-bench spec: warning: {n}");
+    }
     match &a.output {
         None => print!("{text}"),
         Some(out) => {
@@ -76,16 +111,76 @@ fn from_run(a: &FromRunOptions) -> Result<()> {
     Ok(())
 }
 
-/// One series of the run: its rows, out of place.
+/// The `warnings` column of a coll-bench CSV, by line; empty where the file has no such column.
+/// (`csvread::read` has already read the file whole, so errors here are only an unreadable file.)
+fn warnings(path: &Path) -> Result<HashMap<u64, String>> {
+    let shown = crate::error::shown(path);
+    let bad = |e: csv::Error| Error::usage(format!("'{shown}': {e}"));
+    let mut rd = csv::ReaderBuilder::new().has_headers(true).from_path(path).map_err(bad)?;
+    let Some(col) = rd.headers().map_err(bad)?.iter().position(|h| h.trim() == "warnings") else {
+        return Ok(HashMap::new());
+    };
+    let mut out = HashMap::new();
+    for rec in rd.records() {
+        let rec = rec.map_err(bad)?;
+        let w = rec.get(col).unwrap_or("").trim();
+        if !w.is_empty() {
+            out.insert(rec.position().map(|p| p.line()).unwrap_or(0), w.to_string());
+        }
+    }
+    Ok(out)
+}
+
+/// One series of the runs: its rows (of every run), out of place, each with its run's index.
 struct Series<'a> {
     kind: Kind,
     dtype: DType,
     op: Option<Op>,
-    rows: Vec<&'a Row>,
+    rows: Vec<(usize, &'a Row)>,
 }
 
 fn median(v: impl Iterator<Item = f64>) -> f64 {
     crate::stats::median_of(&v.collect::<Vec<f64>>())
+}
+
+/// A size's baseline: the median over its rows, and its spread relative to that median: the
+/// spread between the rows ((max − min) / median) or one row's own uncertainty, the larger.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Baseline {
+    value: f64,
+    spread: f64,
+    rows: usize,
+}
+
+/// `values`: each row's value and its own relative uncertainty.
+fn baseline(values: &[(f64, f64)]) -> Baseline {
+    let v: Vec<f64> = values.iter().map(|x| x.0).filter(|v| *v > 0.0 && v.is_finite()).collect();
+    if v.is_empty() {
+        return Baseline { value: 0.0, spread: 0.0, rows: 0 };
+    }
+    let value = median(v.iter().copied());
+    let (lo, hi) = v.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+    let between = if v.len() >= 2 && value > 0.0 { (hi - lo) / value } else { 0.0 };
+    let own = median(values.iter().map(|x| x.1).filter(|u| u.is_finite()));
+    Baseline { value, spread: between.max(if own.is_finite() { own } else { 0.0 }), rows: v.len() }
+}
+
+/// One row's median time and its uncertainty: half its 95% interval over the median.
+fn median_time(r: &Row) -> (f64, f64) {
+    let own = match r.median_ci95_us {
+        Some((lo, hi)) if r.median_us > 0.0 => (hi - lo) / 2.0 / r.median_us,
+        _ => 0.0,
+    };
+    (r.median_us, own)
+}
+
+/// One row's bus bandwidth and its uncertainty: two standard errors of the mean time over it.
+fn bandwidth(r: &Row) -> (f64, f64) {
+    let own = match r.stddev_us {
+        Some(sd) if r.time_us > 0.0 && r.samples() > 1 => 2.0 * sd / (r.samples() as f64).sqrt() / r.time_us,
+        _ => 0.0,
+    };
+    (r.busbw_gbps, own)
 }
 
 /// Four significant digits, written so TOML reads a float (`1.0`, not `1`).
@@ -95,75 +190,130 @@ fn float(x: f64) -> String {
     format!("{:?}", (x * scale).round() / scale)
 }
 
-/// The spec's text: a header saying where it came from, settings, then the rules. `margin_text`
-/// is the flag as given (for the header); `run` the file as shown.
-pub fn render(rows: &[Row], margin: f64, margin_text: &str, run: &str) -> Result<String> {
+/// A percentage for a comment: `30%`, `7.5%`.
+fn pct(x: f64) -> String {
+    let p = (x * 1000.0).round() / 10.0;
+    format!("{p}%")
+}
+
+/// The margin a rule gets from the baseline's spread, and the comment that says why when it is
+/// wider than `--margin`.
+fn widened(margin: f64, b: &Baseline) -> (f64, String) {
+    let m = margin.max(SPREAD_FACTOR * b.spread);
+    if m > margin {
+        let over = if b.rows >= 2 { format!("between its {} rows", b.rows) } else { "within its row".to_string() };
+        (m, format!("; margin {}: {SPREAD_FACTOR}x the baseline's spread of {} {over}", pct(m), pct(b.spread)))
+    } else {
+        (m, String::new())
+    }
+}
+
+/// The spec's text, and a line to warn with when a run it learned from was noisy. `margin_text`
+/// is the flag as given (for the header).
+pub fn render(runs: &[Run], margin: f64, margin_text: &str) -> Result<(String, Option<String>)> {
     let mut series: Vec<Series> = vec![];
     let mut skipped: Vec<String> = vec![];
-    for r in rows {
-        let placement = r.key.placement.replace('_', "-");
-        if placement != "out-of-place" {
-            continue;
-        }
-        let k = &r.key;
-        let at = |what: &str, v: &str| Error::usage(format!("'{run}' line {}: unknown {what} '{v}'", r.line));
-        let kind = Kind::parse(&k.collective).ok_or_else(|| at("collective", &k.collective))?;
-        let dtype = DType::parse(&k.dtype)
-            .or(if kind.spec().sized() { None } else { Some(DType::Float32) })
-            .ok_or_else(|| at("dtype", &k.dtype))?;
-        let op = match k.op.as_str() {
-            "none" | "" => None,
-            o => Some(Op::parse(o).ok_or_else(|| at("op", o))?),
-        };
-        if k.backend != "mpi" {
-            let s = format!("{} {} ({} backend)", k.collective, k.dtype, k.backend);
-            if !skipped.contains(&s) {
-                skipped.push(s);
+    for (i, run) in runs.iter().enumerate() {
+        for r in &run.rows {
+            let placement = r.key.placement.replace('_', "-");
+            if placement != "out-of-place" {
+                continue;
             }
-            continue;
-        }
-        match series.iter_mut().find(|s| s.kind == kind && s.dtype == dtype && s.op == op) {
-            Some(s) => s.rows.push(r),
-            None => series.push(Series { kind, dtype, op, rows: vec![r] }),
+            let k = &r.key;
+            let at =
+                |what: &str, v: &str| Error::usage(format!("'{}' line {}: unknown {what} '{v}'", run.shown, r.line));
+            let kind = Kind::parse(&k.collective).ok_or_else(|| at("collective", &k.collective))?;
+            let dtype = DType::parse(&k.dtype)
+                .or(if kind.spec().sized() { None } else { Some(DType::Float32) })
+                .ok_or_else(|| at("dtype", &k.dtype))?;
+            let op = match k.op.as_str() {
+                "none" | "" => None,
+                o => Some(Op::parse(o).ok_or_else(|| at("op", o))?),
+            };
+            if k.backend != "mpi" {
+                let s = format!("{} {} ({} backend)", k.collective, k.dtype, k.backend);
+                if !skipped.contains(&s) {
+                    skipped.push(s);
+                }
+                continue;
+            }
+            match series.iter_mut().find(|s| s.kind == kind && s.dtype == dtype && s.op == op) {
+                Some(s) => s.rows.push((i, r)),
+                None => series.push(Series { kind, dtype, op, rows: vec![(i, r)] }),
+            }
         }
     }
+    let names = runs.iter().map(|r| format!("'{}'", r.shown)).collect::<Vec<_>>().join(", ");
     if series.is_empty() {
         return Err(Error::usage(format!(
-            "'{run}' has no out-of-place rows of the mpi backend; expected a CSV of a coll-bench sweep or check"
+            "{names}: no out-of-place rows of the mpi backend; expected a CSV of a coll-bench sweep or check"
         )));
     }
-    let ranks = rows.iter().find_map(|r| r.ranks);
-    let hosts = rows.iter().find_map(|r| r.hosts);
+    // Every run must have had the same layout: a gate from mixed layouts judges neither.
+    let layout = |run: &Run| (run.rows.iter().find_map(|r| r.ranks), run.rows.iter().find_map(|r| r.hosts));
+    let (ranks, hosts) = layout(&runs[0]);
+    if let Some(other) = runs.iter().find(|r| layout(r) != (ranks, hosts)) {
+        let (r2, h2) = layout(other);
+        let show = |r: Option<u64>, h: Option<u64>| match (r, h) {
+            (Some(r), Some(h)) => format!("{r} ranks on {h} host(s)"),
+            _ => "an unknown layout".to_string(),
+        };
+        return Err(Error::usage(format!(
+            "'{}' ran {} but '{}' {}; expected runs of one layout",
+            runs[0].shown,
+            show(ranks, hosts),
+            other.shown,
+            show(r2, h2)
+        )));
+    }
     let per_node = match (ranks, hosts) {
         (Some(r), Some(h)) if h > 0 && r % h == 0 => Some(r / h),
         _ => None,
     };
-    let pct = margin * 100.0;
     let mut t = String::new();
     let _ = writeln!(t, "# Acceptance spec written by coll-bench {} spec from-run", env!("CARGO_PKG_VERSION"));
-    let _ = writeln!(t, "# from the known-good run {run} (--margin {margin_text}).");
+    if runs.len() == 1 {
+        let _ = writeln!(t, "# from the known-good run {} (--margin {margin_text}).", runs[0].shown);
+    } else {
+        let _ = writeln!(t, "# from {} known-good runs (--margin {margin_text}):", runs.len());
+        for r in runs {
+            let _ = writeln!(t, "#   {}", r.shown);
+        }
+    }
     if let (Some(r), Some(h)) = (ranks, hosts) {
         let _ = writeln!(t, "# The baseline ran {r} ranks on {h} host(s); run the gate the same way:");
         let _ = writeln!(t, "#   mpirun -n {r} coll-bench check THIS.toml --junit verdicts.xml");
     }
     let _ = writeln!(
         t,
-        "# Each requirement allows {pct}% slower than the baseline: bus bandwidth >= baseline / {}, time <= baseline x {}",
+        "# Each requirement allows {} slower than the baseline: bus bandwidth >= baseline / {}, median time per call <= baseline x {},",
+        pct(margin),
         float(1.0 + margin),
         float(1.0 + margin)
     );
-    let _ = writeln!(t, "# (baseline: each size's median over the run's rows, out of place).");
+    let _ = writeln!(
+        t,
+        "# or {SPREAD_FACTOR}x the baseline's measured spread where that is wider (the rule then says so)."
+    );
+    let _ = writeln!(
+        t,
+        "# Baseline: each size's median over {} (out of place).",
+        if runs.len() == 1 { "the run's rows" } else { "the runs' rows" }
+    );
     for s in &skipped {
         let _ = writeln!(t, "# Left out: {s}; check runs the mpi backend only.");
     }
+    let header_end = t.len();
     let _ = writeln!(t, "\n[settings]\nrepeats = 3\nbudget = \"50ms\"");
 
+    // Rows the rules learn from that the run warned about: (warning, series label, size).
+    let mut noisy: Vec<(String, String, u64)> = vec![];
     for s in &series {
-        let mut sizes: Vec<u64> = s.rows.iter().map(|r| r.key.size_bytes).collect();
+        let mut sizes: Vec<u64> = s.rows.iter().map(|(_, r)| r.key.size_bytes).collect();
         sizes.sort();
         sizes.dedup();
-        let at_size = |size: u64, f: &dyn Fn(&Row) -> f64| {
-            median(s.rows.iter().filter(|r| r.key.size_bytes == size).map(|r| f(r)))
+        let at_size = |size: u64, f: &dyn Fn(&Row) -> (f64, f64)| {
+            baseline(&s.rows.iter().filter(|(_, r)| r.key.size_bytes == size).map(|(_, r)| f(r)).collect::<Vec<_>>())
         };
         let label = format!(
             "{} {}{}",
@@ -173,6 +323,17 @@ pub fn render(rows: &[Row], margin: f64, margin_text: &str, run: &str) -> Result
         )
         .trim()
         .replace("  ", " ");
+        let mut learn = |size: u64| {
+            for (i, r) in s.rows.iter().filter(|(_, r)| r.key.size_bytes == size) {
+                let w = runs[*i].warnings.get(&r.line).map(String::as_str).unwrap_or("");
+                for kind in w.split(';').map(str::trim).filter(|k| NOISE_WARNINGS.contains(k)) {
+                    let n = (kind.to_string(), label.clone(), size);
+                    if !noisy.contains(&n) {
+                        noisy.push(n);
+                    }
+                }
+            }
+        };
         let head = |t: &mut String, name: &str, sizes: &str| {
             let _ = writeln!(t, "\n[[rule]]\nname = \"{label} {name}\"\ncollective = \"{}\"", s.kind.name());
             if s.kind.spec().sized() {
@@ -191,38 +352,82 @@ pub fn render(rows: &[Row], margin: f64, margin_text: &str, run: &str) -> Result
         let (&smallest, &largest) = (sizes.first().expect("a series has rows"), sizes.last().expect("rows"));
         if s.kind.spec().sized() {
             let plateau: Vec<u64> = sizes.iter().copied().filter(|&z| z >= largest / PLATEAU_FRACTION).collect();
-            let (weakest, bw) = plateau
-                .iter()
-                .map(|&z| (z, at_size(z, &|r| r.busbw_gbps)))
-                .min_by(|a, b| a.1.total_cmp(&b.1))
-                .expect("the largest size is in the plateau");
-            if bw > 0.0 {
+            let each: Vec<(u64, Baseline)> = plateau.iter().map(|&z| (z, at_size(z, &bandwidth))).collect();
+            let &(weakest, b) =
+                each.iter().min_by(|a, b| a.1.value.total_cmp(&b.1.value)).expect("the largest size is in the plateau");
+            if b.value > 0.0 {
+                plateau.iter().for_each(|&z| learn(z));
+                // The rule judges the weakest size of the plateau, whichever it is that day: the
+                // widest spread over the plateau counts.
+                let spread = each.iter().map(|(_, b)| b.spread).fold(0.0, f64::max);
+                let (m, why) = widened(margin, &Baseline { spread, ..b });
                 let range = format!("{}..{}", human(plateau[0]), human(largest));
                 head(&mut t, "bandwidth", &range);
                 let _ = writeln!(t, "plateau = \"{range}\"");
                 let _ = writeln!(
                     t,
-                    "min_busbw_gbps = {}   # baseline {} GB/s at {} (the weakest size of the plateau)",
-                    float(bw / (1.0 + margin)),
-                    float(bw),
+                    "min_busbw_gbps = {}   # baseline {} GB/s at {} (the weakest size of the plateau){why}",
+                    float(b.value / (1.0 + m)),
+                    float(b.value),
                     human(weakest)
                 );
                 tail(&mut t);
             }
         }
-        let time = at_size(smallest, &|r| r.time_us);
-        if time > 0.0 {
+        let b = at_size(smallest, &median_time);
+        if b.value > 0.0 {
+            learn(smallest);
+            let (m, why) = widened(margin, &b);
             let size = if s.kind.spec().sized() { human(smallest) } else { "8".to_string() };
             head(&mut t, "latency", &format!("{size}..{size}"));
             let at = if s.kind.spec().sized() { format!(" at {}", human(smallest)) } else { String::new() };
-            let _ = writeln!(t, "max_time_us = {}   # baseline {} us{at}", float(time * (1.0 + margin)), float(time));
+            let _ = writeln!(
+                t,
+                "max_median_us = {}   # baseline median {} us{at}{why}",
+                float(b.value * (1.0 + m)),
+                float(b.value)
+            );
             tail(&mut t);
         }
+    }
+    let noise = noise_line(&noisy, runs.len());
+    if let Some(n) = &noise {
+        t.insert_str(header_end, &format!("# Warning: {n}\n"));
     }
     // What is written must be what check accepts.
     spec::parse("the written spec", &t)
         .map_err(|e| Error::setup(format!("internal error, the spec is invalid: {e}")))?;
-    Ok(t)
+    Ok((t, noise))
+}
+
+/// One line naming the rows the rules learn from that their run warned about, or `None`.
+fn noise_line(noisy: &[(String, String, u64)], runs: usize) -> Option<String> {
+    if noisy.is_empty() {
+        return None;
+    }
+    let mut parts: Vec<String> = vec![];
+    for kind in NOISE_WARNINGS {
+        let mut by_series: Vec<(String, Vec<u64>)> = vec![];
+        for (_, label, size) in noisy.iter().filter(|n| n.0 == *kind) {
+            match by_series.iter_mut().find(|(l, _)| l == label) {
+                Some((_, v)) => v.push(*size),
+                None => by_series.push((label.clone(), vec![*size])),
+            }
+        }
+        if !by_series.is_empty() {
+            let list: Vec<String> = by_series
+                .iter()
+                .map(|(l, v)| format!("{l} at {}", v.iter().map(|z| human(*z)).collect::<Vec<_>>().join(", ")))
+                .collect();
+            parts.push(format!("{kind}: {}", list.join("; ")));
+        }
+    }
+    let more =
+        if runs == 1 { "; a gate learned from several runs (spec from-run a.csv b.csv c.csv) is steadier" } else { "" };
+    Some(format!(
+        "the baseline was noisy where the rules learn from it ({}); their margins are widened to {SPREAD_FACTOR}x its measured spread{more}",
+        parts.join(" | ")
+    ))
 }
 
 #[cfg(test)]
@@ -255,11 +460,15 @@ mod tests {
         }
     }
 
+    fn run(rows: Vec<Row>) -> Run {
+        Run { shown: "/r/good.csv".into(), rows, warnings: HashMap::new() }
+    }
+
     #[test]
     fn rules_from_a_run_with_repeats_parse_back_as_a_spec() {
         let mut rows = vec![];
         // Two repeats of an all-reduce sweep 8 B..64 MiB; plateau 8M..64M; 16M is the weakest.
-        for (rep, slow) in [(0, 1.0), (1, 1.1)] {
+        for (rep, slow) in [(0, 1.0), (1, 1.05)] {
             for e in 3..=26u32 {
                 let size = 1u64 << e;
                 let bw = if size == 16 << 20 { 4.0 } else { 5.0 } * if rep == 1 { 1.02 } else { 1.0 };
@@ -268,7 +477,8 @@ mod tests {
             }
         }
         rows.push(row("barrier", "none", "none", "out_of_place", 0, 20.0, 0.0));
-        let text = render(&rows, 0.25, "25%", "/r/good.csv").unwrap();
+        let (text, noise) = render(&[run(rows)], 0.25, "25%").unwrap();
+        assert_eq!(noise, None);
         let spec = spec::parse("s", &text).unwrap();
         assert_eq!(spec.rules.len(), 3, "{text}");
         let bw = &spec.rules[0];
@@ -276,14 +486,19 @@ mod tests {
             (bw.collective, bw.min_bytes, bw.max_bytes, bw.plateau),
             (Kind::AllReduce, 8 << 20, 64 << 20, (8 << 20, 64 << 20))
         );
-        // Median of 4.0 and 4.08 = 4.04, over 1.25.
+        // Median of 4.0 and 4.08 = 4.04, over 1.25 (their 2% spread is well inside 25%).
         assert_eq!(bw.min_busbw_gbps, Some(3.232), "{text}");
         assert_eq!(bw.ranks_per_node, Some(2));
         let lat = &spec.rules[1];
-        assert_eq!((lat.min_bytes, lat.max_bytes, lat.max_time_us), (8, 8, Some(13.13)), "{text}");
+        // The median time, not the mean; 10 and 10.5 spread by 5%: the margin stays 25%.
+        assert_eq!(
+            (lat.min_bytes, lat.max_bytes, lat.max_median_us, lat.max_time_us),
+            (8, 8, Some(12.81), None),
+            "{text}"
+        );
         let barrier = &spec.rules[2];
         assert_eq!(
-            (barrier.collective, barrier.max_time_us, barrier.min_busbw_gbps),
+            (barrier.collective, barrier.max_median_us, barrier.min_busbw_gbps),
             (Kind::Barrier, Some(25.0), None)
         );
         assert!(text.contains("# from the known-good run /r/good.csv (--margin 25%)"), "{text}");
@@ -291,11 +506,87 @@ mod tests {
     }
 
     #[test]
+    fn latency_rules_come_from_the_median_not_the_mean() {
+        // The issue's run: mean 0.87 us at 8 B, median 0.26 us.
+        let mut r = row("all-reduce", "float", "sum", "out_of_place", 8, 0.87, 0.01);
+        r.median_us = 0.26;
+        let (text, _) = render(&[run(vec![r])], 0.3, "30%").unwrap();
+        let spec = spec::parse("s", &text).unwrap();
+        let lat = spec.rules.iter().find(|r| r.name.ends_with("latency")).unwrap();
+        assert_eq!((lat.max_median_us, lat.max_time_us), (Some(0.338), None), "{text}");
+        assert!(text.contains("# baseline median 0.26 us at 8"), "{text}");
+    }
+
+    #[test]
+    fn margins_widen_to_the_spread_between_runs_and_within_a_row() {
+        // Three runs whose medians at 8 B are 10, 12 and 14 us: a spread of 4 us, a third of the
+        // median 12, so the margin is 100%, not 30%. Bandwidth agrees within 1%: 30% stays.
+        let runs: Vec<Run> = [10.0, 12.0, 14.0]
+            .iter()
+            .zip([5.0, 5.02, 5.05])
+            .map(|(t, bw)| {
+                run(vec![
+                    row("all-reduce", "float", "sum", "out-of-place", 8, *t, 0.001),
+                    row("all-reduce", "float", "sum", "out-of-place", 1 << 20, 100.0, bw),
+                ])
+            })
+            .collect();
+        let (text, _) = render(&runs, 0.3, "30%").unwrap();
+        let spec = spec::parse("s", &text).unwrap();
+        let lat = spec.rules.iter().find(|r| r.name.ends_with("latency")).unwrap();
+        assert_eq!(lat.max_median_us, Some(24.0), "{text}");
+        assert!(text.contains("margin 100%: 3x the baseline's spread of 33.3% between its 3 rows"), "{text}");
+        let bw = spec.rules.iter().find(|r| r.name.ends_with("bandwidth")).unwrap();
+        assert_eq!(bw.min_busbw_gbps, Some(3.862), "{text}");
+        assert!(text.contains("# from 3 known-good runs (--margin 30%):"), "{text}");
+
+        // One run whose median at 8 B is known to +-20% (its 95% interval 8..12 around 10):
+        // margin 60%.
+        let mut r = row("all-reduce", "float", "sum", "out-of-place", 8, 10.0, 0.001);
+        r.median_ci95_us = Some((8.0, 12.0));
+        let (text, _) = render(&[run(vec![r])], 0.3, "30%").unwrap();
+        assert!(text.contains("max_median_us = 16.0   # baseline median 10.0 us at 8; margin 60%: 3x the baseline's spread of 20% within its row"), "{text}");
+    }
+
+    #[test]
+    fn a_noisy_baseline_is_said() {
+        let mut a = run(vec![
+            row("all-reduce", "float", "sum", "out-of-place", 8, 1.0, 0.001),
+            row("all-reduce", "float", "sum", "out-of-place", 1 << 20, 100.0, 5.0),
+            row("all-reduce", "float", "sum", "out-of-place", 64, 1.0, 0.001),
+        ]);
+        for (i, r) in a.rows.iter_mut().enumerate() {
+            r.line = 2 + i as u64;
+        }
+        // 8 B noisy and off its mean, 1M fine, 64 B noisy but no rule learns from it.
+        a.warnings = HashMap::from([(2, "noisy;mean_off_median".to_string()), (4, "noisy".to_string())]);
+        let (text, noise) = render(&[a], 0.3, "30%").unwrap();
+        let noise = noise.expect("a noisy baseline is said");
+        assert_eq!(
+            noise,
+            "the baseline was noisy where the rules learn from it (noisy: all-reduce float sum at 8 | \
+             mean_off_median: all-reduce float sum at 8); their margins are widened to 3x its measured spread; \
+             a gate learned from several runs (spec from-run a.csv b.csv c.csv) is steadier"
+        );
+        assert!(text.contains(&format!("# Warning: {noise}\n\n[settings]")), "{text}");
+    }
+
+    #[test]
+    fn runs_of_different_layouts_are_refused() {
+        let a = run(vec![row("all-reduce", "float", "sum", "out-of-place", 8, 1.0, 0.001)]);
+        let mut b = run(vec![row("all-reduce", "float", "sum", "out-of-place", 8, 1.0, 0.001)]);
+        b.rows[0].ranks = Some(8);
+        b.shown = "/r/big.csv".into();
+        let e = render(&[a, b], 0.3, "30%").unwrap_err().to_string();
+        assert!(e.contains("'/r/good.csv' ran 4 ranks on 2 host(s) but '/r/big.csv' 8 ranks on 2 host(s)"), "{e}");
+    }
+
+    #[test]
     fn a_file_without_usable_rows_is_refused() {
         let rows = vec![row("all-reduce", "float", "sum", "in_place", 8, 1.0, 1.0)];
-        let e = render(&rows, 0.3, "30%", "x.csv").unwrap_err().to_string();
+        let e = render(&[run(rows)], 0.3, "30%").unwrap_err().to_string();
         assert!(e.contains("no out-of-place rows"), "{e}");
         let rows = vec![row("all-smush", "float", "sum", "out_of_place", 8, 1.0, 1.0)];
-        assert!(render(&rows, 0.3, "30%", "x.csv").unwrap_err().to_string().contains("unknown collective 'all-smush'"));
+        assert!(render(&[run(rows)], 0.3, "30%").unwrap_err().to_string().contains("unknown collective 'all-smush'"));
     }
 }

@@ -6,7 +6,7 @@
 //! docs/output.md): never a guess. Only the mapping from our collectives to the MPI function
 //! each one calls is ours; the algorithms, their numbers and names are the library's.
 
-use super::ompi_fixed;
+use super::{ompi_fixed, ompi_rules};
 use crate::collective::Kind;
 use std::collections::BTreeMap;
 
@@ -106,6 +106,10 @@ pub struct Settings {
     /// `MPI_Get_library_version`'s first line.
     pub version: String,
     pub vars: BTreeMap<String, Var>,
+    /// Open MPI: the dynamic rules file the variables name (`coll_tuned_use_dynamic_rules` on),
+    /// as read when the variables were: its rules, or why it could not be read as Open MPI
+    /// reads it.
+    pub rules: Option<Result<Vec<ompi_rules::Collective>, String>>,
 }
 
 /// One control variable's value: an integer, or text (a string variable).
@@ -139,7 +143,26 @@ impl Settings {
                 vars.insert(c.name.clone(), Var { int, text, items });
             }
         }
-        Settings { version: version.to_string(), vars }
+        let mut settings = Settings { version: version.to_string(), vars, rules: None };
+        if let Some(path) = settings.rules_file().map(str::to_string) {
+            settings.rules = Some(
+                std::fs::read_to_string(&path)
+                    .map_err(|e| format!("cannot read it: {e}"))
+                    .and_then(|t| ompi_rules::parse(&t)),
+            );
+        }
+        settings
+    }
+
+    /// The dynamic rules file Open MPI reads: named, with dynamic rules on (the one case in
+    /// which `coll_tuned` reads it, `coll_tuned_component.c`).
+    fn rules_file(&self) -> Option<&str> {
+        if Library::of(&self.version) != Library::OpenMpi || self.int("coll_tuned_use_dynamic_rules").unwrap_or(0) == 0
+        {
+            return None;
+        }
+        let file = self.vars.get("coll_tuned_dynamic_rules_filename").and_then(|v| v.text.as_deref())?;
+        Some(file).filter(|f| !f.trim().is_empty())
     }
 }
 
@@ -232,9 +255,14 @@ impl Settings {
         }
         let var = format!("coll_tuned_{coll}_algorithm");
         if self.int("coll_tuned_use_dynamic_rules").unwrap_or(0) != 0 {
-            let file = self.vars.get("coll_tuned_dynamic_rules_filename").and_then(|v| v.text.as_deref());
-            if file.is_some_and(|f| !f.trim().is_empty()) {
-                return unknown("rules file");
+            if self.rules_file().is_some() {
+                // A rule of the file decides first; its 0 (or no rule) leaves it to the next.
+                let Some(Ok(rules)) = &self.rules else { return unknown("rules file") };
+                let id = ompi_rules::collective_id(kind).expect("collectives of coll_tuned have an id");
+                let alg = ompi_rules::choose(rules, id, n as u64, ompi_rules::message_bytes(kind, n as u64, bytes));
+                if alg != 0 {
+                    return (self.name_of(&var, alg), "rules file");
+                }
             }
             if let Some(v) = self.int(&var).filter(|v| *v != 0) {
                 return (self.name_of(&var, v), "forced");
@@ -393,7 +421,11 @@ mod tests {
     }
 
     fn settings(version: &str, vars: &[(&str, Var)]) -> Settings {
-        Settings { version: version.into(), vars: vars.iter().map(|(k, v)| (k.to_string(), v.clone())).collect() }
+        Settings {
+            version: version.into(),
+            vars: vars.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            rules: None,
+        }
     }
 
     fn int(v: i32) -> Var {
@@ -437,10 +469,28 @@ mod tests {
         assert_eq!(decide(&base(0, 1), 4, 8192), named("rabenseifner", "fixed rules"));
         assert_eq!(decide(&base(1, 0), 4, 8192), named("rabenseifner", "fixed rules"));
         assert_eq!(decide(&base(1, 1), 4, 8192), named("basic_linear", "forced"));
-        // A rules file decides before the forced value: not replicated.
+        // A rules file decides before the forced value, as Open MPI reads and applies it; one
+        // that cannot be read as Open MPI reads it is not guessed at; a rule of 0 (or none for
+        // the collective) leaves it to the forced value, then the fixed rules.
         let mut v = base(1, 1);
         v.push(("coll_tuned_dynamic_rules_filename", Var { text: Some("/x/rules".into()), ..Var::default() }));
-        assert_eq!(decide(&v, 4, 8), named("unknown", "rules file"));
+        let with =
+            |vars: &[(&str, Var)], rules: Option<Result<Vec<ompi_rules::Collective>, String>>, n: usize, b: u64| {
+                Settings { rules, ..settings(OMPI, vars) }.decide(Kind::AllReduce, n, b)
+            };
+        assert_eq!(with(&v, None, 4, 8), named("unknown", "rules file"));
+        assert_eq!(with(&v, Some(Err("line 1: 'x'".into())), 4, 8), named("unknown", "rules file"));
+        let file = ompi_rules::parse("1  2 1  4 3  0 4 0 0  1024 0 0 0  65536 6 0 0").unwrap();
+        assert_eq!(with(&v, Some(Ok(file.clone())), 4, 8), named("ring", "rules file"));
+        assert_eq!(with(&v, Some(Ok(file.clone())), 4, 1024), named("basic_linear", "forced"));
+        assert_eq!(with(&v, Some(Ok(file.clone())), 4, 1 << 20), named("rabenseifner", "rules file"));
+        let mut unforced = base(1, 0);
+        unforced.push(v.last().unwrap().clone());
+        assert_eq!(with(&unforced, Some(Ok(file.clone())), 4, 1024), named("recursive_doubling", "fixed rules"));
+        // Dynamic rules off: Open MPI does not read the file.
+        let mut off = base(0, 0);
+        off.push(v.last().unwrap().clone());
+        assert_eq!(with(&off, Some(Ok(file)), 4, 64), named("recursive_doubling", "fixed rules"));
         // Who serves the communicator: 1 rank (coll/self), tuned left out, a rival at or above
         // tuned's priority; sync and self's priorities do not compete.
         assert_eq!(decide(&base(0, 0), 1, 8), named("unknown", "other component"));

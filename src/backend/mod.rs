@@ -15,6 +15,8 @@ pub mod nccl;
 pub mod nccl;
 /// Open MPI 4.1's `coll_tuned` fixed decision rules, generated from its C source.
 pub mod ompi_fixed;
+/// Open MPI's dynamic rules file: read and applied as Open MPI 4.1 does.
+pub mod ompi_rules;
 /// A simulated backend for one rank, without MPI, for unit tests.
 #[cfg(test)]
 pub(crate) mod sim;

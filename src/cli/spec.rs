@@ -1,4 +1,4 @@
-//! `coll-bench spec from-run RUN.csv [--margin PCT] [-o SPEC.toml]` → [`FromRunOptions`].
+//! `coll-bench spec from-run RUN.csv [RUN.csv ...] [--margin PCT] [-o SPEC.toml]` → [`FromRunOptions`].
 
 use super::Clap;
 use crate::acceptance::from_run::{FromRunOptions, FORM};
@@ -22,18 +22,21 @@ pub struct SpecArgs {
 
 #[derive(clap::Subcommand, Debug)]
 enum Command {
-    /// A spec from a known-good run's CSV: each requirement is the run's value with a margin
+    /// A spec from known-good runs' CSVs: each requirement is the runs' value with a margin
     #[command(after_help = "Example: coll-bench spec from-run results/good.csv --margin 30% -o gate.toml\n\
+Several runs (or a check CSV's repeats): coll-bench spec from-run mon.csv tue.csv wed.csv -o gate.toml\n\
 Bandwidth rules require busbw >= baseline / (1 + margin) over the sizes where it has levelled off;\n\
-latency rules require time <= baseline x (1 + margin) at the smallest size. Out-of-place rows only.")]
+latency rules require the median time per call <= baseline x (1 + margin) at the smallest size.\n\
+The baseline is each size's median over the runs' rows; a rule's margin widens to 3x the spread\n\
+measured there (between runs, or within one run's row) where that is wider. Out-of-place rows only.")]
     FromRun(FromRunArgs),
 }
 
 #[derive(clap::Args, Debug)]
 struct FromRunArgs {
-    /// A CSV written by coll-bench (a sweep's --csv, or check's); per-rank rows are ignored
-    #[arg(value_name = "RUN.csv")]
-    run: PathBuf,
+    /// CSVs written by coll-bench (a sweep's --csv, or check's), one per run; per-rank rows are ignored
+    #[arg(value_name = "RUN.csv", required = true, num_args = 1..)]
+    runs: Vec<PathBuf>,
     /// How much slower than the baseline still passes, in percent (`30%` or `30`)
     #[arg(long, value_name = "PCT", default_value = "30%", allow_hyphen_values = true)]
     margin: String,
@@ -55,7 +58,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<FromRunOptions>> {
         Clap::Args(SpecArgs { command: Command::FromRun(a) }) => Clap::Args(FromRunOptions {
             margin: margin(&a.margin).map_err(|e| Error::usage(format!("spec from-run: {e}")))?,
             margin_text: a.margin,
-            run: a.run,
+            runs: a.runs,
             output: a.output,
             policy: Policy { force: a.force, follow_symlinks: a.follow_symlinks },
         }),
@@ -97,12 +100,19 @@ mod tests {
         else {
             panic!("help?")
         };
-        assert_eq!(o.run, PathBuf::from("r.csv"));
+        assert_eq!(o.runs, [PathBuf::from("r.csv")]);
         assert_eq!((o.margin, o.margin_text.as_str()), (0.1, "10"));
         assert_eq!(o.output, Some(PathBuf::from("g.toml")));
         assert_eq!(o.policy, Policy::default());
         let Clap::Args(o) = parse(&argv(&["spec", "from-run", "r.csv"])).unwrap() else { panic!("help?") };
         assert_eq!((o.margin, o.output), (0.3, None));
+        let Clap::Args(o) = parse(&argv(&["spec", "from-run", "a.csv", "b.csv", "--margin", "20%", "c.csv"])).unwrap()
+        else {
+            panic!("help?")
+        };
+        assert_eq!(o.runs, ["a.csv", "b.csv", "c.csv"].map(PathBuf::from));
+        let e = parse(&argv(&["spec", "from-run"])).unwrap_err().to_string();
+        assert!(e.starts_with("spec: ") && !e.contains('\n'), "{e}");
     }
 
     #[test]

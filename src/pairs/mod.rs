@@ -137,6 +137,21 @@ pub fn slowest(pairs: &[PairResult], top: usize) -> (Vec<PairResult>, bool) {
     }
 }
 
+/// The heading of the slow pairs' list: abnormal ones (below half the median bandwidth), or,
+/// when none is, that none is and these are only the slowest.
+fn slow_heading(pairs: &[PairResult], listed: usize, below_half: bool) -> String {
+    let mut bw: Vec<f64> = pairs.iter().map(|p| p.bandwidth_gbps).collect();
+    bw.sort_by(f64::total_cmp);
+    let median = bw.get(bw.len() / 2).copied().unwrap_or(0.0);
+    if below_half {
+        format!("Slow pairs (below half the median bandwidth of {median:.3} GB/s):")
+    } else {
+        format!(
+            "None abnormal: no pair below half the median bandwidth of {median:.3} GB/s; the {listed} slowest for reference:"
+        )
+    }
+}
+
 /// The matrix, row by row, each row whole (the file was created before measuring).
 fn write_csv(
     file: &mut crate::report::AppendFile,
@@ -222,7 +237,7 @@ fn print_report(world: &World, opts: &PairsOptions, pairs: &[PairResult], rounds
     let mut out = std::io::stdout().lock();
     let _ = writeln!(
         out,
-        "# coll-bench {} pairs: {} ranks on {} host(s), {} pairs in {} {}; latency at {}, bandwidth at {} (one way, ping-pong)",
+        "# coll-bench {} pairs: {} ranks on {} host(s), {} pairs in {} {}; latency with {}-byte messages, bandwidth with {}-byte messages (one way, ping-pong)",
         env!("CARGO_PKG_VERSION"),
         world.size,
         world.ranks_by_host().len(),
@@ -246,8 +261,7 @@ fn print_report(world: &World, opts: &PairsOptions, pairs: &[PairResult], rounds
     }
     let (slow, below_half) = slowest(pairs, opts.top);
     if !slow.is_empty() {
-        let what = if below_half { "Slow pairs (below half the median bandwidth)" } else { "Slowest pairs" };
-        let _ = writeln!(out, "# {what}:");
+        let _ = writeln!(out, "# {}", slow_heading(pairs, slow.len(), below_half));
         for p in &slow {
             let _ = writeln!(
                 out,
@@ -294,6 +308,10 @@ mod tests {
         let pairs = vec![pr(0, 1, 5.0), pr(0, 2, 4.0), pr(1, 2, 4.5)];
         let (slow, below_half) = slowest(&pairs, 2);
         assert!(!below_half);
+        assert_eq!(
+            slow_heading(&pairs, slow.len(), below_half),
+            "None abnormal: no pair below half the median bandwidth of 4.500 GB/s; the 2 slowest for reference:"
+        );
         assert_eq!(slow.iter().map(|p| (p.a, p.b)).collect::<Vec<_>>(), vec![(0, 2), (1, 2)]);
     }
 }

@@ -88,7 +88,7 @@ struct Row<'a> {
     out_of_bounds_bytes: String,
     ranks: usize,
     hosts: usize,
-    host_names: String,
+    host_names: &'a str,
     aggregation: &'a str,
     batch_iters: u64,
     p95_us: String,
@@ -96,8 +96,8 @@ struct Row<'a> {
     ci95_hi_us: String,
     outlier_samples: usize,
     first_call_us: String,
-    slow_ranks: String,
-    warnings: String,
+    slow_ranks: &'a str,
+    warnings: &'a str,
     /// Empty on the combined row; the rank on `--per-rank` rows.
     rank: String,
     /// The MPI library the run was built against and launched with (first line of its version).
@@ -126,6 +126,13 @@ enum Which {
     Combined,
     Rank(usize),
     Group(usize, f64),
+}
+
+/// The fields of a measurement that each of its rows repeats.
+struct Shared {
+    host_names: String,
+    slow_ranks: String,
+    warnings: String,
 }
 
 pub struct CsvReport {
@@ -182,15 +189,23 @@ impl CsvReport {
 
     /// The rows of one placement of a point (tune: out of place only, unless `--in-place`).
     pub fn measurement(&mut self, info: &RunInfo, p: &Point, m: &Measurement) -> Result<()> {
-        self.row(info, p, m, Which::Combined)?;
+        // The fields every row of the measurement repeats, made once (with `--per-rank` there
+        // are as many rows as ranks, and these grow with the hosts and the slow ranks).
+        let hosts: Vec<&str> = info.hosts.iter().map(|(h, _)| h.as_str()).collect();
+        let shared = Shared {
+            host_names: hosts.join(";"),
+            slow_ranks: m.slow_ranks.iter().map(|o| o.rank.to_string()).collect::<Vec<_>>().join(";"),
+            warnings: m.warnings.iter().map(warning_kind).collect::<Vec<_>>().join(";"),
+        };
+        self.row(info, &shared, p, m, Which::Combined)?;
         if info.options.per_rank {
             for r in 0..m.per_rank_us.len() {
-                self.row(info, p, m, Which::Rank(r))?;
+                self.row(info, &shared, p, m, Which::Rank(r))?;
             }
         }
         if info.options.per_group {
             for (g, t) in info.group_times_us(m).into_iter().enumerate() {
-                self.row(info, p, m, Which::Group(g, t))?;
+                self.row(info, &shared, p, m, Which::Group(g, t))?;
             }
         }
         Ok(())
@@ -210,12 +225,11 @@ impl CsvReport {
         append_record(&mut self.file, "--csv", record)
     }
 
-    fn row(&mut self, info: &RunInfo, p: &Point, m: &Measurement, which: Which) -> Result<()> {
+    fn row(&mut self, info: &RunInfo, shared: &Shared, p: &Point, m: &Measurement, which: Which) -> Result<()> {
         let rank = match which {
             Which::Rank(r) => Some(r),
             _ => None,
         };
-        let hosts: Vec<&str> = info.hosts.iter().map(|(h, _)| h.as_str()).collect();
         let row = Row {
             timestamp: &info.timestamp,
             coll_bench_version: &info.version,
@@ -243,7 +257,7 @@ impl CsvReport {
             out_of_bounds_bytes: opt(m.out_of_bounds),
             ranks: info.ranks,
             hosts: info.hosts.len(),
-            host_names: hosts.join(";"),
+            host_names: &shared.host_names,
             aggregation: info.options.aggregation.name(),
             batch_iters: m.batch,
             p95_us: num(m.summary.p95_us),
@@ -251,8 +265,8 @@ impl CsvReport {
             ci95_hi_us: num(m.summary.ci95_hi_us),
             outlier_samples: m.summary.outliers,
             first_call_us: m.first_call_us.map(|v| v.to_string()).unwrap_or_default(),
-            slow_ranks: m.slow_ranks.iter().map(|o| o.rank.to_string()).collect::<Vec<_>>().join(";"),
-            warnings: m.warnings.iter().map(warning_kind).collect::<Vec<_>>().join(";"),
+            slow_ranks: &shared.slow_ranks,
+            warnings: &shared.warnings,
             rank: rank.map(|r| r.to_string()).unwrap_or_default(),
             mpi_library: &info.mpi_library,
             groups: info.options.groups.to_string(),

@@ -2,8 +2,10 @@
 //! every point. While the run goes on the file is JSON Lines — a first line with the run
 //! (`"complete": false`), then one line per point, each appended whole and never rewritten — so
 //! a killed run leaves every point it measured; at the end the file is replaced, in one step,
-//! by one JSON document (`"complete": true`, `points`, `totals`). Every field is documented in
-//! docs/output.md (a test keeps the two in step); `"schema": "coll-bench/2"` names this layout.
+//! by one JSON document (`"complete": true`, `points`, `totals`), made from the JSON Lines one
+//! line at a time: the writer keeps nothing per point (with `--per-rank` at thousands of ranks a
+//! point holds every rank's time). Every field is documented in docs/output.md (a test keeps the
+//! two in step); `"schema": "coll-bench/2"` names this layout.
 
 use super::{AppendFile, Report};
 use crate::error::Result;
@@ -17,9 +19,11 @@ pub const SCHEMA: &str = "coll-bench/2";
 
 pub struct JsonReport {
     file: Option<AppendFile>,
-    points: Vec<serde_json::Value>,
 }
 
+/// The finished document as `serde_json::to_vec_pretty` writes it (the form the tests compare
+/// with); the writer streams the same bytes ([`write_document`]).
+#[cfg(test)]
 #[derive(Serialize)]
 struct Document<'a> {
     schema: &'static str,
@@ -68,7 +72,7 @@ fn point_value(info: &RunInfo, p: &Point) -> serde_json::Value {
 impl JsonReport {
     /// Write to a file created before the run (see [`super::outfile`]).
     pub fn new(file: AppendFile) -> JsonReport {
-        JsonReport { file: Some(file), points: vec![] }
+        JsonReport { file: Some(file) }
     }
 
     pub fn path(&self) -> Option<&Path> {
@@ -98,26 +102,123 @@ impl Report for JsonReport {
     }
 
     fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()> {
-        let v = point_value(info, p);
-        self.line(&v)?;
-        self.points.push(v);
-        Ok(())
+        self.line(&point_value(info, p))
     }
 
     fn end(&mut self, info: &RunInfo, totals: &Totals) -> Result<()> {
-        let doc = Document {
-            schema: SCHEMA,
-            tool: "coll-bench",
-            complete: true,
-            run: run_value(info),
-            points: &self.points,
-            totals: Some(totals),
-        };
-        let bytes = serde_json::to_vec_pretty(&doc).expect("records serialise");
+        let run = serde_json::to_vec(&run_value(info)).expect("the run serialises");
+        let totals = serde_json::to_vec(totals).expect("records serialise");
         match self.file.take() {
-            Some(f) => f.replace_with(&bytes),
+            Some(f) => f.replace_from_records(|lines, out| write_document(&run, lines, &totals, out)),
             None => Ok(()),
         }
+    }
+}
+
+/// The finished document, pretty-printed as `serde_json::to_vec_pretty` prints [`Document`]
+/// (`run` and `totals` compact JSON; `lines`: the JSON Lines form, its head line then one
+/// compact point a line), reading and writing one point at a time.
+fn write_document(
+    run: &[u8],
+    lines: &mut dyn std::io::BufRead,
+    totals: &[u8],
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut pretty = Pretty::new(out);
+    let schema = serde_json::to_string(SCHEMA).expect("a string serialises");
+    pretty.feed(format!(r#"{{"schema":{schema},"tool":"coll-bench","complete":true,"run":"#).as_bytes())?;
+    pretty.feed(run)?;
+    pretty.feed(br#","points":["#)?;
+    let mut line = Vec::new();
+    let mut first = true;
+    // The head line, then the points.
+    lines.read_until(b'\n', &mut line)?;
+    loop {
+        line.clear();
+        if lines.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        if !first {
+            pretty.feed(b",")?;
+        }
+        first = false;
+        pretty.feed(line.strip_suffix(b"\n").unwrap_or(&line))?;
+    }
+    pretty.feed(br#"],"totals":"#)?;
+    pretty.feed(totals)?;
+    pretty.feed(b"}")
+}
+
+/// Compact JSON (serde_json's, no whitespace outside strings) re-indented as serde_json's
+/// `PrettyFormatter` writes it: two spaces a level, `": "` after a key, an empty object or
+/// array kept as `{}` / `[]`. Fed in pieces; no value is parsed, so every number is written as
+/// it was.
+struct Pretty<'a> {
+    out: &'a mut dyn std::io::Write,
+    level: usize,
+    in_string: bool,
+    escaped: bool,
+    /// After `{` or `[`: whether it is empty is known from the next byte.
+    opened: bool,
+    buf: Vec<u8>,
+}
+
+impl<'a> Pretty<'a> {
+    fn new(out: &'a mut dyn std::io::Write) -> Self {
+        Pretty { out, level: 0, in_string: false, escaped: false, opened: false, buf: Vec::with_capacity(8192) }
+    }
+
+    fn newline(&mut self) {
+        self.buf.push(b'\n');
+        self.buf.extend(std::iter::repeat_n(b' ', 2 * self.level));
+    }
+
+    fn feed(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        for &b in bytes {
+            if self.in_string {
+                self.buf.push(b);
+                if self.escaped {
+                    self.escaped = false;
+                } else if b == b'\\' {
+                    self.escaped = true;
+                } else if b == b'"' {
+                    self.in_string = false;
+                }
+                continue;
+            }
+            if std::mem::take(&mut self.opened) {
+                if b == b'}' || b == b']' {
+                    self.buf.push(b);
+                    continue;
+                }
+                self.level += 1;
+                self.newline();
+            }
+            match b {
+                b'{' | b'[' => {
+                    self.buf.push(b);
+                    self.opened = true;
+                }
+                b'}' | b']' => {
+                    self.level -= 1;
+                    self.newline();
+                    self.buf.push(b);
+                }
+                b',' => {
+                    self.buf.push(b);
+                    self.newline();
+                }
+                b':' => self.buf.extend_from_slice(b": "),
+                b'"' => {
+                    self.buf.push(b);
+                    self.in_string = true;
+                }
+                _ => self.buf.push(b),
+            }
+        }
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
     }
 }
 
@@ -201,6 +302,42 @@ mod tests {
             std::io::stderr(),
             "json writer: {n} points streamed in {streamed:.3} s, final document in {secs:.3} s"
         );
+    }
+
+    /// The document at the end is the one `serde_json::to_vec_pretty` would print, byte for
+    /// byte, though it is made from the JSON Lines one line at a time: with no point, with
+    /// several, and with strings that hold what the re-indenting must leave alone.
+    #[test]
+    fn the_streamed_document_is_serde_jsons_pretty_document() {
+        let d = tempfile::tempdir().unwrap();
+        let mut tricky = info();
+        tricky.notes = vec![r#"a "quoted" {x}, [y]: z \ \" end"#.into(), "tab\t{}[]".into(), String::new()];
+        tricky.backend_details = vec![];
+        for (i, info) in [info(), tricky].iter().enumerate() {
+            for n in [0usize, 1, 3] {
+                let path = d.path().join(format!("r{i}-{n}.json"));
+                let mut r = JsonReport::new(AppendFile::create("--json", &path, Policy::default()).unwrap());
+                r.begin(info).unwrap();
+                let points: Vec<Point> = (0..n).map(|k| point(8 << k)).collect();
+                for p in &points {
+                    r.point(info, p).unwrap();
+                }
+                let totals = Totals { points: n as u64, ..Totals::default() };
+                r.end(info, &totals).unwrap();
+                let values: Vec<serde_json::Value> = points.iter().map(|p| point_value(info, p)).collect();
+                let want = serde_json::to_vec_pretty(&Document {
+                    schema: SCHEMA,
+                    tool: "coll-bench",
+                    complete: true,
+                    run: run_value(info),
+                    points: &values,
+                    totals: Some(&totals),
+                })
+                .unwrap();
+                let got = std::fs::read(&path).unwrap();
+                assert_eq!(String::from_utf8(got).unwrap(), String::from_utf8(want).unwrap(), "{i} {n}");
+            }
+        }
     }
 
     /// Every field path of a value: object keys joined by '.', array elements as '[]'.

@@ -339,6 +339,42 @@ impl AppendFile {
         replace_checked(&self.flag, &self.path, &self.target, tmp)
     }
 
+    /// Replace the whole file in one step with what `write` makes of the records appended so far
+    /// (the finished JSON document, made from its JSON Lines form one line at a time, so its
+    /// writer keeps nothing per record in memory): `write` reads them from its first argument and
+    /// writes the new content to its second.
+    pub fn replace_from_records(
+        self,
+        write: impl FnOnce(&mut dyn std::io::BufRead, &mut dyn Write) -> std::io::Result<()>,
+    ) -> Result<()> {
+        let failed = |e: &dyn std::fmt::Display| {
+            Error::setup(format!("{}: writing '{}' failed: {e}", self.flag, crate::error::shown(&self.path)))
+        };
+        // Read back through a second descriptor of the same file (the first is write-only, and
+        // its offset is the append position): opened without following a link, and refused if
+        // the path no longer names the file this run has been writing.
+        let mine = self.file.metadata().map_err(|e| failed(&e))?;
+        let reader =
+            OpenOptions::new().read(true).custom_flags_nofollow().open(&self.target).map_err(|e| failed(&e))?;
+        let theirs = reader.metadata().map_err(|e| failed(&e))?;
+        if (theirs.dev(), theirs.ino()) != (mine.dev(), mine.ino()) {
+            return Err(refuse(
+                &self.flag,
+                &self.path,
+                "is no longer the file this run wrote",
+                "a path left alone while the run goes on",
+            ));
+        }
+        let mut records = std::io::BufReader::new(std::io::Read::take(reader, self.good));
+        let dir = self.target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
+        let mut tmp = temp_in(&self.flag, &self.path, &dir)?;
+        {
+            let mut out = std::io::BufWriter::new(tmp.as_file_mut());
+            write(&mut records, &mut out).and_then(|_| out.flush()).map_err(|e| failed(&e))?;
+        }
+        replace_checked(&self.flag, &self.path, &self.target, tmp)
+    }
+
     /// Remove the file (and the directories made for it): a run that never started.
     pub fn remove(self) {
         let _ = std::fs::remove_file(&self.target);

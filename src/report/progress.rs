@@ -1,60 +1,128 @@
-//! A progress bar on stderr (indicatif), for a person at a terminal: the current collective and
-//! size, and an ETA. On by itself only when rank 0's stderr is a terminal (a singleton run,
+//! Progress on stderr, for a person at a terminal: points done of all, the current collective
+//! and size, and an ETA. On by itself only when rank 0's stderr is a terminal (a singleton run,
 //! `srun --pty`), so logs and pipes never see it; under `mpirun` a rank's stderr is a pipe that
-//! mpirun copies to its own, so it takes `--progress`. Never on stdout, where the table goes;
-//! and since on a terminal both end on one screen, the table's lines go through
-//! [`BarAwareWriter`]: each whole line is written with the bar cleared and redrawn after it
-//! (indicatif's `suspend`), so a row never shares a line with the bar.
+//! mpirun copies to its own, so it takes `--progress`. Never on stdout, where the table goes.
+//!
+//! Two forms, because a row must never share a line with it:
+//! - stderr a terminal: a bar redrawn in place (indicatif). stdout and stderr reach the screen
+//!   from this process in the order written, so the table's lines go through
+//!   [`BarAwareWriter`]: each whole line written with the bar cleared and redrawn after it
+//!   (indicatif's `suspend`).
+//! - stderr a pipe (`--progress` under mpirun): whole lines, after the first point and then at
+//!   most one every [`LINE_INTERVAL_S`] (`coll-bench: progress 12/66 points, all-reduce 16K
+//!   done, ETA 4s`), each one write. mpirun forwards a rank's stdout and stderr through two pipes in its own
+//!   order, so a bar cleared before a row and redrawn after it reaches the terminal around the
+//!   row, or in its middle (`>   2/66 points  all-reduce 16 done  ETA 4s        16   4   float
+//!   sum …`): nothing drawn in place can be kept off the rows' lines. Whole lines on both
+//!   streams interleave only between lines. (A test runs mpirun in a
+//!   pseudo-terminal and reads the screen back through a terminal emulator (`tests/analysis.rs`).)
 
 use super::Report;
 use crate::error::Result;
 use crate::record::{Point, RunInfo, Totals};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
+
+/// Under mpirun, the least time between two progress lines, seconds.
+pub const LINE_INTERVAL_S: f64 = 2.0;
 
 pub struct ProgressReport {
-    bar: ProgressBar,
+    form: Form,
+}
+
+enum Form {
+    /// Drawn in place on a terminal.
+    Bar(ProgressBar),
+    /// Whole lines through a pipe (behind a lock: `advance` takes `&self`, as the bar's does).
+    Lines(std::sync::Mutex<Lines>),
+}
+
+/// The line form's state.
+struct Lines {
+    total: u64,
+    done: u64,
+    start: Instant,
+    /// When the last line was written; `None` before the first.
+    last: Option<Instant>,
+}
+
+impl Lines {
+    /// `coll-bench: progress 12/66 points, all-reduce 16K done, ETA 4s`: for the first point,
+    /// then once [`LINE_INTERVAL_S`] has passed since the last line; never for the last point
+    /// (the footer follows).
+    fn line(&mut self, what: &str, now: Instant) -> Option<String> {
+        self.done += 1;
+        let soon = self.last.is_some_and(|t| now.duration_since(t) < Duration::from_secs_f64(LINE_INTERVAL_S));
+        if self.done >= self.total || soon {
+            return None;
+        }
+        self.last = Some(now);
+        let per = now.duration_since(self.start).as_secs_f64() / self.done as f64;
+        let eta = (per * (self.total - self.done) as f64).round() as u64;
+        let eta = if eta >= 60 { format!("{}m{:02}s", eta / 60, eta % 60) } else { format!("{eta}s") };
+        Some(format!("coll-bench: progress {}/{} points, {what} done, ETA {eta}\n", self.done, self.total))
+    }
 }
 
 impl ProgressReport {
-    /// A handle on the bar, for [`BarAwareWriter`].
-    pub fn bar(&self) -> ProgressBar {
-        self.bar.clone()
+    /// The bar, for [`BarAwareWriter`]; `None` in the line form, whose lines need no care.
+    pub fn bar(&self) -> Option<ProgressBar> {
+        match &self.form {
+            Form::Bar(b) => Some(b.clone()),
+            Form::Lines(_) => None,
+        }
     }
 
     /// One more point done.
     pub fn advance(&self, p: &Point) {
-        self.bar.set_message(format!("{} {} done", p.collective.name(), crate::size::human(p.size_bytes)));
-        self.bar.inc(1);
+        let what = format!("{} {}", p.collective.name(), crate::size::human(p.size_bytes));
+        match &self.form {
+            Form::Bar(bar) => {
+                bar.set_message(format!("{what} done"));
+                bar.inc(1);
+            }
+            Form::Lines(l) => {
+                let line = l.lock().unwrap_or_else(|e| e.into_inner()).line(&what, Instant::now());
+                if let Some(line) = line {
+                    // One write of the whole line: a pipe passes it on whole (under PIPE_BUF).
+                    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+                }
+            }
+        }
     }
 
-    /// Done: the bar is removed from the screen.
+    /// Done: the bar is removed from the screen (the line form leaves its lines).
     pub fn finish(&self) {
-        self.bar.finish_and_clear();
+        if let Form::Bar(bar) = &self.form {
+            bar.finish_and_clear();
+        }
     }
 
-    /// A bar over `total` points when asked for (`forced`) or when stderr is a terminal.
+    /// Progress over `total` points when asked for (`forced`) or when stderr is a terminal.
     pub fn new(total: u64, forced: bool) -> Option<ProgressReport> {
-        let target = if std::io::stderr().is_terminal() {
-            ProgressDrawTarget::stderr()
+        if std::io::stderr().is_terminal() {
+            let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("{bar:30} {pos}/{len} points  {msg}  ETA {eta}")
+                    .expect("template is valid")
+                    .progress_chars("=> "),
+            );
+            Some(ProgressReport { form: Form::Bar(bar) })
         } else if forced {
-            ProgressDrawTarget::term_like(Box::new(AnsiStderr))
+            let now = Instant::now();
+            Some(ProgressReport { form: Form::Lines(Lines { total, done: 0, start: now, last: None }.into()) })
         } else {
-            return None;
-        };
-        let bar = ProgressBar::with_draw_target(Some(total), target);
-        bar.set_style(
-            ProgressStyle::with_template("{bar:30} {pos}/{len} points  {msg}  ETA {eta}")
-                .expect("template is valid")
-                .progress_chars("=> "),
-        );
-        Some(ProgressReport { bar })
+            None
+        }
     }
 }
 
 impl Report for ProgressReport {
     fn begin(&mut self, _info: &RunInfo) -> Result<()> {
-        self.bar.set_message("starting");
+        if let Form::Bar(bar) = &self.form {
+            bar.set_message("starting");
+        }
         Ok(())
     }
 
@@ -153,56 +221,30 @@ mod tests {
             calls.0.lock().unwrap().iter().map(|c| String::from_utf8_lossy(c).into_owned()).collect();
         assert_eq!(got, ["     1024  256  float  sum\n", "second\nthird\n", "tail"]);
     }
-}
 
-/// stderr as a terminal that indicatif draws on even through a pipe (mpirun forwards it).
-#[derive(Debug)]
-struct AnsiStderr;
-
-impl AnsiStderr {
-    fn put(&self, s: &str) -> std::io::Result<()> {
-        std::io::stderr().write_all(s.as_bytes())
-    }
-}
-
-impl TermLike for AnsiStderr {
-    fn width(&self) -> u16 {
-        100
-    }
-    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
-        if n > 0 {
-            self.put(&format!("\x1b[{n}A"))?;
-        }
-        Ok(())
-    }
-    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
-        if n > 0 {
-            self.put(&format!("\x1b[{n}B"))?;
-        }
-        Ok(())
-    }
-    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
-        if n > 0 {
-            self.put(&format!("\x1b[{n}C"))?;
-        }
-        Ok(())
-    }
-    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
-        if n > 0 {
-            self.put(&format!("\x1b[{n}D"))?;
-        }
-        Ok(())
-    }
-    fn write_line(&self, s: &str) -> std::io::Result<()> {
-        self.put(&format!("{s}\n"))
-    }
-    fn write_str(&self, s: &str) -> std::io::Result<()> {
-        self.put(s)
-    }
-    fn clear_line(&self) -> std::io::Result<()> {
-        self.put("\r\x1b[2K")
-    }
-    fn flush(&self) -> std::io::Result<()> {
-        std::io::stderr().flush()
+    #[test]
+    fn lines_are_whole_spaced_and_none_for_the_last_point() {
+        let t0 = Instant::now();
+        let mut l = Lines { total: 10, done: 0, start: t0, last: None };
+        let at = |s: f64| t0 + Duration::from_secs_f64(s);
+        assert_eq!(
+            l.line("all-reduce 8", at(0.5)).as_deref(),
+            Some("coll-bench: progress 1/10 points, all-reduce 8 done, ETA 5s\n"),
+            "the first point is said at once"
+        );
+        assert_eq!(l.line("all-reduce 16", at(2.0)), None, "too soon after the last line");
+        l.done -= 1;
+        assert_eq!(
+            l.line("all-reduce 16", at(2.5)).as_deref(),
+            Some("coll-bench: progress 2/10 points, all-reduce 16 done, ETA 10s\n")
+        );
+        assert_eq!(l.line("all-reduce 32", at(4.0)), None, "too soon after the last line");
+        l.total = 100;
+        assert_eq!(
+            l.line("all-reduce 64", at(4.6)).as_deref(),
+            Some("coll-bench: progress 4/100 points, all-reduce 64 done, ETA 1m50s\n")
+        );
+        l.total = 5;
+        assert_eq!(l.line("all-reduce 128", at(60.0)), None, "the last point: the footer follows");
     }
 }

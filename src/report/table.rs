@@ -12,6 +12,15 @@ use std::io::Write;
 /// average bus bandwidth (nccl-tests averages every size, latency-bound ones included).
 const PLATEAU_FRACTION: u64 = 8;
 
+/// `--per-rank`: hosts given a line of their own under a point, every host up to this many;
+/// beyond it only the hosts that stand out, the fastest and the slowest (this many at most),
+/// and one line for the others. Every rank's time is in the CSV and JSON.
+const HOST_LINES: usize = 8;
+
+/// Ranks named on a `--per-rank` point's line of odd ranks, and in the footer's slow-rank lines;
+/// the others are counted (by host in the footer).
+const NAMED_RANKS: usize = 8;
+
 pub struct TableReport<W: Write> {
     out: W,
     /// The current block's label (collective, type, op), and its sized points for its footer
@@ -191,6 +200,13 @@ impl<W: Write> Report for TableReport<W> {
             placement_cols(&p.out_of_place),
             placement_cols(&p.in_place)
         ));
+        if info.options.per_rank {
+            for m in p.measurements() {
+                for l in per_rank_lines(&info.hosts, m) {
+                    self.line(&l);
+                }
+            }
+        }
         let _ = self.out.flush();
         for m in p.measurements() {
             self.measured += 1;
@@ -251,16 +267,9 @@ impl<W: Write> Report for TableReport<W> {
                 self.measured
             ));
         }
-        if !self.slow.is_empty() {
-            let host_of =
-                |r: usize| info.hosts.iter().find(|(_, rs)| rs.contains(&r)).map(|(h, _)| h.as_str()).unwrap_or("?");
-            for (rank, (n, example)) in std::mem::take(&mut self.slow) {
-                self.line(&format!(
-                    "# Slow rank: rank {rank} on {} stands out at {n} of {} measurements, e.g. {example} (a rank the others wait for shows the shortest time; one waiting on a slow peer the longest)",
-                    host_of(rank),
-                    self.measured
-                ));
-            }
+        let slow = std::mem::take(&mut self.slow);
+        for l in slow_rank_lines(&info.hosts, slow, self.measured) {
+            self.line(&l);
         }
         for (g, (n, example)) in std::mem::take(&mut self.slow_groups) {
             let hosts = info.groups.get(g).map(|g| g.hosts.join(", ")).unwrap_or_default();
@@ -279,6 +288,144 @@ impl<W: Write> Report for TableReport<W> {
         let _ = self.out.flush();
         Ok(())
     }
+}
+
+/// The host of `rank` (`?` if none has it).
+fn host_of(hosts: &[(String, Vec<usize>)], rank: usize) -> &str {
+    hosts.iter().find(|(_, rs)| rs.contains(&rank)).map(|(h, _)| h.as_str()).unwrap_or("?")
+}
+
+/// A host's ranks, as a list while it is short, else counted.
+fn ranks_label(ranks: &[usize]) -> String {
+    let list = crate::world::rank_list(ranks);
+    if list.len() <= 24 {
+        format!("ranks {list}")
+    } else {
+        format!("{} ranks", ranks.len())
+    }
+}
+
+fn us(t: f64) -> String {
+    time_col(t).trim().to_string()
+}
+
+/// `--per-rank`'s lines under a point, for one placement: the spread over every rank, a line
+/// per host (min / median / max and its slowest rank; with more than [`HOST_LINES`] hosts only
+/// those that stand out, the fastest and the slowest, and one line for the others), and the
+/// ranks that stand out, named (at most [`NAMED_RANKS`], the others counted). As many lines at
+/// 16 384 ranks as at 64.
+fn per_rank_lines(hosts: &[(String, Vec<usize>)], m: &Measurement) -> Vec<String> {
+    let t = &m.per_rank_us;
+    if t.is_empty() {
+        return vec![];
+    }
+    let per_host = crate::record::host_times(hosts, t);
+    let lo = t.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = t.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mut out = vec![format!(
+        "#  per rank, {}: {} / {} / {} us (min / median / max) over {} ranks on {} host(s)",
+        m.placement.name(),
+        us(lo),
+        us(crate::stats::median_of(t)),
+        us(hi),
+        t.len(),
+        per_host.len()
+    )];
+    let shown: Vec<usize> = if per_host.len() <= HOST_LINES {
+        (0..per_host.len()).collect()
+    } else {
+        let medians: Vec<f64> = per_host.iter().map(|h| h.median_us).collect();
+        let by = |f: fn(f64, f64) -> bool| {
+            (0..medians.len()).fold(0, |best, i| if f(medians[i], medians[best]) { i } else { best })
+        };
+        let mut odd: Vec<crate::stats::RankOutlier> = crate::stats::rank_outliers(&medians);
+        // The farthest from the median host first, when more stand out than there are lines.
+        odd.sort_by(|a, b| (b.time_us - b.median_us).abs().total_cmp(&(a.time_us - a.median_us).abs()));
+        let ends = [by(|a, b| a < b), by(|a, b| a > b)];
+        let mut shown: Vec<usize> = ends.to_vec();
+        shown.extend(odd.iter().map(|o| o.rank).filter(|i| !ends.contains(i)).take(HOST_LINES - 2));
+        shown.sort();
+        shown.dedup();
+        shown
+    };
+    for &i in &shown {
+        let h = &per_host[i];
+        out.push(format!(
+            "#    {} ({}): {} / {} / {} us, slowest rank {}",
+            h.host,
+            ranks_label(h.ranks),
+            us(h.min_us),
+            us(h.median_us),
+            us(h.max_us),
+            h.slowest_rank
+        ));
+    }
+    let others: Vec<f64> =
+        per_host.iter().enumerate().filter(|(i, _)| !shown.contains(i)).map(|(_, h)| h.median_us).collect();
+    if !others.is_empty() {
+        let (a, b) = others.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| (a.min(x), b.max(x)));
+        out.push(format!("#    {} other hosts: medians {} .. {} us", others.len(), us(a), us(b)));
+    }
+    if !m.slow_ranks.is_empty() {
+        let named: Vec<String> = m
+            .slow_ranks
+            .iter()
+            .take(NAMED_RANKS)
+            .map(|o| format!("rank {} on {} {} us", o.rank, host_of(hosts, o.rank), us(o.time_us)))
+            .collect();
+        let more = m.slow_ranks.len().saturating_sub(NAMED_RANKS);
+        let more = if more > 0 { format!(" and {more} more") } else { String::new() };
+        out.push(format!("#    odd ranks (median {} us): {}{more}", us(m.slow_ranks[0].median_us), named.join(", ")));
+    }
+    out
+}
+
+/// The footer's slow ranks: a line for each of the [`NAMED_RANKS`] that stood out most often,
+/// and one line counting the others by host. `slow`: per rank, the measurements it stood out at
+/// and the first example; `measured`: the measurements of the run.
+fn slow_rank_lines(
+    hosts: &[(String, Vec<usize>)],
+    slow: std::collections::BTreeMap<usize, (usize, String)>,
+    measured: usize,
+) -> Vec<String> {
+    let mut ranks: Vec<(usize, (usize, String))> = slow.into_iter().collect();
+    // Most often first; by rank on a tie (the map's order, kept by the stable sort).
+    ranks.sort_by_key(|(_, (n, _))| std::cmp::Reverse(*n));
+    let mut out: Vec<String> = ranks
+        .iter()
+        .take(NAMED_RANKS)
+        .map(|(rank, (n, example))| {
+            format!(
+                "# Slow rank: rank {rank} on {} stands out at {n} of {measured} measurements, e.g. {example} (a rank the others wait for shows the shortest time; one waiting on a slow peer the longest)",
+                host_of(hosts, *rank)
+            )
+        })
+        .collect();
+    if ranks.len() > NAMED_RANKS {
+        let rest = &ranks[NAMED_RANKS..];
+        let mut by_host: Vec<(&str, usize)> = vec![];
+        for (rank, _) in rest {
+            let h = host_of(hosts, *rank);
+            match by_host.iter_mut().find(|(x, _)| *x == h) {
+                Some((_, n)) => *n += 1,
+                None => by_host.push((h, 1)),
+            }
+        }
+        by_host.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+        let listed: Vec<String> = by_host.iter().take(HOST_LINES).map(|(h, n)| format!("{n} on {h}")).collect();
+        let more = if by_host.len() > HOST_LINES {
+            format!(" and {} more host(s)", by_host.len() - HOST_LINES)
+        } else {
+            String::new()
+        };
+        let most = rest.iter().map(|(_, (n, _))| *n).max().unwrap_or(0);
+        out.push(format!(
+            "# Slow ranks: {} more stand out at {most} of {measured} measurements or fewer: {}{more}",
+            rest.len(),
+            listed.join(", ")
+        ));
+    }
+    out
 }
 
 /// With ping-pong on several hosts: each host's fastest rank, one way, and the host that stands

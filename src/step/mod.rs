@@ -447,8 +447,17 @@ fn print_layout(r: &LayoutResult) {
         None => "not checked (-c 0)".to_string(),
     };
     let _ = writeln!(out, "#   total communication per step: {:.3} ms; {wrong}", r.step_s * 1e3);
+    if r.dims.len() > 1 {
+        let _ = writeln!(out, "#   ({OVERLAP})");
+    }
     let _ = out.flush();
 }
+
+/// Why the dimensions' times do not add up to the step's: said under every layout of several
+/// dimensions and under the ranking.
+pub const OVERLAP: &str = "the dimensions' times need not add up to the step's: each is its slowest rank's, \
+the step's the slowest rank's whole step (with the barrier before each call), and PP's includes waiting for the neighbouring stage's other calls \
+(the pipeline's bubble)";
 
 /// "tp=2, dp=2: 4.1 ms/step (tp 1.2, dp 2.9); …", fastest first.
 pub fn ranking_line(results: &[LayoutResult]) -> Vec<String> {
@@ -472,6 +481,9 @@ fn print_ranking(results: &[LayoutResult], elapsed: f64) {
         let _ = writeln!(out, "# Ranked by communication time per step (ms per dimension in brackets):");
         for (i, line) in ranking_line(results).iter().enumerate() {
             let _ = writeln!(out, "#   {}. {line}", i + 1);
+        }
+        if results.iter().any(|r| r.dims.len() > 1) {
+            let _ = writeln!(out, "# ({OVERLAP})");
         }
     }
     let _ = writeln!(out, "# Took {elapsed:.2} s");

@@ -332,7 +332,9 @@ impl<'a> Bench<'a> {
         let bytes = (call.layout.alg_count * call.dtype.size()) as f64;
         let bus_factor = call.kind.spec().bus_factor(world.size);
         let root = (world.rank == 0).then_some(&combined[..]);
-        Measurement::from_times(placement, runs, &per_rank_s, time_s, root, bytes, bus_factor)
+        // Kept in the cell until the end: without each rank's time (tune has no per-rank
+        // output), so the cells do not grow with the ranks.
+        Measurement::from_times(placement, runs, &per_rank_s, time_s, root, bytes, bus_factor).without_rank_times()
     }
 
     /// Measure `live` candidates (indices into `comms` and `implementations`) at `size` in

@@ -56,17 +56,9 @@ pub struct RulesFile {
     pub measured: Vec<Measured>,
 }
 
-/// Open MPI's collective ids (`COLLTYPE_T` in `coll_base_functions.h`).
+/// Open MPI's collective ids (`COLLTYPE_T`), as the library's reader has them.
 pub fn open_mpi_id(kind: Kind) -> Option<u32> {
-    Some(match kind {
-        Kind::AllGather => 0,
-        Kind::AllReduce => 2,
-        Kind::AllToAll => 3,
-        Kind::Broadcast => 7,
-        Kind::Reduce => 11,
-        Kind::ReduceScatter => 13,
-        _ => return None,
-    })
+    crate::backend::ompi_rules::collective_id(kind)
 }
 
 fn kind_of_id(id: u32) -> Option<Kind> {
@@ -160,7 +152,6 @@ impl RulesFile {
             };
         let mut measured = vec![];
         let mut environment = vec![];
-        let mut numbers: Vec<i64> = vec![];
         for (i, line) in text.lines().enumerate() {
             if let Some(rest) = line.strip_prefix("# coll-bench-measured ") {
                 let f: Vec<&str> = rest.split_whitespace().collect();
@@ -191,52 +182,31 @@ impl RulesFile {
             if body.is_empty() {
                 continue;
             }
-            match library {
-                Library::OpenMpi => {
-                    for w in body.split_whitespace() {
-                        numbers.push(w.parse().map_err(|_| format!("line {}: '{w}' is not a whole number", i + 1))?);
-                    }
-                }
-                _ => {
-                    let (var, value) =
-                        body.split_once('=').ok_or_else(|| format!("line {}: expected VARIABLE=value", i + 1))?;
-                    environment.push((var.trim().to_string(), value.trim().to_string()));
-                }
+            if library != Library::OpenMpi {
+                let (var, value) =
+                    body.split_once('=').ok_or_else(|| format!("line {}: expected VARIABLE=value", i + 1))?;
+                environment.push((var.trim().to_string(), value.trim().to_string()));
             }
         }
-        let collectives = if library == Library::OpenMpi { open_mpi_rules(&numbers)? } else { vec![] };
+        let collectives = if library == Library::OpenMpi { open_mpi_rules(text)? } else { vec![] };
         Ok(RulesFile { library, collectives, environment, measured })
     }
 }
 
-fn open_mpi_rules(numbers: &[i64]) -> std::result::Result<Vec<CollectiveRules>, String> {
-    let mut it = numbers.iter().copied();
-    let mut next = |what: &str| it.next().filter(|v| *v >= 0).ok_or_else(|| format!("missing or negative {what}"));
+/// The rules, read as Open MPI reads them (`backend::ompi_rules`), and only what tune writes:
+/// tunable collectives, nothing left over, sizes that increase.
+fn open_mpi_rules(text: &str) -> std::result::Result<Vec<CollectiveRules>, String> {
     let mut out = vec![];
-    for _ in 0..next("number of collectives")? {
-        let id = next("collective id")?;
-        let kind = kind_of_id(id as u32).ok_or_else(|| format!("collective id {id} is not one tune writes"))?;
-        for _ in 0..next("number of communicator sizes")? {
-            let comm_size = next("communicator size")? as usize;
-            let mut rules = vec![];
-            for r in 0..next("number of message-size rules")? {
-                let from_bytes = next("message size")? as u64;
-                let algorithm = next("algorithm")? as i32;
-                next("fan-in/out")?;
-                next("segment size")?;
-                if r == 0 && from_bytes != 0 {
-                    return Err(format!("{kind}: the first message-size rule must start at 0, not {from_bytes}"));
-                }
-                if rules.last().is_some_and(|l: &SizeRule| l.from_bytes >= from_bytes) {
-                    return Err(format!("{kind}: message sizes must increase ({from_bytes} after a larger one)"));
-                }
-                rules.push(SizeRule { from_bytes, algorithm, name: String::new() });
-            }
-            out.push(CollectiveRules { kind, comm_size, rules });
+    for c in crate::backend::ompi_rules::parse_strict(text)? {
+        let kind = kind_of_id(c.id).ok_or_else(|| format!("collective id {} is not one tune writes", c.id))?;
+        for s in c.comm_sizes {
+            let rules = s.rules.iter().map(|r| SizeRule {
+                from_bytes: r.from_bytes,
+                algorithm: r.algorithm,
+                name: String::new(),
+            });
+            out.push(CollectiveRules { kind, comm_size: s.comm_size as usize, rules: rules.collect() });
         }
-    }
-    if it.next().is_some() {
-        return Err("numbers left over after the last rule".into());
     }
     Ok(out)
 }

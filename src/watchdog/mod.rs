@@ -200,6 +200,9 @@ impl Watchdog {
                 .spawn(move || {
                     while let Some((rank, how)) = links.wait() {
                         match how {
+                            // This process already ends the job (its own line, or a peer's
+                            // word that it does): a peer's end now is the job's tear-down.
+                            liveness::Ended::Died if crate::error::ENDING.load(Ordering::SeqCst) => {}
                             liveness::Ended::Died => died(&s, rank),
                             // That rank ends the job with an outcome of its own: a SIGTERM from
                             // here on is the launcher's tear-down, not the user's interruption.

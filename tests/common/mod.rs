@@ -103,9 +103,12 @@ pub fn oversubscribed_mpich(n: usize) -> bool {
 }
 
 /// Why a timing-sensitive test with `n` ranks cannot judge this build on this machine, if it
-/// cannot: MPICH's progress engine (ch4) busy-polls without yielding, so with more ranks than
-/// cores every call costs a scheduler quantum (4-5 ms for an 8 B all-reduce on 4 ranks over 2
-/// cores against 0.8 us on 2, bare C loop), which buries the differences these tests look for.
+/// cannot: MPICH 4.0.2 as Debian builds it (ch4:ucx) polls without ever yielding the CPU (its
+/// library does not call `sched_yield`, and no control variable makes it: docs/install.md,
+/// "MPICH's ranks never yield"), so with more ranks than cores every call costs a scheduler
+/// quantum (4-5 ms for an 8 B all-reduce on 4 ranks over 2 cores against 0.8 us on 2, bare C
+/// loop), which buries the differences these tests look for. (ci/test.sh runs the MPICH tests one
+/// at a time for the same reason.)
 /// Prints `SKIPPED: test: reason` past the harness's capture.
 pub fn skip_timing_test(test: &str, n: usize) -> bool {
     let cores = cores();
