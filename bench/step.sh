@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Speed bar of `coll-bench step`: `step --layouts all` on 4 ranks, default settings (4 layers,
+# Speed bar of `coll-bench step`: `step --layout all` on 4 ranks, default settings (4 layers,
 # hidden 512, seq 512, micro-batch 1, 4 micro-batches, bf16, ddp with 25 MiB buckets, 1 warm-up
 # and 5 timed steps per layout and per dimension alone, every phase checked), finishes in <= 60 s,
 # wall clock of the whole mpirun. Three runs back to back. Writes bench/step-<host>.md (pass the
@@ -14,10 +14,10 @@ rm -rf "$out"   # a run starts from nothing: --csv never overwrites
 mkdir -p "$out"
 md=bench/step-vm.md
 {
-  echo "# \`coll-bench step --layouts all\` on 4 ranks: time to result"
+  echo "# \`coll-bench step --layout all\` on 4 ranks: time to result"
   echo
   echo "Machine: $machine. $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD), ${COLL_BENCH_MPI}."
-  echo "Command: \`${MPIRUN[*]} -n 4 --oversubscribe $COLL_BENCH_BIN step --layouts all --csv $out/run-N.csv\` (defaults otherwise)."
+  echo "Command: \`${MPIRUN[*]} -n 4 --oversubscribe $COLL_BENCH_BIN step --layout all --csv $out/run-N.csv\` (defaults otherwise)."
   echo "Bar: each run <= 60 s (wall clock of the whole mpirun). Load before the runs: $(cut -d' ' -f1-3 /proc/loadavg) (other work shares the machine)."
   echo
   echo "| run | wall (s) | coll-bench's own 'Took' (s) | layouts | all data correct | exit |"
@@ -25,7 +25,7 @@ md=bench/step-vm.md
   for i in 1 2 3; do
     start=$(date +%s.%N)
     set +e
-    "${MPIRUN[@]}" -n 4 --oversubscribe "$COLL_BENCH_BIN" step --layouts all --csv "$out/run-$i.csv" > "$out/run-$i.txt"
+    "${MPIRUN[@]}" -n 4 --oversubscribe "$COLL_BENCH_BIN" step --layout all --csv "$out/run-$i.csv" > "$out/run-$i.txt"
     rc=$?
     set -e
     end=$(date +%s.%N)

@@ -82,7 +82,12 @@ pub fn main() -> i32 {
     // (launch::alone); taken out here, the one place it is read.
     let one_rank = argv.iter().any(|a| a == launch::ONE_RANK_FLAG);
     argv.retain(|a| a != launch::ONE_RANK_FLAG);
+    // Old flag spellings: the new ones, with a note each (once, and only for a line that parses).
+    let renamed = cli::renamed_flags(&mut argv);
     let parsed = cli::parse(&argv);
+    if parsed.is_ok() && launcher_rank().unwrap_or(0) == 0 {
+        renamed.iter().for_each(|note| eprintln!("{note}"));
+    }
     if let Ok(Parsed::Info(text)) = &parsed {
         // --help / --version: print once, without starting MPI.
         if launcher_rank().unwrap_or(0) == 0 {

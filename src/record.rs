@@ -41,7 +41,9 @@ pub struct Measurement {
     pub placement: Placement,
     pub warmup_iters: u64,
     pub iters: u64,
-    /// Calls per timed sample (more than one for calls shorter than a few microseconds).
+    /// Calls per timed sample (more than one for calls shorter than a few microseconds); JSON
+    /// `batch_iters`, as the CSV column.
+    #[serde(rename = "batch_iters")]
     pub batch: u64,
     /// Per-iteration time: each rank's mean, combined across ranks by the aggregation policy
     /// (what nccl-tests reports).
@@ -55,6 +57,8 @@ pub struct Measurement {
     /// Wrong elements summed over ranks; `None` when the check is off.
     pub wrong: Option<u64>,
     /// Bytes written past the expected output, summed over ranks; `None` when the check is off.
+    /// JSON `out_of_bounds_bytes`, as the CSV column.
+    #[serde(rename = "out_of_bounds_bytes")]
     pub out_of_bounds: Option<u64>,
     /// The first warm-up call, slowest rank (µs); `None` when warm-up was fixed by `-w`.
     pub first_call_us: Option<f64>,
@@ -198,11 +202,15 @@ impl Measurement {
 pub struct Point {
     pub collective: Kind,
     pub dtype: DType,
-    /// `None` for collectives that do not reduce.
+    /// `None` for collectives that do not reduce (JSON `"none"`, as the CSV).
+    #[serde(serialize_with = "op_or_none")]
     pub op: Option<Op>,
-    /// `None` for collectives without a root.
+    /// `None` for collectives without a root (JSON `-1`, as the CSV).
+    #[serde(serialize_with = "root_or_minus_one")]
     pub root: Option<usize>,
     pub size_bytes: u64,
+    /// JSON `count_elements`, as the CSV column.
+    #[serde(rename = "count_elements")]
     pub count: u64,
     pub bus_factor: f64,
     pub out_of_place: Measurement,
@@ -325,6 +333,22 @@ impl RunInfo {
     }
 }
 
+/// The op as the CSV has it: its name, or `none` where the collective does not reduce.
+fn op_or_none<S: serde::Serializer>(op: &Option<Op>, s: S) -> Result<S::Ok, S::Error> {
+    match op {
+        Some(op) => op.serialize(s),
+        None => s.serialize_str("none"),
+    }
+}
+
+/// The root as the CSV has it: the rank, or `-1` where the collective has none.
+fn root_or_minus_one<S: serde::Serializer>(root: &Option<usize>, s: S) -> Result<S::Ok, S::Error> {
+    match root {
+        Some(r) => s.serialize_i64(*r as i64),
+        None => s.serialize_i64(-1),
+    }
+}
+
 fn hosts_as_objects<S: serde::Serializer>(hosts: &[(String, Vec<usize>)], s: S) -> Result<S::Ok, S::Error> {
     #[derive(Serialize)]
     struct Host<'a> {
@@ -339,6 +363,8 @@ fn hosts_as_objects<S: serde::Serializer>(hosts: &[(String, Vec<usize>)], s: S) 
 pub struct Totals {
     pub points: u64,
     pub wrong: u64,
+    /// JSON `out_of_bounds_bytes`, as the CSV column.
+    #[serde(rename = "out_of_bounds_bytes")]
     pub out_of_bounds: u64,
     /// Largest peak resident memory of any rank, bytes (filled in after the sweep).
     pub peak_rss_bytes: u64,

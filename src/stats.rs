@@ -21,7 +21,9 @@ pub struct Summary {
     /// NaN with fewer than 6 samples.
     pub ci95_lo_us: f64,
     pub ci95_hi_us: f64,
-    /// Samples whose modified z-score (|x − median| / (1.4826·MAD)) exceeds [`OUTLIER_Z`].
+    /// Samples whose modified z-score (|x − median| / (1.4826·MAD)) exceeds [`OUTLIER_Z`]; JSON
+    /// `outlier_samples`, as the CSV column.
+    #[serde(rename = "outlier_samples")]
     pub outliers: usize,
 }
 
@@ -156,7 +158,14 @@ pub enum Warning {
     Noisy { relative_ci: f64 },
     /// The table's time (the mean per call) and the median of the samples differ by more than
     /// [`MEAN_OFF_MEDIAN`]: a few slow samples pull the mean, and the median is the typical call.
-    MeanOffMedian { time_us: f64, median_us: f64, outliers: usize, samples: usize },
+    /// (JSON: `outlier_samples`, as the CSV column.)
+    MeanOffMedian {
+        time_us: f64,
+        median_us: f64,
+        #[serde(rename = "outlier_samples")]
+        outliers: usize,
+        samples: usize,
+    },
     /// Minor page faults during the timed calls cost more than [`PAGE_FAULT_SHARE`] of the time
     /// (faults per call × one fault's cost on this host, measured at start): the time includes
     /// the allocator's work, as it does in an application on the same allocator.

@@ -25,7 +25,7 @@ fn json_markdown_and_per_rank_rows() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("out/r.json")).unwrap()).unwrap();
-    assert_eq!(doc["schema"], "coll-bench/1");
+    assert_eq!(doc["schema"], "coll-bench/2");
     assert_eq!(doc["tool"], "coll-bench");
     assert_eq!(doc["complete"], true);
     // One vocabulary: the command line's names, hosts as objects, no hidden testing options.
@@ -66,6 +66,30 @@ fn json_markdown_and_per_rank_rows() {
     assert_eq!(rows.len(), 2 * 3 * 2 * 4);
     let ranks: Vec<&str> = rows.iter().take(4).map(|r| r.get(rank_col).unwrap()).collect();
     assert_eq!(ranks, ["", "0", "1", "2"]);
+
+    // One vocabulary (issue 26): the JSON's keys are the CSV's column names, with the CSV's
+    // values — `none` and -1, never `null` — for the first point's out-of-place row.
+    let head = rd.headers().unwrap().clone();
+    let col = |name: &str| rows[0].get(head.iter().position(|h| h == name).unwrap()).unwrap().to_string();
+    let p = &points[0];
+    let m = &p["out_of_place"];
+    for (key, json) in [
+        ("count_elements", &p["count_elements"]),
+        ("size_bytes", &p["size_bytes"]),
+        ("root", &p["root"]),
+        ("batch_iters", &m["batch_iters"]),
+        ("out_of_bounds_bytes", &m["out_of_bounds_bytes"]),
+        ("outlier_samples", &m["summary"]["outlier_samples"]),
+        ("iters", &m["iters"]),
+        ("warmup_iters", &m["warmup_iters"]),
+    ] {
+        assert!(json.is_i64() || json.is_u64(), "{key}: {json} in {p}");
+        assert_eq!(json.to_string(), col(key), "JSON {key} and the CSV's column");
+    }
+    assert_eq!(p["op"], col("op"));
+    let ag = points.iter().find(|p| p["collective"] == "all-gather").unwrap();
+    assert_eq!((ag["op"].as_str(), ag["root"].as_i64()), (Some("none"), Some(-1)), "{ag}");
+    assert_eq!(doc["totals"]["out_of_bounds_bytes"], 0);
 }
 
 /// `--per-rank` on 8 real ranks (oversubscribed: correctness only, issue 27): under each point

@@ -36,7 +36,7 @@ fn steps_and_counts() {
     refused(2, &["-f", "1"], "-f/--stepfactor");
     refused(2, &["-f", "0.5"], "-f/--stepfactor");
     refused(2, &["-n", "0"], "-n/--iters");
-    refused(2, &["-w", "many"], "-w/--warmup_iters");
+    refused(2, &["-w", "many"], "-w/--warmup-iters");
     refused(2, &["-c", "yes"], "-c/--check");
     refused(2, &["-a", "7"], "-a/--average");
 }

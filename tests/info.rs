@@ -37,10 +37,12 @@ fn blocks(out: &str) -> Vec<(String, Vec<(String, String)>)> {
     v
 }
 
+/// The first block (the largest set of alike hosts) has every field; the others only the
+/// fields where they differ.
 fn every_field_present(out: &str) {
     let b = blocks(out);
     assert!(!b.is_empty(), "{out}");
-    for (label, fields) in &b {
+    for (label, fields) in &b[..1] {
         for f in FIELDS {
             let v = fields.iter().find(|(k, _)| k == f).map(|(_, v)| v.as_str());
             assert!(v.is_some_and(|v| !v.trim().is_empty()), "{label}: {f} missing or empty:\n{out}");
@@ -139,24 +141,37 @@ fn a_rank_with_another_nccl_setting_is_named_last() {
     assert_eq!(o.status.code(), Some(1), "{}\n{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).trim_end().ends_with(" (rank 3): env NCCL_DEBUG = INFO (majority: WARN)"));
 
-    // --json: one document saying the same.
+    // The odd rank's block holds only what differs, with the majority's value.
+    assert_eq!(b[1].1, [("env NCCL_DEBUG".to_string(), "INFO (majority: WARN)".to_string())], "{out}");
+
+    // --json: one document saying the same, under snake_case keys, numbers as numbers, with a
+    // schema (issue 26: was the display labels, "2 online", no schema).
     let out = ok(&info_run(4, &["--json"], true, &[]));
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(j["ranks"], 4);
+    assert_eq!((j["schema"].as_str(), j["ranks"].as_u64()), (Some("coll-bench-info/1"), Some(4)), "{out}");
     let hosts = j["hosts"].as_array().unwrap();
-    assert_eq!(hosts.len(), 2, "{out}");
-    assert_eq!(hosts[1]["ranks"], serde_json::json!([3]));
-    for h in hosts {
-        for f in FIELDS {
-            assert!(h["fields"][f].as_str().is_some_and(|v| !v.is_empty()), "{f} missing: {out}");
+    assert_eq!(hosts.len(), 1, "{out}");
+    assert_eq!(hosts[0]["ranks"], serde_json::json!([0, 1, 2, 3]));
+    assert!(hosts[0]["name"].is_string(), "{out}");
+    let reports = j["reports"].as_array().unwrap();
+    assert_eq!(reports.len(), 2, "{out}");
+    for r in reports {
+        let fields = r["fields"].as_object().unwrap();
+        for k in fields.keys() {
+            assert!(k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{k}: {out}");
         }
+        for k in ["coll_bench", "mpi_library", "launcher", "cpu_model", "nccl", "cuda_driver"] {
+            assert!(fields.contains_key(k), "{k} missing: {out}");
+        }
+        assert!(fields["cores_online"].is_u64() && fields["memory_gib"].is_u64(), "{out}");
+        assert!(fields["network_interfaces"].is_array() && fields["gpus"].is_array(), "{out}");
     }
-    assert_eq!(hosts[0]["fields"]["env NCCL_DEBUG"], "WARN");
-    assert_eq!(hosts[1]["differs"][0]["field"], "env NCCL_DEBUG");
-    assert_eq!(hosts[1]["differs"][0]["majority"], "WARN");
+    assert_eq!(reports[0]["env"]["NCCL_DEBUG"], "WARN");
+    assert_eq!(reports[1]["differs"][0]["field"], "env.NCCL_DEBUG");
+    assert_eq!(reports[1]["differs"][0]["majority"], "WARN");
     let differ = j["differ_from_majority"].as_array().unwrap();
     assert_eq!(differ.len(), 1);
-    assert!(differ[0].as_str().unwrap().ends_with(" (rank 3)"), "{out}");
+    assert_eq!(differ[0]["ranks"], serde_json::json!([3]), "{out}");
 }
 
 #[test]

@@ -1306,13 +1306,13 @@ fn step_on_nccl_a_corrupted_phase_is_wrong() {
 #[test]
 fn step_on_nccl_layouts_all_runs_every_layout() {
     let env = fake_env("4", &[]);
-    let (o, _d) = step_run(4, &[&["--layouts", "all", "--no-csv"][..], &SMALL].concat(), &env);
+    let (o, _d) = step_run(4, &[&["--layout", "all", "--no-csv"][..], &SMALL].concat(), &env);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     four_rank_layouts_ranked(&out);
 }
 
-/// `step --layouts all` on NCCL (stand-ins, 4 ranks, 6 layouts): where the library has
+/// `step --layout all` on NCCL (stand-ins, 4 ranks, 6 layouts): where the library has
 /// ncclCommSplit, one world communicator per rank for the whole run, made first and ended last,
 /// every group of every layout split from it; without it, no world communicator at all, each
 /// group joining by its own unique id (an init of 4 only for a group of all 4 ranks); every
@@ -1323,7 +1323,7 @@ fn step_on_nccl_makes_one_world_communicator_for_the_whole_run() {
         let dir = tempfile::tempdir().unwrap();
         let trace = dir.path().join("trace");
         let env = fake_env("4", &[("COLL_BENCH_NCCL_LIBRARY", lib), ("FAKE_NCCL_TRACE", trace.to_str().unwrap())]);
-        let (o, _d) = step_run(4, &[&["--layouts", "all", "--no-csv"][..], &SMALL].concat(), &env);
+        let (o, _d) = step_run(4, &[&["--layout", "all", "--no-csv"][..], &SMALL].concat(), &env);
         let out = stdout(&o);
         assert_eq!(o.status.code(), Some(0), "{lib}:\n{out}{}", stderr(&o));
         four_rank_layouts_ranked(&out);
@@ -1359,7 +1359,7 @@ fn step_on_nccl_makes_one_world_communicator_for_the_whole_run() {
 }
 
 /// Refused before anything is measured or written, one line, exit 2: no GPU; a DDP average on a
-/// dp that is not a power of two (NCCL's 1/n rounds), which `--layouts all` leaves out instead.
+/// dp that is not a power of two (NCCL's 1/n rounds), which `--layout all` leaves out instead.
 #[test]
 fn step_on_nccl_refusals_are_one_line() {
     let env = [("COLL_BENCH_CUDA_LIBRARY", fake_cuda()), ("FAKE_CUDA_DEVICES", "0")];
@@ -1368,7 +1368,7 @@ fn step_on_nccl_refusals_are_one_line() {
 
     // GPU memory too small for the largest layout's buffers (default model: 12 MiB and more).
     let env = fake_env("2", &[("FAKE_CUDA_FREE_BYTES", "1000000")]);
-    let (o, d) = step_run(2, &["--layouts", "all", "--csv", "s.csv"], &env);
+    let (o, d) = step_run(2, &["--layout", "all", "--csv", "s.csv"], &env);
     refused(&o, d.path(), &["do not fit on GPU ", "lower step --hidden, --seq, --micro-batch or --bucket"]);
 
     let env = fake_env("3", &[]);
@@ -1378,7 +1378,7 @@ fn step_on_nccl_refusals_are_one_line() {
         d.path(),
         &["step --layout tp=1, pp=1, dp=3: ddp's average of float gradients over dp=3 ranks cannot be checked exactly on nccl", "expected a power-of-two dp, --dp zero, or -c 0"],
     );
-    let (o, _d) = step_run(3, &[&["--layouts", "all", "--no-csv"][..], &SMALL].concat(), &env);
+    let (o, _d) = step_run(3, &[&["--layout", "all", "--no-csv"][..], &SMALL].concat(), &env);
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     assert!(out.contains("# Layouts (1): tp=3, pp=1, dp=1"), "{out}");

@@ -241,7 +241,7 @@ fn the_real_library_is_found_in_a_virtualenv_and_its_unique_id_reaches_every_ran
     }
     // `step --backend nccl`: the same one line, before anything is measured or written.
     real_library_bootstrap_of(2, venv, version, &["step", "--backend", "nccl", "--layout", "tp=2", "--csv", "s.csv"]);
-    real_library_bootstrap_of(2, venv, version, &["step", "--backend", "nccl", "--layouts", "all", "--csv", "s.csv"]);
+    real_library_bootstrap_of(2, venv, version, &["step", "--backend", "nccl", "--layout", "all", "--csv", "s.csv"]);
 }
 
 #[test]
@@ -257,5 +257,5 @@ fn info_reports_the_real_library_of_the_active_virtualenv() {
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     let j: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let lib = site_packages(venv).join("nvidia/nccl/lib/libnccl.so.2");
-    assert_eq!(j["hosts"][0]["fields"]["NCCL"], format!("2.32.3 at {}", lib.display()), "{}", stdout(&o));
+    assert_eq!(j["reports"][0]["fields"]["nccl"], format!("2.32.3 at {}", lib.display()), "{}", stdout(&o));
 }

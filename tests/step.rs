@@ -1,5 +1,5 @@
 //! `coll-bench step` under mpirun on 4 ranks: one training step's communication per layout,
-//! every phase's data checked; `--layouts all` lists and ranks every valid layout; bad layouts
+//! every phase's data checked; `--layout all` lists and ranks every valid layout; bad layouts
 //! are one line and exit 2 before anything is measured or written.
 mod common;
 use common::*;
@@ -60,7 +60,35 @@ fn tp_dp_and_pp_dp_zero_wrong() {
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("s.json")).unwrap()).unwrap();
     assert_eq!((&doc["complete"], doc["layouts"].as_array().map(Vec::len)), (&serde_json::json!(true), Some(1)));
-    assert!(doc["options"].as_object().unwrap().keys().all(|k| !k.starts_with("debug_")), "{doc}");
+    assert!(doc["run"]["options"].as_object().unwrap().keys().all(|k| !k.starts_with("debug_")), "{doc}");
+    // One vocabulary (issue 26): a schema, the sweep's skeleton, hosts as objects, times in µs
+    // under the CSV's column names, the same numbers in both files.
+    assert_eq!(
+        (doc["schema"].as_str(), doc["tool"].as_str()),
+        (Some("coll-bench-step/1"), Some("coll-bench")),
+        "{doc}"
+    );
+    assert_eq!(doc["run"]["hosts"][0]["ranks"], serde_json::json!([0, 1, 2, 3]), "{doc}");
+    assert!(doc["run"]["hosts"][0]["name"].is_string(), "{doc}");
+    assert_eq!(doc["run"]["options"]["csv"], serde_json::json!({"path": "s.csv"}), "{doc}");
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap_or_else(|| panic!("no column {name}: {head:?}"));
+    for gone in ["time_per_step_ms", "alone_time_per_step_ms", "step_ms"] {
+        assert!(!head.iter().any(|h| h == gone), "{gone} is in µs now: {head:?}");
+    }
+    let layout = &doc["layouts"][0];
+    assert_eq!((layout["tp"].as_u64(), layout["pp"].as_u64(), layout["dp"].as_u64()), (Some(1), Some(2), Some(2)));
+    for (r, d) in rows.iter().zip(layout["dims"].as_array().unwrap()) {
+        for key in ["time_per_step_us", "alone_time_per_step_us", "busbw_gbps", "calls_per_step", "bytes_per_step"] {
+            let csv: f64 = r[col(key)].parse().unwrap();
+            let json = d[key].as_f64().unwrap_or_else(|| panic!("{key}: {d}"));
+            assert!((csv - json).abs() <= 1e-9 * csv.abs().max(1.0), "{key}: CSV {csv} JSON {json}");
+        }
+        let step: f64 = r[col("step_us")].parse().unwrap();
+        // serde_json's default float parsing may be one ulp off: the same number, within that.
+        assert!((step - layout["step_us"].as_f64().unwrap()).abs() <= 1e-9 * step, "{step} {layout}");
+        // µs: a step of this size takes more than 10 µs and less than a minute.
+        assert!(step > 10.0 && step < 6e7, "{step}");
+    }
 }
 
 /// The check can fail: a rank that flips a bit of what it receives makes the run exit 1, in
@@ -78,7 +106,7 @@ fn layouts_all_lists_every_valid_layout_ranked() {
     // A small model (1.5 MiB of gradients, 32 KiB activations): the listing and the
     // ranking are under test, not the sizes (MPICH's busy-polling ranks on 2 cores are slow).
     let small = ["--hidden", "128", "--seq", "128", "-w", "0", "-n", "1", "--no-csv"];
-    let (o, _d) = mpirun(4, &[&["step", "--layouts", "all"][..], &small].concat());
+    let (o, _d) = mpirun(4, &[&["step", "--layout", "all"][..], &small].concat());
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     // 4 ranks on one host: tp × pp × dp = 4 in 6 ways.
@@ -99,7 +127,7 @@ fn layouts_all_lists_every_valid_layout_ranked() {
         assert_eq!(ranked.iter().filter(|l| l.contains(&format!(". {name}"))).count(), 1, "{name}: {out}");
     }
     // pp=4 must divide --layers: 6 layers leave pp=4 out, with the reason.
-    let (o, _d) = mpirun(4, &[&["step", "--layouts", "all", "--layers", "6"][..], &small].concat());
+    let (o, _d) = mpirun(4, &[&["step", "--layout", "all", "--layers", "6"][..], &small].concat());
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     assert!(out.contains("# Layouts (5):"), "{out}");
@@ -129,9 +157,12 @@ fn bad_layouts_are_one_line_and_exit_2() {
         (&["step", "--layout", "pp=4", "--layers", "6"][..], "pp=4 does not divide --layers 6"),
         (&["step", "--hidden", "0"][..], "step --hidden"),
         (&["step", "--bucket", "0"][..], "step --bucket"),
-        (&["step", "--dtype", "int8"][..], "step --dtype"),
+        (&["step", "-d", "int8"][..], "step -d/--datatype: 'int8' is not allowed; expected bfloat16, half or float"),
+        // An old spelling with a bad value: one line, naming the new spelling.
+        (&["step", "--dtype", "int8"][..], "step -d/--datatype"),
         (&["step", "--dp", "fsdp"][..], "step --dp"),
-        (&["step", "--layouts", "some"][..], "step --layouts"),
+        (&["step", "--layout", "some"][..], "step --layout \"some\""),
+        (&["step", "--layouts", "some"][..], "step --layout \"some\""),
         (&["step", "-T", "soon"][..], "step -T/--timeout: "),
         (&["step", "--backend", "gloo"][..], "--backend: unknown backend 'gloo'; expected mpi or nccl"),
     ] {

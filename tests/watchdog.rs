@@ -356,7 +356,7 @@ impl StepStopped {
         let json = std::fs::read_to_string(dir.join("s.json")).unwrap();
         let doc: serde_json::Value = serde_json::from_str(&json).expect("the JSON is one whole document");
         assert_eq!(doc["complete"], serde_json::json!(false), "{json}");
-        assert_eq!(doc["ranks"], serde_json::json!(4), "{json}");
+        assert_eq!(doc["run"]["ranks"], serde_json::json!(4), "{json}");
     }
 }
 
@@ -378,13 +378,13 @@ fn a_stopped_rank_in_a_step_ends_every_rank_with_one_line() {
     assert!(!stdout(&s.out).contains("total communication per step"), "{}", stdout(&s.out));
 }
 
-/// `step --layouts all` (a small model) with rank 2 stopped before its first pipeline
+/// `step --layout all` (a small model) with rank 2 stopped before its first pipeline
 /// exchange, in the second layout (pp=2, dp=2): the first layout's row stays in the CSV, whole,
 /// and one line names rank 2 in that layout's step.
 #[test]
 fn a_rank_stopped_in_a_pipeline_exchange_is_named_and_earlier_rows_stay() {
     let dir = tempfile::tempdir().unwrap();
-    let small = ["--layouts", "all", "--hidden", "128", "--seq", "128", "-w", "0", "-n", "1"];
+    let small = ["--layout", "all", "--hidden", "128", "--seq", "128", "-w", "0", "-n", "1"];
     let s = step_stop(dir.path(), &small, "2:pp", "5");
     s.assert_ended(Duration::from_secs(15));
     s.assert_one_line(2, "timed step 1 of 1 of layout tp=1, pp=2, dp=2", "; ranks 0-1,3 (");

@@ -89,6 +89,47 @@ fn clap_parse_files<T: Parser>(sub: &str, form: &str, argv: &[String]) -> Result
     }
 }
 
+/// Flags renamed so that one concept has one spelling (issue 26): (subcommands it applies to,
+/// `""` for the sweep; the old spelling; the new one). The old spelling keeps working for one
+/// release, with a note on stderr naming the new one ([`renamed_flags`]).
+pub const RENAMED_FLAGS: &[(&[&str], &str, &str)] = &[
+    (&["", "tune", "step"], "--warmup_iters", "--warmup-iters"),
+    (&["step"], "--dtype", "--datatype"),
+    (&["step"], "--layouts", "--layout"),
+];
+
+/// Rewrite the old spellings of [`RENAMED_FLAGS`] in `argv` (as `--old V` or `--old=V`) to the new
+/// ones; returns one note per old spelling met, for stderr (printed by the caller once, and only
+/// when the line parses, so that a bad value stays one line).
+pub fn renamed_flags(argv: &mut [String]) -> Vec<String> {
+    let sub = match argv.get(1).map(String::as_str) {
+        Some(s) if SUBCOMMANDS.contains(&s) => s.to_string(),
+        _ => String::new(),
+    };
+    let mut notes = vec![];
+    for arg in argv.iter_mut().skip(1) {
+        if arg == "--" {
+            break;
+        }
+        for (subs, old, new) in RENAMED_FLAGS {
+            if !subs.contains(&sub.as_str()) {
+                continue;
+            }
+            let rest = match arg.strip_prefix(old) {
+                Some(r) if r.is_empty() || r.starts_with('=') => r.to_string(),
+                _ => continue,
+            };
+            let cmd = if sub.is_empty() { "coll-bench".to_string() } else { format!("coll-bench {sub}") };
+            let note = format!("coll-bench: note: {cmd} {old} is now {new}; the old spelling goes in the next release");
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+            *arg = format!("{new}{rest}");
+        }
+    }
+    notes
+}
+
 /// Every subcommand's name, in the order the help lists them.
 pub const SUBCOMMANDS: [&str; 8] = ["check", "tune", "pairs", "step", "info", "plot", "compare", "spec"];
 
@@ -156,6 +197,35 @@ pub fn parse(argv: &[String]) -> Result<Parsed> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The old spellings still parse, to the new flags, with one note each naming the new one;
+    /// other subcommands' flags of the same name are left alone.
+    #[test]
+    fn old_flag_spellings_are_rewritten_with_a_note() {
+        let argv = |a: &[&str]| -> Vec<String> { a.iter().map(|s| s.to_string()).collect() };
+        let mut a = argv(&["coll-bench", "all-reduce", "--warmup_iters", "3", "-n", "2"]);
+        let notes = renamed_flags(&mut a);
+        assert_eq!(a, argv(&["coll-bench", "all-reduce", "--warmup-iters", "3", "-n", "2"]));
+        assert_eq!(notes, ["coll-bench: note: coll-bench --warmup_iters is now --warmup-iters; the old spelling goes in the next release"]);
+        let mut a = argv(&["coll-bench", "step", "--dtype=bf16", "--layouts", "all", "--warmup_iters=0"]);
+        let notes = renamed_flags(&mut a);
+        assert_eq!(a, argv(&["coll-bench", "step", "--datatype=bf16", "--layout", "all", "--warmup-iters=0"]));
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(notes[0].contains("coll-bench step --dtype is now --datatype"), "{notes:?}");
+        // Not a renamed flag there, a longer flag, or a value after `--`: untouched.
+        for a in [
+            &["coll-bench", "--dtype", "x"][..],
+            &["coll-bench", "step", "--dtypes"],
+            &["coll-bench", "pairs", "--", "--layouts"],
+        ] {
+            let mut v = argv(a);
+            assert!(renamed_flags(&mut v).is_empty() && v == argv(a), "{a:?}");
+        }
+        match parse(&argv(&["coll-bench", "-w", "3", "--warmup-iters", "4"])) {
+            Err(e) => assert!(e.to_string().contains("--warmup-iters"), "{e}"),
+            Ok(_) => panic!("-w and --warmup-iters are one flag"),
+        }
+    }
 
     #[test]
     fn a_misspelt_subcommand_is_named() {

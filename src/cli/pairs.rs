@@ -33,7 +33,7 @@ pub struct PairsArgs {
     /// Run the pairs one at a time instead of in tournament rounds (for comparison)
     #[arg(long = "sequential")]
     pub sequential: bool,
-    /// Write the matrix as CSV to PATH [default: results/pairs-<UTC time>.csv]
+    /// Write the matrix as CSV to PATH [default: results/coll-bench-pairs-<UTC time>.csv]
     #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
     pub csv: Option<PathBuf>,
     /// Write no CSV

@@ -25,21 +25,20 @@ each dimension alone. Compute is not modelled and overlap is not assumed.
 Ranks: tp fastest-varying, then dp, then pp (Megatron-LM's order), so a TP group sits on one host.
 Examples:
   mpirun -n 4 coll-bench step --layout tp=2,dp=*
-  mpirun -n 8 -H node1:4,node2:4 coll-bench step --layouts all --layers 8 --hidden 2048
-  mpirun -n 8 -H gpu1:4,gpu2:4 coll-bench step --backend nccl --layouts all
+  mpirun -n 8 -H node1:4,node2:4 coll-bench step --layout all --layers 8 --hidden 2048
+  mpirun -n 8 -H gpu1:4,gpu2:4 coll-bench step --backend nccl --layout all
 Exit codes: 0 ok, 1 wrong data, 2 usage or setup error, or a call that outlived -T."
 )]
 pub struct StepArgs {
-    /// Layout: tp=T,pp=P,dp=D, any of them (a missing one is 1), one may be * (filled from the world size)
-    #[arg(long = "layout", value_name = "LAYOUT", default_value = "dp=*", conflicts_with = "layouts")]
+    /// Layout: tp=T,pp=P,dp=D, any of them (a missing one is 1), one may be * (filled from the
+    /// world size); or all: every valid tp × pp × dp factorization of the world, ranked by time
+    /// per step (--layouts all before)
+    #[arg(long = "layout", value_name = "LAYOUT|all", default_value = "dp=*")]
     pub layout: String,
-    /// Run every valid tp × pp × dp factorization of the world and rank them by time per step
-    #[arg(long = "layouts", value_name = "all")]
-    pub layouts: Option<String>,
     /// Communication backend: mpi (CPU buffers) or nccl (GPU buffers, one GPU per rank)
     #[arg(long = "backend", value_name = "NAME", default_value = "mpi")]
     pub backend: String,
-    /// With --layouts all: allow TP groups that span hosts (by default tp divides the ranks per host)
+    /// With --layout all: allow TP groups that span hosts (by default tp divides the ranks per host)
     #[arg(long = "tp-across-hosts")]
     pub tp_across_hosts: bool,
     /// Transformer layers
@@ -60,8 +59,8 @@ pub struct StepArgs {
     /// Micro-batches per step
     #[arg(long = "micro-batches", value_name = "M", default_value = "4")]
     pub micro_batches: String,
-    /// The model's data type: bf16, fp16 or float
-    #[arg(long = "dtype", value_name = "TYPE", default_value = "bf16")]
+    /// The model's data type: bfloat16, half or float (bf16, fp16 accepted) (--dtype before)
+    #[arg(short = 'd', long = "datatype", value_name = "TYPE", default_value = "bfloat16")]
     pub dtype: String,
     /// Data-parallel style: ddp (all-reduce AVG of gradients in buckets) or zero (reduce-scatter
     /// of gradients + all-gather of parameters)
@@ -77,12 +76,12 @@ pub struct StepArgs {
     #[arg(short = 'n', long = "iters", value_name = "N", default_value = "5")]
     pub iters: String,
     /// Warm-up steps before the timed ones
-    #[arg(short = 'w', long = "warmup_iters", value_name = "N", default_value = "1")]
+    #[arg(short = 'w', long = "warmup-iters", value_name = "N", default_value = "1")]
     pub warmup: String,
     /// Check the data of every phase of one step (0 or 1)
     #[arg(short = 'c', long = "check", value_name = "0|1", default_value = "1")]
     pub check: String,
-    /// Write one row per layout and dimension as CSV to PATH [default: results/step-<UTC time>.csv]
+    /// Write one row per layout and dimension as CSV to PATH [default: results/coll-bench-step-<UTC time>.csv]
     #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
     pub csv: Option<PathBuf>,
     /// Write no CSV
@@ -181,18 +180,15 @@ pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
         Clap::Args(a) => a,
         Clap::Info(t) => return Ok(Clap::Info(t)),
     };
-    let choice = match a.layouts.as_deref().map(str::trim) {
-        Some("all") => LayoutChoice::All,
-        Some(other) => {
-            return Err(Error::usage(format!("step --layouts: '{other}' is not allowed; expected all")));
-        }
-        None => LayoutChoice::One(layout(&a.layout)?),
+    let choice = match a.layout.trim() {
+        "all" => LayoutChoice::All,
+        one => LayoutChoice::One(layout(one)?),
     };
     let dtype = match DType::parse(a.dtype.trim()) {
         Some(d @ (DType::Bfloat16 | DType::Float16 | DType::Float32)) => d,
         _ => {
             return Err(Error::usage(format!(
-                "step --dtype: '{}' is not allowed; expected bf16, fp16 or float",
+                "step -d/--datatype: '{}' is not allowed; expected bfloat16, half or float",
                 a.dtype
             )))
         }
@@ -225,7 +221,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
         tp_across_hosts: a.tp_across_hosts,
         backend: super::values::backend_kind(&a.backend)?,
         iters: count_flag("step -n/--iters", &a.iters, 1)?,
-        warmup: count_flag("step -w/--warmup_iters", &a.warmup, 0)?,
+        warmup: count_flag("step -w/--warmup-iters", &a.warmup, 0)?,
         check: super::values::bool_flag("step -c/--check", &a.check)?,
         csv: if a.no_csv { None } else { Some(a.csv) },
         json: a.json,
@@ -324,6 +320,28 @@ mod tests {
         let e = backend(&["--backend", "gloo"]).unwrap_err();
         assert_eq!(e, crate::cli::values::backend_kind("gloo").unwrap_err().to_string());
         assert!(e.contains("--backend: unknown backend 'gloo'; expected mpi or nccl"), "{e}");
+    }
+
+    /// One spelling per concept (issue 26): the sweep's `-d/--datatype` with the canonical
+    /// names (default `bfloat16`, not `bf16`), `--warmup-iters`, and `--layout all`.
+    #[test]
+    fn flags_are_the_sweeps_spellings() {
+        let o = run(&[]).unwrap();
+        assert_eq!((o.dtype, o.dtype.name()), (DType::Bfloat16, "bfloat16"));
+        assert_eq!(run(&["-d", "half"]).unwrap().dtype, DType::Float16);
+        assert_eq!(run(&["--datatype", "bf16"]).unwrap().dtype, DType::Bfloat16);
+        assert_eq!(run(&["--warmup-iters", "3"]).unwrap().warmup, 3);
+        assert_eq!(run(&["--layout", "all"]).unwrap().layout, LayoutChoice::All);
+        let e = run(&["-d", "int8"]).unwrap_err();
+        assert!(e.starts_with("step -d/--datatype: 'int8'") && e.ends_with("expected bfloat16, half or float"), "{e}");
+        let e = run(&["-w", "x"]).unwrap_err();
+        assert!(e.starts_with("step -w/--warmup-iters"), "{e}");
+        let help = run(&["--help"]).unwrap_err();
+        assert!(
+            help.contains("--datatype") && help.contains("[default: bfloat16]") && help.contains("--warmup-iters"),
+            "{help}"
+        );
+        assert!(help.contains("coll-bench-step-<UTC time>.csv"), "{help}");
     }
 
     #[test]

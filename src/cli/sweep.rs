@@ -17,7 +17,7 @@ Subcommands (`coll-bench help SUBCOMMAND` for each one's flags):
   check    judge the cluster against an acceptance spec (TOML); exit 1 when a rule fails
   tune     which algorithm the MPI library should use per collective and size; writes its tuning file
   pairs    point-to-point latency and bandwidth between every pair of ranks; names the slow pairs
-  step     one training step's communication for a tp × pp × dp layout; --layouts all ranks them
+  step     one training step's communication for a tp × pp × dp layout; --layout all ranks them
   info     what every host has (MPI, CPU, memory, network, NCCL, GPUs); names the hosts that differ
   plot     draw bus bandwidth and time against size from CSVs (SVG or PNG); no MPI needed
   compare  compare runs' CSVs; exit 1 when a collective slowed beyond run-to-run noise; no MPI needed
@@ -62,7 +62,7 @@ pub struct Args {
     #[arg(short = 'n', long = "iters", value_name = "N")]
     pub iters: Option<String>,
     /// Warm-up iterations per size [default: about a tenth of the time budget]
-    #[arg(short = 'w', long = "warmup_iters", value_name = "N")]
+    #[arg(short = 'w', long = "warmup-iters", value_name = "N")]
     pub warmup: Option<String>,
     /// Time budget for the timed iterations of each size and placement (e.g. 50ms, 1s)
     #[arg(long = "budget", value_name = "TIME", default_value = "50ms", allow_hyphen_values = true)]
@@ -179,7 +179,7 @@ impl Args {
         let collectives = collectives(&self.collectives)?;
         let (min_bytes, max_bytes, step) = self.sizes()?;
         let iters = self.iters.as_deref().map(|v| count_flag("-n/--iters", v, 1)).transpose()?;
-        let warmup = self.warmup.as_deref().map(|v| count_flag("-w/--warmup_iters", v, 0)).transpose()?;
+        let warmup = self.warmup.as_deref().map(|v| count_flag("-w/--warmup-iters", v, 0)).transpose()?;
         let budget_s = duration::parse("--budget", &self.budget, duration::POSITIVE)?;
         let ci_target = match self.ci_target.trim().parse::<f64>() {
             Ok(p) if (0.0..=100.0).contains(&p) => p / 100.0,
@@ -476,7 +476,7 @@ mod tests {
             (&["-i", "0"], "-i/--stepbytes"),
             (&["-n", "0"], "-n/--iters"),
             (&["-n", "-3"], "-n/--iters"),
-            (&["-w", "x"], "-w/--warmup_iters"),
+            (&["-w", "x"], "-w/--warmup-iters"),
             (&["-c", "2"], "-c/--check"),
             (&["-z", "yes"], "-z/--blocking"),
             (&["-d", "float128"], "-d/--datatype"),

@@ -384,6 +384,106 @@ pub fn collect(
     out
 }
 
+/// A field's value as JSON, under snake_case keys (`info --json`): numbers as numbers (`null`
+/// where the host does not have it), lists as arrays, the rest as the text. Read back from the
+/// text this module formats, so the two cannot disagree.
+pub fn json_fields(field: &str, value: &str) -> Vec<(&'static str, serde_json::Value)> {
+    use serde_json::{json, Value};
+    let absent = value == ABSENT || value.starts_with("absent (");
+    let text = || if absent { Value::Null } else { json!(value) };
+    let num = |s: &str| s.trim().parse::<u64>().ok().map_or(Value::Null, |n| json!(n));
+    let list = |v: &str| -> Vec<String> {
+        if absent {
+            vec![]
+        } else {
+            v.split("; ").map(str::to_string).collect()
+        }
+    };
+    match field {
+        "coll-bench" => vec![("coll_bench", text())],
+        "MPI library" => vec![("mpi_library", text())],
+        "launcher" => vec![("launcher", text())],
+        "CPU model" => vec![("cpu_model", text())],
+        "cores" => {
+            // "7 online, 4 usable by this rank", "7 online", "4 usable by this rank".
+            let online = value.split(" online").next().filter(|_| value.contains(" online")).map_or(Value::Null, num);
+            let usable = match value.rsplit_once(" usable by this rank") {
+                Some((head, _)) => num(head.rsplit(", ").next().unwrap_or(head)),
+                None => online.clone(),
+            };
+            vec![("cores_online", online), ("cores_usable", usable)]
+        }
+        "NUMA nodes" => vec![("numa_nodes", num(value))],
+        "memory" => vec![("memory_gib", num(value.trim_end_matches(" GiB")))],
+        "locked-memory limit" => {
+            // "64K", "unlimited", "8M (hard unlimited)", "~1.5G": bytes, or "unlimited".
+            let bytes = |v: &str| -> Value {
+                let v = v.trim();
+                if v == "unlimited" {
+                    return json!("unlimited");
+                }
+                match v.strip_prefix('~') {
+                    Some(approx) => {
+                        let (n, unit) = approx.split_at(approx.len().saturating_sub(1));
+                        let shift = match unit {
+                            "K" => 10,
+                            "M" => 20,
+                            "G" => 30,
+                            "T" => 40,
+                            _ => return Value::Null,
+                        };
+                        n.parse::<f64>().map_or(Value::Null, |x| json!((x * (1u64 << shift) as f64).round() as u64))
+                    }
+                    None => crate::size::parse_size(v).map_or(Value::Null, |b| json!(b)),
+                }
+            };
+            if absent {
+                return vec![("locked_memory_bytes", Value::Null), ("locked_memory_hard_bytes", Value::Null)];
+            }
+            let (soft, hard) = match value.split_once(" (hard ") {
+                Some((s, h)) => (s, h.trim_end_matches(')')),
+                None => (value, value),
+            };
+            vec![("locked_memory_bytes", bytes(soft)), ("locked_memory_hard_bytes", bytes(hard))]
+        }
+        "network interfaces" => {
+            // "eth0 up 25000Mb/s mtu 9000; eth1 down".
+            let items: Vec<Value> = list(value)
+                .iter()
+                .map(|i| {
+                    let w: Vec<&str> = i.split(' ').collect();
+                    let speed = w.iter().find_map(|x| x.strip_suffix("Mb/s")).map_or(Value::Null, num);
+                    let mtu = w.iter().position(|x| *x == "mtu").and_then(|p| w.get(p + 1)).map_or(Value::Null, |m| num(m));
+                    json!({ "name": w[0], "state": w.get(1).copied().unwrap_or("unknown"), "speed_mbps": speed, "mtu": mtu })
+                })
+                .collect();
+            vec![("network_interfaces", Value::Array(items))]
+        }
+        "InfiniBand" => {
+            // "mlx5_0/1 ACTIVE 100 Gb/sec (4X EDR)".
+            let items: Vec<Value> = list(value)
+                .iter()
+                .map(|i| {
+                    let w: Vec<&str> = i.splitn(3, ' ').collect();
+                    let (device, port) = w[0].rsplit_once('/').unwrap_or((w[0], ""));
+                    let rate = w.get(2).and_then(|r| r.split(' ').next()).and_then(|r| r.parse::<f64>().ok());
+                    json!({
+                        "device": device,
+                        "port": port.parse::<u64>().map_or(Value::Null, |p| json!(p)),
+                        "state": w.get(1).copied().unwrap_or("unknown"),
+                        "rate_gbps": rate,
+                    })
+                })
+                .collect();
+            vec![("infiniband", Value::Array(items))]
+        }
+        "NCCL" => vec![("nccl", text())],
+        "CUDA driver" => vec![("cuda_driver", text())],
+        "GPUs" => vec![("gpus", json!(list(value)))],
+        _ => vec![],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -425,6 +525,51 @@ mod tests {
         let empty = t.path().join("nothing");
         for v in [cpu_model(&empty), memory(&empty), numa_nodes(&empty), interfaces(&empty), infiniband(&empty)] {
             assert_eq!(v, ABSENT);
+        }
+    }
+
+    /// `info --json`: snake_case keys, numbers as numbers, `null` where absent (issue 26: was the
+    /// display label with the text, `"cores": "2 online"`).
+    #[test]
+    fn json_fields_are_snake_case_and_numbers() {
+        let get = |f: &str, v: &str| -> serde_json::Value {
+            json_fields(f, v).into_iter().map(|(k, v)| (k.to_string(), v)).collect::<serde_json::Map<_, _>>().into()
+        };
+        use serde_json::json;
+        assert_eq!(get("cores", "7 online, 4 usable by this rank"), json!({"cores_online": 7, "cores_usable": 4}));
+        assert_eq!(get("cores", "2 online"), json!({"cores_online": 2, "cores_usable": 2}));
+        assert_eq!(get("cores", "4 usable by this rank"), json!({"cores_online": null, "cores_usable": 4}));
+        assert_eq!(get("memory", "23 GiB"), json!({"memory_gib": 23}));
+        assert_eq!(get("NUMA nodes", ABSENT), json!({"numa_nodes": null}));
+        assert_eq!(
+            get("locked-memory limit", "8M (hard unlimited)"),
+            json!({"locked_memory_bytes": 8 << 20, "locked_memory_hard_bytes": "unlimited"})
+        );
+        assert_eq!(
+            get("locked-memory limit", "~1.5G"),
+            json!({"locked_memory_bytes": 1610612736u64, "locked_memory_hard_bytes": 1610612736u64})
+        );
+        assert_eq!(
+            get("network interfaces", "eth0 up 25000Mb/s mtu 9000; eth1 down"),
+            json!({"network_interfaces": [
+                {"name": "eth0", "state": "up", "speed_mbps": 25000, "mtu": 9000},
+                {"name": "eth1", "state": "down", "speed_mbps": null, "mtu": null},
+            ]})
+        );
+        assert_eq!(
+            get("InfiniBand", "mlx5_0/1 ACTIVE 100 Gb/sec (4X EDR)"),
+            json!({"infiniband": [{"device": "mlx5_0", "port": 1, "state": "ACTIVE", "rate_gbps": 100.0}]})
+        );
+        assert_eq!(get("InfiniBand", ABSENT), json!({"infiniband": []}));
+        assert_eq!(get("NCCL", "absent (built without the nccl feature)"), json!({"nccl": null}));
+        assert_eq!(get("GPUs", "0: A (x, 16G); 1: B (y, 16G)"), json!({"gpus": ["0: A (x, 16G)", "1: B (y, 16G)"]}));
+        // Every field has its keys, each snake_case.
+        for f in FIELDS {
+            let keys = json_fields(f, ABSENT);
+            assert!(!keys.is_empty(), "{f}");
+            for (k, _) in keys {
+                assert!(k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{k}");
+            }
         }
     }
 

@@ -115,7 +115,55 @@ pub fn differences(entries: &[Entry]) -> Vec<Vec<Difference>> {
         .collect()
 }
 
-/// The text report: each entry's fields, then the entries that differ, last.
+/// Entries that reported the same fields (on different hosts), as indices into the entries:
+/// the largest first (by ranks; a tie goes to the lowest rank), then in order of their lowest
+/// rank. Identical hosts collapse into one, so the report stays as long at 1 000 hosts as at 2.
+pub fn alike(entries: &[Entry]) -> Vec<Vec<usize>> {
+    let mut out: Vec<Vec<usize>> = vec![];
+    for (i, e) in entries.iter().enumerate() {
+        match out.iter_mut().find(|g| entries[g[0]].fields == e.fields) {
+            Some(g) => g.push(i),
+            None => out.push(vec![i]),
+        }
+    }
+    let ranks = |g: &Vec<usize>| g.iter().map(|i| entries[*i].ranks.len()).sum::<usize>();
+    if let Some(big) = (0..out.len()).rev().max_by_key(|k| ranks(&out[*k])) {
+        let first = out.remove(big);
+        out.insert(0, first);
+    }
+    out
+}
+
+/// The ranks of some entries, sorted.
+fn ranks_of(entries: &[Entry], group: &[usize]) -> Vec<usize> {
+    let mut r: Vec<usize> = group.iter().flat_map(|i| entries[*i].ranks.iter().copied()).collect();
+    r.sort_unstable();
+    r
+}
+
+/// Hosts shown in a label before the rest are counted: the majority's list is cut there, the odd
+/// ones are always named in full.
+const HOSTS_SHOWN: usize = 8;
+
+/// "node1 (ranks 0-3)" for one entry; "3 hosts: a, b, c (ranks 0-11)" for several, the hosts cut
+/// after [`HOSTS_SHOWN`] with `short` ("…, and 60 more").
+pub fn group_label(entries: &[Entry], group: &[usize], short: bool) -> String {
+    if let [one] = group {
+        return entries[*one].label();
+    }
+    let names: Vec<&str> = group.iter().map(|i| entries[*i].host.as_str()).collect();
+    let shown = if short && names.len() > HOSTS_SHOWN {
+        format!("{}, … and {} more", names[..HOSTS_SHOWN - 1].join(", "), names.len() - (HOSTS_SHOWN - 1))
+    } else {
+        names.join(", ")
+    };
+    let ranks = ranks_of(entries, group);
+    let s = if ranks.len() == 1 { "" } else { "s" };
+    format!("{} hosts: {shown} (rank{s} {})", names.len(), rank_list(&ranks))
+}
+
+/// The text report: the largest set of alike hosts with every field; each other set with the
+/// fields where it differs from the majority; then the sets that differ, named, last.
 pub fn text(entries: &[Entry], diffs: &[Vec<Difference>], ranks: usize) -> String {
     let hosts = {
         let mut h: Vec<&str> = entries.iter().map(|e| e.host.as_str()).collect();
@@ -130,46 +178,125 @@ pub fn text(entries: &[Entry], diffs: &[Vec<Difference>], ranks: usize) -> Strin
         if ranks == 1 { "" } else { "s" },
         if hosts == 1 { "" } else { "s" }
     );
-    for e in entries {
-        s.push_str(&format!("\n## {}\n", e.label()));
-        for n in &names {
-            s.push_str(&format!("{n:<width$} : {}\n", e.value(n)));
+    let groups = alike(entries);
+    for (k, g) in groups.iter().enumerate() {
+        let e = &entries[g[0]];
+        s.push_str(&format!("\n## {}\n", group_label(entries, g, k == 0)));
+        if k == 0 {
+            for n in &names {
+                s.push_str(&format!("{n:<width$} : {}\n", e.value(n)));
+            }
+        } else {
+            for d in &diffs[g[0]] {
+                s.push_str(&format!("{:<width$} : {} (majority: {})\n", d.field, d.value, d.majority));
+            }
+            if diffs[g[0]].is_empty() {
+                s.push_str("# every field as the majority's; the first set above differs from it\n");
+            }
         }
     }
-    let differing: Vec<(&Entry, &Vec<Difference>)> = entries.iter().zip(diffs).filter(|(_, d)| !d.is_empty()).collect();
+    let differing: Vec<&Vec<usize>> = groups.iter().filter(|g| !diffs[g[0]].is_empty()).collect();
     s.push('\n');
     if differing.is_empty() {
         s.push_str("# Differ from the majority: none\n");
     } else {
         s.push_str(&format!("# Differ from the majority: {}\n", differing.len()));
-        for (e, d) in differing {
+        for g in differing {
             let items: Vec<String> =
-                d.iter().map(|x| format!("{} = {} (majority: {})", x.field, x.value, x.majority)).collect();
-            s.push_str(&format!("# {}: {}\n", e.label(), items.join("; ")));
+                diffs[g[0]].iter().map(|x| format!("{} = {} (majority: {})", x.field, x.value, x.majority)).collect();
+            s.push_str(&format!("# {}: {}\n", group_label(entries, g, false), items.join("; ")));
         }
     }
     s
 }
 
-/// The JSON report.
+/// The layout of `info --json`; a change that renames or removes a field changes it.
+pub const SCHEMA: &str = "coll-bench-info/1";
+
+/// A field's JSON key: the fixed fields' snake_case keys ([`facts::json_fields`]), `env.NAME` for
+/// a variable.
+fn json_key(field: &str) -> String {
+    match field.strip_prefix("env ") {
+        Some(var) => format!("env.{var}"),
+        None => facts::json_fields(field, ABSENT).first().map_or(field.to_string(), |(k, _)| k.to_string()),
+    }
+}
+
+/// A field's value as JSON (its first key's, for the fields that give several).
+fn json_value(field: &str, value: &str) -> serde_json::Value {
+    match field.strip_prefix("env ") {
+        Some(_) if value == ABSENT => serde_json::Value::Null,
+        Some(_) => value.into(),
+        None => facts::json_fields(field, value).into_iter().next().map_or(value.into(), |(_, v)| v),
+    }
+}
+
+/// Each host once, with all its ranks, in order of its first rank: `{"name", "ranks"}`.
+fn by_host(entries: &[Entry]) -> Vec<serde_json::Value> {
+    let mut hosts: Vec<(&str, Vec<usize>)> = vec![];
+    for e in entries {
+        match hosts.iter_mut().find(|(h, _)| *h == e.host) {
+            Some((_, r)) => r.extend(&e.ranks),
+            None => hosts.push((&e.host, e.ranks.clone())),
+        }
+    }
+    hosts.sort_by_key(|(_, r)| r.iter().min().copied());
+    hosts
+        .into_iter()
+        .map(|(name, mut ranks)| {
+            ranks.sort_unstable();
+            serde_json::json!({ "name": name, "ranks": ranks })
+        })
+        .collect()
+}
+
+/// The JSON report: the hosts as the sweep's (`{"name", "ranks"}`), each set of alike hosts
+/// (`reports`, the largest first) with its fields under snake_case keys and typed values, its
+/// variables (`env`, absent ones left out) and where it differs, and the hosts that differ.
 pub fn json(entries: &[Entry], diffs: &[Vec<Difference>], ranks: usize) -> serde_json::Value {
-    let hosts: Vec<serde_json::Value> = entries
+    let host = |e: &Entry| serde_json::json!({ "name": e.host, "ranks": e.ranks });
+    let names = field_names(entries);
+    let reports: Vec<serde_json::Value> = alike(entries)
         .iter()
-        .zip(diffs)
-        .map(|(e, d)| {
-            let fields: serde_json::Map<String, serde_json::Value> = field_names(entries)
-                .into_iter()
-                .map(|n| {
-                    let v = e.value(&n).to_string();
-                    (n, v.into())
+        .map(|g| {
+            let e = &entries[g[0]];
+            let mut fields = serde_json::Map::new();
+            let mut env = serde_json::Map::new();
+            for n in &names {
+                match n.strip_prefix("env ") {
+                    Some(var) if e.value(n) != ABSENT => {
+                        env.insert(var.to_string(), e.value(n).into());
+                    }
+                    Some(_) => {}
+                    None => {
+                        fields.extend(facts::json_fields(n, e.value(n)).into_iter().map(|(k, v)| (k.to_string(), v)))
+                    }
+                }
+            }
+            let differs: Vec<serde_json::Value> = diffs[g[0]]
+                .iter()
+                .map(|d| {
+                    serde_json::json!({
+                        "field": json_key(&d.field),
+                        "value": json_value(&d.field, &d.value),
+                        "majority": json_value(&d.field, &d.majority),
+                    })
                 })
                 .collect();
-            serde_json::json!({ "host": e.host, "ranks": e.ranks, "fields": fields, "differs": d })
+            let hosts: Vec<serde_json::Value> = g.iter().map(|i| host(&entries[*i])).collect();
+            serde_json::json!({ "hosts": hosts, "fields": fields, "env": env, "differs": differs })
         })
         .collect();
-    let differing: Vec<String> =
-        entries.iter().zip(diffs).filter(|(_, d)| !d.is_empty()).map(|(e, _)| e.label()).collect();
-    serde_json::json!({ "ranks": ranks, "hosts": hosts, "differ_from_majority": differing })
+    let differing: Vec<serde_json::Value> =
+        entries.iter().zip(diffs).filter(|(_, d)| !d.is_empty()).map(|(e, _)| host(e)).collect();
+    serde_json::json!({
+        "schema": SCHEMA,
+        "tool": "coll-bench",
+        "ranks": ranks,
+        "hosts": by_host(entries),
+        "reports": reports,
+        "differ_from_majority": differing,
+    })
 }
 
 /// Every rank reads its host; rank 0 prints. Collective.
@@ -244,14 +371,57 @@ mod tests {
         );
         let t = text(&e, &d, 4);
         assert!(t.starts_with("# coll-bench info: 4 ranks on 2 hosts\n"), "{t}");
-        assert!(t.contains("\n## b (rank 2)\n"), "{t}");
+        // a and b's rank 2 report the same: one block, every field; rank 3 only what differs.
+        assert!(t.contains("\n## 2 hosts: a, b (ranks 0-2)\n"), "{t}");
+        assert!(t.contains("\n## b (rank 3)\nenv NCCL_DEBUG      : INFO (majority: absent)\n\n"), "{t}");
         assert!(t.contains("env NCCL_DEBUG      : absent\n"), "{t}");
         let last: Vec<&str> = t.trim_end().lines().rev().take(2).collect();
         assert_eq!(last, ["# b (rank 3): env NCCL_DEBUG = INFO (majority: absent)", "# Differ from the majority: 1"]);
         let j = json(&e, &d, 4);
-        assert_eq!(j["differ_from_majority"], serde_json::json!(["b (rank 3)"]));
-        assert_eq!(j["hosts"][0]["fields"]["env NCCL_DEBUG"], "absent");
-        assert_eq!(j["hosts"][2]["differs"][0]["value"], "INFO");
+        assert_eq!(j["schema"], SCHEMA);
+        assert_eq!(j["differ_from_majority"], serde_json::json!([{"name": "b", "ranks": [3]}]));
+        // a (ranks 0-1) and b (rank 2) report the same: one set of alike hosts, then the odd one.
+        assert_eq!(
+            j["reports"][0]["hosts"],
+            serde_json::json!([{"name": "a", "ranks": [0, 1]}, {"name": "b", "ranks": [2]}])
+        );
+        assert_eq!(j["reports"][0]["env"], serde_json::json!({}));
+        assert_eq!(j["reports"][1]["env"]["NCCL_DEBUG"], "INFO");
+        assert_eq!(j["reports"][1]["differs"][0]["field"], "env.NCCL_DEBUG");
+        assert_eq!(j["reports"][1]["differs"][0]["majority"], serde_json::Value::Null);
+        assert_eq!(j["hosts"], serde_json::json!([{"name": "a", "ranks": [0, 1]}, {"name": "b", "ranks": [2, 3]}]));
+    }
+
+    /// Hundreds of hosts: one block for the alike ones (their list cut), each odd set named
+    /// with only what differs; the report's length does not grow with the hosts.
+    #[test]
+    fn hundreds_of_alike_hosts_are_one_block_and_the_odd_ones_are_named() {
+        let mut all = vec![];
+        for h in 0..500 {
+            for r in 0..4 {
+                let odd: &[(&str, &str)] = if h == 17 || h == 300 { &[("NCCL_IB_HCA", "mlx5_1")] } else { &[] };
+                all.push(rank(4 * h + r, &format!("node{h:03}"), odd));
+            }
+        }
+        let e = entries(&all);
+        let d = differences(&e);
+        let t = text(&e, &d, 2000);
+        let blocks: Vec<&str> = t.lines().filter(|l| l.starts_with("## ")).collect();
+        assert_eq!(blocks.len(), 2, "{t}");
+        assert!(
+            blocks[0].starts_with("## 498 hosts: node000, node001,") && blocks[0].contains("… and 491 more"),
+            "{t}"
+        );
+        assert_eq!(blocks[1], "## 2 hosts: node017, node300 (ranks 68-71,1200-1203)");
+        assert!(t.lines().count() < 40, "{t}");
+        assert!(t.contains("\nenv NCCL_IB_HCA     : mlx5_1 (majority: absent)\n"), "{t}");
+        assert!(t.trim_end().ends_with(
+            "# Differ from the majority: 1\n# 2 hosts: node017, node300 (ranks 68-71,1200-1203): env NCCL_IB_HCA = mlx5_1 (majority: absent)"
+        ), "{t}");
+        let j = json(&e, &d, 2000);
+        assert_eq!(j["reports"].as_array().unwrap().len(), 2);
+        assert_eq!(j["reports"][0]["hosts"].as_array().unwrap().len(), 498);
+        assert_eq!(j["differ_from_majority"].as_array().unwrap().len(), 2);
     }
 
     #[test]

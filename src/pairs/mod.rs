@@ -207,7 +207,7 @@ pub fn run(world: &World, opts: &PairsOptions) -> Result<i32> {
     // Created before measuring (exclusively: a default name never collides), written at the end.
     let created = match (&opts.csv, world.rank) {
         (Some(Some(p)), 0) => crate::report::AppendFile::create("pairs --csv", p, opts.files).map(Some),
-        (Some(None), 0) => crate::report::create_default_csv("pairs --csv", "pairs", &now).map(Some),
+        (Some(None), 0) => crate::report::create_default_csv("pairs --csv", "coll-bench-pairs", &now).map(Some),
         _ => Ok(None),
     };
     let mut csv_file = world.agree(created)?;

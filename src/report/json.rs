@@ -5,7 +5,7 @@
 //! by one JSON document (`"complete": true`, `points`, `totals`), made from the JSON Lines one
 //! line at a time: the writer keeps nothing per point (with `--per-rank` at thousands of ranks a
 //! point holds every rank's time). Every field is documented in docs/output.md (a test keeps the
-//! two in step); `"schema": "coll-bench/1"` names this layout.
+//! two in step); `"schema": "coll-bench/2"` names this layout.
 
 use super::{AppendFile, Report};
 use crate::error::Result;
@@ -15,7 +15,7 @@ use std::path::Path;
 
 /// The layout's name and version, in every file: a change that renames or removes a field
 /// bumps it.
-pub const SCHEMA: &str = "coll-bench/1";
+pub const SCHEMA: &str = "coll-bench/2";
 
 pub struct JsonReport {
     file: Option<AppendFile>,
@@ -454,7 +454,7 @@ mod tests {
     fn json_speaks_the_one_vocabulary() {
         let docs = sample_documents();
         let d = &docs[0];
-        assert_eq!(d["schema"], "coll-bench/1");
+        assert_eq!(d["schema"], "coll-bench/2");
         assert_eq!(d["run"]["hosts"][0]["name"], "h");
         assert_eq!(d["run"]["hosts"][0]["ranks"], serde_json::json!([0, 1]));
         assert_eq!(d["run"]["options"]["step"], serde_json::json!({"factor": 2.0}));
@@ -468,6 +468,23 @@ mod tests {
             (Some("all-reduce"), Some("float"), Some("sum"))
         );
         assert_eq!(p["out_of_place"]["placement"], "out-of-place");
+        // The CSV's names and values (issue 26): no `count`, `batch`, `outliers`,
+        // `out_of_bounds`; `none` and -1 where the CSV has them, never `null`.
+        for key in ["count_elements", "size_bytes", "bus_factor"] {
+            assert!(p[key].is_number(), "{key}: {p}");
+        }
+        for key in ["batch_iters", "out_of_bounds_bytes", "warmup_iters", "iters", "time_us"] {
+            assert!(p["out_of_place"][key].is_number(), "{key}: {p}");
+        }
+        assert!(p["out_of_place"]["summary"]["outlier_samples"].is_number(), "{p}");
+        assert!(d["totals"]["out_of_bounds_bytes"].is_number(), "{d}");
+        let mut none = point(8);
+        none.collective = Kind::AllGather;
+        none.op = None;
+        let v = point_value(&info(), &none);
+        assert_eq!((v["op"].as_str(), v["root"].as_i64()), (Some("none"), Some(-1)), "{v}");
+        let w = &p["out_of_place"]["warnings"][1];
+        assert_eq!((w["kind"].as_str(), w["outlier_samples"].as_u64()), (Some("mean_off_median"), Some(3)), "{w}");
         assert_eq!(p["in_place"]["placement"], "in-place");
         assert_eq!(docs[2]["run"]["options"]["timeout"], serde_json::json!({"fixed": 5.0}));
         let text = docs.iter().map(|d| d.to_string()).collect::<String>();

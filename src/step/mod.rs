@@ -1,13 +1,13 @@
 //! `coll-bench step`: what one training step of a tp × pp × dp layout sends, run with real
 //! buffers, every group of a dimension at the same time; each dimension's time per step in the
-//! step and alone, and the total. `--layouts all` runs every valid layout of the world and ranks
+//! step and alone, and the total. `--layout all` runs every valid layout of the world and ranks
 //! them. The model ([`model`]) says what is sent; [`schedule`] orders the pipeline's transfers
 //! (1F1B); [`exec`] runs them on the ranks, on the backend of `--backend` (mpi: host buffers;
 //! nccl: device buffers, PP as grouped `ncclSend`/`ncclRecv`); the printing is here. Compute is
 //! not modelled and overlap is not assumed.
 //!
 //! Layouts, rank order and groups are [`crate::layout`]'s (`--layout` is a [`Grid`] of tp, pp and
-//! dp; `--layouts all` is [`crate::layout::factorizations`] less the layouts whose pp does not
+//! dp; `--layout all` is [`crate::layout::factorizations`] less the layouts whose pp does not
 //! divide the layers): tp fastest-varying, then dp, then pp (Megatron-LM's order),
 //! rank = t + tp·(d + dp·p), so a TP group is tp consecutive ranks (on one host when tp divides
 //! the ranks per host).
@@ -89,11 +89,16 @@ pub struct DimResult {
     pub group_count: usize,
     /// What is sent, per step, with the call counts (calls and bytes are per group, per step).
     pub plan: model::DimPlan,
+    #[serde(rename = "calls_per_step")]
     pub calls: u64,
+    #[serde(rename = "bytes_per_step")]
     pub bytes: u64,
-    /// Seconds per step in this dimension's calls, in the whole step (the slowest rank's).
+    /// Seconds per step in this dimension's calls, in the whole step (the slowest rank's). JSON:
+    /// `time_per_step_us`, in µs, as the CSV column.
+    #[serde(rename = "time_per_step_us", serialize_with = "seconds_as_us")]
     pub time_s: f64,
-    /// The same calls run with the other dimensions idle.
+    /// The same calls run with the other dimensions idle (JSON: `alone_time_per_step_us`, µs).
+    #[serde(rename = "alone_time_per_step_us", serialize_with = "seconds_as_us")]
     pub alone_s: f64,
     /// Σ bytes × bus factor / time, GB/s (1e9).
     pub busbw_gbps: f64,
@@ -103,13 +108,25 @@ pub struct DimResult {
 /// One layout's result.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct LayoutResult {
+    /// JSON: `tp`, `pp`, `dp`, as the CSV columns.
+    #[serde(flatten)]
     pub shape: Shape,
     pub dims: Vec<DimResult>,
-    /// Wall time of the whole step (communication only), seconds: the slowest rank's.
+    /// Wall time of the whole step (communication only), seconds: the slowest rank's. JSON:
+    /// `step_us`, in µs, as the CSV column.
+    #[serde(rename = "step_us", serialize_with = "seconds_as_us")]
     pub step_s: f64,
     /// Elements wrong (summed over ranks) in the check pass; None when not checked.
     pub wrong: Option<u64>,
 }
+
+/// Seconds written as µs (the one time unit of every file, docs/output.md).
+fn seconds_as_us<S: serde::Serializer>(s: &f64, ser: S) -> std::result::Result<S::Ok, S::Error> {
+    ser.serialize_f64(s * 1e6)
+}
+
+/// The layout of `step --json`; a change that renames or removes a field changes it.
+pub const SCHEMA: &str = "coll-bench-step/1";
 
 /// The whole subcommand, on every rank, after the options are agreed.
 pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
@@ -142,7 +159,7 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     };
     if shapes.is_empty() {
         return world.agree(Err(Error::usage(format!(
-            "step --layouts all: no valid layout of {} ranks ({} left out); expected --layers divisible by some pp, or --tp-across-hosts",
+            "step --layout all: no valid layout of {} ranks ({} left out); expected --layers divisible by some pp, or --tp-across-hosts",
             world.size,
             left_out.len()
         ))));
@@ -186,7 +203,7 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     let created = if world.rank == 0 {
         let csv = match &opts.csv {
             Some(Some(p)) => Some(crate::report::AppendFile::create("step --csv", p, opts.files)),
-            Some(None) => Some(crate::report::create_default_csv("step --csv", "step", &now)),
+            Some(None) => Some(crate::report::create_default_csv("step --csv", "coll-bench-step", &now)),
             None => None,
         }
         .transpose()
@@ -295,18 +312,36 @@ fn json_doc(
     let mut options = serde_json::to_value(opts).expect("the options serialise");
     if let Some(o) = options.as_object_mut() {
         o.retain(|k, _| !k.starts_with("debug_"));
+        // As the sweep's `run.options.csv`: "default", {"path": PATH} or "off".
+        let csv = match &opts.csv {
+            Some(None) => serde_json::json!("default"),
+            Some(Some(p)) => serde_json::json!({ "path": p }),
+            None => serde_json::json!("off"),
+        };
+        o.insert("csv".into(), csv);
     }
+    // The sweep's skeleton: schema, tool, complete, run (hosts as {"name", "ranks"}), results.
+    let hosts: Vec<serde_json::Value> = world
+        .ranks_by_host()
+        .into_iter()
+        .map(|(name, ranks)| serde_json::json!({ "name": name, "ranks": ranks }))
+        .collect();
     let mut doc = serde_json::json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "timestamp": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        "schema": SCHEMA,
+        "tool": "coll-bench",
         "complete": results.is_some(),
-        "ranks": world.size,
-        "hosts": world.ranks_by_host(),
-        "options": options,
-        "backend": opts.backend.name(),
-        "backend_details": backend_lines,
-        "compute_modelled": false,
-        "overlap_assumed": false,
+        "run": {
+            "version": env!("CARGO_PKG_VERSION"),
+            "timestamp": now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            "backend": opts.backend.name(),
+            "backend_details": backend_lines,
+            "mpi_library": world.library_version,
+            "ranks": world.size,
+            "hosts": hosts,
+            "options": options,
+            "compute_modelled": false,
+            "overlap_assumed": false,
+        },
     });
     if let (Some(r), Some(o)) = (results, doc.as_object_mut()) {
         o.insert("layouts".into(), serde_json::json!(r));
@@ -455,7 +490,8 @@ fn print_ranking(results: &[LayoutResult], elapsed: f64) {
     let _ = out.flush();
 }
 
-const CSV_HEAD: [&str; 20] = [
+/// `step --csv`'s columns (times in µs, as every file's: docs/output.md).
+pub const CSV_HEAD: [&str; 20] = [
     "tp",
     "pp",
     "dp",
@@ -464,11 +500,11 @@ const CSV_HEAD: [&str; 20] = [
     "group_count",
     "calls_per_step",
     "bytes_per_step",
-    "time_per_step_ms",
+    "time_per_step_us",
     "busbw_gbps",
-    "alone_time_per_step_ms",
+    "alone_time_per_step_us",
     "alone_busbw_gbps",
-    "step_ms",
+    "step_us",
     "wrong",
     "layers",
     "hidden",
@@ -492,11 +528,11 @@ fn write_csv(f: &mut crate::report::AppendFile, opts: &StepOptions, r: &LayoutRe
             d.group_count.to_string(),
             d.calls.to_string(),
             d.bytes.to_string(),
-            (d.time_s * 1e3).to_string(),
+            (d.time_s * 1e6).to_string(),
             d.busbw_gbps.to_string(),
-            (d.alone_s * 1e3).to_string(),
+            (d.alone_s * 1e6).to_string(),
             d.alone_busbw_gbps.to_string(),
-            (r.step_s * 1e3).to_string(),
+            (r.step_s * 1e6).to_string(),
             r.wrong.map_or(String::new(), |w| w.to_string()),
             m.layers.to_string(),
             m.hidden.to_string(),

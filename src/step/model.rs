@@ -137,8 +137,10 @@ pub struct CallGroup {
     /// All-reduce, all-gather, reduce-scatter; sendrecv for PP's point-to-point transfers.
     pub kind: Kind,
     /// Calls per step (for PP: transfers across one stage boundary, forward and backward).
+    #[serde(rename = "calls_per_step")]
     pub calls: u64,
-    /// Bytes of one call: the whole buffer, as the sweep's size column.
+    /// Bytes of one call: the whole buffer, as the sweep's size column (JSON `size_bytes`).
+    #[serde(rename = "size_bytes")]
     pub bytes: u64,
 }
 
@@ -231,7 +233,7 @@ fn buckets(total: u64, bucket: u64, unit: u64) -> Vec<(u64, u64)> {
     v
 }
 
-/// The layouts `--layouts all` runs: [`layout::factorizations`] of `world` (tp within a host,
+/// The layouts `--layout all` runs: [`layout::factorizations`] of `world` (tp within a host,
 /// i.e. dividing `ranks_per_host`, unless `tp_across_hosts`), less those whose pp does not divide
 /// the model's layers; in order of tp, then pp. The second list: every factorization left out,
 /// with why.

@@ -215,7 +215,7 @@ fn all_fakes() -> &'static (PathBuf, PathBuf, PathBuf) {
     })
 }
 
-/// The `step --layouts all` output of 4 ranks on one host: every tp × pp × dp = 4 layout listed
+/// The `step --layout all` output of 4 ranks on one host: every tp × pp × dp = 4 layout listed
 /// (6), each with all its data correct, and ranked; the ranked lines.
 pub fn four_rank_layouts_ranked(out: &str) -> Vec<&str> {
     let listed = "# Layouts (6): tp=1, pp=1, dp=4; tp=1, pp=2, dp=2; tp=1, pp=4, dp=1; tp=2, pp=1, dp=2; tp=2, pp=2, dp=1; tp=4, pp=1, dp=1";
