@@ -79,7 +79,8 @@ fn mpicc() -> &'static str {
 /// (`bench/tools/bare_loop.c`, the same sizes in the same order) at 1 MiB and 64 MiB, for
 /// all-reduce and reduce-scatter: within 10%, or within 2 faults per call where the loop takes
 /// (almost) none — a page of stack or of the library's own bookkeeping touched once in a few
-/// calls is not the allocator's doing, and 10% of 0 would forbid it.
+/// calls is not the allocator's doing, and 10% of 0 would forbid it; and where the loop takes
+/// almost none, one re-fault of the whole buffer over the timed calls (the heap trimmed once).
 #[test]
 fn page_faults_per_call_are_a_bare_loops() {
     let dir = tempfile::tempdir().unwrap();
@@ -104,9 +105,19 @@ fn page_faults_per_call_are_a_bare_loops() {
             let key = (coll.to_string(), size);
             let b = bare_faults[&key];
             let c: f64 = ours[&key]["minor_faults_per_call"].parse().unwrap();
+            let iters: f64 = ours[&key]["iters"].parse().unwrap();
+            // Where the loop takes (almost) none, the heap can still give the library's
+            // temporary back once in a run and fault it in again (seen once in a CI run on a
+            // loaded machine: 256 faults in 63 calls at 1 MiB, 4.06 per call, against the
+            // loop's 0.4): one whole re-fault of a buffer of this size over the timed calls
+            // is allowed there. An allocator that faults the temporary in on every call is
+            // still caught: that is 256 per call at 1 MiB.
+            let one_refault = if b < 2.0 { (size / 4096) as f64 / iters.max(1.0) } else { 0.0 };
+            let allowed = (0.1 * b).max(2.0).max(one_refault) + 0.01;
             assert!(
-                (c - b).abs() <= (0.1 * b).max(2.0),
-                "{coll} {size} B: coll-bench {c} minor faults per call, bare loop {b}\n{loop_out}\n{out}"
+                (c - b).abs() <= allowed,
+                "{coll} {size} B: coll-bench {c} minor faults per call ({iters} calls), bare loop {b}, \
+                 allowed {allowed:.2}\n{loop_out}\n{out}"
             );
             seen += 1;
         }
