@@ -13,7 +13,7 @@
 # BASELINE=PATH also runs that coll-bench binary (e.g. a build of the previous commit) in every
 # round, between the bare loop and this build, and writes bench/fidelity-<host>-baseline.md
 # beside it: before/after ratios taken under the same conditions. NAME=x names the reports
-# bench/fidelity-x.md (and -x-baseline.md) instead. REPS and MAX shrink the run.
+# bench/fidelity-x.md (and -x-baseline.md) instead (default: the host, with -heap for BAR=heap). REPS and MAX shrink the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -29,7 +29,7 @@ rm -rf "$out/baseline" "$out"/coll-bench-*.csv "$out"/bare-*.csv   # a run start
 mkdir -p "$out"
 cargo build --release --quiet
 mpicc -O2 -o "$out/bare_loop" bench/tools/bare_loop.c
-NAME=${NAME:-$(hostname)}
+NAME=${NAME:-$(hostname)${BAR:+-$BAR}}
 if [ -n "${BASELINE:-}" ]; then
   mkdir -p "$out/baseline"
 fi
