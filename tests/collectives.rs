@@ -164,7 +164,9 @@ fn table_numbers_are_consistent() {
 #[test]
 fn own_rings_and_recursive_doubling_are_exact() {
     for n in 1..=4 {
-        let types = if oversubscribed_mpich(n) { "int8,double" } else { "int8,int32,uint64,float,double" };
+        // Under MPICH with more ranks than cores one type (MPICH moves the bytes; the arithmetic
+        // per type is ours and runs in full under Open MPI and on fewer ranks).
+        let types = if oversubscribed_mpich(n) { "double" } else { "int8,int32,uint64,float,double" };
         let common = ["-d", types, "-o", "all", "-b", "8", "-e", "96K", "-f", "49", "-n", "3", "--no-csv"];
         let mut runs: Vec<(Vec<&str>, &str)> = vec![(vec!["reduce-scatter", "all-gather", "--impl", "ring"], "ring")];
         if n != 3 {
@@ -190,7 +192,9 @@ fn own_rings_and_recursive_doubling_are_exact() {
 #[test]
 fn ring_all_reduce_beside_the_library_s_own() {
     for n in 1..=4 {
-        let types = if oversubscribed_mpich(n) { "int8,double" } else { "int8,int32,uint64,float,double" };
+        // Under MPICH with more ranks than cores one type (MPICH moves the bytes; the arithmetic
+        // per type is ours and runs in full under Open MPI and on fewer ranks).
+        let types = if oversubscribed_mpich(n) { "double" } else { "int8,int32,uint64,float,double" };
         let (o, _d) = mpirun(
             n,
             &[
@@ -286,7 +290,9 @@ fn wrong_data_leaves_the_verdict_to_rank_0() {
 #[test]
 fn seven_ranks_share_sizes_out_as_nccl_tests() {
     let dir = tempfile::tempdir().unwrap();
-    let types = if oversubscribed_mpich(7) { "int8,double" } else { "int8,int32,double" };
+    // Under MPICH with more ranks than cores one type: int8, whose counts nccl-tests aligns the
+    // most (16 elements); the wider types' alignment runs under Open MPI.
+    let types = if oversubscribed_mpich(7) { "int8" } else { "int8,int32,double" };
     let sizes = [100u64, 400, 1600, 6400, 25_600];
     let colls = "all-gather reduce-scatter all-to-all gather scatter all-reduce broadcast sendrecv ping-pong";
     let mut args: Vec<&str> = colls.split(' ').collect();

@@ -338,7 +338,9 @@ fn fp8_below_compute_capability_9_is_refused_or_dropped_before_measuring() {
 fn sixteen_bit_and_fp8_results_are_checked_within_a_tolerance() {
     let env = fake_env("3", &[("FAKE_NCCL_VERSION", "22403")]);
     for n in [2, 3] {
-        let dtypes = if oversubscribed_mpich(n) { "bfloat16,fp8e5m2" } else { "half,bfloat16,fp8e4m3,fp8e5m2" };
+        // Under MPICH: one 16-bit and one 8-bit float (the tolerances do not depend on the
+        // launcher; all four run under Open MPI).
+        let dtypes = if FAMILY == "mpich" { "bfloat16,fp8e5m2" } else { "half,bfloat16,fp8e4m3,fp8e5m2" };
         let args = [
             "all", "-d", dtypes, "-o", "all", "-b", "8", "-e", "16K", "-f", "8", "--budget", "2ms", "--csv", "run.csv",
         ];
@@ -427,8 +429,15 @@ fn exact_sweep(n: usize, dtypes: &str, ops: &str) {
 #[test]
 fn sweeps_on_one_to_three_ranks_are_exact_for_every_collective_type_and_op() {
     let ints = "int8,uint8,int32,uint32,int64,uint64";
-    exact_sweep(1, &format!("{ints},float,double"), "all");
-    exact_sweep(2, &format!("{ints},float,double"), "all");
+    if FAMILY == "mpich" {
+        // The stand-in's arithmetic per type does not depend on the launcher (every type runs
+        // under Open MPI): under MPICH one signed and one unsigned integer and both floats.
+        exact_sweep(1, "int8,uint64,float,double", "all");
+        exact_sweep(2, "int8,uint64,float,double", "all");
+    } else {
+        exact_sweep(1, &format!("{ints},float,double"), "all");
+        exact_sweep(2, &format!("{ints},float,double"), "all");
+    }
     // 3 ranks: an odd rank count (ping-pong's last rank pairs with itself; sendrecv's ring wraps)
     // and in-place offsets that differ on every rank. Float avg is not exact on 3 ranks (NCCL pre-multiplies).
     // Under MPICH with more ranks than cores, one signed and one unsigned integer and one float
@@ -1183,6 +1192,13 @@ fn groups_run_every_collective_exactly_on_nccl() {
         ),
     ] {
         for (layout, extra) in [("tp=2,dp=2:dp", None), ("split=div:2", Some("--one-group-at-a-time"))] {
+            // Under MPICH with more ranks than cores (every call a scheduler quantum): each way
+            // of making groups with one layout each (split: tp×dp, one id per group: div one at
+            // a time), not all four pairs; which collectives a group runs does not depend on the
+            // launcher (all four run under Open MPI).
+            if oversubscribed_mpich(4) && via.contains("ncclCommSplit") == (layout == "split=div:2") {
+                continue;
+            }
             let mut args = vec!["all", "-d", "int32", "-o", "sum", "-e", "1K", "-f", "8", "-n", "2", "-r", "1", "--no-csv", "--groups", layout];
             args.extend(extra);
             let (o, _d) = nccl_run(4, &args, &env);
@@ -1391,7 +1407,9 @@ fn step_on_nccl_refusals_are_one_line() {
 #[test]
 fn seven_ranks_share_sizes_out_as_nccl_tests() {
     let env = fake_env("7", &[]);
-    let types = if oversubscribed_mpich(7) { "int8,double" } else { "int8,int32,double" };
+    // Under MPICH with more ranks than cores one type: int8, whose counts nccl-tests aligns the
+    // most (16 elements); the wider types' alignment runs under Open MPI.
+    let types = if oversubscribed_mpich(7) { "int8" } else { "int8,int32,double" };
     let sizes = [100u64, 400, 1600, 6400, 25_600];
     let colls = "all-gather reduce-scatter all-to-all gather scatter all-reduce broadcast sendrecv ping-pong";
     let mut args: Vec<&str> = colls.split(' ').collect();
