@@ -29,7 +29,9 @@ step() { echo "== $*" >&2; }
 step "cargo fmt --check"
 cargo fmt --check || { echo "ci/test.sh: cargo fmt --check failed: run cargo fmt" >&2; rc=1; }
 step "cargo clippy --all-targets -- -D warnings"
-(. ci/env.sh && cargo clippy --quiet --all-targets -- -D warnings) || { echo "ci/test.sh: clippy failed" >&2; rc=1; }
+# In the release profile, as the tests build: the build scripts (bindgen's run included) and the
+# proc-macros are then built once for both (~30 s less on 2 cores than a dev-profile clippy).
+(. ci/env.sh && cargo clippy --release --quiet --all-targets -- -D warnings) || { echo "ci/test.sh: clippy failed" >&2; rc=1; }
 
 step "Open MPI: unit and integration tests"
 set +e
@@ -40,11 +42,24 @@ set -e
 
 if [ "$mpich_ok" = 1 ]; then
   step "MPICH: integration tests"
+  # A first MPICH build starts from the Open MPI one: the dependencies that do not touch MPI are
+  # the same compiled code (~90 s less on 2 cores). mpi-sys's build script does not rerun when
+  # MPICC changes, so it and rsmpi are removed there and rebuilt against MPICH (our own build.rs
+  # reruns by itself); the check after the build says if the binary still links Open MPI.
+  if [ ! -d target/mpich/release ] && [ -d target/release ]; then
+    mkdir -p target/mpich
+    cp -a target/release target/mpich/release
+    (export COLL_BENCH_MPI=mpich && . ci/env.sh && cargo clean --quiet --release -p mpi-sys -p mpi)
+  fi
   set +e
   (export COLL_BENCH_MPI=mpich && . ci/env.sh && cargo test --release --no-fail-fast --test '*' -- --test-threads="${MPICH_TEST_THREADS:-1}") 2>&1 | tee -a "$log"
   r=${PIPESTATUS[0]}
   set -e
   [ "$r" -eq 0 ] || rc=1
+  if ldd target/mpich/release/coll-bench | grep -q 'libmpi\.so'; then
+    echo "ci/test.sh: target/mpich/release/coll-bench links Open MPI's libmpi.so: remove target/mpich and run again" >&2
+    rc=1
+  fi
 else
   echo "SKIPPED: MPICH integration tests: $mpich_why"
 fi
