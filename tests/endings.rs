@@ -110,9 +110,10 @@ fn a_signal_to_the_launcher_names_the_files() {
     for (sig, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
         let (status, err, csv) = interrupt(sig, true);
         if FAMILY == "mpich" {
-            // Hydra (MPICH 4.0.2) forwards the signal; its own status was 130/143 in some runs
-            // and 0 in others of this session while every rank ended with 128 + the signal
-            // (an open finding: the line below is what tells the user).
+            // Hydra (MPICH 4.0.2) forwards the signal; its own status is 130/143 or 0 while
+            // every rank ends with 128 + the signal: its proxy records 0 for a process it reaps
+            // after forwarding a signal (docs/watchdog.md, "Ctrl-C under Hydra"). The line
+            // below is what tells the user.
             assert!(status == Some(code) || status == Some(0), "signal {sig}: exit {status:?}: {err}");
         } else {
             assert_eq!(status, Some(1), "Open MPI's mpirun changed its code: update docs/output.md; {err}");
