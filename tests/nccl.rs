@@ -1180,6 +1180,7 @@ fn groups_make_at_most_one_world_communicator_and_end_every_communicator() {
 #[test]
 fn groups_run_every_collective_exactly_on_nccl() {
     let lib = fake_nccl_without_split();
+    let mpich = oversubscribed_mpich(4);
     for (way, (env, via)) in [
         (fake_env("4", &[]), "# groups by ncclCommSplit".to_string()),
         (
@@ -1196,11 +1197,11 @@ fn groups_run_every_collective_exactly_on_nccl() {
             // of making groups with one layout each (split: tp×dp, one id per group: div one at
             // a time), not all four pairs; which collectives a group runs does not depend on the
             // launcher (all four run under Open MPI).
-            if oversubscribed_mpich(4) && nth != way {
+            if mpich && nth != way {
                 continue;
             }
             // (and sizes 8 and 64 only: one group at a time runs the sweep once per group)
-            let largest = if oversubscribed_mpich(4) { "64" } else { "1K" };
+            let largest = if mpich { "64" } else { "1K" };
             let mut args =
                 vec!["all", "-d", "int32", "-o", "sum", "-e", largest, "-f", "8", "-n", "2", "-r", "1", "--no-csv", "--groups", layout];
             args.extend(extra);
