@@ -96,28 +96,10 @@ fn stop_one(dir: &Path, n: usize, victim: usize, limit: &str) -> Stopped {
 }
 
 impl Stopped {
-    /// The launcher's exit code: Open MPI's mpirun returns the first failing rank's code (2).
-    /// MPICH's Hydra kills the stopped rank with SIGKILL and returns the bitwise OR of every
-    /// rank's wait status: 9 (or 2 when it counts the killed rank as 0). Under Hydra 4.0.x it may
-    /// also return 1, reporting "Hangup (signal 1)" for rank 0, which exited with 2 by itself:
-    /// no SIGHUP is sent; the 1 is the proxy's placeholder status for "PMI socket closed before
-    /// `cmd=finalize`" (rank 0 ends a hang with `_exit(2)` and no finalize, so that Hydra ends the
-    /// stopped rank). Hydra 4.0.2's proxy (`pm/pmiserv/pmip_cb.c`) writes that placeholder over
-    /// the real status when `waitpid` reaped rank 0 before the socket's close was handled, then
-    /// counts the rank it kills as 0 (its "forced cleanup"): 1 | 0 = 1, which `mpiexec` reads as
-    /// signal 1. MPICH removed the placeholder in 4.1 (commit ed7e86a2, "hydra: remove
-    /// forced_cleanup in proxy", which names this race). So 1 is let through only with that
-    /// banner; coll-bench's own line (assert_names) stays the check (README, exit codes).
+    /// The launcher's exit code after a hang: see [`is_hang_exit_code`].
     fn assert_exit_code(&self) {
         let code = self.out.status.code();
-        let hydra_placeholder =
-            FAMILY == "mpich" && self.stdout.contains("TERMINATED WITH THE EXIT STRING: Hangup (signal 1)");
-        let expected: &[i32] = match (FAMILY, hydra_placeholder) {
-            ("mpich", true) => &[1],
-            ("mpich", false) => &[2, 9],
-            _ => &[2],
-        };
-        assert!(code.is_some_and(|c| expected.contains(&c)), "exit {code:?}\n{}\n{}", self.stdout, stderr(&self.out));
+        assert!(is_hang_exit_code(code, &self.stdout), "exit {code:?}\n{}\n{}", self.stdout, stderr(&self.out));
     }
 
     /// Every rank, the stopped one included, is gone `within` after the stop.
@@ -314,10 +296,9 @@ fn step_stop(dir: &Path, args: &[&str], stop: &str, limit: &str) -> StepStopped 
 impl StepStopped {
     /// As `Stopped::assert_exit_code`; every rank gone within `within` of the stop.
     fn assert_ended(&self, within: Duration) {
-        let expected: &[i32] = if FAMILY == "mpich" { &[1, 2, 9] } else { &[2] }; // 1: see Stopped::assert_exit_code
         let code = self.out.status.code();
         let (out, err) = (stdout(&self.out), stderr(&self.out));
-        assert!(code.is_some_and(|c| expected.contains(&c)), "exit {code:?}\n{out}\n{err}");
+        assert!(is_hang_exit_code(code, &out), "exit {code:?}\n{out}\n{err}");
         assert!(self.took < within, "ended {:?} after the stop\n{out}\n{err}", self.took);
         assert_eq!(self.pids.len(), 4, "{:?}", self.pids);
         for pid in &self.pids {
