@@ -8,21 +8,22 @@
 
 pub mod algorithms;
 pub mod choose;
+mod collective;
 pub mod measure;
 pub mod rules;
 
-use crate::backend::mpi::{DupComm, Implementation};
+use crate::backend::mpi::Implementation;
 use crate::backend::mpit::{Cvar, Tool};
 use crate::collective::{Convention, Kind};
 use crate::error::{exit, Error, Result};
 use crate::options::{CsvTarget, Options};
-use crate::record::{Measurement, RunInfo};
+use crate::record::RunInfo;
 use crate::report::csv::CsvReport;
 use crate::report::Report;
 use crate::sweep::buffer_bytes;
 use crate::world::World;
 use algorithms::Library;
-use choose::{choose, Outcome, Source, SKIP_FACTOR};
+use choose::{choose, Outcome, Source};
 use measure::Cell;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
@@ -191,13 +192,49 @@ fn check_outputs(o: &TuneOptions) -> Result<()> {
 }
 
 pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
-    let mut opts = o.sweep.clone();
     let library = Library::of(&world.library_version);
     let verify = match &o.verify {
         Some(p) => Some(world.agree(rules::read(p))?),
         None => None,
     };
-    if let Some(v) = &verify {
+    let opts = options_for(world, o, verify.as_ref())?;
+    let tool = world.agree(Tool::init())?;
+    let all_vars = tool.cvars(&|n| n.contains("algorithm") || n.contains("ALGORITHM"));
+    let now = chrono::Utc::now();
+    let info = run_info(world, &opts, &now);
+    let mut csv = open_csv(world, &opts, &now, &info)?;
+    let csv_path = csv.as_ref().map(|c| c.path().to_path_buf());
+    print_header(world, &opts, o, verify.is_some());
+
+    let job = collective::Job { world, o, opts: &opts, tool: &tool, library, verify: verify.as_ref(), info: &info };
+    let mut found = collective::Found::default();
+    for &kind in &opts.collectives {
+        job.tune(kind, &all_vars, &mut csv, &mut found)?;
+    }
+
+    let collective::Found { any_wrong, missed, collective_rules, environment, measured } = found;
+    let mut ended: Result<()> = Ok(());
+    if let (Some(path), 0) = (&o.write_rules, world.rank) {
+        let file = rules::RulesFile { library, collectives: collective_rules, environment, measured };
+        ended = write_rules(world, path, &opts, &info, library, file);
+    }
+    drop(csv);
+    if let (Some(plot), Some(csv), 0, Ok(())) = (&opts.plot, &csv_path, world.rank, &ended) {
+        ended = crate::plot::plot_run(csv, plot, opts.files);
+    }
+    world.agree(ended)?;
+    // The verdict is rank 0's (it holds the medians).
+    let missed = world.max_u64(u64::from(missed && world.rank == 0)) > 0;
+    Ok(if any_wrong || missed { exit::WRONG } else { exit::OK })
+}
+
+/// The sweep's options as tune runs them, checked on every rank before anything is measured:
+/// with `--verify`, the file's collectives and sizes; the outputs, the library's known faults and
+/// the memory the largest collective needs (once for the library, once per coll-bench
+/// implementation, with its scratch).
+fn options_for(world: &World, o: &TuneOptions, verify: Option<&rules::RulesFile>) -> Result<Options> {
+    let mut opts = o.sweep.clone();
+    if let Some(v) = verify {
         let mut kinds: Vec<Kind> = vec![];
         for m in &v.measured {
             if !kinds.contains(&m.kind) {
@@ -215,8 +252,6 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     world.agree(opts.validate_for_world(world.size))?;
     world.agree(crate::backend::mpi::known_faults(world, &opts))?;
     world.agree(if world.rank == 0 { check_outputs(o) } else { Ok(()) })?;
-    // Memory: the largest collective's buffers, once for the library and once for each of our
-    // implementations (with their scratch).
     let (send, recv) = buffer_bytes(&opts, world.size, world.rank, Convention::Mpi);
     let own = [Implementation::Ring, Implementation::RecursiveDoubling]
         .iter()
@@ -225,12 +260,11 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     let need = crate::memory::per_rank_need(send as u64, recv as u64, false)
         + own * crate::memory::per_rank_need(send as u64, recv as u64, true);
     crate::setup::fit_memory(world, "-e/--maxbytes", need)?;
+    Ok(opts)
+}
 
-    let tool = world.agree(Tool::init())?;
-    let all_vars = tool.cvars(&|n| n.contains("algorithm") || n.contains("ALGORITHM"));
-
-    let now = chrono::Utc::now();
-    let info = RunInfo {
+fn run_info(world: &World, opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> RunInfo {
+    RunInfo {
         version: env!("CARGO_PKG_VERSION").to_string(),
         timestamp: now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         backend: "mpi".into(),
@@ -244,28 +278,39 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
         pids: world.all_gather(std::process::id()),
         notes: vec![],
         groups: crate::setup::group_info(world, &crate::layout::Layout::World),
-    };
+    }
+}
+
+/// Rank 0's CSV (none elsewhere), its header written; from here on SIGINT/SIGTERM make rank 0
+/// name it (report::interrupted).
+fn open_csv(
+    world: &World,
+    opts: &Options,
+    now: &chrono::DateTime<chrono::Utc>,
+    info: &RunInfo,
+) -> Result<Option<CsvReport>> {
     let csv = if world.rank == 0 {
         let made = match &opts.csv {
             CsvTarget::Off => Ok(None),
             CsvTarget::Path(p) => crate::report::AppendFile::create("--csv", p, opts.files).map(Some),
-            CsvTarget::Default => crate::report::create_default_csv("--csv", "coll-bench-tune", &now).map(Some),
+            CsvTarget::Default => crate::report::create_default_csv("--csv", "coll-bench-tune", now).map(Some),
         };
         made.map(|f| f.map(|f| CsvReport::with_extra_columns(f, &EXTRA_COLUMNS)))
     } else {
         Ok(None)
     };
     let mut csv = world.agree(csv)?;
-    let csv_path = csv.as_ref().map(|c| c.path().to_path_buf());
-    // SIGINT/SIGTERM from here on: rank 0 names the CSV (report::interrupted).
-    let files: Vec<(std::path::PathBuf, &str)> = csv_path.iter().map(|p| (p.clone(), "CSV")).collect();
+    let files: Vec<(PathBuf, &str)> = csv.iter().map(|c| (c.path().to_path_buf(), "CSV")).collect();
     crate::report::interrupted::arm(world.rank, Some(&files));
-    if let Some(c) = csv.as_mut() {
-        world.agree(c.begin(&info))?;
-    } else {
-        world.agree(Ok(()))?;
+    match csv.as_mut() {
+        Some(c) => world.agree(c.begin(info))?,
+        None => world.agree(Ok(()))?,
     }
+    Ok(csv)
+}
 
+/// The run's header lines (rank 0).
+fn print_header(world: &World, opts: &Options, o: &TuneOptions, verify: bool) {
     let hosts = world.ranks_by_host();
     say(world, &format!("# coll-bench {} tune", env!("CARGO_PKG_VERSION")));
     say(world, &format!("# MPI library: {}", world.library_version));
@@ -288,329 +333,58 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
             opts.dtypes[0], opts.ops[0], if o.in_place { " and in place (reported, not chosen on)" } else { "" }
         ),
     );
-    if verify.is_some() {
+    if verify {
         say(world, "# --verify: the library's default with the file applied, against the times the file records");
     }
+}
 
-    let mut any_wrong = false;
-    let mut missed = false;
-    let mut collective_rules = vec![];
-    let mut environment = vec![];
-    let mut measured_lines = vec![];
-    for &kind in &opts.collectives {
-        let mut d = discover(&tool, library, kind, world.size, &all_vars);
-        if verify.is_some() {
-            d.candidates.truncate(1);
-        } else {
-            let names: Vec<String> = d
-                .candidates
-                .iter()
-                .map(|c| match &c.source {
-                    Source::Default => "default".to_string(),
-                    Source::Library(v) => format!("{v}:{}", c.name),
-                    Source::Own(_) => c.name.clone(),
-                })
-                .collect();
-            say(world, &format!("# {kind}: {} candidates: {}", names.len(), names.join(", ")));
-            if let Some(n) = &d.note {
-                say(world, &format!("# {kind}: cannot force the library's algorithms: {n}; measuring its default and coll-bench's own only"));
-            }
-        }
-        let original = match &d.var {
-            Some(v) => Some(world.agree(tool.read(v))?),
-            None => None,
-        };
-        let mut one = opts.clone();
-        one.collectives = vec![kind];
-        // The value each candidate sets: its algorithm, or the value found at start.
-        let value_of = |c: &Candidate| match (&c.source, original) {
-            (Source::Library(v), _) => Some(*v),
-            (_, o) => o,
-        };
-        let force = |c: &Candidate| -> Result<()> {
-            let (Some(var), Some(value)) = (&d.var, value_of(c)) else { return Ok(()) };
-            tool.write(var, value).and_then(|_| tool.read(var)).and_then(|back| {
-                if back == value {
-                    Ok(())
-                } else {
-                    Err(Error::setup(format!("{}: wrote {value}, the library reports {back}", var.name)))
-                }
-            })
-        };
-        // One communicator per candidate, made with its algorithm forced: Open MPI reads the
-        // variable when a communicator is created, so each keeps its algorithm for the whole
-        // collective (no communicator per size). MPICH reads it at each call: it is set again
-        // before each of a candidate's rounds.
-        let started = std::time::Instant::now();
-        let mut comms = vec![];
-        for cand in &d.candidates {
-            world.agree(force(cand))?;
-            comms.push(DupComm::of_world(world));
-        }
-        if let (Some(var), Some(orig)) = (&d.var, original) {
-            world.agree(tool.write(var, orig))?;
-        }
-        let comm_s = started.elapsed().as_secs_f64();
-        let mut size_s: Vec<(u64, f64)> = vec![];
-        let per_call = library != Library::OpenMpi && d.var.is_some();
-        let implementations: Vec<Implementation> = d
-            .candidates
-            .iter()
-            .map(|c| match &c.source {
-                Source::Own(imp) => *imp,
-                _ => Implementation::Native,
-            })
-            .collect();
-        let mut bench = measure::Bench::new(world, &one, &implementations, o.in_place)?;
-        let sources: Vec<Source> = d.candidates.iter().map(|c| c.source.clone()).collect();
-        let sizes = crate::sweep::sizes_for(kind.spec(), &one);
-        let n = d.candidates.len();
-        let mut cells: Vec<Vec<Cell>> = vec![vec![]; n];
-        // The skip rule's state: out (failed or skipped, with the reason), slow at the last size.
-        let mut out: Vec<Option<Cell>> = vec![None; n];
-        let mut slow_before: Vec<Option<u64>> = vec![None; n];
-        if verify.is_none() && !o.no_skip && d.candidates.len() > 1 {
-            say(world, &format!("# {kind}: {SKIP_RULE}"));
-        }
-        for &size in &sizes {
-            let size_started = std::time::Instant::now();
-            let live: Vec<usize> = (0..n).filter(|&c| out[c].is_none()).collect();
-            let mut select = |c: usize| if per_call { world.agree(force(&d.candidates[c])) } else { Ok(()) };
-            let mut failed = |c: usize, e: &Error| {
-                say(world, &format!("# {kind}: {} failed at {size} B and is left out: {e}", d.candidates[c].name));
-            };
-            let look = |seen: &[measure::Seen]| -> Vec<usize> {
-                if verify.is_some() {
-                    return vec![];
-                }
-                let mut outcomes = vec![Outcome::Absent; n];
-                let mut bands = vec![None; n];
-                for (c, oc, rounds) in seen {
-                    outcomes[*c] = *oc;
-                    bands[*c] = choose::band(rounds);
-                }
-                choose::second_look(&sources, &outcomes, &bands)
-            };
-            let measured = bench.size(size, &live, &comms, &implementations, &mut select, &mut failed, &look);
-            if let (Some(var), Some(orig)) = (&d.var, original.filter(|_| per_call)) {
-                world.agree(tool.write(var, orig))?;
-            }
-            let mut row: Vec<Cell> = (0..n).map(|c| out[c].clone().unwrap_or(Cell::Failed)).collect();
-            for (c, cell) in measured {
-                row[c] = cell;
-            }
-            // The skip rule, from the fastest correct time at this size: among what the library
-            // can select for its algorithms (coll-bench's own, which no file selects, must not
-            // push them out), among all for coll-bench's own.
-            let fastest_of = |keep: &dyn Fn(usize) -> bool| {
-                (0..n)
-                    .filter(|&c| keep(c))
-                    .filter_map(|c| match row[c].outcome() {
-                        Outcome::Time(t) if t.is_finite() => Some(t),
-                        _ => None,
-                    })
-                    .fold(f64::INFINITY, f64::min)
-            };
-            let fastest_selectable = fastest_of(&|c| sources[c].selectable());
-            let fastest_any = fastest_of(&|_| true);
-            for c in 0..n {
-                if matches!(row[c], Cell::Failed) && out[c].is_none() {
-                    out[c] = Some(Cell::Failed);
-                }
-                if out[c].is_some() || o.no_skip || matches!(d.candidates[c].source, Source::Default) {
-                    continue;
-                }
-                // Its fastest round, against the fastest candidate's time: a candidate slowed by
-                // a burst of load in some rounds is not taken for a slow algorithm.
-                let slow = match row[c].outcome() {
-                    Outcome::Time(_) => {
-                        let own_best = row[c].rounds().iter().copied().fold(f64::INFINITY, f64::min);
-                        let fastest = if sources[c].selectable() { fastest_selectable } else { fastest_any };
-                        choose::clearly_slower(own_best, fastest, size)
-                    }
-                    _ => false,
-                };
-                match (slow, slow_before[c]) {
-                    (true, Some(prev)) => {
-                        out[c] = Some(Cell::Skipped(format!(
-                            "more than {SKIP_FACTOR}x the fastest at {prev} B and {size} B"
-                        )))
-                    }
-                    (true, None) => slow_before[c] = Some(size),
-                    (false, _) => slow_before[c] = None,
-                }
-            }
-            for (c, cell) in row.into_iter().enumerate() {
-                let cand = &d.candidates[c];
-                if let Outcome::Wrong(k) = cell.outcome() {
-                    any_wrong = true;
-                    say(world, &format!(
-                        "WRONG: {kind} {} at {size} B: {k} wrong elements (or bytes out of bounds): disqualified at this size",
-                        cand.name
-                    ));
-                }
-                if let Some(csvw) = csv.as_mut() {
-                    let default = matches!(cand.source, Source::Default);
-                    let (point, skipped) = match &cell {
-                        Cell::Timed { point, .. } => (Some((**point).clone()), String::new()),
-                        Cell::Skipped(why) => (Some(bench.skipped_point(size)), format!("skipped: {why}")),
-                        Cell::Failed => (None, String::new()),
-                    };
-                    if let Some(mut p) = point {
-                        // The sweep's algorithm column names the candidate: the library's own
-                        // choice (`default`), one it was forced to, or coll-bench's own.
-                        p.algorithm = cand.name.clone();
-                        p.algorithm_source = match cand.source {
-                            Source::Default => "auto",
-                            Source::Library(_) => "forced",
-                            Source::Own(_) => "coll-bench",
-                        }
-                        .to_string();
-                        csvw.set_extra(vec![cand.id(), default.to_string(), skipped]);
-                        let placements: &[&Measurement] =
-                            if o.in_place { &[&p.out_of_place, &p.in_place] } else { &[&p.out_of_place] };
-                        for m in placements {
-                            csvw.measurement(&info, &p, m)?;
-                        }
-                    }
-                }
-                cells[c].push(cell);
-            }
-            size_s.push((size, size_started.elapsed().as_secs_f64()));
-        }
-        let sp = bench.spent;
-        let mut slowest = size_s.clone();
-        slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let slowest: Vec<String> = slowest.iter().take(3).map(|(b, t)| format!("{b} B {t:.1} s")).collect();
-        say(
+/// Rank 0: write the rules file (`--write-rules`) and say how to apply and verify it.
+fn write_rules(
+    world: &World,
+    path: &Path,
+    opts: &Options,
+    info: &RunInfo,
+    library: Library,
+    file: rules::RulesFile,
+) -> Result<()> {
+    let hosts = world.ranks_by_host();
+    let abs = std::fs::canonicalize(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))
+        .map(|d| d.join(path.file_name().unwrap_or_default()))
+        .unwrap_or_else(|_| path.to_path_buf());
+    let header = vec![
+        format!("written by coll-bench {} tune at {}", env!("CARGO_PKG_VERSION"), info.timestamp),
+        format!("MPI library: {}", world.library_version),
+        format!("tuned on {} ranks, {} host(s); the best algorithm depends on ranks per host and host count: tune on the layout you run", world.size, hosts.len()),
+    ];
+    // Only a run that asked for the kept heap says anything about the allocator: its times
+    // hold for a job with the same heap; whether that heap helps is the comparison of a
+    // `--malloc default` run with this one, not something this run measured.
+    let heap = crate::backend::host::heap_kept().then(|| format!(
+        "measured with --malloc kept (freed memory kept in the heap): these times hold for a job whose heap keeps it too ({}); under the allocator's defaults the library's per-call temporary buffers can page-fault, so compare with a tune run without --malloc kept before exporting it",
+        crate::backend::host::KEPT_HEAP_ENV
+    ));
+    let header: Vec<String> = header.into_iter().chain(heap.clone()).collect();
+    let text = file.text(&crate::error::shown(&abs), &header);
+    crate::report::outfile::replace("--write-rules", path, text.as_bytes(), opts.files, false)?;
+    say(world, &format!("# rules written to {}", crate::error::shown(path)));
+    match library {
+        Library::OpenMpi => say(
             world,
             &format!(
-                "# {kind}: {:.1} s in all (rank 0's clock): timed calls {:.1} s, warm-up {:.1} s, check (fill and compare) {:.1} s, \
-                 exchanges after each round {:.1} s{}, communicators {:.2} s; slowest sizes: {}",
-                started.elapsed().as_secs_f64(),
-                sp.timed,
-                sp.warm_up,
-                sp.check,
-                sp.exchange,
-                if o.in_place { format!(", in place {:.1} s", sp.in_place) } else { String::new() },
-                comm_s,
-                slowest.join(", ")
+                "# apply: mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename {} ...",
+                crate::error::shown(&abs)
             ),
-        );
-        drop(bench);
-        drop(comms);
-        if let Some(v) = &verify {
-            missed |= print_verify(world, kind, &sizes, &cells[0], v);
-            continue;
-        }
-        let mut choices = vec![];
-        let first_measured = measured_lines.len();
-        print_table(world, kind, &d.candidates, &sizes, &cells, &mut |i, size, c| {
-            if let Some(r) = c.rule {
-                let cand = &d.candidates[r];
-                let alg = match cand.source {
-                    Source::Library(v) => v,
-                    _ => 0,
-                };
-                choices.push((size, alg, if alg == 0 { "default".to_string() } else { cand.name.clone() }));
-                let t = |j: usize| match cells[j][i].outcome() {
-                    Outcome::Time(t) => t,
-                    _ => f64::NAN,
-                };
-                let hi = choose::band(cells[r][i].rounds()).map(|b| b.1).unwrap_or(t(r));
-                measured_lines.push(rules::Measured {
-                    kind,
-                    size_bytes: size,
-                    algorithm: if alg == 0 { "default".to_string() } else { cand.name.clone() },
-                    default_us: t(0),
-                    chosen_us: t(r),
-                    chosen_hi_us: if t(r).is_finite() { hi } else { f64::NAN },
-                });
-            }
-        });
-        if d.var.is_some() {
-            match library {
-                Library::OpenMpi => collective_rules.push(rules::CollectiveRules {
-                    kind,
-                    comm_size: world.size,
-                    rules: rules::size_rules(&choices),
-                }),
-                _ => {
-                    // One algorithm for every size (choose::one_for_all: never skipped, wrong or
-                    // slower beyond noise at any size; the default when none qualifies).
-                    let seen: Vec<choose::SizeSeen> = (0..sizes.len())
-                        .map(|i| {
-                            let outcomes = cells.iter().map(|r| r[i].outcome()).collect();
-                            let bands = cells.iter().map(|r| choose::band(r[i].rounds())).collect();
-                            (outcomes, bands)
-                        })
-                        .collect();
-                    let sources: Vec<Source> = d.candidates.iter().map(|c| c.source.clone()).collect();
-                    if let (Some(j), Some(var)) = (choose::one_for_all(&sources, &seen), &d.var) {
-                        let cand = &d.candidates[j];
-                        let name = if j == 0 { "default".to_string() } else { cand.name.clone() };
-                        if j != 0 {
-                            environment.push((var.name.clone(), cand.name.clone()));
-                        }
-                        // What the file applies at every size is this one algorithm: its times.
-                        for m in &mut measured_lines[first_measured..] {
-                            let Some(at) = sizes.iter().position(|s| *s == m.size_bytes) else { continue };
-                            m.algorithm = name.clone();
-                            (m.chosen_us, m.chosen_hi_us) = match cells[j][at].outcome() {
-                                Outcome::Time(t) => (t, choose::band(cells[j][at].rounds()).map(|b| b.1).unwrap_or(t)),
-                                _ => (f64::NAN, f64::NAN),
-                            };
-                        }
-                    }
-                }
-            }
-        }
+        ),
+        _ => say(
+            world,
+            "# apply: export the file's MPIR_CVAR_... lines in the job's environment (one algorithm for every size)",
+        ),
     }
-
-    let mut ended: Result<()> = Ok(());
-    if let (Some(path), 0) = (&o.write_rules, world.rank) {
-        let file = rules::RulesFile { library, collectives: collective_rules, environment, measured: measured_lines };
-        let abs = std::fs::canonicalize(path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")))
-            .map(|d| d.join(path.file_name().unwrap_or_default()))
-            .unwrap_or_else(|_| path.clone());
-        let header = vec![
-            format!("written by coll-bench {} tune at {}", env!("CARGO_PKG_VERSION"), info.timestamp),
-            format!("MPI library: {}", world.library_version),
-            format!("tuned on {} ranks, {} host(s); the best algorithm depends on ranks per host and host count: tune on the layout you run", world.size, hosts.len()),
-        ];
-        // Only a run that asked for the kept heap says anything about the allocator: its times
-        // hold for a job with the same heap; whether that heap helps is the comparison of a
-        // `--malloc default` run with this one, not something this run measured.
-        let heap = crate::backend::host::heap_kept().then(|| format!(
-            "measured with --malloc kept (freed memory kept in the heap): these times hold for a job whose heap keeps it too ({}); under the allocator's defaults the library's per-call temporary buffers can page-fault, so compare with a tune run without --malloc kept before exporting it",
-            crate::backend::host::KEPT_HEAP_ENV
-        ));
-        let header: Vec<String> = header.into_iter().chain(heap.clone()).collect();
-        let text = file.text(&crate::error::shown(&abs), &header);
-        ended = crate::report::outfile::replace("--write-rules", path, text.as_bytes(), opts.files, false);
-        if ended.is_ok() {
-            say(world, &format!("# rules written to {}", crate::error::shown(path)));
-            match library {
-                Library::OpenMpi => say(world, &format!(
-                    "# apply: mpirun --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename {} ...",
-                    crate::error::shown(&abs)
-                )),
-                _ => say(world, "# apply: export the file's MPIR_CVAR_... lines in the job's environment (one algorithm for every size)"),
-            }
-            if let Some(h) = &heap {
-                say(world, &format!("# {h}"));
-            }
-            say(world, &format!("# verify: mpirun ... coll-bench tune --verify {}", crate::error::shown(path)));
-        }
+    if let Some(h) = &heap {
+        say(world, &format!("# {h}"));
     }
-    drop(csv);
-    if let (Some(plot), Some(csv), 0, Ok(())) = (&opts.plot, &csv_path, world.rank, &ended) {
-        ended = crate::plot::plot_run(csv, plot, opts.files);
-    }
-    world.agree(ended)?;
-    // The verdict is rank 0's (it holds the medians).
-    let missed = world.max_u64(u64::from(missed && world.rank == 0)) > 0;
-    Ok(if any_wrong || missed { exit::WRONG } else { exit::OK })
+    say(world, &format!("# verify: mpirun ... coll-bench tune --verify {}", crate::error::shown(path)));
+    Ok(())
 }
 
 fn fmt_outcome(o: Outcome) -> String {

@@ -1,0 +1,433 @@
+//! One collective of `coll-bench tune`: its candidates and their communicators, the sizes
+//! measured in interleaved rounds under the skip rule, the CSV rows, the table, and the choice
+//! the rules file takes from it (or, with `--verify`, the file's default against its record).
+//!
+//! Every `world.agree` here runs on every rank in the same order (forcing a candidate, making
+//! its communicator, restoring the variable): the candidates, sizes and skip decisions are the
+//! same everywhere, as they come from agreed values.
+
+use super::algorithms::Library;
+use super::choose::{self, Outcome, Source, SKIP_FACTOR};
+use super::measure::{self, Bench, Cell, Spent};
+use super::rules;
+use super::{discover, print_table, print_verify, say, Candidate, Discovered, TuneOptions, SKIP_RULE};
+use crate::backend::mpi::{DupComm, Implementation};
+use crate::backend::mpit::{Cvar, Tool};
+use crate::collective::Kind;
+use crate::error::{Error, Result};
+use crate::options::Options;
+use crate::record::{Measurement, RunInfo};
+use crate::report::csv::CsvReport;
+use crate::world::World;
+use std::time::Instant;
+
+/// What a tune run shares across its collectives.
+pub(super) struct Job<'a> {
+    pub world: &'a World,
+    pub o: &'a TuneOptions,
+    /// The sweep's options as tune runs them (with `--verify`: the file's collectives and sizes).
+    pub opts: &'a Options,
+    pub tool: &'a Tool,
+    pub library: Library,
+    pub verify: Option<&'a rules::RulesFile>,
+    pub info: &'a RunInfo,
+}
+
+/// What the collectives found, for the rules file and the exit code.
+#[derive(Default)]
+pub(super) struct Found {
+    pub any_wrong: bool,
+    /// `--verify`: some size missed (rank 0's verdict).
+    pub missed: bool,
+    pub collective_rules: Vec<rules::CollectiveRules>,
+    pub environment: Vec<(String, String)>,
+    pub measured: Vec<rules::Measured>,
+}
+
+/// A collective's algorithm variable and the value found at start: what each candidate sets.
+struct Forcing<'a> {
+    tool: &'a Tool,
+    var: Option<&'a Cvar>,
+    original: Option<i32>,
+}
+
+impl Forcing<'_> {
+    /// Set candidate `c`'s algorithm (the value found at start for the default and coll-bench's
+    /// own) and read it back.
+    fn force(&self, c: &Candidate) -> Result<()> {
+        let value = match &c.source {
+            Source::Library(v) => Some(*v),
+            _ => self.original,
+        };
+        let (Some(var), Some(value)) = (self.var, value) else { return Ok(()) };
+        self.tool.write(var, value).and_then(|_| self.tool.read(var)).and_then(|back| {
+            if back == value {
+                Ok(())
+            } else {
+                Err(Error::setup(format!("{}: wrote {value}, the library reports {back}", var.name)))
+            }
+        })
+    }
+
+    /// Put back the value found at start.
+    fn restore(&self) -> Result<()> {
+        match (self.var, self.original) {
+            (Some(var), Some(orig)) => self.tool.write(var, orig),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The skip rule's state per candidate: left out (failed or skipped, with the reason), and
+/// the size at which it was last clearly slower.
+struct Skip {
+    out: Vec<Option<Cell>>,
+    slow_before: Vec<Option<u64>>,
+}
+
+impl Skip {
+    fn new(n: usize) -> Skip {
+        Skip { out: vec![None; n], slow_before: vec![None; n] }
+    }
+
+    fn live(&self) -> Vec<usize> {
+        (0..self.out.len()).filter(|&c| self.out[c].is_none()).collect()
+    }
+
+    /// A size's row: what was measured, and the cell of each candidate left out before.
+    fn row(&self, measured: Vec<(usize, Cell)>) -> Vec<Cell> {
+        let mut row: Vec<Cell> = self.out.iter().map(|o| o.clone().unwrap_or(Cell::Failed)).collect();
+        for (c, cell) in measured {
+            row[c] = cell;
+        }
+        row
+    }
+
+    /// After a size: a failed candidate stays out; one clearly slower than the fastest at two
+    /// consecutive sizes is skipped from here on. The fastest is the fastest correct time among
+    /// what the library can select for its algorithms (coll-bench's own, which no file selects,
+    /// must not push them out), among all for coll-bench's own. Never the default.
+    fn update(&mut self, row: &[Cell], size: u64, sources: &[Source], no_skip: bool) {
+        let fastest_of = |keep: &dyn Fn(usize) -> bool| {
+            (0..row.len())
+                .filter(|&c| keep(c))
+                .filter_map(|c| match row[c].outcome() {
+                    Outcome::Time(t) if t.is_finite() => Some(t),
+                    _ => None,
+                })
+                .fold(f64::INFINITY, f64::min)
+        };
+        let fastest_selectable = fastest_of(&|c| sources[c].selectable());
+        let fastest_any = fastest_of(&|_| true);
+        for c in 0..row.len() {
+            if matches!(row[c], Cell::Failed) && self.out[c].is_none() {
+                self.out[c] = Some(Cell::Failed);
+            }
+            if self.out[c].is_some() || no_skip || matches!(sources[c], Source::Default) {
+                continue;
+            }
+            // Its fastest round, against the fastest candidate's time: a candidate slowed by a
+            // burst of load in some rounds is not taken for a slow algorithm.
+            let slow = match row[c].outcome() {
+                Outcome::Time(_) => {
+                    let own_best = row[c].rounds().iter().copied().fold(f64::INFINITY, f64::min);
+                    let fastest = if sources[c].selectable() { fastest_selectable } else { fastest_any };
+                    choose::clearly_slower(own_best, fastest, size)
+                }
+                _ => false,
+            };
+            match (slow, self.slow_before[c]) {
+                (true, Some(prev)) => {
+                    self.out[c] =
+                        Some(Cell::Skipped(format!("more than {SKIP_FACTOR}x the fastest at {prev} B and {size} B")))
+                }
+                (true, None) => self.slow_before[c] = Some(size),
+                (false, _) => self.slow_before[c] = None,
+            }
+        }
+    }
+}
+
+/// One collective's measurements: per candidate, a cell per size.
+struct Measured {
+    sizes: Vec<u64>,
+    cells: Vec<Vec<Cell>>,
+    spent: Spent,
+    /// Seconds per size (rank 0's clock), for the slowest sizes in the time line.
+    size_s: Vec<(u64, f64)>,
+    /// From the start of the communicators to the last size (before the buffers are freed).
+    total_s: f64,
+}
+
+impl Job<'_> {
+    /// Tune (or verify) one collective: announce its candidates, measure, print its table and
+    /// add its choice to `found`; its rows go to `csv` as each size ends.
+    pub(super) fn tune(
+        &self,
+        kind: Kind,
+        all_vars: &[Cvar],
+        csv: &mut Option<CsvReport>,
+        found: &mut Found,
+    ) -> Result<()> {
+        let world = self.world;
+        let mut d = discover(self.tool, self.library, kind, world.size, all_vars);
+        if self.verify.is_some() {
+            d.candidates.truncate(1);
+        } else {
+            announce(world, kind, &d);
+        }
+        let original = match &d.var {
+            Some(v) => Some(world.agree(self.tool.read(v))?),
+            None => None,
+        };
+        let forcing = Forcing { tool: self.tool, var: d.var.as_ref(), original };
+        // One communicator per candidate, made with its algorithm forced: Open MPI reads the
+        // variable when a communicator is created, so each keeps its algorithm for the whole
+        // collective (no communicator per size). MPICH reads it at each call: it is set again
+        // before each of a candidate's rounds.
+        let started = Instant::now();
+        let mut comms = vec![];
+        for cand in &d.candidates {
+            world.agree(forcing.force(cand))?;
+            comms.push(DupComm::of_world(world));
+        }
+        if d.var.is_some() && original.is_some() {
+            world.agree(forcing.restore())?;
+        }
+        let comm_s = started.elapsed().as_secs_f64();
+        let m = self.measure(kind, &d, &forcing, &comms, csv, found, started)?;
+        self.say_time(kind, &m, comm_s);
+        drop(comms);
+        if let Some(v) = self.verify {
+            found.missed |= print_verify(world, kind, &m.sizes, &m.cells[0], v);
+            return Ok(());
+        }
+        self.choose(kind, &d, &m.sizes, &m.cells, found);
+        Ok(())
+    }
+
+    /// Every size of `kind` in interleaved rounds of the live candidates, the skip rule after
+    /// each size, each size's rows written as it ends.
+    #[allow(clippy::too_many_arguments)]
+    fn measure(
+        &self,
+        kind: Kind,
+        d: &Discovered,
+        forcing: &Forcing,
+        comms: &[DupComm],
+        csv: &mut Option<CsvReport>,
+        found: &mut Found,
+        started: Instant,
+    ) -> Result<Measured> {
+        let world = self.world;
+        let mut one = self.opts.clone();
+        one.collectives = vec![kind];
+        let per_call = self.library != Library::OpenMpi && d.var.is_some();
+        let implementations: Vec<Implementation> = d
+            .candidates
+            .iter()
+            .map(|c| match &c.source {
+                Source::Own(imp) => *imp,
+                _ => Implementation::Native,
+            })
+            .collect();
+        let mut bench = Bench::new(world, &one, &implementations, self.o.in_place)?;
+        let sources: Vec<Source> = d.candidates.iter().map(|c| c.source.clone()).collect();
+        let sizes = crate::sweep::sizes_for(kind.spec(), &one);
+        let n = d.candidates.len();
+        let mut cells: Vec<Vec<Cell>> = vec![vec![]; n];
+        let mut skip = Skip::new(n);
+        let mut size_s = vec![];
+        if self.verify.is_none() && !self.o.no_skip && n > 1 {
+            say(world, &format!("# {kind}: {SKIP_RULE}"));
+        }
+        for &size in &sizes {
+            let size_started = Instant::now();
+            let mut select = |c: usize| if per_call { world.agree(forcing.force(&d.candidates[c])) } else { Ok(()) };
+            let mut failed = |c: usize, e: &Error| {
+                say(world, &format!("# {kind}: {} failed at {size} B and is left out: {e}", d.candidates[c].name));
+            };
+            let look = |seen: &[measure::Seen]| -> Vec<usize> {
+                if self.verify.is_some() {
+                    return vec![];
+                }
+                let mut outcomes = vec![Outcome::Absent; n];
+                let mut bands = vec![None; n];
+                for (c, oc, rounds) in seen {
+                    outcomes[*c] = *oc;
+                    bands[*c] = choose::band(rounds);
+                }
+                choose::second_look(&sources, &outcomes, &bands)
+            };
+            let measured = bench.size(size, &skip.live(), comms, &implementations, &mut select, &mut failed, &look);
+            if per_call && forcing.original.is_some() {
+                world.agree(forcing.restore())?;
+            }
+            let row = skip.row(measured);
+            skip.update(&row, size, &sources, self.o.no_skip);
+            for (c, cell) in row.into_iter().enumerate() {
+                self.record(kind, size, &d.candidates[c], &cell, &bench, csv, found)?;
+                cells[c].push(cell);
+            }
+            size_s.push((size, size_started.elapsed().as_secs_f64()));
+        }
+        Ok(Measured { sizes, cells, spent: bench.spent, size_s, total_s: started.elapsed().as_secs_f64() })
+    }
+
+    /// A cell as it ends: WRONG said at once, its row(s) in the CSV.
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        kind: Kind,
+        size: u64,
+        cand: &Candidate,
+        cell: &Cell,
+        bench: &Bench,
+        csv: &mut Option<CsvReport>,
+        found: &mut Found,
+    ) -> Result<()> {
+        if let Outcome::Wrong(k) = cell.outcome() {
+            found.any_wrong = true;
+            say(
+                self.world,
+                &format!(
+                    "WRONG: {kind} {} at {size} B: {k} wrong elements (or bytes out of bounds): disqualified at this size",
+                    cand.name
+                ),
+            );
+        }
+        let Some(csvw) = csv.as_mut() else { return Ok(()) };
+        let (point, skipped) = match cell {
+            Cell::Timed { point, .. } => ((**point).clone(), String::new()),
+            Cell::Skipped(why) => (bench.skipped_point(size), format!("skipped: {why}")),
+            Cell::Failed => return Ok(()),
+        };
+        let mut p = point;
+        // The sweep's algorithm column names the candidate: the library's own choice
+        // (`default`), one it was forced to, or coll-bench's own.
+        p.algorithm = cand.name.clone();
+        p.algorithm_source = match cand.source {
+            Source::Default => "auto",
+            Source::Library(_) => "forced",
+            Source::Own(_) => "coll-bench",
+        }
+        .to_string();
+        let default = matches!(cand.source, Source::Default);
+        csvw.set_extra(vec![cand.id(), default.to_string(), skipped]);
+        let placements: &[&Measurement] =
+            if self.o.in_place { &[&p.out_of_place, &p.in_place] } else { &[&p.out_of_place] };
+        for m in placements {
+            csvw.measurement(self.info, &p, m)?;
+        }
+        Ok(())
+    }
+
+    /// Where the collective's time went, on one line.
+    fn say_time(&self, kind: Kind, m: &Measured, comm_s: f64) {
+        let sp = m.spent;
+        let mut slowest = m.size_s.clone();
+        slowest.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let slowest: Vec<String> = slowest.iter().take(3).map(|(b, t)| format!("{b} B {t:.1} s")).collect();
+        say(
+            self.world,
+            &format!(
+                "# {kind}: {:.1} s in all (rank 0's clock): timed calls {:.1} s, warm-up {:.1} s, check (fill and compare) {:.1} s, \
+                 exchanges after each round {:.1} s{}, communicators {:.2} s; slowest sizes: {}",
+                m.total_s,
+                sp.timed,
+                sp.warm_up,
+                sp.check,
+                sp.exchange,
+                if self.o.in_place { format!(", in place {:.1} s", sp.in_place) } else { String::new() },
+                comm_s,
+                slowest.join(", ")
+            ),
+        );
+    }
+
+    /// The table, and what the rules file takes from it: Open MPI a rule per size range, MPICH
+    /// one algorithm for every size (its variables take one value).
+    fn choose(&self, kind: Kind, d: &Discovered, sizes: &[u64], cells: &[Vec<Cell>], found: &mut Found) {
+        let mut choices = vec![];
+        let first_measured = found.measured.len();
+        print_table(self.world, kind, &d.candidates, sizes, cells, &mut |i, size, c| {
+            let Some(r) = c.rule else { return };
+            let cand = &d.candidates[r];
+            let alg = match cand.source {
+                Source::Library(v) => v,
+                _ => 0,
+            };
+            let name = if alg == 0 { "default".to_string() } else { cand.name.clone() };
+            choices.push((size, alg, name.clone()));
+            let t = |j: usize| match cells[j][i].outcome() {
+                Outcome::Time(t) => t,
+                _ => f64::NAN,
+            };
+            let hi = choose::band(cells[r][i].rounds()).map(|b| b.1).unwrap_or(t(r));
+            found.measured.push(rules::Measured {
+                kind,
+                size_bytes: size,
+                algorithm: name,
+                default_us: t(0),
+                chosen_us: t(r),
+                chosen_hi_us: if t(r).is_finite() { hi } else { f64::NAN },
+            });
+        });
+        let Some(var) = &d.var else { return };
+        if self.library == Library::OpenMpi {
+            found.collective_rules.push(rules::CollectiveRules {
+                kind,
+                comm_size: self.world.size,
+                rules: rules::size_rules(&choices),
+            });
+            return;
+        }
+        // One algorithm for every size (choose::one_for_all: never skipped, wrong or slower
+        // beyond noise at any size; the default when none qualifies).
+        let seen: Vec<choose::SizeSeen> = (0..sizes.len())
+            .map(|i| {
+                let outcomes = cells.iter().map(|r| r[i].outcome()).collect();
+                let bands = cells.iter().map(|r| choose::band(r[i].rounds())).collect();
+                (outcomes, bands)
+            })
+            .collect();
+        let sources: Vec<Source> = d.candidates.iter().map(|c| c.source.clone()).collect();
+        let Some(j) = choose::one_for_all(&sources, &seen) else { return };
+        let cand = &d.candidates[j];
+        let name = if j == 0 { "default".to_string() } else { cand.name.clone() };
+        if j != 0 {
+            found.environment.push((var.name.clone(), cand.name.clone()));
+        }
+        // What the file applies at every size is this one algorithm: its times.
+        for m in &mut found.measured[first_measured..] {
+            let Some(at) = sizes.iter().position(|s| *s == m.size_bytes) else { continue };
+            m.algorithm = name.clone();
+            (m.chosen_us, m.chosen_hi_us) = match cells[j][at].outcome() {
+                Outcome::Time(t) => (t, choose::band(cells[j][at].rounds()).map(|b| b.1).unwrap_or(t)),
+                _ => (f64::NAN, f64::NAN),
+            };
+        }
+    }
+}
+
+/// The candidates, and why the library's own cannot be forced where they cannot.
+fn announce(world: &World, kind: Kind, d: &Discovered) {
+    let names: Vec<String> = d
+        .candidates
+        .iter()
+        .map(|c| match &c.source {
+            Source::Default => "default".to_string(),
+            Source::Library(v) => format!("{v}:{}", c.name),
+            Source::Own(_) => c.name.clone(),
+        })
+        .collect();
+    say(world, &format!("# {kind}: {} candidates: {}", names.len(), names.join(", ")));
+    if let Some(n) = &d.note {
+        say(
+            world,
+            &format!(
+                "# {kind}: cannot force the library's algorithms: {n}; measuring its default and coll-bench's own only"
+            ),
+        );
+    }
+}
