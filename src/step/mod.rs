@@ -130,7 +130,72 @@ pub const SCHEMA: &str = "coll-bench-step/1";
 
 /// The whole subcommand, on every rank, after the options are agreed.
 pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
-    // Which layouts: refused before anything is opened or measured.
+    let (shapes, left_out) = layouts(world, opts)?;
+    // Output paths checked, then created, before measuring.
+    let mut outputs: Vec<(&str, &std::path::Path)> = vec![];
+    if let Some(Some(p)) = &opts.csv {
+        outputs.push(("step --csv", p));
+    }
+    if let Some(p) = &opts.json {
+        outputs.push(("step --json", p));
+    }
+    crate::setup::check_outputs(world, &outputs, &[], opts.files)?;
+    let need = shapes.iter().map(|s| exec::buffer_need(&opts.model, s)).max().unwrap_or(0);
+    crate::setup::fit_memory(world, "step --hidden/--bucket", need + crate::memory::OVERHEAD_BYTES)?;
+    let backend = parent_backend(world, opts, need)?;
+    let mut backend_lines = backend.describe();
+    backend_lines.push(backend.groups_via());
+    let now = chrono::Utc::now();
+    let (mut csv, json) = create_files(world, opts, &now, &backend_lines)?;
+    // `-T`: every part of every step watched (collective: every rank starts it).
+    let watchdog = crate::watchdog::Watchdog::start(world, opts.timeout);
+
+    let t0 = mpi::time();
+    if world.rank == 0 {
+        print_header(world, opts, &shapes, &left_out, &backend_lines);
+    }
+    let mut results = vec![];
+    let mut written: Result<()> = Ok(());
+    for shape in &shapes {
+        let r = exec::run_layout(world, opts, backend.as_ref(), shape, watchdog.as_ref())?;
+        if world.rank == 0 {
+            print_layout(&r);
+            if let (Some(f), Ok(())) = (csv.as_mut(), &written) {
+                written = write_csv(f, opts, &r);
+            }
+        }
+        results.push(r);
+    }
+    if let Some(w) = &watchdog {
+        w.disarm();
+    }
+    let elapsed = mpi::time() - t0;
+    if world.rank == 0 {
+        print_ranking(&results, elapsed);
+        if let (Some(f), Ok(())) = (json, &written) {
+            let doc = json_doc(world, opts, &now, &backend_lines, Some(&results));
+            let mut bytes = serde_json::to_vec_pretty(&doc).expect("results serialise");
+            bytes.push(b'\n');
+            let path = f.real_path().to_path_buf();
+            written = f.replace_with(&bytes).map(|_| {
+                println!("{}", crate::report::written_line(&path, "JSON"));
+            });
+        }
+        if let (Some(f), Ok(())) = (&csv, &written) {
+            println!("{}", crate::report::written_line(f.real_path(), "CSV"));
+        }
+    }
+    world.agree(written)?;
+    let wrong = results.iter().any(|r| r.wrong.unwrap_or(0) > 0);
+    Ok(if wrong { exit::WRONG } else { exit::OK })
+}
+
+/// Layouts left out of `--layout all`, each with why.
+type LeftOut = Vec<(Shape, String)>;
+
+/// The layouts to run (`--layout` one, or every valid one) and those left out; refused before
+/// anything is opened or measured.
+fn layouts(world: &World, opts: &StepOptions) -> Result<(Vec<Shape>, LeftOut)> {
     let per_host = world.ranks_by_host().iter().map(|(_, r)| r.len()).min().unwrap_or(1);
     let (shapes, left_out) = match &opts.layout {
         LayoutChoice::One(grid) => {
@@ -164,25 +229,18 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
             left_out.len()
         ))));
     }
-    // Output paths checked, then created, before measuring.
-    let mut outputs: Vec<(&str, &std::path::Path)> = vec![];
-    if let Some(Some(p)) = &opts.csv {
-        outputs.push(("step --csv", p));
-    }
-    if let Some(p) = &opts.json {
-        outputs.push(("step --json", p));
-    }
-    crate::setup::check_outputs(world, &outputs, &[], opts.files)?;
-    let need = shapes.iter().map(|s| exec::buffer_need(&opts.model, s)).max().unwrap_or(0);
-    crate::setup::fit_memory(world, "step --hidden/--bucket", need + crate::memory::OVERHEAD_BYTES)?;
-    // The backend on the world, once, before any file is created or anything measured: a
-    // missing GPU or library is one line here; its description goes in the header. It is the
-    // parent every layout's groups are made from (on NCCL its one world communicator, where
-    // the library can split it), kept to the end of the run and dropped after them.
+    Ok((shapes, left_out))
+}
+
+/// The backend on the world, once, before any file is created or anything measured: a missing
+/// GPU or library is one line here; its description goes in the header. It is the parent every
+/// layout's groups are made from (on NCCL its one world communicator, where the library can
+/// split it), kept to the end of the run and dropped after them. On NCCL, `need` bytes (the
+/// largest layout's buffers, every dimension's at once) are allocated once on the device and
+/// freed, so a step that cannot fit is refused here, not mid-run.
+fn parent_backend(world: &World, opts: &StepOptions, need: u64) -> Result<Box<dyn crate::backend::Backend>> {
     let mut backend = world.agree(crate::setup::make_parent_backend(world, &exec::backend_options(opts)))?;
     if opts.backend == crate::options::BackendKind::Nccl {
-        // GPU memory: the largest layout's buffers (every dimension's at once), allocated once
-        // on the device and freed, so a step that cannot fit is refused here, not mid-run.
         let fit = backend.allocate((need / 2) as usize, (need - need / 2) as usize).map_err(|e| match e {
             Error::Setup(m) => Error::setup(m.replace(
                 "lower -e/--maxbytes",
@@ -194,16 +252,23 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
         // Freed again: the parent keeps no buffers while the groups hold theirs.
         world.agree(backend.allocate(0, 0))?;
     }
-    let mut backend_lines = backend.describe();
-    backend_lines.push(backend.groups_via());
-    let now = chrono::Utc::now();
-    // Each file whole from the start, so a run ended by the watchdog (`-T`) leaves whole files:
-    // the CSV's header (then whole rows), the JSON's run with `"complete": false` (replaced by
-    // the whole document at the end).
+    Ok(backend)
+}
+
+/// Rank 0's CSV and JSON (none elsewhere), each whole from the start, so a run ended by the
+/// watchdog (`-T`) leaves whole files: the CSV's header (then whole rows), the JSON's run with
+/// `"complete": false` (replaced by the whole document at the end). From here on SIGINT/SIGTERM
+/// make rank 0 name them (report::interrupted).
+fn create_files(
+    world: &World,
+    opts: &StepOptions,
+    now: &chrono::DateTime<chrono::Utc>,
+    backend_lines: &[String],
+) -> Result<(Option<crate::report::AppendFile>, Option<crate::report::AppendFile>)> {
     let created = if world.rank == 0 {
         let csv = match &opts.csv {
             Some(Some(p)) => Some(crate::report::AppendFile::create("step --csv", p, opts.files)),
-            Some(None) => Some(crate::report::create_default_csv("step --csv", "coll-bench-step", &now)),
+            Some(None) => Some(crate::report::create_default_csv("step --csv", "coll-bench-step", now)),
             None => None,
         }
         .transpose()
@@ -217,7 +282,7 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
                 .map(|p| crate::report::AppendFile::create("step --json", p, opts.files))
                 .transpose()
                 .and_then(|j| {
-                    let run = json_doc(world, opts, &now, &backend_lines, None);
+                    let run = json_doc(world, opts, now, backend_lines, None);
                     let mut line = serde_json::to_vec(&run).expect("the run serialises");
                     line.push(b'\n');
                     j.map(|f| with_head(f, |f| f.append(&line))).transpose()
@@ -233,57 +298,13 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     } else {
         Ok(None)
     };
-    let (mut csv, json) = world.agree(created)?.unwrap_or((None, None));
-    // SIGINT/SIGTERM from here on: rank 0 names these files (report::interrupted).
+    let (csv, json) = world.agree(created)?.unwrap_or((None, None));
     let files: Vec<(std::path::PathBuf, &str)> = [(csv.as_ref(), "CSV"), (json.as_ref(), "JSON")]
         .into_iter()
         .filter_map(|(f, what)| f.map(|f: &crate::report::AppendFile| (f.real_path().to_path_buf(), what)))
         .collect();
     crate::report::interrupted::arm(world.rank, Some(&files));
-    // `-T`: every part of every step watched (collective: every rank starts it).
-    let watchdog = crate::watchdog::Watchdog::start(world, opts.timeout);
-
-    let t0 = mpi::time();
-    if world.rank == 0 {
-        print_header(world, opts, &shapes, &left_out, &backend_lines);
-    }
-    let mut results = vec![];
-    let mut written: Result<()> = Ok(());
-    for shape in &shapes {
-        let r = exec::run_layout(world, opts, backend.as_ref(), shape, watchdog.as_ref())?;
-        if world.rank == 0 {
-            print_layout(&r);
-            if let (Some(f), Ok(())) = (csv.as_mut(), &written) {
-                written = write_csv(f, opts, &r);
-            }
-        }
-        results.push(r);
-    }
-    if let Some(w) = &watchdog {
-        w.disarm();
-    }
-    let elapsed = mpi::time() - t0;
-    if world.rank != 0 {
-        world.agree(written)?;
-        let wrong = results.iter().any(|r| r.wrong.unwrap_or(0) > 0);
-        return Ok(if wrong { exit::WRONG } else { exit::OK });
-    }
-    print_ranking(&results, elapsed);
-    if let (Some(f), Ok(())) = (json, &written) {
-        let doc = json_doc(world, opts, &now, &backend_lines, Some(&results));
-        let mut bytes = serde_json::to_vec_pretty(&doc).expect("results serialise");
-        bytes.push(b'\n');
-        let path = f.real_path().to_path_buf();
-        written = f.replace_with(&bytes).map(|_| {
-            println!("{}", crate::report::written_line(&path, "JSON"));
-        });
-    }
-    if let (Some(f), Ok(())) = (&csv, &written) {
-        println!("{}", crate::report::written_line(f.real_path(), "CSV"));
-    }
-    world.agree(written)?;
-    let wrong = results.iter().any(|r| r.wrong.unwrap_or(0) > 0);
-    Ok(if wrong { exit::WRONG } else { exit::OK })
+    Ok((csv, json))
 }
 
 /// `f` with its first record written by `write`; removed when that fails.
