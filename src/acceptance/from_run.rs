@@ -211,6 +211,34 @@ fn widened(margin: f64, b: &Baseline) -> (f64, String) {
 /// The spec's text, and a line to warn with when a run it learned from was noisy. `margin_text`
 /// is the flag as given (for the header).
 pub fn render(runs: &[Run], margin: f64, margin_text: &str) -> Result<(String, Option<String>)> {
+    let (series, skipped) = gather(runs)?;
+    let (ranks, hosts) = one_layout(runs)?;
+    let per_node = match (ranks, hosts) {
+        (Some(r), Some(h)) if h > 0 && r % h == 0 => Some(r / h),
+        _ => None,
+    };
+    let mut t = String::new();
+    write_header(&mut t, runs, margin, margin_text, (ranks, hosts), &skipped);
+    let header_end = t.len();
+    let _ = writeln!(t, "\n[settings]\nrepeats = 3\nbudget = \"50ms\"");
+    // Rows the rules learn from that the run warned about: (warning, series label, size).
+    let mut noisy: Vec<(String, String, u64)> = vec![];
+    for s in &series {
+        write_rules(&mut t, s, runs, margin, per_node, &mut noisy);
+    }
+    let noise = noise_line(&noisy, runs.len());
+    if let Some(n) = &noise {
+        t.insert_str(header_end, &format!("# Warning: {n}\n"));
+    }
+    // What is written must be what check accepts.
+    spec::parse("the written spec", &t)
+        .map_err(|e| Error::setup(format!("internal error, the spec is invalid: {e}")))?;
+    Ok((t, noise))
+}
+
+/// The runs' out-of-place rows of the mpi backend, by series (collective, type, op), and the
+/// series left out (other backends), each named once.
+fn gather(runs: &[Run]) -> Result<(Vec<Series<'_>>, Vec<String>)> {
     let mut series: Vec<Series> = vec![];
     let mut skipped: Vec<String> = vec![];
     for (i, run) in runs.iter().enumerate() {
@@ -243,13 +271,18 @@ pub fn render(runs: &[Run], margin: f64, margin_text: &str) -> Result<(String, O
             }
         }
     }
-    let names = runs.iter().map(|r| format!("'{}'", r.shown)).collect::<Vec<_>>().join(", ");
     if series.is_empty() {
+        let names = runs.iter().map(|r| format!("'{}'", r.shown)).collect::<Vec<_>>().join(", ");
         return Err(Error::usage(format!(
             "{names}: no out-of-place rows of the mpi backend; expected a CSV of a coll-bench sweep or check"
         )));
     }
-    // Every run must have had the same layout: a gate from mixed layouts judges neither.
+    Ok((series, skipped))
+}
+
+/// The runs' ranks and hosts: every run must have had the same layout (a gate from mixed
+/// layouts judges neither).
+fn one_layout(runs: &[Run]) -> Result<(Option<u64>, Option<u64>)> {
     let layout = |run: &Run| (run.rows.iter().find_map(|r| r.ranks), run.rows.iter().find_map(|r| r.hosts));
     let (ranks, hosts) = layout(&runs[0]);
     if let Some(other) = runs.iter().find(|r| layout(r) != (ranks, hosts)) {
@@ -266,11 +299,18 @@ pub fn render(runs: &[Run], margin: f64, margin_text: &str) -> Result<(String, O
             show(r2, h2)
         )));
     }
-    let per_node = match (ranks, hosts) {
-        (Some(r), Some(h)) if h > 0 && r % h == 0 => Some(r / h),
-        _ => None,
-    };
-    let mut t = String::new();
+    Ok((ranks, hosts))
+}
+
+/// The spec's opening comment: where it came from, how to run the gate, what each rule allows.
+fn write_header(
+    t: &mut String,
+    runs: &[Run],
+    margin: f64,
+    margin_text: &str,
+    (ranks, hosts): (Option<u64>, Option<u64>),
+    skipped: &[String],
+) {
     let _ = writeln!(t, "# Acceptance spec written by coll-bench {} spec from-run", env!("CARGO_PKG_VERSION"));
     if runs.len() == 1 {
         let _ = writeln!(t, "# from the known-good run {} (--margin {margin_text}).", runs[0].shown);
@@ -300,104 +340,107 @@ pub fn render(runs: &[Run], margin: f64, margin_text: &str) -> Result<(String, O
         "# Baseline: each size's median over {} (out of place).",
         if runs.len() == 1 { "the run's rows" } else { "the runs' rows" }
     );
-    for s in &skipped {
+    for s in skipped {
         let _ = writeln!(t, "# Left out: {s}; check runs the mpi backend only.");
     }
-    let header_end = t.len();
-    let _ = writeln!(t, "\n[settings]\nrepeats = 3\nbudget = \"50ms\"");
+}
 
-    // Rows the rules learn from that the run warned about: (warning, series label, size).
-    let mut noisy: Vec<(String, String, u64)> = vec![];
-    for s in &series {
-        let mut sizes: Vec<u64> = s.rows.iter().map(|(_, r)| r.key.size_bytes).collect();
-        sizes.sort();
-        sizes.dedup();
-        let at_size = |size: u64, f: &dyn Fn(&Row) -> (f64, f64)| {
-            baseline(&s.rows.iter().filter(|(_, r)| r.key.size_bytes == size).map(|(_, r)| f(r)).collect::<Vec<_>>())
-        };
-        let label = format!(
-            "{} {}{}",
-            s.kind.name(),
-            if s.kind.spec().sized() { s.dtype.name() } else { "" },
-            s.op.map(|o| format!(" {}", o.name())).unwrap_or_default()
-        )
-        .trim()
-        .replace("  ", " ");
-        let mut learn = |size: u64| {
-            for (i, r) in s.rows.iter().filter(|(_, r)| r.key.size_bytes == size) {
-                let w = runs[*i].warnings.get(&r.line).map(String::as_str).unwrap_or("");
-                for kind in w.split(';').map(str::trim).filter(|k| NOISE_WARNINGS.contains(k)) {
-                    let n = (kind.to_string(), label.clone(), size);
-                    if !noisy.contains(&n) {
-                        noisy.push(n);
-                    }
+/// One series' rules: bus bandwidth over its plateau (sized collectives) and the median time
+/// at its smallest size; the warnings of the rows they learn from go to `noisy`.
+fn write_rules(
+    t: &mut String,
+    s: &Series,
+    runs: &[Run],
+    margin: f64,
+    per_node: Option<u64>,
+    noisy: &mut Vec<(String, String, u64)>,
+) {
+    let mut sizes: Vec<u64> = s.rows.iter().map(|(_, r)| r.key.size_bytes).collect();
+    sizes.sort();
+    sizes.dedup();
+    // A sized collective's 0-byte rows (nccl-tests' geometry: a size below one element per
+    // rank) time the call's overhead alone, and a spec's sizes start at 1: the rules learn from
+    // the sizes that move data. (A barrier's rows are all 0 B; its rule says 8, as check runs it.)
+    if s.kind.spec().sized() {
+        sizes.retain(|&z| z > 0);
+    }
+    let (Some(&smallest), Some(&largest)) = (sizes.first(), sizes.last()) else { return };
+    let at_size = |size: u64, f: &dyn Fn(&Row) -> (f64, f64)| {
+        baseline(&s.rows.iter().filter(|(_, r)| r.key.size_bytes == size).map(|(_, r)| f(r)).collect::<Vec<_>>())
+    };
+    let label = format!(
+        "{} {}{}",
+        s.kind.name(),
+        if s.kind.spec().sized() { s.dtype.name() } else { "" },
+        s.op.map(|o| format!(" {}", o.name())).unwrap_or_default()
+    )
+    .trim()
+    .replace("  ", " ");
+    let mut learn = |size: u64| {
+        for (i, r) in s.rows.iter().filter(|(_, r)| r.key.size_bytes == size) {
+            let w = runs[*i].warnings.get(&r.line).map(String::as_str).unwrap_or("");
+            for kind in w.split(';').map(str::trim).filter(|k| NOISE_WARNINGS.contains(k)) {
+                let n = (kind.to_string(), label.clone(), size);
+                if !noisy.contains(&n) {
+                    noisy.push(n);
                 }
             }
-        };
-        let head = |t: &mut String, name: &str, sizes: &str| {
-            let _ = writeln!(t, "\n[[rule]]\nname = \"{label} {name}\"\ncollective = \"{}\"", s.kind.name());
-            if s.kind.spec().sized() {
-                let _ = writeln!(t, "dtype = \"{}\"", s.dtype.name());
-            }
-            if let Some(o) = s.op.filter(|_| s.kind.spec().reduces()) {
-                let _ = writeln!(t, "op = \"{}\"", o.name());
-            }
-            let _ = writeln!(t, "placement = \"out-of-place\"\nsizes = \"{sizes}\"");
-        };
-        let tail = |t: &mut String| {
-            if let Some(n) = per_node {
-                let _ = writeln!(t, "ranks_per_node = {n}");
-            }
-        };
-        let (&smallest, &largest) = (sizes.first().expect("a series has rows"), sizes.last().expect("rows"));
-        if s.kind.spec().sized() {
-            let plateau: Vec<u64> = sizes.iter().copied().filter(|&z| z >= largest / PLATEAU_FRACTION).collect();
-            let each: Vec<(u64, Baseline)> = plateau.iter().map(|&z| (z, at_size(z, &bandwidth))).collect();
-            let &(weakest, b) =
-                each.iter().min_by(|a, b| a.1.value.total_cmp(&b.1.value)).expect("the largest size is in the plateau");
-            if b.value > 0.0 {
-                plateau.iter().for_each(|&z| learn(z));
-                // The rule judges the weakest size of the plateau, whichever it is that day: the
-                // widest spread over the plateau counts.
-                let spread = each.iter().map(|(_, b)| b.spread).fold(0.0, f64::max);
-                let (m, why) = widened(margin, &Baseline { spread, ..b });
-                let range = format!("{}..{}", human(plateau[0]), human(largest));
-                head(&mut t, "bandwidth", &range);
-                let _ = writeln!(t, "plateau = \"{range}\"");
-                let _ = writeln!(
-                    t,
-                    "min_busbw_gbps = {}   # baseline {} GB/s at {} (the weakest size of the plateau){why}",
-                    float(b.value / (1.0 + m)),
-                    float(b.value),
-                    human(weakest)
-                );
-                tail(&mut t);
-            }
         }
-        let b = at_size(smallest, &median_time);
+    };
+    let head = |t: &mut String, name: &str, sizes: &str| {
+        let _ = writeln!(t, "\n[[rule]]\nname = \"{label} {name}\"\ncollective = \"{}\"", s.kind.name());
+        if s.kind.spec().sized() {
+            let _ = writeln!(t, "dtype = \"{}\"", s.dtype.name());
+        }
+        if let Some(o) = s.op.filter(|_| s.kind.spec().reduces()) {
+            let _ = writeln!(t, "op = \"{}\"", o.name());
+        }
+        let _ = writeln!(t, "placement = \"out-of-place\"\nsizes = \"{sizes}\"");
+    };
+    let tail = |t: &mut String| {
+        if let Some(n) = per_node {
+            let _ = writeln!(t, "ranks_per_node = {n}");
+        }
+    };
+    if s.kind.spec().sized() {
+        let plateau: Vec<u64> = sizes.iter().copied().filter(|&z| z >= largest / PLATEAU_FRACTION).collect();
+        let each: Vec<(u64, Baseline)> = plateau.iter().map(|&z| (z, at_size(z, &bandwidth))).collect();
+        let &(weakest, b) =
+            each.iter().min_by(|a, b| a.1.value.total_cmp(&b.1.value)).expect("the largest size is in the plateau");
         if b.value > 0.0 {
-            learn(smallest);
-            let (m, why) = widened(margin, &b);
-            let size = if s.kind.spec().sized() { human(smallest) } else { "8".to_string() };
-            head(&mut t, "latency", &format!("{size}..{size}"));
-            let at = if s.kind.spec().sized() { format!(" at {}", human(smallest)) } else { String::new() };
+            plateau.iter().for_each(|&z| learn(z));
+            // The rule judges the weakest size of the plateau, whichever it is that day: the
+            // widest spread over the plateau counts.
+            let spread = each.iter().map(|(_, b)| b.spread).fold(0.0, f64::max);
+            let (m, why) = widened(margin, &Baseline { spread, ..b });
+            let range = format!("{}..{}", human(plateau[0]), human(largest));
+            head(t, "bandwidth", &range);
+            let _ = writeln!(t, "plateau = \"{range}\"");
             let _ = writeln!(
                 t,
-                "max_median_us = {}   # baseline median {} us{at}{why}",
-                float(b.value * (1.0 + m)),
-                float(b.value)
+                "min_busbw_gbps = {}   # baseline {} GB/s at {} (the weakest size of the plateau){why}",
+                float(b.value / (1.0 + m)),
+                float(b.value),
+                human(weakest)
             );
-            tail(&mut t);
+            tail(t);
         }
     }
-    let noise = noise_line(&noisy, runs.len());
-    if let Some(n) = &noise {
-        t.insert_str(header_end, &format!("# Warning: {n}\n"));
+    let b = at_size(smallest, &median_time);
+    if b.value > 0.0 {
+        learn(smallest);
+        let (m, why) = widened(margin, &b);
+        let size = if s.kind.spec().sized() { human(smallest) } else { "8".to_string() };
+        head(t, "latency", &format!("{size}..{size}"));
+        let at = if s.kind.spec().sized() { format!(" at {}", human(smallest)) } else { String::new() };
+        let _ = writeln!(
+            t,
+            "max_median_us = {}   # baseline median {} us{at}{why}",
+            float(b.value * (1.0 + m)),
+            float(b.value)
+        );
+        tail(t);
     }
-    // What is written must be what check accepts.
-    spec::parse("the written spec", &t)
-        .map_err(|e| Error::setup(format!("internal error, the spec is invalid: {e}")))?;
-    Ok((t, noise))
 }
 
 /// One line naming the rows the rules learn from that their run warned about, or `None`.
@@ -515,6 +558,27 @@ mod tests {
         let lat = spec.rules.iter().find(|r| r.name.ends_with("latency")).unwrap();
         assert_eq!((lat.max_median_us, lat.max_time_us), (Some(0.338), None), "{text}");
         assert!(text.contains("# baseline median 0.26 us at 8"), "{text}");
+    }
+
+    #[test]
+    fn zero_byte_rows_of_a_sized_collective_are_not_learned_from() {
+        // `coll-bench all -b 8` on 2 ranks: all-gather's 8 and 16 B rows are 0 B (below one
+        // float per rank). On main the latency rule said `sizes = "0..0"`, which the spec
+        // parser refuses: "internal error, the spec is invalid". A sized series with only 0-byte
+        // rows gets no rule; the barrier (0 B) still gets its latency rule.
+        let runs = [run(vec![
+            row("all-gather", "float", "none", "out-of-place", 0, 0.2, 0.0),
+            row("all-gather", "float", "none", "out-of-place", 32, 0.5, 0.1),
+            row("all-gather", "float", "none", "out-of-place", 1 << 20, 100.0, 5.0),
+            row("scatter", "float", "none", "out-of-place", 0, 0.2, 0.0),
+            row("barrier", "none", "none", "out_of_place", 0, 20.0, 0.0),
+        ])];
+        let (text, _) = render(&runs, 0.3, "30%").unwrap();
+        let spec = spec::parse("s", &text).unwrap();
+        let names: Vec<&str> = spec.rules.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names, ["all-gather float bandwidth", "all-gather float latency", "barrier latency"], "{text}");
+        assert!(text.contains("sizes = \"32..32\""), "{text}");
+        assert!(!text.contains("\"0..0\""), "{text}");
     }
 
     #[test]
