@@ -297,3 +297,27 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
         "{failed:?}"
     );
 }
+
+/// A sweep whose smallest sizes are 0 B for a sized collective (all-gather from 8 B on 2 ranks,
+/// nccl-tests' geometry: below one element per rank) still makes a gate that check runs. On
+/// main `spec from-run` failed: "internal error, the spec is invalid: … '0' is zero in '0..0'".
+#[test]
+fn spec_from_run_learns_from_a_sweep_with_zero_byte_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let o =
+        mpirun_in(dir.path(), 2, &["all-gather", "-b", "8", "-e", "256", "--budget", "5ms", "--csv", "base.csv"], 300);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mut rd = csv::Reader::from_path(dir.path().join("base.csv")).unwrap();
+    let col = rd.headers().unwrap().iter().position(|h| h == "size_bytes").unwrap();
+    let sizes: Vec<u64> = rd.records().map(|r| r.unwrap()[col].parse().unwrap()).collect();
+    assert!(sizes.contains(&0), "no 0-byte row to learn around: {sizes:?}");
+    let smallest = sizes.iter().copied().filter(|&s| s > 0).min().unwrap();
+    doctored(dir.path(), "base.csv", "slow.csv", (1e8, 1e-9), "");
+    let o = from_run(dir.path(), &["slow.csv", "-o", "gate.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let gate = std::fs::read_to_string(dir.path().join("gate.toml")).unwrap();
+    assert!(gate.contains(&format!("sizes = \"{smallest}..{smallest}\"")), "{gate}");
+    let o = mpirun_in(dir.path(), 2, &["check", "gate.toml", "--no-csv"], 300);
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("# 4 passed, 0 failed, 0 skipped: PASS"), "{}", stdout(&o));
+}
