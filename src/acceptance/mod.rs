@@ -201,43 +201,7 @@ pub const CSV_COLUMNS: &[&str] = &["rule", "repeat"];
 
 /// The whole subcommand on every rank, once the options are agreed.
 pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
-    // Rank 0 reads the spec (other hosts need not see the file) and broadcasts it.
-    let loaded: Result<Spec> = if world.rank == 0 {
-        let path = crate::error::shown(&opts.spec);
-        // At most one byte past the limit is read: a huge file is refused, never loaded.
-        let mut bytes = vec![];
-        std::fs::File::open(&opts.spec)
-            .and_then(|f| {
-                std::io::Read::read_to_end(&mut std::io::Read::take(f, spec::MAX_BYTES as u64 + 1), &mut bytes)
-            })
-            .map_err(|e| Error::usage(format!("check: cannot read '{path}': {e}; expected a TOML acceptance spec")))
-            .and_then(|_| match bytes.len() > spec::MAX_BYTES {
-                true => Err(Error::usage(format!(
-                    "check: {path}: over {} MiB; expected a spec of at most {} MiB ({} rules)",
-                    spec::MAX_BYTES >> 20,
-                    spec::MAX_BYTES >> 20,
-                    spec::MAX_RULES
-                ))),
-                false => String::from_utf8(bytes).map_err(|_| {
-                    Error::usage(format!("check: '{path}' is not UTF-8 text; expected a TOML acceptance spec"))
-                }),
-            })
-            .and_then(|text| spec::parse(&path, &text).map_err(|e| Error::usage(format!("check: {e}"))))
-    } else {
-        Ok(Spec { repeats: 0, budget_s: 0.0, rules: vec![] })
-    };
-    let loaded = world.agree(loaded)?;
-    let bytes = world.broadcast_bytes(0, serde_json::to_vec(&loaded).expect("spec serialises"));
-    let spec: Spec = serde_json::from_slice(&bytes).expect("spec deserialises");
-    for rule in &spec.rules {
-        // Every rule's sweep is checked before the first is measured.
-        let sweep_opts = Options { debug_slow_rank: opts.debug_slow_rank, ..sweep_options(rule, &spec) };
-        world.agree(
-            sweep_opts
-                .validate_for_world(world.size)
-                .map_err(|e| Error::usage(format!("check: rule '{}' (line {}): {e}", rule.name, rule.line))),
-        )?;
-    }
+    let spec = load_spec(world, opts)?;
     // Outputs checked now, before anything is measured: a run that would fail on one fails
     // first, leaving nothing. The CSV is created now, the JUnit file written at the end.
     let mut outputs: Vec<(&str, &std::path::Path)> = vec![];
@@ -248,19 +212,7 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
         outputs.push(("--csv", p));
     }
     crate::setup::check_outputs(world, &outputs, &[("the spec", &opts.spec)], opts.files)?;
-    let now = chrono::Utc::now();
-    let created = match (world.rank, &opts.csv) {
-        (0, CsvTarget::Path(p)) => crate::report::AppendFile::create("--csv", p, opts.files).map(Some),
-        (0, CsvTarget::Default) => crate::report::create_default_csv("--csv", "coll-bench-check", &now).map(Some),
-        _ => Ok(None),
-    };
-    let csv_file = world.agree(created)?;
-    let csv_path = csv_file.as_ref().map(|f| crate::report::outfile::absolute(f.real_path()));
-    // SIGINT/SIGTERM from here on: rank 0 names the CSV (report::interrupted).
-    let files: Vec<(std::path::PathBuf, &str)> = csv_path.iter().map(|p| (p.clone(), "CSV")).collect();
-    crate::report::interrupted::arm(world.rank, Some(&files));
-    let mut csv = csv_file.map(|f| CsvReport::with_extra_columns(f, CSV_COLUMNS));
-    world.agree(csv.as_mut().map(CsvReport::write_header).unwrap_or(Ok(())))?;
+    let (mut csv, csv_path) = open_csv(world, opts)?;
 
     let by_host = world.ranks_by_host();
     // Rank 0: a bar over every rule's points (each repeat counts), and stdout through it.
@@ -308,6 +260,81 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
         return world.agree(Ok(exit::OK));
     }
     print_verdicts(&verdicts);
+    let written = write_junit(world, opts, &spec, &by_host, csv_path.as_deref(), &verdicts);
+    let failed = verdicts.iter().any(|v| v.outcome == Outcome::Fail);
+    world.agree(written.map(|_| if failed { exit::WRONG } else { exit::OK }))
+}
+
+/// The spec, read by rank 0 (other hosts need not see the file) and broadcast; every rule's
+/// sweep checked on every rank before the first is measured.
+fn load_spec(world: &World, opts: &CheckOptions) -> Result<Spec> {
+    let loaded: Result<Spec> =
+        if world.rank == 0 { read_spec(&opts.spec) } else { Ok(Spec { repeats: 0, budget_s: 0.0, rules: vec![] }) };
+    let loaded = world.agree(loaded)?;
+    let bytes = world.broadcast_bytes(0, serde_json::to_vec(&loaded).expect("spec serialises"));
+    let spec: Spec = serde_json::from_slice(&bytes).expect("spec deserialises");
+    for rule in &spec.rules {
+        let sweep_opts = Options { debug_slow_rank: opts.debug_slow_rank, ..sweep_options(rule, &spec) };
+        world.agree(
+            sweep_opts
+                .validate_for_world(world.size)
+                .map_err(|e| Error::usage(format!("check: rule '{}' (line {}): {e}", rule.name, rule.line))),
+        )?;
+    }
+    Ok(spec)
+}
+
+/// The spec file, parsed. At most one byte past the limit is read: a huge file is refused,
+/// never loaded.
+fn read_spec(file: &std::path::Path) -> Result<Spec> {
+    let path = crate::error::shown(file);
+    let mut bytes = vec![];
+    std::fs::File::open(file)
+        .and_then(|f| std::io::Read::read_to_end(&mut std::io::Read::take(f, spec::MAX_BYTES as u64 + 1), &mut bytes))
+        .map_err(|e| Error::usage(format!("check: cannot read '{path}': {e}; expected a TOML acceptance spec")))
+        .and_then(|_| match bytes.len() > spec::MAX_BYTES {
+            true => Err(Error::usage(format!(
+                "check: {path}: over {} MiB; expected a spec of at most {} MiB ({} rules)",
+                spec::MAX_BYTES >> 20,
+                spec::MAX_BYTES >> 20,
+                spec::MAX_RULES
+            ))),
+            false => String::from_utf8(bytes).map_err(|_| {
+                Error::usage(format!("check: '{path}' is not UTF-8 text; expected a TOML acceptance spec"))
+            }),
+        })
+        .and_then(|text| spec::parse(&path, &text).map_err(|e| Error::usage(format!("check: {e}"))))
+}
+
+/// Rank 0's CSV (none elsewhere) with its header, and its absolute path; from here on
+/// SIGINT/SIGTERM make rank 0 name it (report::interrupted).
+fn open_csv(world: &World, opts: &CheckOptions) -> Result<(Option<CsvReport>, Option<std::path::PathBuf>)> {
+    let now = chrono::Utc::now();
+    let created = match (world.rank, &opts.csv) {
+        (0, CsvTarget::Path(p)) => crate::report::AppendFile::create("--csv", p, opts.files).map(Some),
+        (0, CsvTarget::Default) => crate::report::create_default_csv("--csv", "coll-bench-check", &now).map(Some),
+        _ => Ok(None),
+    };
+    let csv_file = world.agree(created)?;
+    let csv_path = csv_file.as_ref().map(|f| crate::report::outfile::absolute(f.real_path()));
+    let files: Vec<(std::path::PathBuf, &str)> = csv_path.iter().map(|p| (p.clone(), "CSV")).collect();
+    crate::report::interrupted::arm(world.rank, Some(&files));
+    let mut csv = csv_file.map(|f| CsvReport::with_extra_columns(f, CSV_COLUMNS));
+    world.agree(csv.as_mut().map(CsvReport::write_header).unwrap_or(Ok(())))?;
+    Ok((csv, csv_path))
+}
+
+/// Rank 0, at the end: the JUnit file (`--junit`) with the run's context, and the files
+/// written named on stderr (under check, stdout is the verdict table), absolute; the CSV even
+/// when the JUnit file could not be written.
+fn write_junit(
+    world: &World,
+    opts: &CheckOptions,
+    spec: &Spec,
+    by_host: &[(String, Vec<usize>)],
+    csv_path: Option<&std::path::Path>,
+    verdicts: &[CheckResult],
+) -> Result<()> {
     let mut context: Vec<(&str, String)> = vec![
         ("coll_bench_version", env!("CARGO_PKG_VERSION").to_string()),
         ("spec", crate::error::shown(crate::report::outfile::absolute(&opts.spec))),
@@ -316,30 +343,25 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
         ("mpi_library", world.library_version.clone()),
         ("repeats", spec.repeats.to_string()),
     ];
-    if let Some(p) = &csv_path {
+    if let Some(p) = csv_path {
         context.push(("csv", crate::error::shown(p)));
     }
     let written = match &opts.junit {
-        Some(p) => junit::write(p, &crate::error::shown(&opts.spec), &verdicts, &context, opts.files),
+        Some(p) => junit::write(p, &crate::error::shown(&opts.spec), verdicts, &context, opts.files),
         None => Ok(()),
     };
-    {
-        // Under check, stdout is the verdict table; the files go to stderr, absolute (the CSV
-        // even when the JUnit file could not be written).
-        let mut err = std::io::stderr().lock();
-        if let Some(p) = &csv_path {
-            let _ = writeln!(err, "coll-bench check: wrote {} (every measurement, CSV)", crate::error::shown(p));
-        }
-        if let (Some(p), Ok(())) = (&opts.junit, &written) {
-            let _ = writeln!(
-                err,
-                "coll-bench check: wrote {} (verdicts, JUnit XML)",
-                crate::error::shown(crate::report::outfile::absolute(p))
-            );
-        }
+    let mut err = std::io::stderr().lock();
+    if let Some(p) = csv_path {
+        let _ = writeln!(err, "coll-bench check: wrote {} (every measurement, CSV)", crate::error::shown(p));
     }
-    let failed = verdicts.iter().any(|v| v.outcome == Outcome::Fail);
-    world.agree(written.map(|_| if failed { exit::WRONG } else { exit::OK }))
+    if let (Some(p), Ok(())) = (&opts.junit, &written) {
+        let _ = writeln!(
+            err,
+            "coll-bench check: wrote {} (verdicts, JUnit XML)",
+            crate::error::shown(crate::report::outfile::absolute(p))
+        );
+    }
+    written
 }
 
 /// Run and judge every rule, each measurement appended to `csv` (rank 0) as it comes, the bar
