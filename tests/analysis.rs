@@ -215,8 +215,7 @@ fn mpirun_in_a_terminal(dir: &std::path::Path, n: usize, args: &[&str]) -> Optio
 /// [`in_a_terminal`].
 fn command_in_a_terminal(dir: &std::path::Path, cmd: &[&str]) -> Option<(Option<i32>, String)> {
     if !on_path("script") {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "SKIPPED: progress in a terminal: no `script` (util-linux) on the PATH");
+        say_skipped("command_in_a_terminal", "progress in a terminal: no `script` (util-linux) on the PATH");
         return None;
     }
     let quote = |a: &str| format!("'{}'", a.replace('\'', r"'\''"));

@@ -183,8 +183,7 @@ fn the_other_familys_launcher_is_named_as_the_cause() {
     // Its own per-family name only: a plain `mpiexec` may be this family's.
     let launcher = launcher_of(other)[0];
     if !launcher.ends_with(&format!(".{other}")) {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "SKIPPED: the_other_familys_launcher_is_named_as_the_cause: no {launcher}");
+        say_skipped("the_other_familys_launcher_is_named_as_the_cause", &format!("no {launcher}"));
         return;
     }
     let dir = tempfile::tempdir().unwrap();

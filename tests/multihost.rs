@@ -11,7 +11,6 @@
 //! process (`cbt<pid>-node1` …), so they cannot collide with anything else.
 mod common;
 use common::*;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Mutex;
@@ -30,7 +29,7 @@ struct Bed {
 }
 
 fn skipped(test: &str, why: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {why}");
+    say_skipped(test, why);
 }
 
 fn bed_cmd(prefix: &str) -> Command {

@@ -520,7 +520,7 @@ const GPU_VALIDATE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/ci/gpu-validate
 #[test]
 fn gpu_validate_without_a_gpu_is_one_line_and_exit_2() {
     if on_path("nvidia-smi") {
-        eprintln!("SKIPPED: gpu_validate_without_a_gpu_is_one_line_and_exit_2: this machine has nvidia-smi");
+        say_skipped("gpu_validate_without_a_gpu_is_one_line_and_exit_2", "this machine has nvidia-smi");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -899,7 +899,7 @@ fn timed_calls_run_on_a_blocking_communicator_launched_back_to_back() {
 #[test]
 fn the_wait_for_the_device_yields_on_every_pass() {
     if !on_path("strace") {
-        eprintln!("SKIPPED: no strace");
+        say_skipped("the_wait_for_the_device_yields_on_every_pass", "no strace");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

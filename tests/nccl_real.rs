@@ -42,8 +42,7 @@ fn venv_or_skip(test: &str) -> Option<&'static Path> {
     match venv() {
         Ok(p) => Some(p),
         Err(why) => {
-            use std::io::Write;
-            let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {why}");
+            say_skipped(test, why);
             None
         }
     }
@@ -228,7 +227,7 @@ fn the_real_library_is_found_in_a_virtualenv_and_its_unique_id_reaches_every_ran
     let have_cuda =
         Command::new("ldconfig").arg("-p").output().map(|o| stdout(&o).contains("libcuda.so")).unwrap_or(false);
     if have_cuda {
-        eprintln!("SKIPPED: {test}: this machine has libcuda, so the run would go past the driver");
+        say_skipped(test, "this machine has libcuda, so the run would go past the driver");
         return;
     }
     // The header's version is the one the library reports (checked in the message).

@@ -5,14 +5,13 @@
 mod common;
 use common::*;
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
 fn skipped(test: &str, why: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {why}");
+    say_skipped(test, why);
 }
 
 /// Every entry under `dir` (not following links): its kind and, for a file, its bytes; for a

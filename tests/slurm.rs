@@ -14,7 +14,6 @@
 //! test runs and the netns tests never collide; a lock keeps this file's beds one at a time.
 mod common;
 use common::*;
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -37,7 +36,7 @@ fn mpi_type() -> &'static str {
 }
 
 fn skipped(test: &str, why: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {why}");
+    say_skipped(test, why);
 }
 
 /// A Slurm bed of two hosts (2 CPUs each), torn down on drop.

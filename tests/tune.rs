@@ -167,7 +167,7 @@ fn reduce_scatter_on_4_ranks_lists_and_checks_every_algorithm() {
 #[test]
 fn open_mpi_applies_the_rules_file() {
     if FAMILY != "openmpi" {
-        eprintln!("SKIPPED: open_mpi_applies_the_rules_file: the dynamic rules file is Open MPI's");
+        say_skipped("open_mpi_applies_the_rules_file", "the dynamic rules file is Open MPI's");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -213,7 +213,10 @@ fn a_stopped_rank_0_is_named_by_the_lowest_live_rank() {
 #[test]
 fn a_stopped_rank_of_64_whose_parent_is_rank_1_is_named_within_the_limit() {
     if FAMILY == "mpich" {
-        let _ = std::io::Write::write_all(&mut std::io::stderr(), b"SKIPPED: a_stopped_rank_of_64_whose_parent_is_rank_1_is_named_within_the_limit: 64 MPICH ranks busy-poll 2 cores\n");
+        say_skipped(
+            "a_stopped_rank_of_64_whose_parent_is_rank_1_is_named_within_the_limit",
+            "64 MPICH ranks busy-poll 2 cores",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
