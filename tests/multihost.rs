@@ -28,10 +28,6 @@ struct Bed {
     _lock: std::sync::MutexGuard<'static, ()>,
 }
 
-fn skipped(test: &str, why: &str) {
-    say_skipped(test, why);
-}
-
 fn bed_cmd(prefix: &str) -> Command {
     let mut c = Command::new("bash");
     c.arg(BED_SCRIPT)
@@ -51,7 +47,7 @@ impl Bed {
         if !check.status.success() {
             let why = String::from_utf8_lossy(&check.stdout).trim().to_string();
             let why = if why.is_empty() { String::from_utf8_lossy(&check.stderr).trim().to_string() } else { why };
-            skipped(test, &why);
+            say_skipped(test, &why);
             return None;
         }
         let up = bed_cmd(&prefix).args(["up", &hosts.to_string()]).output().expect("bash runs");

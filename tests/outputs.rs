@@ -10,10 +10,6 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-fn skipped(test: &str, why: &str) {
-    say_skipped(test, why);
-}
-
 /// Every entry under `dir` (not following links): its kind and, for a file, its bytes; for a
 /// link, where it points.
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
@@ -128,7 +124,7 @@ fn directories_fifos_and_devices_are_refused_before_anything_runs() {
     let c = std::ffi::CString::new(node.as_os_str().as_bytes()).unwrap();
     // SAFETY: a valid path; makedev(1, 3) is /dev/null's number.
     if unsafe { libc::mknod(c.as_ptr(), libc::S_IFCHR | 0o666, libc::makedev(1, 3)) } != 0 {
-        skipped("directories_fifos_and_devices (mknod part)", "mknod not permitted (not root?)");
+        say_skipped("directories_fifos_and_devices", "its mknod part: mknod not permitted (not root?)");
         return;
     }
     for flag in ["--csv", "--markdown"] {
@@ -281,7 +277,7 @@ fn a_full_disk_leaves_whole_rows_and_no_temporary_files() {
         .map(|o| o.status.success())
         .unwrap_or(false);
     if !mounted {
-        skipped(
+        say_skipped(
             "a_full_disk_leaves_whole_rows_and_no_temporary_files",
             "cannot mount a tmpfs here (not root, or no mount permission)",
         );

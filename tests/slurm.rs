@@ -35,10 +35,6 @@ fn mpi_type() -> &'static str {
     }
 }
 
-fn skipped(test: &str, why: &str) {
-    say_skipped(test, why);
-}
-
 /// A Slurm bed of two hosts (2 CPUs each), torn down on drop.
 struct Bed {
     prefix: String,
@@ -73,13 +69,13 @@ impl Bed {
         let prefix = format!("s{}{}-", std::process::id(), (b'a' + BEDS.fetch_add(1, Ordering::Relaxed) as u8) as char);
         let check = bed_cmd(&prefix).arg("check").output().expect("bash runs");
         if !check.status.success() {
-            skipped(test, &why(&check));
+            say_skipped(test, &why(&check));
             return None;
         }
         let up = bed_cmd(&prefix).args(["up", "2"]).output().expect("bash runs");
         // Slurm missing and not installable here (no package mirror): the bed's own reason.
         if !up.status.success() && stderr(&up).contains("could not install Slurm") {
-            skipped(test, stderr(&up).lines().last().unwrap_or("Slurm could not be installed"));
+            say_skipped(test, stderr(&up).lines().last().unwrap_or("Slurm could not be installed"));
             return None;
         }
         assert!(up.status.success(), "ci/slurm-bed.sh up 2 failed although `check` passed:\n{}", stderr(&up));
@@ -87,7 +83,7 @@ impl Bed {
         if needs_mpi {
             let m = bed_cmd(&bed.prefix).args(["mpi", mpi_type()]).output().expect("bash runs");
             if !m.status.success() {
-                skipped(test, &format!("srun --mpi={}: {}", mpi_type(), why(&m)));
+                say_skipped(test, &format!("srun --mpi={}: {}", mpi_type(), why(&m)));
                 return None;
             }
         }

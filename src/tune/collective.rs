@@ -191,7 +191,8 @@ impl Job<'_> {
             world.agree(forcing.force(cand))?;
             comms.push(DupComm::of_world(world));
         }
-        if d.var.is_some() && original.is_some() {
+        // (A value was read only where the collective has a variable.)
+        if original.is_some() {
             world.agree(forcing.restore())?;
         }
         let comm_s = started.elapsed().as_secs_f64();
