@@ -271,7 +271,13 @@ fn a_link_down_ends_every_rank_through_the_watchdog() {
         if let Some(line) = lines.first() {
             lines_seen += 1;
             assert!(rank < 2, "rank {rank} spoke although a lower rank of its host could: {err}");
-            assert_eq!(read("rc").trim(), "2", "rank {rank}: exit code after its line: {err}");
+            // Its own exit, 2. Under Hydra the host's proxy SIGKILLs the ranks of its host when
+            // one exits without `cmd=finalize` (a hang's ending, docs/watchdog.md), so the other
+            // rank's quiet exit may end this one after its line and before its own exit: SIGKILL
+            // leaves no code (seen once in a CI-like run of the MPICH pass).
+            let rc = read("rc");
+            let killed_after_line = FAMILY == "mpich" && rc.is_empty();
+            assert!(rc.trim() == "2" || killed_after_line, "rank {rank}: exit code {rc:?} after its line: {err}");
             // Both ranks of the other host, together or each with what this side knows of it.
             assert!(line.starts_with("coll-bench: error: rank"), "{err}");
             let named = |r: &str| line.contains(&format!("rank {r} ({other_host}) "));
