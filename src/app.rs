@@ -7,10 +7,11 @@ use crate::cli::{self, Clap, FileCommand, Parsed};
 use crate::error::{exit, Error, Result};
 use crate::launch;
 use crate::memory;
-use crate::options::{CsvTarget, Options};
+use crate::options::{CsvTarget, Options, Order};
 use crate::report::csv::CsvReport;
 use crate::report::json::JsonReport;
 use crate::report::markdown::MarkdownReport;
+use crate::report::series_order::InSeriesOrder;
 use crate::report::table::TableReport;
 use crate::report::Report;
 use crate::setup;
@@ -358,10 +359,17 @@ fn open_reports(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<O
     // The table's rows go through the bar (cleared, written, redrawn): never on the bar's line.
     let stdout =
         crate::report::progress::BarAwareWriter::new(std::io::stdout(), progress.as_ref().and_then(|p| p.bar()));
-    let mut reports: Vec<Box<dyn Report>> = vec![Box::new(TableReport::new(stdout))];
+    // `--order size`: the table and the Markdown print each series' block whole, at the end.
+    fn in_series_order<R: Report + 'static>(r: R, order: Order) -> Box<dyn Report> {
+        match order {
+            Order::Collective => Box::new(r),
+            Order::Size => Box::new(InSeriesOrder::new(r)),
+        }
+    }
+    let mut reports: Vec<Box<dyn Report>> = vec![in_series_order(TableReport::new(stdout), opts.order)];
     reports.extend(csv.map(|r| Box::new(r) as Box<dyn Report>));
     reports.extend(json.map(|r| Box::new(r) as Box<dyn Report>));
-    reports.extend(markdown.map(|r| Box::new(r) as Box<dyn Report>));
+    reports.extend(markdown.map(|r| in_series_order(r, opts.order)));
     // Last: its `end` clears the bar after the footer is out.
     if let Some(bar) = progress {
         reports.push(Box::new(bar));

@@ -126,7 +126,11 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
         unreachable!("one index per required column")
     };
 
-    let mut rows = vec![];
+    let timestamp_col = col("timestamp");
+    let mut rows: Vec<Row> = vec![];
+    // Each series' latest row (index into `rows`) and its run's timestamp: where a twin is found.
+    let mut latest: std::collections::HashMap<(String, String, String, String, String), (usize, String)> =
+        std::collections::HashMap::new();
     for rec in rd.records() {
         let rec = rec.map_err(|e| Error::usage(format!("'{shown}': {}", csv_reason(&e))))?;
         let line = rec.position().map(|p| p.line()).unwrap_or(0);
@@ -193,12 +197,16 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
         };
         // Per-rank counts rounded down to whole 16 bytes (as nccl-tests) can make two requested
         // sizes one call (all-gather of 8 B and 16 B of float on 2 ranks: 0 B each); the sweep
-        // writes both rows, as nccl-tests prints both. The repeat right after its twin is the
-        // same point measured again: the first is read, the repeat left out. A point repeated
-        // further away is a second run in the file (compare says so).
-        if rows.iter().rev().take(2).any(|r: &Row| r.key == row.key) {
+        // writes both rows, as nccl-tests prints both. A repeat of its series' latest row, from
+        // the same run (same timestamp), is that twin: the first is read, the repeat left out
+        // (right after it, or a round later with `--order size`). A point repeated after other
+        // sizes of its series, or from another run, is a second run in the file (compare says so).
+        let stamp = timestamp_col.map(|i| text(i).to_string()).unwrap_or_default();
+        let series = row.key.series();
+        if latest.get(&series).is_some_and(|(i, t)| rows[*i].key == row.key && *t == stamp) {
             continue;
         }
+        latest.insert(series, (rows.len(), stamp));
         rows.push(row);
     }
     if rows.is_empty() {
@@ -284,6 +292,28 @@ mod tests {
         assert_eq!(rows[1].stddev_us, None);
         assert_eq!(rows[1].line, 4);
         assert_eq!(rows[0].key.to_string(), "all-reduce mpi float sum out-of-place 1K");
+    }
+
+    #[test]
+    fn a_rounded_twin_is_read_once_in_either_order_and_a_second_run_is_kept() {
+        let r =
+            |t: &str, c: &str, size: u64| format!("{t},mpi,{c},float,sum,out_of_place,{size},10,1,0,1,1,1,0,2,x,\n");
+        let twin_rows = |rows: &str| read(write(&format!("{HEAD}\n{rows}")).path()).unwrap();
+        // --order collective: all-gather's 8 B and 16 B both measure 0 B, one after the other.
+        let a = twin_rows(&[r("t", "all-gather", 0), r("t", "all-gather", 0), r("t", "all-gather", 32)].concat());
+        assert_eq!(a.iter().map(|x| x.key.size_bytes).collect::<Vec<_>>(), [0, 32]);
+        // --order size: the twin comes a round later, after the other collectives' rows.
+        let b = twin_rows(
+            &[r("t", "all-reduce", 8), r("t", "all-gather", 0), r("t", "all-reduce", 16), r("t", "all-gather", 0)]
+                .concat(),
+        );
+        assert_eq!(b.len(), 3, "{b:?}");
+        // The same point after another size of its series, or from another run (timestamp): kept,
+        // so compare names the file that holds two runs.
+        let c = twin_rows(&[r("t", "all-gather", 0), r("t", "all-gather", 32), r("t", "all-gather", 0)].concat());
+        assert_eq!(c.len(), 3);
+        let d = twin_rows(&[r("t1", "all-reduce", 1024), r("t2", "all-reduce", 1024)].concat());
+        assert_eq!(d.len(), 2);
     }
 
     #[test]

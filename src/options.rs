@@ -212,6 +212,39 @@ impl Malloc {
     }
 }
 
+/// The order points are measured in (`--order`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Order {
+    /// Every size of one collective (and type and op), then the next collective: nccl-tests'
+    /// order, the table's rows as they are measured.
+    #[default]
+    Collective,
+    /// Every collective at one size, then the next size: a machine that changes speed during the
+    /// run slows a band of sizes of every collective alike, which `compare` of one run per side
+    /// can then tell from one collective's regression. The table is printed at the end.
+    Size,
+}
+
+impl Order {
+    /// The accepted names, for error messages.
+    pub const ACCEPTED: &'static str =
+        "collective (each collective's sizes in turn) or size (every collective at one size, then the next size)";
+
+    /// A name as given on the command line (any case).
+    pub fn parse(name: &str) -> Option<Order> {
+        [Order::Collective, Order::Size].into_iter().find(|m| m.name().eq_ignore_ascii_case(name.trim()))
+    }
+
+    /// The one spelling: flag, header and JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Order::Collective => "collective",
+            Order::Size => "size",
+        }
+    }
+}
+
 /// What the user allowed output files to be (`--force`/`--overwrite`, `--follow-symlinks`);
 /// `crate::report::outfile` applies it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -247,6 +280,8 @@ pub struct Options {
     pub implementation: Implementation,
     /// `--malloc`: the heap the MPI library runs on (set before `MPI_Init`).
     pub malloc: Malloc,
+    /// `--order`: each collective's sizes in turn, or every collective at one size in turn.
+    pub order: Order,
     pub csv: CsvTarget,
     /// Draw the progress bar on stderr even when it is not a terminal (`--progress`).
     pub progress: bool,
@@ -312,6 +347,7 @@ impl Default for Options {
             backend: BackendKind::Mpi,
             implementation: Implementation::Native,
             malloc: Malloc::Default,
+            order: Order::Collective,
             csv: CsvTarget::Default,
             progress: false,
             per_rank: false,

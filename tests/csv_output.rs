@@ -132,3 +132,73 @@ fn no_csv_writes_nothing() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(files(dir.path()).is_empty());
 }
+
+/// `--order size`: the CSV's rows come round by round (every collective at one size, then the
+/// next size), the table still prints each collective's block whole and in size order, the
+/// header says so, and the CSV holds the same points as the default order's.
+#[test]
+fn order_size_measures_round_by_round_and_prints_each_collective_whole() {
+    let args = ["all-reduce", "all-gather", "barrier", "-b", "64", "-e", "1K", "--budget", "2ms", "--csv", "r.csv"];
+    let (o, dir) = mpirun(2, &[&args[..], &["--order", "size"]].concat());
+    assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("# order: size (every collective at one size"), "{out}");
+    // The table: one block per collective, in the order given, sizes ascending within each.
+    let blocks: Vec<&str> = out.lines().filter_map(|l| l.strip_prefix("# Collective: ")).collect();
+    assert_eq!(blocks, ["all-reduce", "all-gather", "barrier"], "{out}");
+    let sizes: Vec<u64> = rows(&o).iter().map(|r| r[0].parse().unwrap()).collect();
+    assert_eq!(sizes, [64, 128, 256, 512, 1024, 64, 128, 256, 512, 1024, 0], "{out}");
+    // The CSV: as measured, round by round (barrier, one size, in the first round).
+    let text = std::fs::read_to_string(dir.path().join("r.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(text.as_bytes());
+    let h = rd.headers().unwrap().clone();
+    let (c, p, s) = (
+        h.iter().position(|x| x == "collective").unwrap(),
+        h.iter().position(|x| x == "placement").unwrap(),
+        h.iter().position(|x| x == "size_bytes").unwrap(),
+    );
+    let got: Vec<(String, u64)> = rd
+        .records()
+        .map(|r| r.unwrap())
+        .filter(|r| &r[p] == "out-of-place")
+        .map(|r| (r[c].to_string(), r[s].parse().unwrap()))
+        .collect();
+    let mut want = vec![];
+    for (i, size) in [64u64, 128, 256, 512, 1024].into_iter().enumerate() {
+        want.push(("all-reduce".to_string(), size));
+        want.push(("all-gather".to_string(), size));
+        if i == 0 {
+            want.push(("barrier".to_string(), 0));
+        }
+    }
+    assert_eq!(got, want, "{text}");
+    // The default order measures the same points, each collective's sizes in turn.
+    let (d, ddir) = mpirun(2, &args);
+    assert_eq!(d.status.code(), Some(0), "{}", stderr(&d));
+    assert!(!stdout(&d).contains("# order:"), "{}", stdout(&d));
+    let text = std::fs::read_to_string(ddir.path().join("r.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(text.as_bytes());
+    let mut default: Vec<(String, u64)> = rd
+        .records()
+        .map(|r| r.unwrap())
+        .filter(|r| &r[p] == "out-of-place")
+        .map(|r| (r[c].to_string(), r[s].parse().unwrap()))
+        .collect();
+    let mut sorted = want.clone();
+    assert_ne!(default, sorted, "the default order is not round by round");
+    default.sort();
+    sorted.sort();
+    assert_eq!(default, sorted);
+}
+
+#[test]
+fn order_accepts_collective_or_size_only() {
+    let (o, _dir) = mpirun(2, &["--order", "sizes", "--no-csv"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(
+        err.lines().any(|l| l.starts_with("coll-bench: error: --order: unknown order 'sizes'; expected collective")),
+        "{err}"
+    );
+    assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+}

@@ -8,7 +8,9 @@ use crate::collective::Kind;
 use crate::dtype::{DType, Op};
 use crate::duration;
 use crate::error::{Error, Result};
-use crate::options::{Aggregation, BackendKind, CsvTarget, Implementation, Malloc, Options, Policy, Step, Timeout};
+use crate::options::{
+    Aggregation, BackendKind, CsvTarget, Implementation, Malloc, Options, Order, Policy, Step, Timeout,
+};
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -101,6 +103,12 @@ pub struct Args {
     /// MPI_Init, so the library's per-call temporary buffers cost no page faults)
     #[arg(long = "malloc", value_name = "default|kept", default_value = "default")]
     pub malloc: String,
+    /// Order of measurement: collective (each collective's sizes in turn, rows printed as
+    /// measured) or size (every collective at one size, then the next: a machine changing speed
+    /// mid-run then slows every collective alike, so `compare` of one run per side tells it from
+    /// a regression; the table is printed at the end)
+    #[arg(long = "order", value_name = "collective|size", default_value = "collective")]
+    pub order: String,
     /// Write results as CSV to PATH [default: results/coll-bench-<UTC time>.csv]
     #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
     pub csv: Option<PathBuf>,
@@ -208,6 +216,9 @@ impl Args {
         let malloc = Malloc::parse(&self.malloc).ok_or_else(|| {
             Error::usage(format!("--malloc: unknown heap '{}'; expected {}", self.malloc, Malloc::ACCEPTED))
         })?;
+        let order = Order::parse(&self.order).ok_or_else(|| {
+            Error::usage(format!("--order: unknown order '{}'; expected {}", self.order, Order::ACCEPTED))
+        })?;
         let csv = self.csv_target()?;
         let debug_slow_rank = self.debug_slow_rank.as_deref().map(slow_rank).transpose()?;
         let timeout = self.timeout.as_deref().map(|v| timeout("-T/--timeout", v)).transpose()?.unwrap_or(Timeout::Auto);
@@ -238,6 +249,7 @@ impl Args {
             backend,
             implementation,
             malloc,
+            order,
             csv,
             progress: self.progress,
             per_rank: self.per_rank,

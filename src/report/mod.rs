@@ -9,6 +9,7 @@ pub mod json;
 pub mod markdown;
 pub mod outfile;
 pub mod progress;
+pub mod series_order;
 pub mod table;
 
 use crate::error::Result;

@@ -137,6 +137,11 @@ impl<W: Write> Report for TableReport<W> {
             None => "duration set by -n (not estimated)".to_string(),
         };
         self.line(&format!("# plan: {points} points, {estimate}"));
+        if o.order == crate::options::Order::Size {
+            self.line(
+                "# order: size (every collective at one size, then the next size; the table follows the last point)",
+            );
+        }
         for note in &info.notes {
             self.line(&format!("# note: {note}"));
         }

@@ -6,7 +6,7 @@ use crate::backend::{Backend, Buf, Call};
 use crate::collective::{Collective, Convention, Ctx, Kind, Layout};
 use crate::dtype::{DType, Op};
 use crate::error::Result;
-use crate::options::{Aggregation, Malloc, Options, MAX_AUTO_ITERS, MIN_AUTO_ITERS};
+use crate::options::{Aggregation, Malloc, Options, Order, MAX_AUTO_ITERS, MIN_AUTO_ITERS};
 use crate::record::{Measurement, Placement, Point, Runs, Totals};
 use crate::stats::{mean_of, Summary};
 use crate::verify::{fill_input, verify, DataErrors, GUARD_BYTES, SENTINEL};
@@ -25,6 +25,24 @@ pub fn sizes_for(spec: &dyn Collective, opts: &Options) -> Vec<u64> {
         opts.sizes()
     } else {
         vec![0]
+    }
+}
+
+/// Every point of a run (collective, type, op, size) in the order it is measured (`--order`):
+/// each combination's sizes in turn, or round by round, every combination's i-th size in round i.
+pub fn points(opts: &Options) -> Vec<(Kind, DType, Option<Op>, u64)> {
+    let series: Vec<_> =
+        plan(opts).into_iter().map(|(kind, dtype, op)| (kind, dtype, op, sizes_for(kind.spec(), opts))).collect();
+    match opts.order {
+        Order::Collective => {
+            series.into_iter().flat_map(|(k, d, o, sizes)| sizes.into_iter().map(move |s| (k, d, o, s))).collect()
+        }
+        Order::Size => {
+            let rounds = series.iter().map(|s| s.3.len()).max().unwrap_or(0);
+            (0..rounds)
+                .flat_map(|i| series.iter().filter_map(move |(k, d, o, sizes)| sizes.get(i).map(|s| (*k, *d, *o, *s))))
+                .collect()
+        }
     }
 }
 
@@ -166,35 +184,33 @@ impl<'a> Sweep<'a> {
         let mut totals = Totals::default();
         let conv = self.backend.convention();
         let (n, rank) = (self.member.size, self.member.rank);
-        for (kind, dtype, op) in plan(self.opts) {
+        for (kind, dtype, op, size) in points(self.opts) {
             let spec = kind.spec();
-            for size in sizes_for(spec, self.opts) {
-                let elems = (size / dtype.size() as u64) as usize;
-                let layout = spec.layout(elems, dtype.size(), n, rank, conv);
-                let call =
-                    |in_place| Call { kind, dtype, op: op.unwrap_or(Op::Sum), root: self.opts.root, layout, in_place };
-                let out_of_place = self.measure(&call(false), Placement::OutOfPlace)?;
-                let in_place = self.measure(&call(true), Placement::InPlace)?;
-                // Named after the timed calls, never inside them.
-                let (algorithm, source) = self.backend.algorithm(&call(false));
-                let point = Point {
-                    collective: kind,
-                    dtype,
-                    op,
-                    root: spec.rooted().then_some(self.opts.root),
-                    size_bytes: layout_size(spec, elems, n, conv, dtype),
-                    count: layout.count as u64,
-                    bus_factor: spec.bus_factor(n),
-                    out_of_place,
-                    in_place,
-                    algorithm,
-                    algorithm_source: source.to_string(),
-                };
-                totals.add(&point);
-                self.world.agree(sink(&point))?;
-                if let Some(w) = &self.watchdog {
-                    w.disarm();
-                }
+            let elems = (size / dtype.size() as u64) as usize;
+            let layout = spec.layout(elems, dtype.size(), n, rank, conv);
+            let call =
+                |in_place| Call { kind, dtype, op: op.unwrap_or(Op::Sum), root: self.opts.root, layout, in_place };
+            let out_of_place = self.measure(&call(false), Placement::OutOfPlace)?;
+            let in_place = self.measure(&call(true), Placement::InPlace)?;
+            // Named after the timed calls, never inside them.
+            let (algorithm, source) = self.backend.algorithm(&call(false));
+            let point = Point {
+                collective: kind,
+                dtype,
+                op,
+                root: spec.rooted().then_some(self.opts.root),
+                size_bytes: layout_size(spec, elems, n, conv, dtype),
+                count: layout.count as u64,
+                bus_factor: spec.bus_factor(n),
+                out_of_place,
+                in_place,
+                algorithm,
+                algorithm_source: source.to_string(),
+            };
+            totals.add(&point);
+            self.world.agree(sink(&point))?;
+            if let Some(w) = &self.watchdog {
+                w.disarm();
             }
         }
         Ok(totals)

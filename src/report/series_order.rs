@@ -1,0 +1,42 @@
+//! `--order size`: points arrive round by round (every collective at one size, then the next
+//! size), but the table and the Markdown print one block per collective × type × op. This
+//! wrapper holds the points and hands them to its report at the end, each series' sizes in turn
+//! (the order `--order collective` measures in). The CSV and JSON take rows as measured.
+
+use super::Report;
+use crate::error::Result;
+use crate::record::{Point, RunInfo, Totals};
+
+pub struct InSeriesOrder<R: Report> {
+    inner: R,
+    held: Vec<Point>,
+}
+
+impl<R: Report> InSeriesOrder<R> {
+    pub fn new(inner: R) -> Self {
+        InSeriesOrder { inner, held: vec![] }
+    }
+}
+
+impl<R: Report> Report for InSeriesOrder<R> {
+    fn begin(&mut self, info: &RunInfo) -> Result<()> {
+        self.inner.begin(info)
+    }
+
+    fn point(&mut self, _info: &RunInfo, p: &Point) -> Result<()> {
+        self.held.push(p.clone());
+        Ok(())
+    }
+
+    fn end(&mut self, info: &RunInfo, totals: &Totals) -> Result<()> {
+        let plan = info.options.plan();
+        let series = |p: &Point| plan.iter().position(|s| *s == (p.collective, p.dtype, p.op)).unwrap_or(plan.len());
+        // A stable sort: each series' sizes stay in the order they were measured (ascending).
+        let mut held = std::mem::take(&mut self.held);
+        held.sort_by_key(series);
+        for p in &held {
+            self.inner.point(info, p)?;
+        }
+        self.inner.end(info, totals)
+    }
+}
