@@ -40,9 +40,12 @@ pub struct Key {
     pub size_bytes: u64,
 }
 
+/// A key without its size (collective, backend, dtype, op, placement): one series of a sweep.
+pub type Series = (String, String, String, String, String);
+
 impl Key {
     /// The key without the size: one series of a sweep.
-    pub fn series(&self) -> (String, String, String, String, String) {
+    pub fn series(&self) -> Series {
         (self.collective.clone(), self.backend.clone(), self.dtype.clone(), self.op.clone(), self.placement.clone())
     }
 }
@@ -129,8 +132,7 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
     let timestamp_col = col("timestamp");
     let mut rows: Vec<Row> = vec![];
     // Each series' latest row (index into `rows`) and its run's timestamp: where a twin is found.
-    let mut latest: std::collections::HashMap<(String, String, String, String, String), (usize, String)> =
-        std::collections::HashMap::new();
+    let mut latest: std::collections::HashMap<Series, (usize, String)> = std::collections::HashMap::new();
     for rec in rd.records() {
         let rec = rec.map_err(|e| Error::usage(format!("'{shown}': {}", csv_reason(&e))))?;
         let line = rec.position().map(|p| p.line()).unwrap_or(0);
