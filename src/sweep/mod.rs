@@ -2,6 +2,10 @@
 //! time a batch of back-to-back calls, combine the ranks' times, then check the result in a
 //! separate pass. Produces [`Point`]s; prints nothing.
 
+pub mod timing;
+
+pub use timing::{iterations, MIN_SAMPLE_S};
+
 use crate::backend::{Backend, Buf, Call};
 use crate::collective::{Collective, Convention, Ctx, Kind, Layout};
 use crate::dtype::{DType, Op};
@@ -12,6 +16,7 @@ use crate::stats::{mean_of, Summary};
 use crate::verify::{fill_input, verify, DataErrors, GUARD_BYTES, SENTINEL};
 use crate::watchdog::{Phase, Task, Watchdog};
 use crate::world::{aggregate, World};
+use timing::Agreed;
 
 /// The collective × type × op combinations of a run, in the order they run: the options' one
 /// plan ([`Options::plan`]), which also gives the progress bar its total.
@@ -164,18 +169,17 @@ impl<'a> Sweep<'a> {
         Sweep { world: ranks, backend, opts, member: Member::world(ranks), samples: vec![], watchdog: None }
     }
 
-    /// One batch of `iters` calls through the backend, under the watchdog (`-T`) unless it is
-    /// off: its limit follows from `iters` × `est_s` (`Timeout::limit_s`). The exchange of results that
-    /// follows a batch is watched too, until the next batch or the end of the point.
+    /// One batch of `iters` calls through the backend, watched ([`timing::watched_batch`]).
     fn batch(&mut self, call: &Call, phase: Phase, iters: u64, batch: u64, est_s: f64) -> Result<()> {
-        if let Some(w) = &self.watchdog {
-            w.arm(Task { call: *call, phase, calls: iters }, iters as f64 * est_s);
-        }
-        self.backend.run(call, iters as usize, batch as usize, &mut self.samples)?;
-        if let Some(w) = &self.watchdog {
-            w.arm(Task { call: *call, phase: Phase::Results, calls: 1 }, 0.0);
-        }
-        Ok(())
+        timing::watched_batch(
+            self.watchdog.as_ref(),
+            self.backend,
+            call,
+            phase,
+            (iters, batch),
+            est_s,
+            &mut self.samples,
+        )
     }
 
     /// Run the whole sweep, handing each point to `sink` (called on every rank; only rank 0's
@@ -283,35 +287,14 @@ impl<'a> Sweep<'a> {
     fn turn(&mut self, call: &Call, active: bool) -> Result<Turn> {
         let opts = self.opts;
         let world = self.world;
-        let first = |s: &[f64]| s.first().copied().unwrap_or(0.0);
-        let mut warmup_iters = 0u64;
-        let mut first_call_us = None;
-        let mut estimate = None;
-        match opts.warmup {
-            Some(w) => {
-                if w > 0 {
-                    self.turn_batch(active, call, Phase::WarmUp, w, 1, 0.0)?;
-                    warmup_iters = w;
-                    estimate = Some(world.max_f64(mean_of(&self.samples)));
-                }
-            }
-            None => {
-                self.turn_batch(active, call, Phase::WarmUp, 1, 1, 0.0)?;
-                let first = world.max_f64(first(&self.samples));
-                first_call_us = Some(first * 1e6);
-                let more = ((0.1 * opts.budget_s / first.max(1e-9)) as u64).clamp(1, 1000);
-                self.turn_batch(active, call, Phase::WarmUp, more, 1, first)?;
-                warmup_iters = 1 + more;
-                estimate = Some(world.max_f64(mean_of(&self.samples)));
-            }
-        }
-        let est = match estimate {
-            Some(e) => e,
-            None => {
-                self.turn_batch(active, call, Phase::WarmUp, 1, 1, 0.0)?;
-                world.max_f64(first(&self.samples))
-            }
-        };
+        let warm = timing::warm_up(opts.warmup, opts.budget_s, true, &mut |n, est, stat| {
+            self.turn_batch(active, call, Phase::WarmUp, n, 1, est)?;
+            Ok(world.max_f64(match stat {
+                Agreed::First => self.samples.first().copied().unwrap_or(0.0),
+                Agreed::Mean => mean_of(&self.samples),
+            }))
+        })?;
+        let (est, warmup_iters, first_call_us) = (warm.est_s, warm.iters, warm.first_call_us);
         let (planned, batch) = iterations(opts.iters, opts.budget_s, est);
         // Adaptive: with the count from the budget, time it in quarters and stop once every
         // rank's median is known tightly enough (the decision is agreed, so all ranks stop
@@ -382,24 +365,6 @@ fn layout_size(spec: &dyn Collective, elems: usize, n: usize, conv: Convention, 
     l.size_bytes(dtype.size()) as u64
 }
 
-/// Shortest time one sample should span, so the clock's cost stays below 1% of it.
-pub const MIN_SAMPLE_S: f64 = 5e-6;
-
-/// Timed iterations and calls per sample, from a fixed count (`-n`) or the time budget, and the
-/// estimated time per call (the same on every rank, so every rank runs the same calls).
-pub fn iterations(fixed: Option<u64>, budget_s: f64, est_s: f64) -> (u64, u64) {
-    let est = est_s.max(1e-9);
-    let want_batch = (ceil_ratio(MIN_SAMPLE_S, est) as u64).clamp(1, 1000);
-    match fixed {
-        // A fixed count stays exact: the largest batch not above the wanted one that divides it.
-        Some(n) => (n, (1..=want_batch.min(n)).rev().find(|b| n % b == 0).unwrap_or(1)),
-        None => {
-            let iters = (ceil_ratio(budget_s, est) as u64).clamp(MIN_AUTO_ITERS, MAX_AUTO_ITERS);
-            (iters.div_ceil(want_batch) * want_batch, want_batch)
-        }
-    }
-}
-
 /// Width of the 95% interval of the median relative to the median (∞ when unknown).
 fn relative_ci95(samples: &[f64]) -> f64 {
     let s = Summary::of_seconds(samples);
@@ -409,11 +374,6 @@ fn relative_ci95(samples: &[f64]) -> f64 {
     } else {
         f64::INFINITY
     }
-}
-
-/// ⌈a / b⌉, forgiving the last bits of rounding (5e-6 / 0.5e-6 is 10, not 11).
-fn ceil_ratio(a: f64, b: f64) -> f64 {
-    (a / b * (1.0 - 1e-12)).ceil()
 }
 
 #[cfg(test)]
@@ -443,21 +403,6 @@ mod tests {
         assert_eq!(p.len(), 4 + 2 + 1);
         assert_eq!(p[6], (Kind::Barrier, DType::Int32, None));
         assert_eq!(sizes_for(Kind::Barrier.spec(), &o), vec![0]);
-    }
-
-    #[test]
-    fn iterations_follow_the_budget_and_batch_short_calls() {
-        // 0.5 us calls, 50 ms: 100000 calls in samples of 10 calls (5 us each).
-        assert_eq!(iterations(None, 0.05, 0.5e-6), (100_000, 10));
-        // 10 ms calls: the floor of 5 iterations, one call per sample.
-        assert_eq!(iterations(None, 0.05, 10e-3), (5, 1));
-        // 1 ms calls: 50 iterations.
-        assert_eq!(iterations(None, 0.05, 1e-3), (50, 1));
-        // Fixed counts are kept exactly.
-        assert_eq!(iterations(Some(20), 0.05, 0.5e-6), (20, 10));
-        assert_eq!(iterations(Some(7), 0.05, 0.5e-6), (7, 7));
-        assert_eq!(iterations(Some(13), 0.05, 0.4e-6), (13, 13));
-        assert_eq!(iterations(Some(3), 0.05, 1.0), (3, 1));
     }
 
     #[test]

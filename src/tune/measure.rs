@@ -19,12 +19,13 @@ use crate::collective::{Convention, Ctx};
 use crate::dtype::Op;
 use crate::error::Result;
 use crate::options::Implementation;
-use crate::options::{Options, MAX_AUTO_ITERS};
+use crate::options::Options;
 use crate::record::{Measurement, Placement, Point, Runs};
 use crate::stats::{mean_of, median_of, Summary};
-use crate::sweep::{buffer_bytes, MIN_SAMPLE_S};
+use crate::sweep::buffer_bytes;
+use crate::sweep::timing::{self, Agreed};
 use crate::verify::{fill_input, verify, GUARD_BYTES, SENTINEL};
-use crate::watchdog::{Phase, Task, Watchdog};
+use crate::watchdog::{Phase, Watchdog};
 use crate::world::{aggregate, World};
 
 /// Interleaved rounds per cell (odd: the median is one of them).
@@ -172,16 +173,20 @@ impl<'a> Bench<'a> {
         }
     }
 
-    /// One batch through backend `b` on `comm`, under the watchdog; agreed across ranks (an MPI
-    /// error, such as an algorithm the library refuses for this communicator, is every rank's).
+    /// One batch through backend `b` on `comm`, watched ([`timing::watched_batch`]); agreed
+    /// across ranks (an MPI error, such as an algorithm the library refuses for this
+    /// communicator, is every rank's).
     fn batch(&mut self, b: usize, call: &Call, phase: Phase, iters: u64, batch: u64, est_s: f64) -> Result<()> {
-        if let Some(w) = &self.watchdog {
-            w.arm(Task { call: *call, phase, calls: iters }, iters as f64 * est_s);
-        }
-        let r = self.backends[b].1.run(call, iters as usize, batch as usize, &mut self.samples);
-        if let Some(w) = &self.watchdog {
-            w.arm(Task { call: *call, phase: Phase::Results, calls: 1 }, 0.0);
-        }
+        let backend = &mut self.backends[b].1;
+        let r = timing::watched_batch(
+            self.watchdog.as_ref(),
+            backend,
+            call,
+            phase,
+            (iters, batch),
+            est_s,
+            &mut self.samples,
+        );
         self.world.agree(r)
     }
 
@@ -233,26 +238,15 @@ impl<'a> Bench<'a> {
     /// from it (maximum over ranks), and (calls, first call µs).
     fn warm_up(&mut self, b: usize, call: &Call) -> Result<(f64, u64, Option<f64>)> {
         let world = self.world;
-        match self.opts.warmup {
-            Some(w) if w > 0 => {
-                self.batch(b, call, Phase::WarmUp, w, 1, 0.0)?;
-                Ok((world.max_f64(mean_of(&self.samples)), w, None))
-            }
-            Some(_) => {
-                self.batch(b, call, Phase::WarmUp, 1, 1, 0.0)?;
-                Ok((world.max_f64(self.samples[0]), 0, None))
-            }
-            None => {
-                self.batch(b, call, Phase::WarmUp, 1, 1, 0.0)?;
-                let first = world.max_f64(self.samples[0]);
-                let more = ((0.1 * self.opts.budget_s / first.max(1e-9)) as u64).min(1000);
-                if more == 0 {
-                    return Ok((first, 1, Some(first * 1e6)));
-                }
-                self.batch(b, call, Phase::WarmUp, more, 1, first)?;
-                Ok((world.max_f64(mean_of(&self.samples)), 1 + more, Some(first * 1e6)))
-            }
-        }
+        let (warmup, budget_s) = (self.opts.warmup, self.opts.budget_s);
+        let w = timing::warm_up(warmup, budget_s, false, &mut |n, est, stat| {
+            self.batch(b, call, Phase::WarmUp, n, 1, est)?;
+            Ok(world.max_f64(match stat {
+                Agreed::First => self.samples[0],
+                Agreed::Mean => mean_of(&self.samples),
+            }))
+        })?;
+        Ok((w.est_s, w.iters, w.first_call_us))
     }
 
     /// The median of this batch's samples combined across ranks (rank 0's), on every rank.
@@ -497,19 +491,7 @@ pub fn skipped_measurement(placement: Placement) -> Measurement {
 /// minimum of 5 per placement), batched as the sweep batches calls shorter than
 /// [`MIN_SAMPLE_S`].
 pub fn per_round(fixed: Option<u64>, budget_s: f64, est_s: f64) -> (u64, u64) {
-    let est = est_s.max(1e-9);
-    let want_batch = ((MIN_SAMPLE_S / est * (1.0 - 1e-12)).ceil() as u64).clamp(1, 1000);
-    let rounds = ROUNDS as u64;
-    match fixed {
-        Some(n) => {
-            let per = n.div_ceil(rounds).max(1);
-            (per, (1..=want_batch.min(per)).rev().find(|b| per % b == 0).unwrap_or(1))
-        }
-        None => {
-            let per = ((budget_s / rounds as f64 / est).ceil() as u64).clamp(1, MAX_AUTO_ITERS / rounds);
-            (per.div_ceil(want_batch) * want_batch, want_batch)
-        }
-    }
+    timing::per_round(fixed, budget_s, est_s, ROUNDS as u64)
 }
 
 #[cfg(test)]
