@@ -133,6 +133,8 @@ struct Shared {
     host_names: String,
     slow_ranks: String,
     warnings: String,
+    /// With `--per-rank`: each rank's host, by rank (its row's `host_names`).
+    host_of_rank: Vec<String>,
 }
 
 pub struct CsvReport {
@@ -196,6 +198,19 @@ impl CsvReport {
             host_names: hosts.join(";"),
             slow_ranks: m.slow_ranks.iter().map(|o| o.rank.to_string()).collect::<Vec<_>>().join(";"),
             warnings: m.warnings.iter().map(warning_kind).collect::<Vec<_>>().join(";"),
+            host_of_rank: if info.options.per_rank {
+                let mut by_rank = vec!["?".to_string(); info.ranks];
+                for (h, ranks) in &info.hosts {
+                    for r in ranks {
+                        if let Some(slot) = by_rank.get_mut(*r) {
+                            *slot = h.clone();
+                        }
+                    }
+                }
+                by_rank
+            } else {
+                vec![]
+            },
         };
         self.row(info, &shared, p, m, Which::Combined)?;
         if info.options.per_rank {
@@ -282,6 +297,17 @@ impl CsvReport {
             algorithm_source: &p.algorithm_source,
         };
         let mut row = row;
+        // A rank's (group's) row names the host(s) it covers, and leaves the slow ranks (a fact
+        // of the combined point) to the combined row: O(1) per row, not O(hosts) per rank.
+        let own_hosts = match which {
+            Which::Combined => None,
+            Which::Rank(r) => Some(shared.host_of_rank.get(r).cloned().unwrap_or_else(|| "?".into())),
+            Which::Group(g, _) => info.groups.get(g).map(|x| x.hosts.join(";")),
+        };
+        if let Some(h) = &own_hosts {
+            row.host_names = h;
+            row.slow_ranks = "";
+        }
         let own = match which {
             Which::Combined => None,
             Which::Rank(r) => Some(m.per_rank_us[r]),
@@ -349,5 +375,90 @@ impl Report for CsvReport {
 
     fn end(&mut self, _info: &RunInfo, _totals: &Totals) -> Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collective::Kind;
+    use crate::dtype::{DType, Op};
+    use crate::options::Options;
+    use crate::record::{Measurement, Placement, Runs};
+    use crate::stats::RankOutlier;
+
+    /// A rank's row names its own host and leaves the slow ranks to the combined row; a group's
+    /// row names its group's hosts (issue 27: per-rank rows stay O(1), not O(hosts), each).
+    #[test]
+    fn per_rank_and_per_group_rows_name_their_own_hosts() {
+        let runs = Runs { warmup_iters: 1, iters: 10, batch: 1, first_call_us: None };
+        let mut m =
+            Measurement::from_times(Placement::OutOfPlace, runs, &[1e-6, 1e-6, 1e-6, 1e-6], 1e-6, None, 8.0, 1.0);
+        m.slow_ranks = vec![RankOutlier { rank: 3, time_us: 9.0, median_us: 1.0 }];
+        let p = Point {
+            collective: Kind::AllReduce,
+            dtype: DType::Float32,
+            op: Some(Op::Sum),
+            root: None,
+            size_bytes: 8,
+            count: 2,
+            bus_factor: 1.5,
+            out_of_place: m.clone(),
+            in_place: m.clone(),
+            algorithm: "unknown".into(),
+            algorithm_source: "not reported".into(),
+        };
+        let options = Options { per_rank: true, per_group: true, ..Options::default() };
+        let info = RunInfo {
+            version: "0".into(),
+            timestamp: "t".into(),
+            backend: "mpi".into(),
+            backend_details: vec![],
+            mpi_library: "MPI".into(),
+            ranks: 4,
+            hosts: vec![("a".into(), vec![0, 2]), ("b".into(), vec![1, 3])],
+            options,
+            pids: vec![1, 2, 3, 4],
+            notes: vec![],
+            groups: vec![
+                crate::record::GroupInfo { id: 0, ranks: vec![0, 1], hosts: vec!["a".into(), "b".into()] },
+                crate::record::GroupInfo { id: 1, ranks: vec![2, 3], hosts: vec!["a".into(), "b".into()] },
+            ],
+        };
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("r.csv");
+        let mut r = CsvReport::new(AppendFile::create("--csv", &path, crate::report::Policy::default()).unwrap());
+        r.write_header().unwrap();
+        r.measurement(&info, &p, &m).unwrap();
+        drop(r);
+        let mut rd = csv::Reader::from_path(&path).unwrap();
+        let h = rd.headers().unwrap().clone();
+        let col = |n: &str| h.iter().position(|x| x == n).unwrap();
+        let got: Vec<(String, String, String, String)> = rd
+            .records()
+            .map(|r| r.unwrap())
+            .map(|r| {
+                (
+                    r[col("rank")].into(),
+                    r[col("group")].into(),
+                    r[col("host_names")].into(),
+                    r[col("slow_ranks")].into(),
+                )
+            })
+            .collect();
+        let row =
+            |rank: &str, group: &str, hosts: &str, slow: &str| (rank.into(), group.into(), hosts.into(), slow.into());
+        assert_eq!(
+            got,
+            vec![
+                row("", "", "a;b", "3"),
+                row("0", "", "a", ""),
+                row("1", "", "b", ""),
+                row("2", "", "a", ""),
+                row("3", "", "b", ""),
+                row("", "0", "a;b", ""),
+                row("", "1", "a;b", ""),
+            ]
+        );
     }
 }
