@@ -108,9 +108,13 @@ impl Stopped {
             while Path::new(&format!("/proc/{pid}")).exists() && self.stopped_at.elapsed() < within {
                 std::thread::sleep(Duration::from_millis(50));
             }
+            // The process's state (T stopped, Z a zombie not yet reaped, …) and when the
+            // launcher ended say whether the rank outlived the tear-down or only its reaping.
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             assert!(
                 !Path::new(&format!("/proc/{pid}")).exists(),
-                "rank {rank} (pid {pid}) still runs after {within:?}"
+                "rank {rank} (pid {pid}) still runs after {within:?} (the launcher ended {:?} after the stop; /proc/{pid}/stat: {stat})",
+                self.took
             );
         }
     }
