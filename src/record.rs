@@ -304,6 +304,28 @@ impl GroupInfo {
     }
 }
 
+#[cfg(test)]
+impl RunInfo {
+    /// A run's context for unit tests: `hosts` (name, ranks), default options, no groups, no
+    /// notes; tests change the fields they look at.
+    pub fn sample(hosts: Vec<(String, Vec<usize>)>) -> RunInfo {
+        let ranks = hosts.iter().map(|(_, r)| r.len()).sum();
+        RunInfo {
+            version: "0".into(),
+            timestamp: "t".into(),
+            backend: "mpi".into(),
+            backend_details: vec![],
+            mpi_library: "MPI".into(),
+            ranks,
+            hosts,
+            options: crate::options::Options::default(),
+            pids: (1..=ranks as u32).collect(),
+            notes: vec![],
+            groups: vec![],
+        }
+    }
+}
+
 impl RunInfo {
     /// Ranks per group (every group has the same size).
     pub fn group_size(&self) -> usize {

@@ -410,20 +410,12 @@ mod tests {
         };
         let options = Options { per_rank: true, per_group: true, ..Options::default() };
         let info = RunInfo {
-            version: "0".into(),
-            timestamp: "t".into(),
-            backend: "mpi".into(),
-            backend_details: vec![],
-            mpi_library: "MPI".into(),
-            ranks: 4,
-            hosts: vec![("a".into(), vec![0, 2]), ("b".into(), vec![1, 3])],
             options,
-            pids: vec![1, 2, 3, 4],
-            notes: vec![],
             groups: vec![
                 crate::record::GroupInfo { id: 0, ranks: vec![0, 1], hosts: vec!["a".into(), "b".into()] },
                 crate::record::GroupInfo { id: 1, ranks: vec![2, 3], hosts: vec!["a".into(), "b".into()] },
             ],
+            ..RunInfo::sample(vec![("a".into(), vec![0, 2]), ("b".into(), vec![1, 3])])
         };
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("r.csv");

@@ -498,19 +498,7 @@ mod tests {
     /// and the count of measurements it applies to.
     #[test]
     fn footer_lines_only_where_they_say_something() {
-        let info = RunInfo {
-            version: "0".into(),
-            timestamp: "t".into(),
-            backend: "mpi".into(),
-            backend_details: vec![],
-            mpi_library: "MPI".into(),
-            ranks: 2,
-            hosts: vec![("h".into(), vec![0, 1])],
-            options: Options::default(),
-            pids: vec![1, 2],
-            notes: vec![],
-            groups: vec![],
-        };
+        let info = RunInfo::sample(vec![("h".into(), vec![0, 1])]);
         let off = || vec![Warning::MeanOffMedian { time_us: 2.0, median_us: 1.0, outliers: 3, samples: 100 }];
         let mut t = TableReport::new(Vec::new());
         t.begin(&info).unwrap();
