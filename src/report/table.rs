@@ -470,7 +470,6 @@ mod tests {
     use super::*;
     use crate::collective::Kind;
     use crate::dtype::{DType, Op};
-    use crate::options::Options;
     use crate::record::Placement;
     use crate::stats::Warning;
 
