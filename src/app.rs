@@ -422,9 +422,13 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
     let (mut backend, note) = setup::ready_backend(world, &mut opts)?;
 
     let now = chrono::Utc::now();
-    let info = setup::run_info(world, backend.as_ref(), &opts, &now, note.into_iter().collect());
+    let mut info = setup::run_info(world, backend.as_ref(), &opts, &now, note.into_iter().collect());
 
     crate::report::interrupted::arm(world.rank, Some(&[]));
+    let mut sweep = Sweep::new(world, backend.as_mut(), &opts).in_group(member);
+    // The ceiling first: the header gives it, and every point is read against it.
+    let links = if info.ring_crosses_hosts() { "between hosts" } else { "within hosts" };
+    info.ceiling = sweep.ceiling(links, &mut info.notes)?;
     // Files last, so no file is left behind by a run that never started.
     let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };
     let (mut reports, csv_file, mut files) = world.agree(opened)?.unwrap_or_default();
@@ -432,7 +436,6 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
     let begun: Result<()> = reports.iter_mut().try_for_each(|r| r.begin(&info));
     world.agree(begun)?;
 
-    let mut sweep = Sweep::new(world, backend.as_mut(), &opts).in_group(member);
     let mut totals = sweep.run(&mut |p| reports.iter_mut().try_for_each(|r| r.point(&info, p)))?;
     totals.peak_rss_bytes = world.max_u64(memory::peak_rss_bytes());
     let mut ended: Result<()> = reports.iter_mut().try_for_each(|r| r.end(&info, &totals));

@@ -282,6 +282,8 @@ pub struct Options {
     pub malloc: Malloc,
     /// `--order`: each collective's sizes in turn, or every collective at one size in turn.
     pub order: Order,
+    /// Measure the ceiling (sendrecv around the ring) before the sweep; `--no-ceiling` skips it.
+    pub ceiling: bool,
     pub csv: CsvTarget,
     /// Draw the progress bar on stderr even when it is not a terminal (`--progress`).
     pub progress: bool,
@@ -348,6 +350,7 @@ impl Default for Options {
             implementation: Implementation::Native,
             malloc: Malloc::Default,
             order: Order::Collective,
+            ceiling: true,
             csv: CsvTarget::Default,
             progress: false,
             per_rank: false,

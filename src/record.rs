@@ -272,6 +272,44 @@ pub struct RunInfo {
     pub notes: Vec<String>,
     /// The groups of `--groups` (the world: one group of every rank).
     pub groups: Vec<GroupInfo>,
+    /// What the links between the ranks carried in the ceiling pass, before the sweep; `None`
+    /// with `--no-ceiling`, one rank per group, or where no subcommand measured it (JSON `null`).
+    pub ceiling: Option<Ceiling>,
+}
+
+/// The ceiling every point's bus bandwidth is measured against: nccl-tests' busbw is defined so
+/// that it compares with the bandwidth of the slowest link the collective uses, one way
+/// (its `doc/PERFORMANCE.md`). Measured before the sweep as that: sendrecv around the ring of
+/// each group's ranks, every rank sending to the next and receiving from the previous at once, at
+/// the run's largest size that fits the buffers (at most [`Ceiling::MAX_BYTES`]); the ring's
+/// time is its slowest link's.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Ceiling {
+    /// The ring's bus bandwidth (GB/s; sendrecv's bus factor is 1): what each link carried one
+    /// way, every link busy at once.
+    pub gbps: f64,
+    /// How it is known: `measured` (the ceiling pass).
+    pub source: &'static str,
+    /// Bytes each rank sent (and received) per call.
+    pub size_bytes: u64,
+    /// Time per call (µs), each rank's mean combined by `-a`.
+    pub time_us: f64,
+    /// `within hosts` when every pair of ring neighbours shares a host, else `between hosts`.
+    pub links: &'static str,
+}
+
+impl Ceiling {
+    /// The largest transfer of the ceiling pass: beyond it links have levelled off.
+    pub const MAX_BYTES: u64 = 256 << 20;
+    /// Below this the pass measures latency more than bandwidth (the header says so).
+    pub const PLATEAU_BYTES: u64 = 1 << 20;
+    /// A point this far above the ceiling is more than noise: the ceiling is not its limit.
+    pub const ABOVE: f64 = 1.10;
+
+    /// `busbw_gbps` as a percentage of the ceiling.
+    pub fn pct(&self, busbw_gbps: f64) -> Option<f64> {
+        (self.gbps > 0.0 && busbw_gbps.is_finite()).then(|| busbw_gbps / self.gbps * 100.0)
+    }
 }
 
 /// One group of `--groups`, for the header and the reports.
@@ -322,11 +360,31 @@ impl RunInfo {
             pids: (1..=ranks as u32).collect(),
             notes: vec![],
             groups: vec![],
+            ceiling: None,
         }
     }
 }
 
 impl RunInfo {
+    /// `m`'s bus bandwidth as a percentage of the run's ceiling; `None` without a ceiling and
+    /// for collectives that move no data (barrier).
+    pub fn pct_of_ceiling(&self, p: &Point, busbw_gbps: f64) -> Option<f64> {
+        if !p.collective.spec().sized() {
+            return None;
+        }
+        self.ceiling.as_ref().and_then(|c| c.pct(busbw_gbps))
+    }
+
+    /// Whether a ring of each group's ranks (the world's, without groups), in rank order, has
+    /// neighbours on different hosts.
+    pub fn ring_crosses_hosts(&self) -> bool {
+        let host_of = |r: usize| self.hosts.iter().position(|(_, rs)| rs.contains(&r));
+        let world: Vec<usize> = (0..self.ranks).collect();
+        let rings: Vec<&[usize]> =
+            if self.groups.is_empty() { vec![&world[..]] } else { self.groups.iter().map(|g| &g.ranks[..]).collect() };
+        rings.iter().any(|ring| (0..ring.len()).any(|i| host_of(ring[i]) != host_of(ring[(i + 1) % ring.len()])))
+    }
+
     /// Ranks per group (every group has the same size).
     pub fn group_size(&self) -> usize {
         self.groups.first().map_or(self.ranks, |g| g.ranks.len())

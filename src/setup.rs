@@ -238,6 +238,7 @@ pub fn run_info(
         pids: world.all_gather(std::process::id()),
         notes,
         groups: group_info(world, &opts.groups),
+        ceiling: None,
     }
 }
 

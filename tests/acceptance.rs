@@ -321,3 +321,58 @@ fn spec_from_run_learns_from_a_sweep_with_zero_byte_rows() {
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("# 4 passed, 0 failed, 0 skipped: PASS"), "{}", stdout(&o));
 }
+
+/// `min_pct_of_ceiling`: the ceiling measured once per rule that asks for it, the rule judged
+/// against it (a modest share passes, an impossible one fails, naming the ceiling), and that
+/// rule's CSV rows carry it; a rule without it measures none.
+#[test]
+fn a_rule_on_the_ceiling_is_judged_against_the_measured_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = r#"
+[settings]
+repeats = 1
+budget = "5ms"
+
+[[rule]]
+name = "near the links"
+collective = "all-reduce"
+sizes = "256K..1M"
+plateau = "1M..1M"
+min_pct_of_ceiling = 0.1
+
+[[rule]]
+name = "beyond the links"
+collective = "all-gather"
+sizes = "256K..1M"
+plateau = "1M..1M"
+min_pct_of_ceiling = 100000
+
+[[rule]]
+name = "no ceiling"
+collective = "all-reduce"
+sizes = "8..64"
+max_time_us = 100000.0
+"#;
+    let s = spec(dir.path(), text);
+    let o = mpirun_in(dir.path(), 2, &["check", &s], 300);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    let verdict = |rule: &str| {
+        out.lines()
+            .find(|l| l.trim_start().starts_with(rule) && l.contains(" ceiling "))
+            .unwrap_or_else(|| panic!("{rule}:\n{out}"))
+    };
+    let near = verdict("near the links");
+    assert!(near.contains(">= 0.1% of the ceiling") && near.trim_end().ends_with("PASS"), "{near}");
+    assert!(near.contains("% of ") && near.contains(" GB/s at 1M"), "{near}");
+    let beyond = verdict("beyond the links");
+    assert!(beyond.contains(">= 100000% of the ceiling") && beyond.trim_end().ends_with("FAIL"), "{beyond}");
+    let mut r = csv::Reader::from_path(written_csv(&o)).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |n: &str| h.iter().position(|c| c == n).unwrap();
+    for rec in r.records().map(|x| x.unwrap()) {
+        let measured = rec[col("rule")] != *"no ceiling";
+        assert_eq!(!rec[col("ceiling_gbps")].is_empty(), measured, "{rec:?}");
+        assert_eq!(&rec[col("ceiling_source")], if measured { "measured" } else { "" }, "{rec:?}");
+    }
+}

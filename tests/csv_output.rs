@@ -49,6 +49,9 @@ const COLUMNS: &[&str] = &[
     "minor_faults_per_call",
     "algorithm",
     "algorithm_source",
+    "ceiling_gbps",
+    "ceiling_source",
+    "pct_of_ceiling",
 ];
 
 #[test]

@@ -307,7 +307,9 @@ fn ours(err: &str) -> Vec<&str> {
 /// dead rank's PMI socket closes (`pmip_cb.c`, auto-cleanup, its default), which is the moment
 /// the survivors' link to it closes too: whether a survivor's line gets out first is a race
 /// no rank can win for sure (seen lost once in a fresh-machine run). There, when no line of
-/// ours came, Hydra's own banner must name the death (docs/watchdog.md says so).
+/// ours came, Hydra's own banner must name the death (docs/watchdog.md says so). When rank 0
+/// dies and Hydra kills rank 1 (its namer) first, the other survivors name it after 2 s (seen
+/// once in a fresh-machine run: rank 2 ended silently with 2, Hydra printed nothing).
 #[test]
 fn a_killed_rank_is_named_in_one_line() {
     for (n, victim, namer) in [(3, 2, 0), (3, 0, 1)] {
@@ -328,7 +330,10 @@ fn a_killed_rank_is_named_in_one_line() {
         let want = format!("coll-bench: error: rank {victim} (");
         assert!(lines[0].starts_with(&want), "{}", s.err);
         assert!(lines[0].contains("ended without a word (killed or crashed)"), "{}", s.err);
-        assert!(lines[0].contains(&format!("while rank {namer} was in ")), "{}", s.err);
+        // Under MPICH rank 1 may be killed by Hydra before its line gets out; another survivor
+        // then names the death after waiting for rank 1's word (watchdog::died).
+        let namers: Vec<usize> = if FAMILY == "mpich" && victim == 0 { (1..n).collect() } else { vec![namer] };
+        assert!(namers.iter().any(|r| lines[0].contains(&format!("while rank {r} was in "))), "{}", s.err);
         assert!(s.status.is_some_and(|c| c != 0 && c != 1), "exit {:?}: {}", s.status, s.err);
     }
 }

@@ -193,6 +193,33 @@ fn a_slow_host_is_named_in_the_table() {
     assert!(line.contains("(ping-pong 64K, one way"), "{line}");
 }
 
+/// The ceiling across hosts is the slowest link's rate: host 2 capped at 50 Mbit/s each way
+/// (6.25 MB/s), one rank per host, the ring 1 → 2 → 3 → 1 crosses it twice. The ceiling pass
+/// must find that rate (within 20%: TCP's headers take a few percent) and say the ring runs
+/// between hosts; all-reduce over the same links lands between 30% and 105% of it.
+#[test]
+fn the_ceiling_is_the_shaped_links_rate() {
+    if skip_timing_test("the_ceiling_is_the_shaped_links_rate", 3) {
+        return;
+    }
+    let Some(bed) = Bed::up("the_ceiling_is_the_shaped_links_rate", 3) else { return };
+    bed.run(&["slow", "2", "50mbit"]);
+    let args = ["all-reduce", "-b", "1M", "-e", "1M", "--csv", "c.csv"];
+    let o = bed.mpirun(3, "node", &[BIN], &args, 180);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    let head = out.lines().find(|l| l.starts_with("# ceiling: ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(head.contains("sendrecv of 1M around the ring of 3 ranks, between hosts"), "{head}");
+    let mut r = csv::Reader::from_path(bed.dir().join("c.csv")).unwrap();
+    let h = r.headers().unwrap().clone();
+    let col = |n: &str| h.iter().position(|c| c == n).unwrap();
+    let rec = r.records().next().unwrap().unwrap();
+    let ceiling: f64 = rec[col("ceiling_gbps")].parse().unwrap();
+    assert!((0.8 * 0.00625..=1.2 * 0.00625).contains(&ceiling), "ceiling {ceiling} GB/s, 50 Mbit/s is 0.00625:\n{out}");
+    let pct: f64 = rec[col("pct_of_ceiling")].parse().unwrap();
+    assert!((30.0..=105.0).contains(&pct), "all-reduce at {pct}% of the ceiling:\n{out}");
+}
+
 /// Host 2's link goes down once the sweep (about 10 s) has written two rows: a fixed delay would
 /// let a slow start on a busy machine cut before any row. Every rank, on both
 /// hosts, must end through its watchdog with exit 2 about -T after the cut. Ranks on the cut-off

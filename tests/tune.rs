@@ -76,15 +76,27 @@ fn check_reduce_scatter_tune(n: usize, full: bool) {
     assert!(listed.contains("ring(coll-bench)"), "{listed}");
     // The skip rule is stated before the table unless every cell runs.
     assert_eq!(out.contains("# reduce-scatter: skip rule: "), !full, "{out}");
-    // The CSV: the sweep's columns (algorithm, algorithm_source last: the candidate) plus
+    // The CSV: the sweep's columns (the ceiling's last, empty: tune measures none) plus
     // algorithm_id, is_default, skipped; a row for
     // every candidate × size (× placement with --in-place), every cell run correct, every cell
     // not run marked with the rule's reason and no numbers.
     let mut r = csv::Reader::from_path(dir.path().join("rs.csv")).unwrap();
     let h = r.headers().unwrap().clone();
     let col = |name: &str| h.iter().position(|c| c == name).unwrap_or_else(|| panic!("no {name} in {h:?}"));
-    let last: Vec<&str> = h.iter().skip(h.len() - 5).collect();
-    assert_eq!(last, ["algorithm", "algorithm_source", "algorithm_id", "is_default", "skipped"]);
+    let last: Vec<&str> = h.iter().skip(h.len() - 8).collect();
+    assert_eq!(
+        last,
+        [
+            "algorithm",
+            "algorithm_source",
+            "ceiling_gbps",
+            "ceiling_source",
+            "pct_of_ceiling",
+            "algorithm_id",
+            "is_default",
+            "skipped"
+        ]
+    );
     let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
     let candidates = listed.split(" candidates: ").nth(1).unwrap().split(", ").count();
     let sizes = if step == "8" { 3 } else { 7 };
@@ -361,7 +373,8 @@ fn refused(args: &[&str], needle: &str) {
 fn bad_input_is_one_line_and_exit_2_before_measuring() {
     refused(&["gather"], "tune COLLECTIVE: gather cannot be tuned");
     refused(&["--impl", "ring"], "tune: --backend and --impl");
-    refused(&["--json", "t.json"], "tune: --json, --markdown and --progress");
+    refused(&["--json", "t.json"], "tune: --json, --markdown, --progress and --no-ceiling");
+    refused(&["--no-ceiling"], "--no-ceiling are the sweep's");
     refused(&["reduce-scatter", "--write-rules", "taken.rules"], "--write-rules");
     refused(&["--verify", "missing.rules"], "tune --verify: cannot read 'missing.rules'");
     refused(&["--verify", "taken.rules"], "not a rules file written by coll-bench tune");

@@ -1,5 +1,6 @@
-/* The reference for coll-bench's fidelity bar: time MPI_Allreduce, MPI_Allgather and
- * MPI_Reduce_scatter_block (float, sum, out of place) in a bare loop, nothing else: the
+/* The reference for coll-bench's fidelity bar: time MPI_Allreduce, MPI_Allgather,
+ * MPI_Reduce_scatter_block (float, sum, out of place) and MPI_Sendrecv around the ring (to
+ * rank+1, from rank-1: nccl-tests' sendrecv and coll-bench's ceiling pass) in a bare loop, nothing else: the
  * buffers are allocated once at the largest size, nothing else is allocated or freed, and the
  * allocator is the C library's as the environment sets it (no mallopt).
  *
@@ -9,11 +10,12 @@
  * took most (getrusage of this thread around the timed loop, as coll-bench counts its
  * `minor_faults_per_call`).
  * Sizes follow nccl-tests: for all-gather and reduce-scatter the size is the whole buffer and
- * each rank's block is size/4/n floats.
+ * each rank's block is size/4/n floats; all-reduce and sendrecv pass size/4 floats.
  *
  * Output (rank 0, CSV): collective,size_bytes,count,iters,time_us,minor_faults_per_call
  * Usage: mpirun -n 2 bare_loop [max_bytes=67108864] [budget_s=0.05] [min_bytes=8]
  *                              [collectives=all-reduce,all-gather,reduce-scatter] [factor=2]
+ * (sendrecv is timed only when named in collectives)
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <mpi.h>
@@ -22,14 +24,21 @@
 #include <string.h>
 #include <sys/resource.h>
 
-enum { ALLREDUCE, ALLGATHER, REDUCESCATTER };
-static const char *names[] = {"all-reduce", "all-gather", "reduce-scatter"};
+enum { ALLREDUCE, ALLGATHER, REDUCESCATTER, SENDRECV };
+static const char *names[] = {"all-reduce", "all-gather", "reduce-scatter", "sendrecv"};
 
 static void call(int coll, float *send, float *recv, int count) {
+  int rank, n;
   switch (coll) {
   case ALLREDUCE: MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
   case ALLGATHER: MPI_Allgather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, MPI_COMM_WORLD); break;
   case REDUCESCATTER: MPI_Reduce_scatter_block(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+  case SENDRECV:
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    MPI_Sendrecv(send, count, MPI_FLOAT, (rank + 1) % n, 7, recv, count, MPI_FLOAT, (rank + n - 1) % n, 7,
+                 MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    break;
   }
 }
 
@@ -53,11 +62,11 @@ int main(int argc, char **argv) {
   float *send = malloc(max_bytes), *recv = malloc(max_bytes);
   for (size_t i = 0; i < max_bytes / 4; i++) { send[i] = (float)(i % 7); recv[i] = 0.0f; }
   if (rank == 0) printf("collective,size_bytes,count,iters,time_us,minor_faults_per_call\n");
-  for (int coll = 0; coll < 3; coll++) {
+  for (int coll = 0; coll < 4; coll++) {
     if (!strstr(which, names[coll])) continue;
     for (size_t size = min_bytes; size <= max_bytes; size *= factor) {
       int count = (int)(size / 4);
-      if (coll != ALLREDUCE) count /= n;
+      if (coll != ALLREDUCE && coll != SENDRECV) count /= n;
       /* warm-up: one call, then about a tenth of the budget */
       double t = MPI_Wtime();
       call(coll, send, recv, count);

@@ -59,8 +59,15 @@ pub struct CheckResult {
     pub seconds: f64,
 }
 
-/// Judge one rule on the points of its repeats (all repeats' points together).
-pub fn judge_rule(rule: &Rule, points: &[Point], hosts: &[String], seconds: f64) -> Vec<CheckResult> {
+/// Judge one rule on the points of its repeats (all repeats' points together); `ceiling`: the
+/// one measured before the rule's sweeps, for `min_pct_of_ceiling`.
+pub fn judge_rule(
+    rule: &Rule,
+    points: &[Point],
+    hosts: &[String],
+    ceiling: Option<&crate::record::Ceiling>,
+    seconds: f64,
+) -> Vec<CheckResult> {
     fn placed(in_place: bool, p: &Point) -> &crate::record::Measurement {
         if in_place {
             &p.in_place
@@ -140,6 +147,35 @@ pub fn judge_rule(rule: &Rule, points: &[Point], hosts: &[String], seconds: f64)
                 value: None,
                 ..base("busbw", ("busbw_gbps", 0.0), "no size in the plateau".into(), format!(">= {min} GB/s"), false)
             }),
+        }
+    }
+    if let Some(min) = rule.min_pct_of_ceiling {
+        // As busbw: the weakest plateau size, its median over repeats, as a share of the ceiling.
+        let required = format!(">= {min}% of the ceiling");
+        let weakest = sizes
+            .iter()
+            .filter(|s| **s >= rule.plateau.0 && **s <= rule.plateau.1)
+            .map(|s| (*s, per_size(*s, &|p| placed(rule.in_place, p).busbw_gbps)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        match (ceiling, weakest) {
+            (Some(c), Some((size, bw))) => {
+                let pct = c.pct(bw).unwrap_or(0.0);
+                out.push(base(
+                    "ceiling",
+                    ("pct_of_ceiling", pct),
+                    format!("{pct:.1}% of {:.3} GB/s at {}", c.gbps, crate::size::human(size)),
+                    required,
+                    pct >= min,
+                ))
+            }
+            (c, _) => {
+                let why = if c.is_none() { "no ceiling (one rank: no ring)" } else { "no size in the plateau" };
+                out.push(CheckResult {
+                    outcome: Outcome::Skip,
+                    value: None,
+                    ..base("ceiling", ("pct_of_ceiling", 0.0), why.into(), required, false)
+                })
+            }
         }
     }
     // A time bound: the slowest size, each size judged on its median over repeats; `time`
@@ -400,7 +436,7 @@ fn run_rules(
         }
         let mut sweep_opts = Options { debug_slow_rank: opts.debug_slow_rank, ..sweep_options(rule, spec) };
         let (mut backend, note) = crate::setup::ready_backend(world, &mut sweep_opts)?;
-        let info = crate::setup::run_info(
+        let mut info = crate::setup::run_info(
             world,
             backend.as_ref(),
             &sweep_opts,
@@ -408,6 +444,11 @@ fn run_rules(
             note.into_iter().collect(),
         );
         let t0 = mpi::time();
+        if rule.min_pct_of_ceiling.is_some() {
+            // Once per rule, before its repeats: the rows of its sweeps carry it.
+            let links = if info.ring_crosses_hosts() { "between hosts" } else { "within hosts" };
+            info.ceiling = Sweep::new(world, backend.as_mut(), &sweep_opts).ceiling(links, &mut info.notes)?;
+        }
         let mut points = vec![];
         for repeat in 1..=spec.repeats {
             if let Some(c) = csv.as_mut() {
@@ -425,7 +466,7 @@ fn run_rules(
             })?;
         }
         let seconds = mpi::time() - t0;
-        let judged = judge_rule(rule, &points, &world.hosts, seconds);
+        let judged = judge_rule(rule, &points, &world.hosts, info.ceiling.as_ref(), seconds);
         if world.rank == 0 {
             rule_done(out, rule, &judged, seconds);
         }
@@ -594,7 +635,7 @@ mod tests {
             point(4096, 2.6, 0, &[]),
             point(8192, 3.1, 0, &[]),
         ];
-        let v = judge_rule(&rule(), &pts, &hosts, 1.0);
+        let v = judge_rule(&rule(), &pts, &hosts, None, 1.0);
         assert_eq!(
             v.iter().map(|v| (v.check, v.outcome)).collect::<Vec<_>>(),
             [("wrong", Outcome::Pass), ("busbw", Outcome::Pass), ("time", Outcome::Pass)]
@@ -615,7 +656,7 @@ mod tests {
             p
         };
         let pts = vec![with_median(1024, 2.0), with_median(1024, 2.5), with_median(1024, 9.0)];
-        let v = judge_rule(&r, &pts, &hosts, 1.0);
+        let v = judge_rule(&r, &pts, &hosts, None, 1.0);
         assert_eq!(
             v.iter().map(|v| (v.check, v.outcome)).collect::<Vec<_>>(),
             [("wrong", Outcome::Pass), ("median", Outcome::Pass)]
@@ -625,7 +666,7 @@ mod tests {
             ("2.50 us at 1K", "<= 3 us", Some(("median_us", 2.5)))
         );
         let pts = vec![with_median(1024, 2.0), with_median(2048, 3.5), with_median(2048, 3.4)];
-        let v = judge_rule(&r, &pts, &hosts, 1.0);
+        let v = judge_rule(&r, &pts, &hosts, None, 1.0);
         assert_eq!((v[1].outcome, v[1].measured.as_str()), (Outcome::Fail, "3.45 us at 2K"));
     }
 
@@ -635,8 +676,8 @@ mod tests {
         let mut long = rule();
         long.name = "an all-reduce bandwidth rule whose name is much longer than any column width".into();
         let pts = vec![point(4096, 2.5, 0, &[]), point(8192, 3.0, 0, &[])];
-        let mut v = judge_rule(&rule(), &pts, &hosts, 1.0);
-        v.extend(judge_rule(&long, &pts, &hosts, 1.0));
+        let mut v = judge_rule(&rule(), &pts, &hosts, None, 1.0);
+        v.extend(judge_rule(&long, &pts, &hosts, None, 1.0));
         let table = verdict_table(&v);
         let head = table.lines().find(|l| l.starts_with("# rule")).unwrap();
         let starts: Vec<usize> = ["collective", "check", "measured", "required", "verdict"]
@@ -660,9 +701,47 @@ mod tests {
     fn failures_and_slow_ranks() {
         let hosts: Vec<String> = ["a", "a", "b", "b"].iter().map(|s| s.to_string()).collect();
         let pts = vec![point(4096, 1.0, 0, &[2]), point(8192, 1.5, 3, &[2])];
-        let v = judge_rule(&rule(), &pts, &hosts, 1.0);
+        let v = judge_rule(&rule(), &pts, &hosts, None, 1.0);
         assert_eq!(v[0].outcome, Outcome::Fail, "3 wrong elements");
         assert_eq!(v[1].outcome, Outcome::Fail, "busbw below 2.0");
         assert_eq!(v[0].slow_ranks, vec![(2, "b".to_string(), 4, 4)]);
+    }
+
+    /// `min_pct_of_ceiling`: the weakest plateau size's median busbw over the ceiling, the
+    /// same rule passing against a slow ceiling and failing against a fast one; SKIP without one.
+    #[test]
+    fn pct_of_ceiling_is_judged_on_the_plateau_against_the_measured_ceiling() {
+        let hosts = vec!["h".to_string(); 2];
+        let r = spec::parse(
+            "s",
+            "[[rule]]\nname = \"ar\"\ncollective = \"all-reduce\"\nsizes = \"1K..8K\"\nplateau = \"4K..8K\"\nmin_pct_of_ceiling = 80\n",
+        )
+        .unwrap()
+        .rules[0]
+            .clone();
+        let pts = vec![point(1024, 0.1, 0, &[]), point(4096, 2.5, 0, &[]), point(8192, 3.0, 0, &[])];
+        let ceiling = |gbps: f64| crate::record::Ceiling {
+            gbps,
+            source: "measured",
+            size_bytes: 8192,
+            time_us: 1.0,
+            links: "within hosts",
+        };
+        let judged = |c: Option<&crate::record::Ceiling>| {
+            let v = judge_rule(&r, &pts, &hosts, c, 1.0);
+            let c = v.iter().find(|v| v.check == "ceiling").unwrap().clone();
+            (c.outcome, c.measured, c.required)
+        };
+        // 2.5 GB/s at 4K, the weakest plateau size: 83.3% of 3 GB/s, 50% of 5 GB/s.
+        let (outcome, measured, required) = judged(Some(&ceiling(3.0)));
+        assert_eq!(
+            (outcome, measured.as_str(), required.as_str()),
+            (Outcome::Pass, "83.3% of 3.000 GB/s at 4K", ">= 80% of the ceiling")
+        );
+        assert_eq!(judged(Some(&ceiling(5.0))).0, Outcome::Fail);
+        assert_eq!(judged(None).0, Outcome::Skip);
+        // Barrier moves no data; a plateau with it alone is enough.
+        let barrier = "[[rule]]\nname = \"b\"\ncollective = \"barrier\"\nsizes = \"8..8\"\nmin_pct_of_ceiling = 80\n";
+        assert!(spec::parse("s", barrier).unwrap_err().contains("not min_pct_of_ceiling"));
     }
 }

@@ -37,6 +37,7 @@ struct RawRule {
     sizes: Spanned<String>,
     plateau: Option<Spanned<String>>,
     min_busbw_gbps: Option<Spanned<f64>>,
+    min_pct_of_ceiling: Option<Spanned<f64>>,
     max_time_us: Option<Spanned<f64>>,
     max_median_us: Option<Spanned<f64>>,
     ranks_per_node: Option<Spanned<i64>>,
@@ -68,6 +69,10 @@ pub struct Rule {
     /// Bandwidth is judged over sizes in this range only (where it has levelled off).
     pub plateau: (u64, u64),
     pub min_busbw_gbps: Option<f64>,
+    /// Bus bandwidth as a percentage of the ceiling (sendrecv around the ring, measured before
+    /// the rule's sweeps), judged over the plateau like `min_busbw_gbps`: one spec for clusters
+    /// whose links differ in speed.
+    pub min_pct_of_ceiling: Option<f64>,
     pub max_time_us: Option<f64>,
     /// The median time per call (the CSV's `median_us`), judged like `max_time_us`; what `spec
     /// from-run` writes (a mean at small sizes is pulled far up by a few slow calls).
@@ -278,15 +283,19 @@ fn rule(src: &Source, raw: &Spanned<RawRule>) -> Result<Rule, String> {
     if min_busbw_gbps.is_some() && !spec.sized() {
         return Err(at(r.collective.span(), "barrier moves no data; use max_time_us, not min_busbw_gbps".into()));
     }
+    let min_pct_of_ceiling = positive(src, &r.min_pct_of_ceiling, "min_pct_of_ceiling")?;
+    if min_pct_of_ceiling.is_some() && !spec.sized() {
+        return Err(at(r.collective.span(), "barrier moves no data; use max_time_us, not min_pct_of_ceiling".into()));
+    }
     let max_time_us = positive(src, &r.max_time_us, "max_time_us")?;
     let max_median_us = positive(src, &r.max_median_us, "max_median_us")?;
-    if let (Some(p), None) = (&r.plateau, min_busbw_gbps) {
+    if let (Some(p), None, None) = (&r.plateau, min_busbw_gbps, min_pct_of_ceiling) {
         // A plateau only says where bandwidth is judged: without a bandwidth requirement it
         // would be accepted and then judge nothing.
         return Err(at(
             p.span(),
             format!(
-                "plateau '{}' is set but min_busbw_gbps is not; expected min_busbw_gbps with it (plateau only says where bandwidth is judged), or no plateau",
+                "plateau '{}' is set but min_busbw_gbps is not; expected min_busbw_gbps or min_pct_of_ceiling with it (plateau only says where bandwidth is judged), or no plateau",
                 p.get_ref()
             ),
         ));
@@ -310,6 +319,7 @@ fn rule(src: &Source, raw: &Spanned<RawRule>) -> Result<Rule, String> {
         max_bytes,
         plateau,
         min_busbw_gbps,
+        min_pct_of_ceiling,
         max_time_us,
         max_median_us,
         ranks_per_node,

@@ -447,7 +447,10 @@ impl MpiBackend {
         // SAFETY: the caller upholds this function's contract (its doc comment).
         unsafe {
             let c = self.comm;
-            match (self.implementation, p.kind) {
+            // `--impl` is ours for the collectives; point-to-point (the ceiling pass's sendrecv)
+            // is the library's whatever it says.
+            let implementation = if p.kind == Kind::SendRecv { Implementation::Native } else { self.implementation };
+            match (implementation, p.kind) {
                 (Implementation::Ring, Kind::AllReduce) => self.ring_all_reduce(p)?,
                 (Implementation::Ring, Kind::ReduceScatter) => self.ring_reduce_scatter(p)?,
                 (Implementation::Ring, Kind::AllGather) => self.ring_all_gather(p)?,

@@ -109,6 +109,11 @@ pub struct Args {
     /// a regression; the table is printed at the end)
     #[arg(long = "order", value_name = "collective|size", default_value = "collective")]
     pub order: String,
+    /// Skip the ceiling pass: by default the run first times sendrecv around the ring of its
+    /// ranks at its largest size (at most 256 MiB) and gives every point's bus bandwidth as a
+    /// percentage of it (%ceil, pct_of_ceiling)
+    #[arg(long = "no-ceiling")]
+    pub no_ceiling: bool,
     /// Write results as CSV to PATH [default: results/coll-bench-<UTC time>.csv]
     #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
     pub csv: Option<PathBuf>,
@@ -250,6 +255,7 @@ impl Args {
             implementation,
             malloc,
             order,
+            ceiling: !self.no_ceiling,
             csv,
             progress: self.progress,
             per_rank: self.per_rank,

@@ -61,13 +61,14 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
             a.help("Time budget for the timed iterations of each candidate, size and placement (e.g. 20ms, 1s)")
                 .default_value(TUNE_BUDGET)
         })
-        .mut_arg("csv", |a| a.help("Write results as CSV to PATH [default: results/coll-bench-tune-<UTC time>.csv]"));
+        .mut_arg("csv", |a| a.help("Write results as CSV to PATH [default: results/coll-bench-tune-<UTC time>.csv]"))
+        .mut_arg("no_ceiling", |a| a.hide(true));
     let a: TuneArgs = match super::clap_parse_with(cmd, argv)? {
         Clap::Args(a) => a,
         Clap::Info(t) => return Ok(Clap::Info(t)),
     };
     let named = !a.sweep.collectives.is_empty();
-    let (json, markdown, progress) = (a.sweep.json.is_some(), a.sweep.markdown.is_some(), a.sweep.progress);
+    let sweep_only = [a.sweep.json.is_some(), a.sweep.markdown.is_some(), a.sweep.progress, a.sweep.no_ceiling];
     let mut sweep = a.sweep.into_options().map_err(|e| Error::usage(format!("tune {e}")))?;
     if !named {
         sweep.collectives =
@@ -84,9 +85,9 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
             "tune: --backend and --impl are chosen by tune (it tunes the MPI library and runs coll-bench's own implementations itself)",
         ));
     }
-    if json || markdown || progress {
+    if sweep_only.contains(&true) {
         return Err(Error::usage(
-            "tune: --json, --markdown and --progress are the sweep's; tune writes --csv, --plot and --write-rules",
+            "tune: --json, --markdown, --progress and --no-ceiling are the sweep's; tune writes --csv, --plot and --write-rules",
         ));
     }
     if a.write_rules.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {

@@ -58,6 +58,9 @@ pub const COLUMNS: &[&str] = &[
     "minor_faults_per_call",
     "algorithm",
     "algorithm_source",
+    "ceiling_gbps",
+    "ceiling_source",
+    "pct_of_ceiling",
 ];
 
 #[derive(Serialize)]
@@ -117,6 +120,12 @@ struct Row<'a> {
     algorithm: &'a str,
     /// How `algorithm` is known: one of `record::ALGORITHM_SOURCES`.
     algorithm_source: &'a str,
+    /// The run's ceiling (GB/s, `record::Ceiling`); empty without one.
+    ceiling_gbps: String,
+    /// How the ceiling is known (`measured`); empty without one.
+    ceiling_source: &'a str,
+    /// This row's busbw as a percentage of the ceiling; empty without one, and for barrier.
+    pct_of_ceiling: String,
 }
 
 /// Which row of a measurement: the combined one, one rank's (`--per-rank`) or one group's
@@ -295,6 +304,9 @@ impl CsvReport {
             minor_faults_per_call: m.minor_faults_per_call.map(num).unwrap_or_default(),
             algorithm: &p.algorithm,
             algorithm_source: &p.algorithm_source,
+            ceiling_gbps: info.ceiling.as_ref().map(|c| num(c.gbps)).unwrap_or_default(),
+            ceiling_source: info.ceiling.as_ref().map_or("", |c| c.source),
+            pct_of_ceiling: String::new(),
         };
         let mut row = row;
         // A rank's (group's) row names the host(s) it covers, and leaves the slow ranks (a fact
@@ -333,6 +345,7 @@ impl CsvReport {
                 f.clear();
             }
         }
+        row.pct_of_ceiling = info.pct_of_ceiling(p, row.busbw_gbps).map(num).unwrap_or_default();
         let extra = std::mem::take(&mut self.extra);
         let written = self.write((row, &extra));
         self.extra = extra;

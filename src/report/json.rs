@@ -61,6 +61,7 @@ fn point_value(info: &RunInfo, p: &Point) -> serde_json::Value {
         let per_group = if info.options.per_group { info.group_times_us(m) } else { vec![] };
         if let Some(o) = v.get_mut(key).and_then(|o| o.as_object_mut()) {
             o.insert("per_group_us".into(), serde_json::json!(per_group));
+            o.insert("pct_of_ceiling".into(), serde_json::json!(info.pct_of_ceiling(p, m.busbw_gbps)));
             if !info.options.per_rank {
                 o.insert("per_rank_us".into(), serde_json::json!([]));
             }
@@ -264,6 +265,7 @@ mod tests {
             pids: vec![1, 2],
             notes: vec![],
             groups: vec![crate::record::GroupInfo { id: 0, ranks: vec![0, 1], hosts: vec!["a".into()] }],
+            ceiling: None,
         }
     }
 
@@ -391,6 +393,13 @@ mod tests {
         other.options.debug_corrupt_rank = Some(1);
         other.options.per_group = true;
         other.options.groups = "tp=2,dp=*".parse().unwrap();
+        other.ceiling = Some(crate::record::Ceiling {
+            gbps: 4.0,
+            source: "measured",
+            size_bytes: 1 << 20,
+            time_us: 262.0,
+            links: "within hosts",
+        });
         let mut docs = vec![];
         for info in [info(), other] {
             let doc = Document {

@@ -41,7 +41,14 @@ impl Report for MarkdownReport {
             hosts.join(", "),
             info.options.aggregation.name()
         );
-        self.file.append(head.as_bytes())
+        let ceiling = match &info.ceiling {
+            Some(c) => format!(
+                "Ceiling {:.2} GB/s busbw ({}: sendrecv of {} B around the ring, {}).\n",
+                c.gbps, c.source, c.size_bytes, c.links
+            ),
+            None => String::new(),
+        };
+        self.file.append(format!("{head}{ceiling}").as_bytes())
     }
 
     fn point(&mut self, _info: &RunInfo, p: &Point) -> Result<()> {

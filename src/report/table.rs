@@ -40,6 +40,9 @@ pub struct TableReport<W: Write> {
     slow_groups: std::collections::BTreeMap<usize, (usize, String)>,
     /// ping-pong at its largest size: bytes and each rank's one-way time (per-host footer line).
     pingpong: Option<(u64, Vec<f64>)>,
+    /// Measurements more than `Ceiling::ABOVE` over the ceiling: how many, and the highest
+    /// (percentage, where).
+    above: (usize, Option<(f64, String)>),
 }
 
 impl<W: Write> TableReport<W> {
@@ -55,6 +58,7 @@ impl<W: Write> TableReport<W> {
             slow: Default::default(),
             slow_groups: Default::default(),
             pingpong: None,
+            above: (0, None),
         }
     }
 
@@ -142,6 +146,9 @@ impl<W: Write> Report for TableReport<W> {
                 "# order: size (every collective at one size, then the next size; the table follows the last point)",
             );
         }
+        if let Some(l) = ceiling_line(info) {
+            self.line(&l);
+        }
         for note in &info.notes {
             self.line(&format!("# note: {note}"));
         }
@@ -180,9 +187,10 @@ impl<W: Write> Report for TableReport<W> {
             self.algorithm = None;
             self.line("#");
             self.line(&format!("# Collective: {}", p.collective.name()));
+            let (ceil, unit) = if info.ceiling.is_some() { ("  %ceil", "  (oop)") } else { ("", "") };
             self.line("#                                                              out-of-place                       in-place");
-            self.line("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong");
-            self.line("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)");
+            self.line(&format!("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong{ceil}"));
+            self.line(&format!("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)        {unit}"));
         }
         // Where the algorithm changes (and at a block's first row): a comment line before the
         // row, so the rows keep nccl-tests' columns.
@@ -195,8 +203,14 @@ impl<W: Write> Report for TableReport<W> {
         let dtype = if sized { p.dtype.name() } else { "none" };
         let op = p.op.map(|o| o.name()).unwrap_or("none");
         let root = p.root.map(|r| r as i64).unwrap_or(-1);
+        // `%ceil`: out-of-place busbw as a percentage of the ceiling, where there is one.
+        let ceil = match (&info.ceiling, info.pct_of_ceiling(p, p.out_of_place.busbw_gbps)) {
+            (None, _) => String::new(),
+            (Some(_), Some(pct)) => format!("  {pct:>5.0}"),
+            (Some(_), None) => format!("  {:>5}", "-"),
+        };
         self.line(&format!(
-            "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}",
+            "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}{ceil}",
             p.size_bytes,
             p.count,
             dtype,
@@ -216,6 +230,14 @@ impl<W: Write> Report for TableReport<W> {
         for m in p.measurements() {
             self.measured += 1;
             let at = format!("{label} {} B {}", p.size_bytes, m.placement.name());
+            if let Some(pct) =
+                info.pct_of_ceiling(p, m.busbw_gbps).filter(|&x| x > crate::record::Ceiling::ABOVE * 100.0)
+            {
+                self.above.0 += 1;
+                if self.above.1.as_ref().is_none_or(|(hi, _)| pct > *hi) {
+                    self.above.1 = Some((pct, at.clone()));
+                }
+            }
             for w in &m.warnings {
                 let kind = format!("{:?}", std::mem::discriminant(w));
                 match self.warnings.iter_mut().find(|(k, _, _, _)| *k == kind) {
@@ -272,6 +294,13 @@ impl<W: Write> Report for TableReport<W> {
                 self.measured
             ));
         }
+        if let (n, Some((pct, at))) = std::mem::take(&mut self.above) {
+            self.line(&format!(
+                "# Above the ceiling: {n} of {} measurements more than {:.0}% of it (highest {pct:.0}% at {at}): the ceiling is how these ranks carry point-to-point data; a collective above it moved its data another way (a shared-memory component, fewer bytes than busbw counts), so for it the ceiling is not the limit",
+                self.measured,
+                crate::record::Ceiling::ABOVE * 100.0
+            ));
+        }
         let slow = std::mem::take(&mut self.slow);
         for l in slow_rank_lines(&info.hosts, slow, self.measured) {
             self.line(&l);
@@ -293,6 +322,30 @@ impl<W: Write> Report for TableReport<W> {
         let _ = self.out.flush();
         Ok(())
     }
+}
+
+/// The header's ceiling line: `# ceiling: 5.43 GB/s busbw (measured: sendrecv of 64 MiB around
+/// the ring of 2 ranks, within hosts; %ceil = out-of-place busbw as a percentage of it)`.
+fn ceiling_line(info: &RunInfo) -> Option<String> {
+    let c = info.ceiling.as_ref()?;
+    let ring = if info.groups.len() > 1 {
+        format!("each group's ring of {} ranks", info.group_size())
+    } else {
+        format!("the ring of {} ranks", info.ranks)
+    };
+    let short = if c.size_bytes < crate::record::Ceiling::PLATEAU_BYTES {
+        "; under 1 MiB a transfer is bound by latency more than by the link: raise -e for a truer ceiling"
+    } else {
+        ""
+    };
+    Some(format!(
+        "# ceiling: {:.2} GB/s busbw ({}: sendrecv of {} around {ring}, {}, {:.1} us per call{short}; %ceil = out-of-place busbw as a percentage of it; --no-ceiling skips it)",
+        c.gbps,
+        c.source,
+        crate::size::human(c.size_bytes),
+        c.links,
+        c.time_us
+    ))
 }
 
 /// The host of `rank` (`?` if none has it).
@@ -537,6 +590,54 @@ mod tests {
         let l = pingpong_per_host(&hosts[..2], 8, &[50.0, 51.0, 0.0, 52.0, 50.0]).unwrap();
         assert!(l.ends_with("no host stands out"), "{l}");
         assert_eq!(pingpong_per_host(&hosts[..1], 8, &[1.0, 2.0]), None);
+    }
+
+    /// With a ceiling: the header's line, `%ceil` after nccl-tests' thirteen columns (`-` for
+    /// barrier), and one footer line for the measurements above it; none of it without one.
+    #[test]
+    fn the_ceiling_adds_a_header_line_a_column_and_what_stands_above_it() {
+        let mut info = RunInfo::sample(vec![("h".into(), vec![0, 1])]);
+        // The sample measurements carry 0.1 GB/s busbw.
+        info.ceiling = Some(crate::record::Ceiling {
+            gbps: 0.08,
+            source: "measured",
+            size_bytes: 64 << 10,
+            time_us: 800.0,
+            links: "within hosts",
+        });
+        let mut t = TableReport::new(Vec::new());
+        t.begin(&info).unwrap();
+        t.point(&info, &point(Kind::AllReduce, 1024, vec![])).unwrap();
+        t.point(&info, &point(Kind::Barrier, 0, vec![])).unwrap();
+        t.end(&info, &Totals::default()).unwrap();
+        let out = String::from_utf8(t.into_inner()).unwrap();
+        let head = out.lines().find(|l| l.starts_with("# ceiling: ")).unwrap_or_else(|| panic!("{out}"));
+        assert!(
+            head.starts_with("# ceiling: 0.08 GB/s busbw (measured: sendrecv of 64K around the ring of 2 ranks, within hosts, 800.0 us per call; under 1 MiB"),
+            "{head}"
+        );
+        let rows: Vec<Vec<&str>> =
+            out.lines().filter(|l| !l.starts_with('#')).map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(rows.len(), 2, "{out}");
+        assert_eq!((rows[0].len(), rows[0][13]), (14, "125"), "{out}");
+        assert_eq!((rows[1].len(), rows[1][13]), (14, "-"), "{out}");
+        assert!(out.contains("busbw  #wrong  %ceil\n"), "{out}");
+        let above: Vec<&str> = out.lines().filter(|l| l.starts_with("# Above the ceiling: ")).collect();
+        assert_eq!(above.len(), 1, "{out}");
+        assert!(
+            above[0].contains("2 of 4 measurements more than 110% of it (highest 125% at all-reduce float sum 1024 B"),
+            "{out}"
+        );
+
+        info.ceiling = None;
+        let mut t = TableReport::new(Vec::new());
+        t.begin(&info).unwrap();
+        t.point(&info, &point(Kind::AllReduce, 1024, vec![])).unwrap();
+        t.end(&info, &Totals::default()).unwrap();
+        let out = String::from_utf8(t.into_inner()).unwrap();
+        assert!(!out.contains("ceiling") && !out.contains("%ceil"), "{out}");
+        let row: Vec<&str> = out.lines().find(|l| !l.starts_with('#')).unwrap().split_whitespace().collect();
+        assert_eq!(row.len(), 13, "{out}");
     }
 
     #[test]

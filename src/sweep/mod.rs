@@ -2,6 +2,7 @@
 //! time a batch of back-to-back calls, combine the ranks' times, then check the result in a
 //! separate pass. Produces [`Point`]s; prints nothing.
 
+pub mod ceiling;
 pub mod timing;
 
 pub use timing::{iterations, MIN_SAMPLE_S};

@@ -360,6 +360,7 @@ fn info(o: &Options) -> RunInfo {
         pids: vec![1],
         notes: vec![],
         groups: vec![],
+        ceiling: None,
     }
 }
 

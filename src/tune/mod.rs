@@ -278,6 +278,7 @@ fn run_info(world: &World, opts: &Options, now: &chrono::DateTime<chrono::Utc>) 
         pids: world.all_gather(std::process::id()),
         notes: vec![],
         groups: crate::setup::group_info(world, &crate::layout::Layout::World),
+        ceiling: None,
     }
 }
 

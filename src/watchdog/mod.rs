@@ -78,6 +78,10 @@ const END_RESEND: Duration = Duration::from_millis(100);
 /// launcher then ends the rest).
 const FINISH_WAIT: Duration = Duration::from_secs(8);
 
+/// How long a rank that saw rank 0 die waits for rank 1's `Done` (rank 1 names the death)
+/// before naming it itself.
+const REPORTER_WAIT: Duration = Duration::from_secs(2);
+
 /// Set by the first thread that prints this process's line: a second one (the watchdog thread
 /// given another rank's failure while the main thread reports its own) stays silent and waits
 /// for the first to end the process. One line per rank at most, one for the job by design.
@@ -413,16 +417,30 @@ fn give_up(
 
 /// Rank `who` ended without a word (killed, crashed): rank 0 names it for the job (rank 1 when
 /// rank 0 is the one), tells the others (`Done`), and every rank that saw it ends with exit 2.
+/// When rank 0 died, every other rank saw it (each watches rank 0 only) and rank 1 speaks; the
+/// others wait up to [`REPORTER_WAIT`] for its `Done` (the watchdog thread ends the process on
+/// it) and speak themselves if none comes: MPICH's Hydra kills every rank of the dead rank's
+/// host at once, and rank 1 may go before its line does (seen in a fresh-machine run: exit 2,
+/// no line, no banner).
 fn died(s: &Shared, who: usize) -> ! {
     let reporter = if who == 0 { 1 } else { 0 };
-    if s.rank == reporter {
+    let line = || {
         let host = s.hosts.get(who).map(String::as_str).unwrap_or("?");
-        let me = s.state();
-        let line = format!(
+        format!(
             "rank {who} ({host}) ended without a word (killed or crashed) while rank {} was in {}; aborting the job",
-            s.rank, me.desc
-        );
-        say(&line);
+            s.rank,
+            s.state().desc
+        )
+    };
+    if s.rank != reporter && who == 0 && s.channel.is_some() {
+        // From here a SIGTERM is the launcher's tear-down, not the user's interruption.
+        crate::error::ending();
+        std::thread::sleep(REPORTER_WAIT);
+        end(Some(&line()));
+    }
+    if s.rank == reporter {
+        let me = s.state();
+        say(&line());
         if let Some(ch) = &s.channel {
             for r in (0..ch.size()).filter(|&r| r != s.rank && r != who) {
                 ch.send(r, Kind::Done, &me);
