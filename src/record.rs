@@ -306,6 +306,13 @@ impl Ceiling {
     /// A point this far above the ceiling is more than noise: the ceiling is not its limit.
     pub const ABOVE: f64 = 1.10;
 
+    /// The ceiling for a header: three significant digits, at least two decimals (a 50 Mbit/s
+    /// link is `0.00622`, not `0.01`).
+    pub fn shown_gbps(&self) -> String {
+        let magnitude = if self.gbps > 0.0 { self.gbps.log10().floor() as i32 } else { 0 };
+        format!("{:.*}", (2 - magnitude).clamp(2, 9) as usize, self.gbps)
+    }
+
     /// `busbw_gbps` as a percentage of the ceiling.
     pub fn pct(&self, busbw_gbps: f64) -> Option<f64> {
         (self.gbps > 0.0 && busbw_gbps.is_finite()).then(|| busbw_gbps / self.gbps * 100.0)

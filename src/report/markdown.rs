@@ -43,8 +43,11 @@ impl Report for MarkdownReport {
         );
         let ceiling = match &info.ceiling {
             Some(c) => format!(
-                "Ceiling {:.2} GB/s busbw ({}: sendrecv of {} B around the ring, {}).\n",
-                c.gbps, c.source, c.size_bytes, c.links
+                "Ceiling {} GB/s busbw ({}: sendrecv of {} B around the ring, {}).\n",
+                c.shown_gbps(),
+                c.source,
+                c.size_bytes,
+                c.links
             ),
             None => String::new(),
         };

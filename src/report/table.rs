@@ -339,8 +339,8 @@ fn ceiling_line(info: &RunInfo) -> Option<String> {
         ""
     };
     Some(format!(
-        "# ceiling: {:.2} GB/s busbw ({}: sendrecv of {} around {ring}, {}, {:.1} us per call{short}; %ceil = out-of-place busbw as a percentage of it; --no-ceiling skips it)",
-        c.gbps,
+        "# ceiling: {} GB/s busbw ({}: sendrecv of {} around {ring}, {}, {:.1} us per call{short}; %ceil = out-of-place busbw as a percentage of it; --no-ceiling skips it)",
+        c.shown_gbps(),
         c.source,
         crate::size::human(c.size_bytes),
         c.links,
@@ -613,7 +613,7 @@ mod tests {
         let out = String::from_utf8(t.into_inner()).unwrap();
         let head = out.lines().find(|l| l.starts_with("# ceiling: ")).unwrap_or_else(|| panic!("{out}"));
         assert!(
-            head.starts_with("# ceiling: 0.08 GB/s busbw (measured: sendrecv of 64K around the ring of 2 ranks, within hosts, 800.0 us per call; under 1 MiB"),
+            head.starts_with("# ceiling: 0.0800 GB/s busbw (measured: sendrecv of 64K around the ring of 2 ranks, within hosts, 800.0 us per call; under 1 MiB"),
             "{head}"
         );
         let rows: Vec<Vec<&str>> =

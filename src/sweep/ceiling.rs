@@ -64,4 +64,15 @@ mod tests {
         assert_eq!(transfer_bytes(&[0, 8], 4), None);
         assert_eq!(transfer_bytes(&[0], 1 << 20), None);
     }
+
+    #[test]
+    fn the_header_shows_three_significant_digits() {
+        let shown = |gbps| {
+            crate::record::Ceiling { gbps, source: "measured", size_bytes: 1, time_us: 1.0, links: "" }.shown_gbps()
+        };
+        assert_eq!(shown(14.333068), "14.33");
+        assert_eq!(shown(5.4321), "5.43");
+        assert_eq!(shown(0.65049), "0.650");
+        assert_eq!(shown(0.0062168), "0.00622");
+    }
 }
