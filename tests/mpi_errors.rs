@@ -26,7 +26,9 @@ struct Failed {
 /// Run `args` on `n` ranks with `--debug-mpi-error fail` and `--csv run.csv` in `dir`.
 fn forced(dir: &Path, n: usize, fail: &str, args: &[&str]) -> Failed {
     let mut full: Vec<&str> = args.to_vec();
-    full.extend(["--csv", "run.csv", "--debug-mpi-error", fail]);
+    // The collectives' own calls: the ceiling pass (a sendrecv before the header) would fail
+    // first (see `a_failure_in_the_ceiling_pass_is_one_line_before_any_file`).
+    full.extend(["--csv", "run.csv", "--debug-mpi-error", fail, "--no-ceiling"]);
     // Under Hydra, `-print-all-exitcodes`: each rank's wait status, to tell a rank that ended by
     // itself from one its proxy killed (whose status Hydra may report as 0 and print no banner).
     let mut c = launch_cmd(LIMIT_S);
@@ -194,4 +196,26 @@ fn sendrecv_is_the_ring_and_ping_pong_the_pairs() {
 fn with_minus_t_zero_one_failing_rank_still_ends_the_job() {
     let args = ["all-reduce", "-b", "8", "-e", "64", "-n", "3", "-w", "1", "-T", "0"];
     check(2, "1", &[1], &args, "MPI_Allreduce", AT_8_B);
+}
+
+/// The ceiling pass runs before the header and before any file is opened: a failed call there is
+/// the same one line (naming sendrecv), exit 2, and leaves no file.
+#[test]
+fn a_failure_in_the_ceiling_pass_is_one_line_before_any_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = launch_cmd(LIMIT_S)
+        .args(["-n", "2", BIN, "all-reduce", "-e", "1K", "--csv", "run.csv", "--debug-mpi-error", "1"])
+        .current_dir(dir.path())
+        .output()
+        .expect("the MPI launcher runs");
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}{}", stdout(&o));
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("coll-bench: ")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].starts_with("coll-bench: error: rank 1 (")
+            && lines[0].contains(": MPI_Sendrecv failed in sendrecv of 1024 B (uint8, out-of-place): "),
+        "{err}"
+    );
+    assert!(!dir.path().join("run.csv").exists(), "a file from a run that never started");
 }
