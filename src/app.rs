@@ -427,7 +427,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
     crate::report::interrupted::arm(world.rank, Some(&[]));
     let mut sweep = Sweep::new(world, backend.as_mut(), &opts).in_group(member);
     // The ceiling first: the header gives it, and every point is read against it.
-    let links = if info.ring_crosses_hosts() { "between hosts" } else { "within hosts" };
+    let links = info.ring_links();
     info.ceiling = sweep.ceiling(links, &mut info.notes)?;
     // Files last, so no file is left behind by a run that never started.
     let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };

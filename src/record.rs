@@ -392,6 +392,16 @@ impl RunInfo {
         rings.iter().any(|ring| (0..ring.len()).any(|i| host_of(ring[i]) != host_of(ring[(i + 1) % ring.len()])))
     }
 
+    /// The ceiling's `links`: `between hosts` when [`RunInfo::ring_crosses_hosts`], else
+    /// `within hosts`.
+    pub fn ring_links(&self) -> &'static str {
+        if self.ring_crosses_hosts() {
+            "between hosts"
+        } else {
+            "within hosts"
+        }
+    }
+
     /// Ranks per group (every group has the same size).
     pub fn group_size(&self) -> usize {
         self.groups.first().map_or(self.ranks, |g| g.ranks.len())

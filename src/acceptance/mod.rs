@@ -446,7 +446,7 @@ fn run_rules(
         let t0 = mpi::time();
         if rule.min_pct_of_ceiling.is_some() {
             // Once per rule, before its repeats: the rows of its sweeps carry it.
-            let links = if info.ring_crosses_hosts() { "between hosts" } else { "within hosts" };
+            let links = info.ring_links();
             info.ceiling = Sweep::new(world, backend.as_mut(), &sweep_opts).ceiling(links, &mut info.notes)?;
         }
         let mut points = vec![];
