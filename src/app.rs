@@ -44,7 +44,7 @@ pub fn main() -> i32 {
     // `coll-bench help [SUBCOMMAND]` is `coll-bench [SUBCOMMAND] --help`.
     if argv.get(1).map(String::as_str) == Some("help") {
         match argv.get(2).map(String::as_str) {
-            None | Some("check" | "tune" | "pairs" | "step" | "info" | "plot" | "compare" | "spec")
+            None | Some("check" | "tune" | "doctor" | "pairs" | "step" | "info" | "plot" | "compare" | "spec")
                 if argv.len() <= 3 || argv[2..] == ["spec", "from-run"] =>
             {
                 argv = argv.iter().take(1).chain(&argv[2..]).cloned().chain(["--help".to_string()]).collect();
@@ -52,7 +52,7 @@ pub fn main() -> i32 {
             _ => {
                 if launcher_rank().unwrap_or(0) == 0 {
                     let asked = argv[2..].join(" ");
-                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, tune, pairs, step, info, plot, compare, spec, spec from-run, or none (coll-bench help [SUBCOMMAND])");
+                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, tune, doctor, pairs, step, info, plot, compare, spec, spec from-run, or none (coll-bench help [SUBCOMMAND])");
                 }
                 return exit::ERROR;
             }
@@ -100,7 +100,7 @@ pub fn main() -> i32 {
     let env = environment();
     // tune: what the MPI library reads only at start-up (after `env`, which must show the
     // launcher's view only).
-    if matches!(parsed, Ok(Parsed::Tune(_))) {
+    if matches!(parsed, Ok(Parsed::Tune(_) | Parsed::Doctor(_))) {
         if let Err(line) = crate::tune::prepare_environment(&argv) {
             if launcher_rank().unwrap_or(0) == 0 {
                 eprintln!("coll-bench: error: {line}");
@@ -113,6 +113,7 @@ pub fn main() -> i32 {
     let malloc = match &parsed {
         Ok(Parsed::Run(o)) => o.malloc,
         Ok(Parsed::Tune(o)) => o.sweep.malloc,
+        Ok(Parsed::Doctor(o)) => o.sweep.malloc,
         _ => crate::options::Malloc::Default,
     };
     crate::backend::host::set_heap(malloc);
@@ -271,6 +272,7 @@ enum Plan {
     HostInfo(Box<crate::info::InfoOptions>),
     Tune(Box<crate::tune::TuneOptions>),
     Step(Box<crate::step::StepOptions>),
+    Doctor(Box<crate::doctor::DoctorOptions>),
 }
 
 /// Every rank must run rank 0's plan: rank 0 broadcasts its parse, every rank compares.
@@ -282,6 +284,7 @@ fn agree_plan(world: &World, parsed: Result<Parsed>) -> Result<Plan> {
         Ok(Parsed::HostInfo(o)) => Ok(Plan::HostInfo(o)),
         Ok(Parsed::Tune(o)) => Ok(Plan::Tune(o)),
         Ok(Parsed::Step(o)) => Ok(Plan::Step(o)),
+        Ok(Parsed::Doctor(o)) => Ok(Plan::Doctor(o)),
         Ok(Parsed::Info(_)) => Err(Error::usage("--help/--version given on some ranks only")),
         Err(e) => Err(e),
     };
@@ -411,6 +414,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
         Plan::HostInfo(o) => return crate::info::run(world, &o, env),
         Plan::Tune(o) => return crate::tune::run(world, &o),
         Plan::Step(o) => return crate::step::run(world, &o),
+        Plan::Doctor(o) => return crate::doctor::run(world, &o),
     };
     world.agree(opts.validate_for_world(world.size))?;
     // --groups: a layout that does not fit this world is refused before anything is made.

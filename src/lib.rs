@@ -29,6 +29,7 @@ pub mod cli;
 pub mod collective;
 pub mod compare;
 pub mod csvread;
+pub mod doctor;
 pub mod dtype;
 pub mod duration;
 pub mod error;

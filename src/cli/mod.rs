@@ -7,6 +7,7 @@
 
 mod check;
 mod compare;
+mod doctor;
 mod info;
 mod pairs;
 mod plot;
@@ -36,6 +37,8 @@ pub enum Parsed {
     Tune(Box<crate::tune::TuneOptions>),
     /// `coll-bench step …`
     Step(Box<crate::step::StepOptions>),
+    /// `coll-bench doctor …`
+    Doctor(Box<crate::doctor::DoctorOptions>),
     /// `--help` or `--version`: the text to print (once) and exit 0.
     Info(String),
 }
@@ -131,7 +134,7 @@ pub fn renamed_flags(argv: &mut [String]) -> Vec<String> {
 }
 
 /// Every subcommand's name, in the order the help lists them.
-pub const SUBCOMMANDS: [&str; 8] = ["check", "tune", "pairs", "step", "info", "plot", "compare", "spec"];
+pub const SUBCOMMANDS: [&str; 9] = ["check", "tune", "doctor", "pairs", "step", "info", "plot", "compare", "spec"];
 
 /// The subcommand `word` is most likely a misspelling of (at most two edits away), if any.
 pub fn nearest_subcommand(word: &str) -> Option<&'static str> {
@@ -187,6 +190,7 @@ pub fn parse(argv: &[String]) -> Result<Parsed> {
     Ok(match argv.get(1).map(String::as_str) {
         Some("pairs") => boxed(pairs::parse(&argv[1..])?, |o| Parsed::Pairs(Box::new(o))),
         Some("tune") => boxed(tune::parse(&argv[1..])?, |o| Parsed::Tune(Box::new(o))),
+        Some("doctor") => boxed(doctor::parse(&argv[1..])?, |o| Parsed::Doctor(Box::new(o))),
         Some("check") => boxed(check::parse(&argv[1..])?, |o| Parsed::Check(Box::new(o))),
         Some("step") => boxed(step::parse(&argv[1..])?, |o| Parsed::Step(Box::new(o))),
         Some("info") => boxed(info::parse(&argv[1..])?, |o| Parsed::HostInfo(Box::new(o))),

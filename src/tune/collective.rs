@@ -31,6 +31,8 @@ pub(super) struct Job<'a> {
     pub library: Library,
     pub verify: Option<&'a rules::RulesFile>,
     pub info: &'a RunInfo,
+    /// Print nothing but WRONG lines (`doctor`, which reports the choice in its own page).
+    pub quiet: bool,
 }
 
 /// What the collectives found, for the rules file and the exit code.
@@ -173,7 +175,7 @@ impl Job<'_> {
         let mut d = discover(self.tool, self.library, kind, world.size, all_vars);
         if self.verify.is_some() {
             d.candidates.truncate(1);
-        } else {
+        } else if !self.quiet {
             announce(world, kind, &d);
         }
         let original = match &d.var {
@@ -197,7 +199,9 @@ impl Job<'_> {
         }
         let comm_s = started.elapsed().as_secs_f64();
         let m = self.measure(kind, &d, &forcing, &comms, csv, found, started)?;
-        self.say_time(kind, &m, comm_s);
+        if !self.quiet {
+            self.say_time(kind, &m, comm_s);
+        }
         drop(comms);
         if let Some(v) = self.verify {
             found.missed |= print_verify(world, kind, &m.sizes, &m.cells[0], v);
@@ -239,14 +243,16 @@ impl Job<'_> {
         let mut cells: Vec<Vec<Cell>> = vec![vec![]; n];
         let mut skip = Skip::new(n);
         let mut size_s = vec![];
-        if self.verify.is_none() && !self.o.no_skip && n > 1 {
+        if self.verify.is_none() && !self.o.no_skip && n > 1 && !self.quiet {
             say(world, &format!("# {kind}: {SKIP_RULE}"));
         }
         for &size in &sizes {
             let size_started = Instant::now();
             let mut select = |c: usize| if per_call { world.agree(forcing.force(&d.candidates[c])) } else { Ok(()) };
             let mut failed = |c: usize, e: &Error| {
-                say(world, &format!("# {kind}: {} failed at {size} B and is left out: {e}", d.candidates[c].name));
+                if !self.quiet {
+                    say(world, &format!("# {kind}: {} failed at {size} B and is left out: {e}", d.candidates[c].name));
+                }
             };
             let look = |seen: &[measure::Seen]| -> Vec<usize> {
                 if self.verify.is_some() {
@@ -351,7 +357,7 @@ impl Job<'_> {
     fn choose(&self, kind: Kind, d: &Discovered, sizes: &[u64], cells: &[Vec<Cell>], found: &mut Found) {
         let mut choices = vec![];
         let first_measured = found.measured.len();
-        print_table(self.world, kind, &d.candidates, sizes, cells, &mut |i, size, c| {
+        print_table(self.world, self.quiet, kind, &d.candidates, sizes, cells, &mut |i, size, c| {
             let Some(r) = c.rule else { return };
             let cand = &d.candidates[r];
             let alg = match cand.source {

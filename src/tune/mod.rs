@@ -206,7 +206,16 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     let csv_path = csv.as_ref().map(|c| c.path().to_path_buf());
     print_header(world, &opts, o, verify.is_some());
 
-    let job = collective::Job { world, o, opts: &opts, tool: &tool, library, verify: verify.as_ref(), info: &info };
+    let job = collective::Job {
+        world,
+        o,
+        opts: &opts,
+        tool: &tool,
+        library,
+        verify: verify.as_ref(),
+        info: &info,
+        quiet: false,
+    };
     let mut found = collective::Found::default();
     for &kind in &opts.collectives {
         job.tune(kind, &all_vars, &mut csv, &mut found)?;
@@ -226,6 +235,27 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     // The verdict is rank 0's (it holds the medians).
     let missed = world.max_u64(u64::from(missed && world.rank == 0)) > 0;
     Ok(if any_wrong || missed { exit::WRONG } else { exit::OK })
+}
+
+/// For `doctor`: each of `opts`' collectives at its sizes, every algorithm the library can be
+/// made to run timed against its default as tune times them (interleaved rounds, no skip rule),
+/// printing nothing but WRONG lines; per collective and size, the default's time and the fastest
+/// the library can select (`algorithm` `default` where none beats it). Collective; the
+/// environment must have been prepared ([`prepare_environment`]) before `MPI_Init`.
+pub fn alternatives(world: &World, opts: &Options) -> Result<Vec<rules::Measured>> {
+    let o = TuneOptions { sweep: opts.clone(), write_rules: None, verify: None, in_place: false, no_skip: true };
+    let opts = options_for(world, &o, None)?;
+    let library = Library::of(&world.library_version);
+    let tool = world.agree(Tool::init())?;
+    let all_vars = tool.cvars(&|n| n.contains("algorithm") || n.contains("ALGORITHM"));
+    let info = run_info(world, &opts, &chrono::Utc::now());
+    let job =
+        collective::Job { world, o: &o, opts: &opts, tool: &tool, library, verify: None, info: &info, quiet: true };
+    let mut found = collective::Found::default();
+    for &kind in &opts.collectives {
+        job.tune(kind, &all_vars, &mut None, &mut found)?;
+    }
+    Ok(found.measured)
 }
 
 /// The sweep's options as tune runs them, checked on every rank before anything is measured:
@@ -409,12 +439,18 @@ fn label(cell: &Cell) -> String {
 /// and the speed-up of the fastest over the default. `each(index, size, choice)` per size.
 fn print_table(
     world: &World,
+    quiet: bool,
     kind: Kind,
     cands: &[Candidate],
     sizes: &[u64],
     cells: &[Vec<Cell>],
     each: &mut dyn FnMut(usize, u64, &choose::Choice),
 ) {
+    let say = |world: &World, line: &str| {
+        if !quiet {
+            say(world, line)
+        }
+    };
     let sources: Vec<Source> = cands.iter().map(|c| c.source.clone()).collect();
     let width = |c: &Candidate| c.name.len().max(9);
     let mut head = format!("# {kind:>11}");

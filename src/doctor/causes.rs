@@ -1,0 +1,425 @@
+//! What doctor concludes from what it measured, with no MPI: the host links from the pairs, and
+//! the causes of a shortfall, each with its evidence and the share of the time it accounts for,
+//! ranked. Every number here comes from a measurement of the run, or is named an estimate.
+
+use crate::collective::Kind;
+use crate::pairs::PairResult;
+use crate::size::human;
+use serde::Serialize;
+
+/// A link or host below this fraction of the best of its peers is slower than its peers.
+pub const SLOWER_THAN_PEERS: f64 = 0.8;
+/// A point whose 95th percentile is this much above its median is noisy.
+pub const NOISY_SPREAD: f64 = 0.10;
+/// Minor page faults per call below this are not a cause.
+pub const FAULTS_NOTED: f64 = 16.0;
+/// What one minor page fault costs, for the estimate (µs): a 4 KiB page zeroed and mapped; on
+/// the machine of issue 24, 64 MiB all-reduce took 11-17 ms more per call with its 16 384
+/// faults than with the heap kept.
+pub const FAULT_US: f64 = 0.7;
+/// An algorithm counts only when it beats the default by this much (and its slowest round
+/// beats the default's median).
+pub const ALGORITHM_GAIN: f64 = 0.05;
+
+/// One collective as the sweep measured it at doctor's size (out of place).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Seen {
+    pub collective: Kind,
+    pub size_bytes: u64,
+    pub time_us: f64,
+    pub busbw_gbps: f64,
+    /// busbw as a percentage of the ceiling; `None` without one.
+    pub pct_of_ceiling: Option<f64>,
+    pub algorithm: String,
+    pub algorithm_source: String,
+    pub minor_faults_per_call: Option<f64>,
+    pub median_us: f64,
+    pub p95_us: f64,
+    pub samples: usize,
+    /// Ranks that stood out: (rank, its host, its time, the median rank's), µs.
+    pub slow_ranks: Vec<(usize, String, f64, f64)>,
+}
+
+/// The point-to-point rate between two hosts (the same host twice: within it): the median of
+/// the rank pairs' one-way bandwidth.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Link {
+    pub a: String,
+    pub b: String,
+    pub gbps: f64,
+    pub rank_pairs: usize,
+}
+
+/// A host's nominal link rate, where its hardware says (`/sys/class/net/*/speed`,
+/// `/sys/class/infiniband/*/ports/*/rate`): the fastest up interface.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Nominal {
+    pub host: String,
+    pub interface: String,
+    pub gbps: f64,
+}
+
+/// The library's default against the fastest algorithm it can select, measured as tune does.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Alternative {
+    pub collective: Kind,
+    pub size_bytes: u64,
+    pub default_us: f64,
+    /// `default` when no algorithm beats it.
+    pub fastest: String,
+    pub fastest_us: f64,
+    pub fastest_slowest_round_us: f64,
+}
+
+/// One cause, ranked by `share`: the part of the time it would save or explain (0 to 1).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Cause {
+    /// `link`, `host`, `algorithm` or `noise`.
+    pub cause: &'static str,
+    /// The host, host pair or collective it is about.
+    pub subject: String,
+    pub share: f64,
+    /// `measured` (from the run's own comparison) or `estimated` (page faults).
+    pub share_source: &'static str,
+    pub evidence: String,
+    pub remedy: Option<String>,
+    /// Whether it makes doctor's verdict a shortfall by itself (a link or host slower than its
+    /// peers: the ceiling is short); the others explain a collective's shortfall.
+    pub short: bool,
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// The host links from the rank pairs: one per host pair (and per host, within it), the median
+/// of its rank pairs; hosts in `hosts`' order of first appearance.
+pub fn host_links(pairs: &[PairResult], hosts: &[String]) -> Vec<Link> {
+    let mut order: Vec<&String> = vec![];
+    for h in hosts {
+        if !order.contains(&h) {
+            order.push(h);
+        }
+    }
+    let at = |h: &String| order.iter().position(|x| *x == h).unwrap_or(usize::MAX);
+    let mut groups: Vec<((usize, usize), Vec<f64>)> = vec![];
+    for p in pairs {
+        let (x, y) = (at(&hosts[p.a]), at(&hosts[p.b]));
+        let key = (x.min(y), x.max(y));
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(p.bandwidth_gbps),
+            None => groups.push((key, vec![p.bandwidth_gbps])),
+        }
+    }
+    groups.sort_by_key(|(k, _)| *k);
+    groups
+        .into_iter()
+        .map(|((x, y), mut v)| Link {
+            a: order[x].clone(),
+            b: order[y].clone(),
+            gbps: median(&mut v),
+            rank_pairs: v.len(),
+        })
+        .collect()
+}
+
+/// A rate in GB/s to three significant digits, as the ceiling's header shows it.
+pub fn gb(x: f64) -> String {
+    crate::record::Ceiling { gbps: x, source: "", size_bytes: 0, time_us: 0.0, links: "" }.shown_gbps()
+}
+
+/// Links and hosts slower than their peers: a host whose best link to another host carries
+/// less than [`SLOWER_THAN_PEERS`] of the fastest host pair (its own link is the bottleneck:
+/// every pair through it is slow); with one host pair, the pair against its hosts' nominal rate;
+/// a host whose ranks exchange slower within it than other hosts' ranks within theirs.
+pub fn link_causes(links: &[Link], nominal: &[Nominal]) -> Vec<Cause> {
+    let mut out = vec![];
+    let between: Vec<&Link> = links.iter().filter(|l| l.a != l.b && l.gbps.is_finite()).collect();
+    let nominal_of = |h: &str| nominal.iter().find(|n| n.host == h);
+    let nominal_text =
+        |h: &str| nominal_of(h).map(|n| format!("; nominal {} Gb/s ({})", n.gbps, n.interface)).unwrap_or_default();
+    if let Some(best) = between.iter().max_by(|x, y| x.gbps.total_cmp(&y.gbps)).filter(|_| between.len() >= 2) {
+        let mut hosts: Vec<&String> = vec![];
+        for l in &between {
+            for h in [&l.a, &l.b] {
+                if !hosts.contains(&h) {
+                    hosts.push(h);
+                }
+            }
+        }
+        for h in hosts {
+            let mine: Vec<&&Link> = between.iter().filter(|l| &l.a == h || &l.b == h).collect();
+            let top = mine.iter().map(|l| l.gbps).fold(0.0, f64::max);
+            if top >= SLOWER_THAN_PEERS * best.gbps {
+                continue;
+            }
+            let list: Vec<String> = mine
+                .iter()
+                .map(|l| format!("{} GB/s to {}", gb(l.gbps), if &l.a == h { &l.b } else { &l.a }))
+                .collect();
+            out.push(Cause {
+                cause: "link",
+                subject: h.clone(),
+                share: 1.0 - top / best.gbps,
+                share_source: "measured",
+                evidence: format!(
+                    "{h}'s links carry {} (point-to-point, one way); the fastest host pair, {} and {}, {} GB/s{}",
+                    list.join(", "),
+                    best.a,
+                    best.b,
+                    gb(best.gbps),
+                    nominal_text(h)
+                ),
+                remedy: Some(format!("check {h}'s network link: cable, port speed, switch port, NIC firmware and errors (ethtool -S, ibstat)")),
+                short: true,
+            });
+        }
+    } else if let [l] = between[..] {
+        let nom = [nominal_of(&l.a), nominal_of(&l.b)]
+            .into_iter()
+            .flatten()
+            .map(|n| n.gbps / 8.0)
+            .fold(f64::INFINITY, f64::min);
+        if nom.is_finite() && l.gbps < SLOWER_THAN_PEERS * nom {
+            out.push(Cause {
+                cause: "link",
+                subject: format!("{}-{}", l.a, l.b),
+                share: 1.0 - l.gbps / nom,
+                share_source: "measured",
+                evidence: format!(
+                    "{} GB/s one way between {} and {} (point-to-point), against the nominal {} GB/s of the slower end{}",
+                    gb(l.gbps),
+                    l.a,
+                    l.b,
+                    gb(nom),
+                    nominal_text(&l.a)
+                ),
+                remedy: Some(
+                    "compare with a point-to-point test of the fabric itself (ib_write_bw, iperf3): the MPI transport may not reach the link's rate"
+                        .into(),
+                ),
+                short: false,
+            });
+        }
+    }
+    let within: Vec<&Link> = links.iter().filter(|l| l.a == l.b && l.gbps.is_finite()).collect();
+    if within.len() >= 2 {
+        let best = within.iter().map(|l| l.gbps).fold(0.0, f64::max);
+        for l in within.iter().filter(|l| l.gbps < SLOWER_THAN_PEERS * best) {
+            out.push(Cause {
+                cause: "host",
+                subject: l.a.clone(),
+                share: 1.0 - l.gbps / best,
+                share_source: "measured",
+                evidence: format!(
+                    "its ranks exchange {} GB/s within it (point-to-point, {} pairs); other hosts' ranks up to {} GB/s within theirs",
+                    gb(l.gbps),
+                    l.rank_pairs,
+                    gb(best)
+                ),
+                remedy: Some(format!(
+                    "check {}'s memory and CPU: frequency, binding, other jobs (coll-bench info)",
+                    l.a
+                )),
+                short: true,
+            });
+        }
+    }
+    out
+}
+
+/// The causes seen in the collectives' own measurements and in the algorithms' comparison.
+pub fn point_causes(seen: &[Seen], alternatives: &[Alternative]) -> Vec<Cause> {
+    let mut out = vec![];
+    for a in alternatives {
+        let beats = a.fastest != "default"
+            && a.fastest_us < a.default_us * (1.0 - ALGORITHM_GAIN)
+            && a.fastest_slowest_round_us < a.default_us;
+        if !beats {
+            continue;
+        }
+        let ran = seen
+            .iter()
+            .find(|s| s.collective == a.collective)
+            .map(|s| format!("{} ({})", s.algorithm, s.algorithm_source))
+            .unwrap_or_else(|| "its default".into());
+        let size = human(a.size_bytes);
+        out.push(Cause {
+            cause: "algorithm",
+            subject: a.collective.to_string(),
+            share: 1.0 - a.fastest_us / a.default_us,
+            share_source: "measured",
+            evidence: format!(
+                "at {size} the library ran {ran}, {:.0} us per call; {} measured {:.0} us ({:.2}x faster), interleaved as tune times them",
+                a.default_us,
+                a.fastest,
+                a.fastest_us,
+                a.default_us / a.fastest_us
+            ),
+            remedy: Some(format!(
+                "coll-bench tune {} -b {b} -e {b} --write-rules {}.rules, and apply the file as tune says",
+                a.collective,
+                a.collective,
+                b = a.size_bytes
+            )),
+            short: false,
+        });
+    }
+    for s in seen {
+        if let Some(f) = s.minor_faults_per_call.filter(|f| *f >= FAULTS_NOTED) {
+            out.push(Cause {
+                cause: "host",
+                subject: format!("{} page faults", s.collective),
+                share: (f * FAULT_US / s.time_us).min(1.0),
+                share_source: "estimated",
+                evidence: format!(
+                    "{f:.0} minor page faults per call at {} (the rank with most), at an estimated {FAULT_US} us each: the library's temporaries are mapped and unmapped on every call under the C library's defaults",
+                    human(s.size_bytes)
+                ),
+                remedy: Some("measure with the heap kept (coll-bench --malloc kept); an application gets that only with MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967295".into()),
+                short: false,
+            });
+        }
+        for (rank, host, t, med) in &s.slow_ranks {
+            out.push(Cause {
+                cause: "host",
+                subject: host.clone(),
+                share: (1.0 - med / t).clamp(0.0, 1.0),
+                share_source: "measured",
+                evidence: format!(
+                    "rank {rank} on {host} took {t:.0} us per {} call, the median rank {med:.0} us",
+                    s.collective
+                ),
+                remedy: Some(format!("check {host}: other jobs, CPU frequency and binding (coll-bench info)")),
+                short: false,
+            });
+        }
+        if s.samples >= 2 && s.p95_us > s.median_us * (1.0 + NOISY_SPREAD) {
+            out.push(Cause {
+                cause: "noise",
+                subject: s.collective.to_string(),
+                share: 1.0 - s.median_us / s.p95_us,
+                share_source: "measured",
+                evidence: format!(
+                    "its samples spread: 95th percentile {:.0} us against the median {:.0} us ({} samples)",
+                    s.p95_us, s.median_us, s.samples
+                ),
+                remedy: Some("a longer --budget, or a quieter machine: other jobs, daemons, power states".into()),
+                short: false,
+            });
+        }
+    }
+    out
+}
+
+/// All causes, most of the time first (a tie: link, host, algorithm, noise).
+pub fn rank(mut causes: Vec<Cause>) -> Vec<Cause> {
+    let order = |c: &Cause| ["link", "host", "algorithm", "noise"].iter().position(|x| *x == c.cause).unwrap_or(9);
+    causes.sort_by(|x, y| y.share.total_cmp(&x.share).then(order(x).cmp(&order(y))));
+    causes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pair(a: usize, b: usize, gbps: f64) -> PairResult {
+        PairResult { a, b, round: 0, latency_us: 1.0, bandwidth_gbps: gbps }
+    }
+
+    fn hosts(h: &[&str]) -> Vec<String> {
+        h.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_host_whose_every_link_is_slow_is_named() {
+        // Three hosts, h3 shaped: its two links slow, h1-h2 fast.
+        let hs = hosts(&["h1", "h2", "h3"]);
+        let links = host_links(&[pair(0, 1, 0.6), pair(0, 2, 0.006), pair(1, 2, 0.0061)], &hs);
+        assert_eq!(links.len(), 3);
+        let c = link_causes(&links, &[]);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!((c[0].cause, c[0].subject.as_str(), c[0].short), ("link", "h3", true));
+        assert!(c[0].share > 0.98, "{c:?}");
+        assert!(c[0].evidence.contains("to h1") && c[0].evidence.contains("h1 and h2"), "{}", c[0].evidence);
+        // All alike: nothing.
+        let links = host_links(&[pair(0, 1, 0.6), pair(0, 2, 0.58), pair(1, 2, 0.61)], &hs);
+        assert!(link_causes(&links, &[]).is_empty());
+    }
+
+    #[test]
+    fn one_host_pair_is_read_against_the_nominal_rate_and_hosts_against_each_other() {
+        let hs = hosts(&["a", "a", "b", "b"]);
+        let links = host_links(
+            &[pair(0, 1, 4.0), pair(2, 3, 1.0), pair(0, 2, 0.5), pair(0, 3, 0.7), pair(1, 2, 0.6), pair(1, 3, 0.6)],
+            &hs,
+        );
+        assert_eq!(
+            links.iter().map(|l| (l.a.as_str(), l.b.as_str())).collect::<Vec<_>>(),
+            [("a", "a"), ("a", "b"), ("b", "b")]
+        );
+        assert_eq!(links[1].gbps, 0.6);
+        let nominal = [Nominal { host: "a".into(), interface: "eth0".into(), gbps: 10.0 }];
+        let c = link_causes(&links, &nominal);
+        let link = c.iter().find(|c| c.cause == "link").expect("link");
+        assert!((link.share - (1.0 - 0.6 / 1.25)).abs() < 1e-9 && !link.short, "{link:?}");
+        let host = c.iter().find(|c| c.cause == "host").expect("host");
+        assert_eq!((host.subject.as_str(), host.short), ("b", true));
+        assert!((host.share - 0.75).abs() < 1e-9);
+        // Without a nominal rate one host pair says nothing.
+        assert!(link_causes(&links[1..2], &[]).is_empty());
+    }
+
+    #[test]
+    fn an_algorithm_counts_only_beyond_noise_and_causes_rank_by_share() {
+        let seen = Seen {
+            collective: Kind::AllReduce,
+            size_bytes: 1 << 20,
+            time_us: 1000.0,
+            busbw_gbps: 1.0,
+            pct_of_ceiling: Some(20.0),
+            algorithm: "basic_linear".into(),
+            algorithm_source: "forced".into(),
+            minor_faults_per_call: Some(256.0),
+            median_us: 1000.0,
+            p95_us: 1050.0,
+            samples: 20,
+            slow_ranks: vec![],
+        };
+        let alt = |fastest: &str, us: f64, hi: f64| Alternative {
+            collective: Kind::AllReduce,
+            size_bytes: 1 << 20,
+            default_us: 1000.0,
+            fastest: fastest.into(),
+            fastest_us: us,
+            fastest_slowest_round_us: hi,
+        };
+        assert!(point_causes(std::slice::from_ref(&seen), &[alt("default", 1000.0, 1100.0)])
+            .iter()
+            .all(|c| c.cause != "algorithm"));
+        assert!(point_causes(std::slice::from_ref(&seen), &[alt("ring", 400.0, 1200.0)])
+            .iter()
+            .all(|c| c.cause != "algorithm"));
+        let c = rank(point_causes(std::slice::from_ref(&seen), &[alt("ring", 400.0, 450.0)]));
+        assert_eq!(c[0].cause, "algorithm");
+        assert!(
+            c[0].evidence.contains("basic_linear (forced)") && c[0].evidence.contains("2.50x"),
+            "{}",
+            c[0].evidence
+        );
+        assert!(
+            c[0].remedy.as_deref().unwrap().starts_with("coll-bench tune all-reduce -b 1048576 -e 1048576"),
+            "{:?}",
+            c[0].remedy
+        );
+        // 256 faults at 0.7 us in a 1000 us call: an estimated 18%; the spread (5%) is no cause.
+        assert_eq!(c.len(), 2, "{c:?}");
+        assert_eq!((c[1].cause, c[1].share_source), ("host", "estimated"));
+        assert!((c[1].share - 0.1792).abs() < 1e-9);
+    }
+}

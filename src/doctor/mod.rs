@@ -1,0 +1,382 @@
+//! `coll-bench doctor`: one page saying whether every collective reaches the ceiling of its
+//! links at one large size and, where one does not (or the ceiling itself is short), what is
+//! most likely to blame, each cause with its evidence: a link (a host slower than its peers,
+//! or a lone host pair against its nominal rate), a host (within-host exchange, page faults, a
+//! slow rank), the algorithm (the library's default against every algorithm it can select,
+//! timed as tune times them) or noise (the spread of the samples).
+//!
+//! The order: the ceiling pass and the sweep at `-e` (as the sweep runs them), the pairs between
+//! hosts (as `pairs` runs them, more than one host), then tune's comparison of every
+//! collective's algorithms. causes.rs draws the conclusions, without MPI.
+
+pub mod causes;
+
+use crate::error::{exit, Error, Result};
+use crate::options::Options;
+use crate::record::{Ceiling, Point, RunInfo};
+use crate::size::human;
+use crate::sweep::Sweep;
+use crate::world::World;
+use causes::{Alternative, Cause, Link, Nominal, Seen};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// The bar when `--min-pct-of-ceiling` is not given.
+pub const DEFAULT_MIN_PCT: f64 = 50.0;
+/// The pairs' bandwidth message: doctor's size, at most this (a slow link stays seconds).
+pub const PAIR_BYTES: u64 = 1 << 20;
+
+/// `coll-bench doctor`'s options (from `crate::cli`): the sweep's, at one size.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DoctorOptions {
+    pub sweep: Options,
+    pub min_pct_of_ceiling: f64,
+    pub json: Option<PathBuf>,
+}
+
+/// What doctor found, as `--json` writes it.
+#[derive(Debug, Serialize)]
+struct Findings<'a> {
+    version: &'static str,
+    mpi_library: &'a str,
+    ranks: usize,
+    hosts: Vec<(String, Vec<usize>)>,
+    size_bytes: u64,
+    min_pct_of_ceiling: f64,
+    ceiling: Option<&'a Ceiling>,
+    collectives: &'a [Seen],
+    links: &'a [Link],
+    nominal: &'a [Nominal],
+    alternatives: &'a [Alternative],
+    causes: &'a [Cause],
+    /// `ok` or `short`.
+    verdict: &'static str,
+    exit_code: i32,
+    seconds: f64,
+}
+
+/// This host's fastest up link as its hardware reports it, under `sys_root` (`/sys`):
+/// Ethernet `speed` (Mb/s), InfiniBand port `rate` (`100 Gb/sec (4X EDR)`), in Gb/s.
+pub fn nominal_here(sys_root: &Path) -> Option<(String, f64)> {
+    let read = |p: PathBuf| std::fs::read_to_string(p).ok().map(|s| s.trim().to_string());
+    let mut found: Vec<(String, f64)> = vec![];
+    if let Ok(rd) = std::fs::read_dir(sys_root.join("class/net")) {
+        for e in rd.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let dir = e.path();
+            if name == "lo" || read(dir.join("operstate")).as_deref() != Some("up") {
+                continue;
+            }
+            if let Some(mbps) = read(dir.join("speed")).and_then(|s| s.parse::<f64>().ok()).filter(|s| *s > 0.0) {
+                found.push((name, mbps / 1000.0));
+            }
+        }
+    }
+    if let Ok(rd) = std::fs::read_dir(sys_root.join("class/infiniband")) {
+        for d in rd.flatten() {
+            let Ok(ports) = std::fs::read_dir(d.path().join("ports")) else { continue };
+            for p in ports.flatten() {
+                let active = read(p.path().join("state")).is_some_and(|s| s.contains("ACTIVE"));
+                let rate = read(p.path().join("rate"))
+                    .and_then(|r| r.split_whitespace().next().and_then(|x| x.parse::<f64>().ok()));
+                if let (true, Some(r)) = (active, rate) {
+                    let name = format!("{}/{}", d.file_name().to_string_lossy(), p.file_name().to_string_lossy());
+                    found.push((name, r));
+                }
+            }
+        }
+    }
+    found.into_iter().max_by(|a, b| a.1.total_cmp(&b.1).then(b.0.cmp(&a.0)))
+}
+
+/// Every host's nominal rate (rank 0; empty elsewhere). Collective.
+fn nominal_rates(world: &World) -> Vec<Nominal> {
+    // Never empty (an all-gather of nothing from every rank is refused by some libraries).
+    let mine = format!("+{}", nominal_here(Path::new("/sys")).map(|(n, g)| format!("{n}\t{g}")).unwrap_or_default());
+    let all = world.all_gather_bytes(mine.as_bytes());
+    if world.rank != 0 {
+        return vec![];
+    }
+    let mut out: Vec<Nominal> = vec![];
+    for (rank, bytes) in all.iter().enumerate() {
+        let host = &world.hosts[rank];
+        let text = String::from_utf8_lossy(bytes);
+        let Some((iface, g)) = text.trim_start_matches('+').split_once('\t') else { continue };
+        if out.iter().any(|n| &n.host == host) {
+            continue;
+        }
+        if let Ok(gbps) = g.parse::<f64>() {
+            out.push(Nominal { host: host.clone(), interface: iface.to_string(), gbps });
+        }
+    }
+    out
+}
+
+/// A point as doctor reads it.
+fn seen(p: &Point, info: &RunInfo, hosts: &[String]) -> Seen {
+    let m = &p.out_of_place;
+    Seen {
+        collective: p.collective,
+        size_bytes: p.size_bytes,
+        time_us: m.time_us,
+        busbw_gbps: m.busbw_gbps,
+        pct_of_ceiling: info.pct_of_ceiling(p, m.busbw_gbps),
+        algorithm: p.algorithm.clone(),
+        algorithm_source: p.algorithm_source.clone(),
+        minor_faults_per_call: m.minor_faults_per_call,
+        median_us: m.summary.median_us,
+        p95_us: m.summary.p95_us,
+        samples: m.summary.samples,
+        slow_ranks: m
+            .slow_ranks
+            .iter()
+            .map(|o| (o.rank, hosts.get(o.rank).cloned().unwrap_or_default(), o.time_us, o.median_us))
+            .collect(),
+    }
+}
+
+/// The sweep at doctor's size with its ceiling: the points (rank 0's are the reported ones), the
+/// run's context, and whether any result was wrong.
+fn sweep(world: &World, opts: &Options) -> Result<(Vec<Point>, RunInfo, bool)> {
+    let mut opts = opts.clone();
+    let (mut backend, note) = crate::setup::ready_backend(world, &mut opts)?;
+    let mut info =
+        crate::setup::run_info(world, backend.as_ref(), &opts, &chrono::Utc::now(), note.into_iter().collect());
+    let mut points = vec![];
+    let mut sweep = Sweep::new(world, backend.as_mut(), &opts);
+    let links = info.ring_links();
+    info.ceiling = sweep.ceiling(links, &mut info.notes)?;
+    let totals = sweep.run(&mut |p| {
+        points.push(p.without_rank_times());
+        Ok(())
+    })?;
+    Ok((points, info, totals.failed()))
+}
+
+/// The whole subcommand, on every rank, once the options are agreed.
+pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
+    let t0 = mpi::time();
+    if world.size < 2 {
+        return world.agree(Err(Error::usage(
+            "doctor: a world of 1 rank has no links to weigh; expected at least 2 ranks (mpirun -n 2 or more)",
+        )));
+    }
+    let opts = &o.sweep;
+    world.agree(opts.validate_for_world(world.size))?;
+    world.agree(crate::backend::mpi::known_faults(world, opts))?;
+    // The JSON's path first: a run that would fail on it fails before anything is measured.
+    let outputs: Vec<(&str, &Path)> = o.json.iter().map(|p| ("doctor --json", p.as_path())).collect();
+    crate::setup::check_outputs(world, &outputs, &[], opts.files)?;
+    crate::report::interrupted::arm(world.rank, Some(&[]));
+    say(world, &format!("# coll-bench {} doctor: {}", env!("CARGO_PKG_VERSION"), what(world, o)));
+
+    let (points, info, wrong) = sweep(world, opts)?;
+    let hosts = world.ranks_by_host();
+    let pairs = if hosts.len() > 1 {
+        let po = crate::pairs::PairsOptions {
+            latency_bytes: 8,
+            bandwidth_bytes: opts.max_bytes.clamp(8, PAIR_BYTES),
+            budget_s: opts.budget_s,
+            top: 0,
+            sequential: false,
+            csv: None,
+            files: opts.files,
+        };
+        crate::pairs::measure_all(world, &po, &crate::pairs::schedule::tournament(world.size))
+    } else {
+        vec![]
+    };
+    let nominal = nominal_rates(world);
+    let seen: Vec<Seen> = points.iter().map(|p| seen(p, &info, &world.hosts)).collect();
+    // Every collective's algorithms, short or not: a faster one is a finding either way.
+    let alternatives: Vec<Alternative> = crate::tune::alternatives(world, opts)?
+        .into_iter()
+        .map(|m| Alternative {
+            collective: m.kind,
+            size_bytes: m.size_bytes,
+            default_us: m.default_us,
+            fastest: m.algorithm,
+            fastest_us: m.chosen_us,
+            fastest_slowest_round_us: m.chosen_hi_us,
+        })
+        .collect();
+    if world.rank != 0 {
+        let code = world.max_u64(0);
+        return world.agree(Ok(code as i32));
+    }
+    let links = causes::host_links(&pairs, &world.hosts);
+    let mut all = causes::link_causes(&links, &nominal);
+    all.extend(causes::point_causes(&seen, &alternatives));
+    let ranked = causes::rank(all);
+    let below: Vec<&Seen> =
+        seen.iter().filter(|s| s.pct_of_ceiling.is_some_and(|p| p < o.min_pct_of_ceiling)).collect();
+    let ceiling_short = ranked.iter().any(|c| c.short);
+    let code = if wrong || !below.is_empty() || ceiling_short { exit::WRONG } else { exit::OK };
+    let seconds = mpi::time() - t0;
+    print_page(o, &info, &seen, &ranked, &below, wrong, code, seconds);
+    let written = match &o.json {
+        Some(path) => {
+            let f = Findings {
+                version: env!("CARGO_PKG_VERSION"),
+                mpi_library: &world.library_version,
+                ranks: world.size,
+                hosts,
+                size_bytes: opts.max_bytes,
+                min_pct_of_ceiling: o.min_pct_of_ceiling,
+                ceiling: info.ceiling.as_ref(),
+                collectives: &seen,
+                links: &links,
+                nominal: &nominal,
+                alternatives: &alternatives,
+                causes: &ranked,
+                verdict: if code == exit::OK { "ok" } else { "short" },
+                exit_code: code,
+                seconds,
+            };
+            let mut text = serde_json::to_string_pretty(&f).map_err(|e| Error::setup(format!("doctor --json: {e}")))?;
+            text.push('\n');
+            crate::report::outfile::replace("doctor --json", path, text.as_bytes(), opts.files, false)
+                .map(|_| println!("{}", crate::report::written_line(path, "JSON")))
+        }
+        None => Ok(()),
+    };
+    world.max_u64(code as u64);
+    world.agree(written.map(|_| code))
+}
+
+/// Print on rank 0.
+fn say(world: &World, line: &str) {
+    if world.rank == 0 {
+        use std::io::Write;
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+}
+
+/// The run in one line: ranks, hosts, collectives, size, bar.
+fn what(world: &World, o: &DoctorOptions) -> String {
+    let hosts = world.ranks_by_host();
+    let names: Vec<String> = o.sweep.collectives.iter().map(|k| k.to_string()).collect();
+    format!(
+        "{} ranks on {} host(s), {} at {} ({}), bar {}% of the ceiling",
+        world.size,
+        hosts.len(),
+        names.join(", "),
+        human(o.sweep.max_bytes),
+        o.sweep.dtypes.first().map(|d| d.to_string()).unwrap_or_default(),
+        o.min_pct_of_ceiling
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn print_page(
+    o: &DoctorOptions,
+    info: &RunInfo,
+    seen: &[Seen],
+    ranked: &[Cause],
+    below: &[&Seen],
+    wrong: bool,
+    code: i32,
+    seconds: f64,
+) {
+    println!("# MPI library: {}", info.mpi_library);
+    match &info.ceiling {
+        Some(c) => println!(
+            "# ceiling: {} GB/s, {}: sendrecv of {} around the ring, {}",
+            c.shown_gbps(),
+            c.source,
+            human(c.size_bytes),
+            c.links
+        ),
+        None => println!("# ceiling: none (buffers too small for the pass)"),
+    }
+    println!(
+        "# {:<14} {:>12} {:>6}  {:<32} {:>11} {:>7}  verdict",
+        "collective", "busbw (GB/s)", "%ceil", "algorithm (how known)", "faults/call", "spread"
+    );
+    for s in seen {
+        let pct = s.pct_of_ceiling.map(|p| format!("{p:.0}")).unwrap_or_else(|| "-".into());
+        let faults = s.minor_faults_per_call.map(|f| format!("{f:.1}")).unwrap_or_else(|| "-".into());
+        let spread =
+            if s.median_us > 0.0 { format!("{:.0}%", (s.p95_us / s.median_us - 1.0) * 100.0) } else { "-".into() };
+        let verdict = match s.pct_of_ceiling {
+            Some(p) if p < o.min_pct_of_ceiling => "SHORT",
+            Some(_) => "ok",
+            None => "no ceiling",
+        };
+        println!(
+            "  {:<14} {:>12} {:>6}  {:<32} {:>11} {:>7}  {verdict}",
+            s.collective.to_string(),
+            causes::gb(s.busbw_gbps),
+            pct,
+            format!("{} ({})", s.algorithm, s.algorithm_source),
+            faults,
+            spread
+        );
+    }
+    if ranked.is_empty() {
+        println!("# causes: none found (links and hosts alike, no faster algorithm, no page faults, little spread)");
+    } else {
+        println!("# causes, most likely first (share: the part of the time each would save, or explains):");
+        for (i, c) in ranked.iter().enumerate() {
+            println!(
+                "  {}. {:<9} {:<24} {:>4.0}% ({}): {}",
+                i + 1,
+                c.cause,
+                c.subject,
+                c.share * 100.0,
+                c.share_source,
+                c.evidence
+            );
+            if let Some(r) = &c.remedy {
+                println!("     next: {r}");
+            }
+        }
+    }
+    let mut why: Vec<String> = below
+        .iter()
+        .map(|s| {
+            let pct = s.pct_of_ceiling.unwrap_or(f64::NAN);
+            format!("{} at {pct:.0}% of the ceiling (bar {}%)", s.collective, o.min_pct_of_ceiling)
+        })
+        .collect();
+    why.extend(ranked.iter().filter(|c| c.short).map(|c| format!("{} {} slower than its peers", c.cause, c.subject)));
+    if wrong {
+        why.push("a wrong result".into());
+    }
+    if code == exit::OK {
+        println!(
+            "# verdict: ok: every collective at {}% of the ceiling or more, links and hosts alike ({seconds:.1} s)",
+            o.min_pct_of_ceiling
+        );
+    } else {
+        println!("# verdict: SHORT: {} ({seconds:.1} s)", why.join("; "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nominal_here;
+
+    #[test]
+    fn the_nominal_rate_is_the_fastest_up_link() {
+        let root = std::env::temp_dir().join(format!("coll-bench-doctor-sys-{}", std::process::id()));
+        let put = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        assert_eq!(nominal_here(&root), None);
+        put("class/net/eth0/operstate", "up\n");
+        put("class/net/eth0/speed", "25000\n");
+        put("class/net/eth1/operstate", "down\n");
+        put("class/net/eth1/speed", "100000\n");
+        put("class/net/lo/operstate", "up\n");
+        assert_eq!(nominal_here(&root), Some(("eth0".into(), 25.0)));
+        put("class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
+        put("class/infiniband/mlx5_0/ports/1/rate", "100 Gb/sec (4X EDR)\n");
+        assert_eq!(nominal_here(&root), Some(("mlx5_0/1".into(), 100.0)));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
