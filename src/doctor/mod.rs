@@ -315,6 +315,18 @@ fn print_page(
             spread
         );
     }
+    let above: Vec<String> = seen
+        .iter()
+        .filter(|s| s.pct_of_ceiling.is_some_and(|p| p > Ceiling::ABOVE * 100.0))
+        .map(|s| format!("{} {:.0}%", s.collective, s.pct_of_ceiling.unwrap_or(f64::NAN)))
+        .collect();
+    if !above.is_empty() {
+        println!(
+            "# above the ceiling: {}: more than {:.0}% of it, so the ceiling (point-to-point around the ring) is not what limits them here; their %ceil says little (docs/output.md, \"The ceiling\")",
+            above.join(", "),
+            Ceiling::ABOVE * 100.0
+        );
+    }
     if ranked.is_empty() {
         println!("# causes: none found (links and hosts alike, no faster algorithm, no page faults, little spread)");
     } else {
