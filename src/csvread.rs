@@ -84,6 +84,8 @@ pub struct Row {
     /// has it (a later column; empty with fewer than 6 samples).
     pub median_ci95_us: Option<(f64, f64)>,
     pub busbw_gbps: f64,
+    /// busbw as a percentage of the run's ceiling, where the file has the column and a value.
+    pub pct_of_ceiling: Option<f64>,
     /// Ranks and hosts of the run, where the file has them.
     pub ranks: Option<u64>,
     pub hosts: Option<u64>,
@@ -114,6 +116,7 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
     let batch_col = col("batch_iters");
     let ranks_col = col("ranks");
     let hosts_col = col("hosts");
+    let pct_col = col("pct_of_ceiling");
     let rank_col = col("rank");
     // `--per-group` rows: one group's time, not the run's.
     let group_col = col("group");
@@ -193,6 +196,7 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
             },
             busbw_gbps: num(busbw_gbps, "busbw_gbps")?,
             median_ci95_us: ci_cols.and_then(|(lo, hi)| opt_num(lo).zip(opt_num(hi))),
+            pct_of_ceiling: pct_col.and_then(opt_num),
             ranks: opt_int(ranks_col),
             hosts: opt_int(hosts_col),
             line,

@@ -716,6 +716,7 @@ mod tests {
             max_us: 1.0,
             stddev_us: None,
             median_ci95_us: None,
+            pct_of_ceiling: None,
             busbw_gbps: size as f64 / 1e3,
             ranks: Some(2),
             hosts: Some(1),

@@ -193,8 +193,9 @@ fn from_run(dir: &Path, args: &[&str]) -> std::process::Output {
 }
 
 /// A copy of a sweep's CSV with every time (mean, median, percentiles, the median's interval)
-/// set to `time_us`, spreads to 0, every bandwidth to `busbw_gbps` and every row's warnings to
-/// `warnings`: a baseline whose numbers do not depend on how loaded the machine was.
+/// set to `time_us`, spreads to 0, every bandwidth and percentage of the ceiling to `busbw_gbps`
+/// and every row's warnings to `warnings`: a baseline whose numbers do not depend on how loaded
+/// the machine was.
 fn doctored(dir: &Path, from: &str, to: &str, (time_us, busbw_gbps): (f64, f64), warnings: &str) {
     let mut rd = csv::Reader::from_path(dir.join(from)).unwrap();
     let head = rd.headers().unwrap().clone();
@@ -209,7 +210,7 @@ fn doctored(dir: &Path, from: &str, to: &str, (time_us, busbw_gbps): (f64, f64),
                 "stddev_us" => "0".to_string(),
                 "warnings" => warnings.to_string(),
                 _ if h.ends_with("_us") && !v.is_empty() => time_us.to_string(),
-                _ if h.ends_with("_gbps") => busbw_gbps.to_string(),
+                _ if h.ends_with("_gbps") || h == "pct_of_ceiling" => busbw_gbps.to_string(),
                 _ => v.to_string(),
             })
             .collect();
@@ -238,11 +239,16 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let abs = dir.path().canonicalize().unwrap().join("gate.toml");
     // (A warning line may come first: this run's rows may be noisy.)
-    let wrote = format!("coll-bench spec: wrote {} (2 rules;", abs.display());
+    let wrote = format!("coll-bench spec: wrote {} (3 rules;", abs.display());
     assert!(stderr(&o).lines().any(|l| l.starts_with(&wrote)), "{}", stderr(&o));
     let gate = std::fs::read_to_string(dir.path().join("gate.toml")).unwrap();
     assert!(gate.contains("plateau = \"128K..1M\"") && gate.contains("sizes = \"64K..64K\""), "{gate}");
     assert!(gate.contains("ranks_per_node = 2") && gate.contains("bus bandwidth >= baseline / 1.3"), "{gate}");
+    // The sweep measured a ceiling: the plateau also gets a rule on it, portable to other links.
+    assert!(
+        gate.contains("name = \"all-reduce float sum ceiling\"") && gate.contains("min_pct_of_ceiling = "),
+        "{gate}"
+    );
 
     // Never over an existing file, never over the input; a bad margin is one line.
     let o = from_run(dir.path(), &["base.csv", "-o", "gate.toml"]);
@@ -282,7 +288,7 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
     );
     let o = mpirun_in(dir.path(), 2, &["check", "lenient.toml", "--no-csv"], 300);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("# 4 passed, 0 failed, 0 skipped: PASS"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("# 6 passed, 0 failed, 0 skipped: PASS"), "{}", stdout(&o));
 
     doctored(dir.path(), "base.csv", "fast.csv", (1e-3, 1e6), "");
     let o = from_run(dir.path(), &["fast.csv", "--margin", "10%", "-o", "strict.toml"]);
@@ -291,9 +297,11 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     let failed: Vec<String> =
         stdout(&o).lines().filter(|l| l.ends_with("FAIL") && !l.starts_with('#')).map(str::to_string).collect();
-    assert_eq!(failed.len(), 2, "{}", stdout(&o));
+    assert_eq!(failed.len(), 3, "{}", stdout(&o));
     assert!(
-        failed[0].contains("all-reduce float sum bandwidth") && failed[1].contains("all-reduce float sum latency"),
+        failed[0].contains("all-reduce float sum bandwidth")
+            && failed[1].contains("all-reduce float sum ceiling")
+            && failed[2].contains("all-reduce float sum latency"),
         "{failed:?}"
     );
 }
@@ -319,7 +327,8 @@ fn spec_from_run_learns_from_a_sweep_with_zero_byte_rows() {
     assert!(gate.contains(&format!("sizes = \"{smallest}..{smallest}\"")), "{gate}");
     let o = mpirun_in(dir.path(), 2, &["check", "gate.toml", "--no-csv"], 300);
     assert_eq!(o.status.code(), Some(0), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("# 4 passed, 0 failed, 0 skipped: PASS"), "{}", stdout(&o));
+    // Bandwidth, ceiling and latency: two checks each.
+    assert!(stdout(&o).contains("# 6 passed, 0 failed, 0 skipped: PASS"), "{}", stdout(&o));
 }
 
 /// `min_pct_of_ceiling`: the ceiling measured once per rule that asks for it, the rule judged

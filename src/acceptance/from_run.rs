@@ -7,7 +7,9 @@
 //! (the largest eighth of the range, as the table's footer), requiring the weakest of them at
 //! `busbw / (1 + margin)`; and a latency rule at the smallest size on the median time per call
 //! (`max_median_us`: a mean at small sizes is pulled far up by a few slow calls, 0.87 µs where
-//! the median was 0.26 µs), requiring `median × (1 + margin)`.
+//! the median was 0.26 µs), requiring `median × (1 + margin)`. Where the runs' rows have a
+//! ceiling (`pct_of_ceiling`), a third rule over the same plateau requires the weakest size's
+//! `pct_of_ceiling / (1 + margin)` (`min_pct_of_ceiling`): portable to links of another speed.
 //!
 //! Each size's baseline value is the median over every row for it: one per run given, and one
 //! per repeat of a `check` CSV. Its spread is the larger of the spread between those rows
@@ -424,6 +426,36 @@ fn write_rules(
                 human(weakest)
             );
             tail(t);
+            // The same plateau against the ceiling, where every row of it has one: the rule that
+            // serves another cluster with other links (check measures the ceiling there).
+            let pcts: Vec<(u64, Baseline)> = plateau
+                .iter()
+                .map(|&z| {
+                    let rows: Vec<&Row> =
+                        s.rows.iter().filter(|(_, r)| r.key.size_bytes == z).map(|(_, r)| *r).collect();
+                    let all = rows.iter().all(|r| r.pct_of_ceiling.is_some());
+                    let v: Vec<(f64, f64)> =
+                        rows.iter().map(|r| (r.pct_of_ceiling.unwrap_or(f64::NAN), bandwidth(r).1)).collect();
+                    (z, if all { baseline(&v) } else { Baseline { value: 0.0, spread: 0.0, rows: 0 } })
+                })
+                .collect();
+            if pcts.iter().all(|(_, b)| b.value > 0.0) {
+                let &(weakest, b) =
+                    pcts.iter().min_by(|a, b| a.1.value.total_cmp(&b.1.value)).expect("the plateau has sizes");
+                let spread = pcts.iter().map(|(_, b)| b.spread).fold(0.0, f64::max);
+                let (m, why) = widened(margin, &Baseline { spread, ..b });
+                head(t, "ceiling", &range);
+                let _ = writeln!(t, "plateau = \"{range}\"");
+                let _ = writeln!(
+                    t,
+                    "min_pct_of_ceiling = {}   # baseline {}% of the ceiling at {} (the weakest size of the plateau){why}; \
+                     judged against the ceiling check measures where it runs, so this rule serves other links too",
+                    float(b.value / (1.0 + m)),
+                    float(b.value),
+                    human(weakest)
+                );
+                tail(t);
+            }
         }
     }
     let b = at_size(smallest, &median_time);
@@ -496,6 +528,7 @@ mod tests {
             max_us: time_us,
             stddev_us: None,
             median_ci95_us: None,
+            pct_of_ceiling: None,
             busbw_gbps: busbw,
             ranks: Some(4),
             hosts: Some(2),
@@ -546,6 +579,29 @@ mod tests {
         );
         assert!(text.contains("# from the known-good run /r/good.csv (--margin 25%)"), "{text}");
         assert!(text.contains("mpirun -n 4 coll-bench check"), "{text}");
+    }
+
+    #[test]
+    fn rows_with_a_ceiling_give_a_rule_on_it_too() {
+        let mut rows = vec![];
+        for e in 3..=26u32 {
+            let size = 1u64 << e;
+            let mut r = row("all-gather", "float", "none", "out_of_place", size, 10.0, 5.0);
+            r.pct_of_ceiling = Some(if size == 32 << 20 { 60.0 } else { 80.0 });
+            rows.push(r);
+        }
+        let (text, _) = render(&[run(rows.clone())], 0.25, "25%").unwrap();
+        let spec = spec::parse("s", &text).unwrap();
+        let ceil: Vec<_> = spec.rules.iter().filter(|r| r.min_pct_of_ceiling.is_some()).collect();
+        assert_eq!(ceil.len(), 1, "{text}");
+        assert_eq!((ceil[0].plateau, ceil[0].min_busbw_gbps), ((8 << 20, 64 << 20), None), "{text}");
+        // The weakest plateau size (32M: 60%) over 1.25.
+        assert_eq!(ceil[0].min_pct_of_ceiling, Some(48.0), "{text}");
+        assert!(text.contains("name = \"all-gather float ceiling\""), "{text}");
+        // One plateau row without a ceiling: no such rule.
+        rows[23].pct_of_ceiling = None;
+        let (text, _) = render(&[run(rows)], 0.25, "25%").unwrap();
+        assert!(!text.contains("min_pct_of_ceiling"), "{text}");
     }
 
     #[test]

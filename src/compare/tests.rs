@@ -27,6 +27,7 @@ fn row(coll: &str, size: u64, median: f64, line: u64) -> Row {
         max_us: median * 1.2,
         stddev_us: Some(median * 0.05),
         median_ci95_us: Some((median * 0.999, median * 1.001)),
+        pct_of_ceiling: None,
         busbw_gbps: 1.0,
         ranks: Some(2),
         hosts: Some(1),
