@@ -83,7 +83,7 @@ for i in range(1, reps + 1):
     if not d:
         print(f"| {i} | {times[f'shaped-{i}']:.1f} | - | - | - | no JSON |")
         continue
-    print(f"| {i} | {times[f'shaped-{i}']:.1f} | {d['exit_code']} | {d['ceiling']['gbps']:.5f} | {d['collectives'][0]['pct_of_ceiling']:.0f} | {first(d)} |")
+    print(f"| {i} | {times[f'shaped-{i}']:.1f} | {d['exit_code']} | {d['run']['ceiling']['gbps']:.5f} | {d['collectives'][0]['pct_of_ceiling']:.0f} | {first(d)} |")
 print("\n## 3. All-reduce forced to basic_linear (Open MPI), 4 ranks on this host, 8 MiB, `--budget 200ms`\n")
 print("| run | forced: what ran | its time (us) | fastest measured | its time (us) | speed-up | algorithm cause | unforced: what ran | unforced: algorithm cause |")
 print("|---|---|---:|---|---:|---:|---|---|---|")

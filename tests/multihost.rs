@@ -512,7 +512,7 @@ fn doctor_on_four_ranks_of_two_hosts_answers_in_time() {
     assert!(matches!(o.status.code(), Some(0 | 1)), "{out}\n{}", stderr(&o));
     assert!(took <= 90.0, "doctor took {took:.1} s:\n{out}");
     let j: serde_json::Value = serde_json::from_slice(&std::fs::read(bed.dir().join("d.json")).unwrap()).unwrap();
-    assert_eq!(j["ceiling"]["links"], "between hosts", "{out}");
+    assert_eq!(j["run"]["ceiling"]["links"], "between hosts", "{out}");
     let seen = j["collectives"].as_array().unwrap();
     assert_eq!(seen.len(), 3, "{out}");
     assert!(seen.iter().all(|c| c["size_bytes"] == 64 << 20 && c["pct_of_ceiling"].as_f64().is_some()), "{out}");

@@ -180,6 +180,18 @@ fn step_files_are_documented_and_old_spellings_work_with_a_note() {
     json_matches_docs(&doc, "## step: JSON fields", &[], &["run.options.csv.path"]);
 }
 
+/// doctor's JSON on one host (no links, no nominal rate here: those arrays are empty).
+#[test]
+fn doctor_json_is_the_documented_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = mpirun_in(dir.path(), 2, &["doctor", "-e", "64K", "--budget", "5ms", "--json", "d.json"], 300);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{}{}", stdout(&o), stderr(&o));
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("d.json")).unwrap()).unwrap();
+    assert_eq!(doc["schema"], "coll-bench-doctor/1");
+    json_matches_docs(&doc, "## doctor: JSON fields", &[], &[]);
+}
+
 #[test]
 fn info_json_is_the_documented_fields() {
     let dir = tempfile::tempdir().unwrap();

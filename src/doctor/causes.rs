@@ -36,8 +36,18 @@ pub struct Seen {
     pub median_us: f64,
     pub p95_us: f64,
     pub samples: usize,
-    /// Ranks that stood out: (rank, its host, its time, the median rank's), µs.
-    pub slow_ranks: Vec<(usize, String, f64, f64)>,
+    /// Ranks that stood out.
+    pub slow_ranks: Vec<SlowRank>,
+}
+
+/// A rank whose time stood out from the others' at a point.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SlowRank {
+    pub rank: usize,
+    pub host: String,
+    pub time_us: f64,
+    /// The median rank's time.
+    pub median_us: f64,
 }
 
 /// The point-to-point rate between two hosts (the same host twice: within it): the median of
@@ -285,7 +295,7 @@ pub fn point_causes(seen: &[Seen], alternatives: &[Alternative]) -> Vec<Cause> {
                 short: false,
             });
         }
-        for (rank, host, t, med) in &s.slow_ranks {
+        for SlowRank { rank, host, time_us: t, median_us: med } in &s.slow_ranks {
             out.push(Cause {
                 cause: "host",
                 subject: host.clone(),

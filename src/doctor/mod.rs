@@ -34,16 +34,48 @@ pub struct DoctorOptions {
     pub json: Option<PathBuf>,
 }
 
-/// What doctor found, as `--json` writes it.
+/// doctor's JSON layout; a change that renames or removes a field changes it.
+pub const SCHEMA: &str = "coll-bench-doctor/1";
+
+/// One host and its ranks, as every JSON file of coll-bench writes hosts.
 #[derive(Debug, Serialize)]
-struct Findings<'a> {
+struct Host {
+    name: String,
+    ranks: Vec<usize>,
+}
+
+/// What doctor ran with (`run.options`).
+#[derive(Debug, Serialize)]
+struct Asked<'a> {
+    collectives: Vec<String>,
+    size_bytes: u64,
+    dtype: String,
+    budget_s: f64,
+    min_pct_of_ceiling: f64,
+    json: Option<&'a Path>,
+}
+
+/// `run`: the run's context, as the sweep's and step's.
+#[derive(Debug, Serialize)]
+struct Run<'a> {
     version: &'static str,
+    timestamp: &'a str,
+    backend: &'a str,
+    backend_details: &'a [String],
     mpi_library: &'a str,
     ranks: usize,
-    hosts: Vec<(String, Vec<usize>)>,
-    size_bytes: u64,
-    min_pct_of_ceiling: f64,
+    hosts: Vec<Host>,
     ceiling: Option<&'a Ceiling>,
+    options: Asked<'a>,
+}
+
+/// What doctor found, as `--json` writes it (docs/output.md, "doctor: JSON fields").
+#[derive(Debug, Serialize)]
+struct Findings<'a> {
+    schema: &'static str,
+    tool: &'static str,
+    complete: bool,
+    run: Run<'a>,
     collectives: &'a [Seen],
     links: &'a [Link],
     nominal: &'a [Nominal],
@@ -130,7 +162,12 @@ fn seen(p: &Point, info: &RunInfo, hosts: &[String]) -> Seen {
         slow_ranks: m
             .slow_ranks
             .iter()
-            .map(|o| (o.rank, hosts.get(o.rank).cloned().unwrap_or_default(), o.time_us, o.median_us))
+            .map(|o| causes::SlowRank {
+                rank: o.rank,
+                host: hosts.get(o.rank).cloned().unwrap_or_default(),
+                time_us: o.time_us,
+                median_us: o.median_us,
+            })
             .collect(),
     }
 }
@@ -217,13 +254,27 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
     let written = match &o.json {
         Some(path) => {
             let f = Findings {
-                version: env!("CARGO_PKG_VERSION"),
-                mpi_library: &world.library_version,
-                ranks: world.size,
-                hosts,
-                size_bytes: opts.max_bytes,
-                min_pct_of_ceiling: o.min_pct_of_ceiling,
-                ceiling: info.ceiling.as_ref(),
+                schema: SCHEMA,
+                tool: "coll-bench",
+                complete: true,
+                run: Run {
+                    version: env!("CARGO_PKG_VERSION"),
+                    timestamp: &info.timestamp,
+                    backend: &info.backend,
+                    backend_details: &info.backend_details,
+                    mpi_library: &world.library_version,
+                    ranks: world.size,
+                    hosts: hosts.into_iter().map(|(name, ranks)| Host { name, ranks }).collect(),
+                    ceiling: info.ceiling.as_ref(),
+                    options: Asked {
+                        collectives: opts.collectives.iter().map(|k| k.to_string()).collect(),
+                        size_bytes: opts.max_bytes,
+                        dtype: opts.dtypes.first().map(|d| d.to_string()).unwrap_or_default(),
+                        budget_s: opts.budget_s,
+                        min_pct_of_ceiling: o.min_pct_of_ceiling,
+                        json: Some(path.as_path()),
+                    },
+                },
                 collectives: &seen,
                 links: &links,
                 nominal: &nominal,
