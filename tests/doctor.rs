@@ -4,6 +4,11 @@
 //! first, the time bar): tests/multihost.rs.
 mod common;
 use common::*;
+use std::sync::Mutex;
+
+/// The tests here run one at a time: the algorithms' comparison is a timing, and a second job
+/// on these 2 cores would be the noise it reads.
+static ALONE: Mutex<()> = Mutex::new(());
 
 fn json(dir: &std::path::Path, name: &str) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join(name)).unwrap()).unwrap()
@@ -17,6 +22,7 @@ fn json(dir: &std::path::Path, name: &str) -> serde_json::Value {
 /// recursive doubling measured as fast as the rest): Open MPI only, as the issue asks.
 #[test]
 fn a_forced_slow_algorithm_is_named_as_the_cause_with_the_faster_one() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     if FAMILY != "openmpi" {
         say_skipped(
             "a_forced_slow_algorithm_is_named_as_the_cause_with_the_faster_one",
@@ -43,7 +49,7 @@ fn a_forced_slow_algorithm_is_named_as_the_cause_with_the_faster_one() {
     let alg = causes
         .iter()
         .find(|c| c["cause"] == "algorithm" && c["subject"] == "all-reduce")
-        .unwrap_or_else(|| panic!("no algorithm cause:\n{out}"));
+        .unwrap_or_else(|| panic!("no algorithm cause:\n{out}\nalternatives: {}", j["alternatives"]));
     let faster = j["alternatives"][0]["fastest"].as_str().unwrap();
     assert!(faster != "default" && faster != slow, "{out}");
     let evidence = alg["evidence"].as_str().unwrap();
@@ -59,6 +65,7 @@ fn a_forced_slow_algorithm_is_named_as_the_cause_with_the_faster_one() {
 /// each, exit 2, nothing measured and the file untouched.
 #[test]
 fn bad_input_to_doctor_is_one_line_before_anything_is_measured() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("kept.json"), "mine\n").unwrap();
     for (args, want) in [
