@@ -540,3 +540,39 @@ fn doctor_across_two_hosts_measures_the_host_pair() {
     assert!(links[0]["gbps"].as_f64().unwrap() > 0.0, "{out}");
     assert_eq!(o.status.code(), Some(if j["verdict"] == "short" { 1 } else { 0 }), "{out}");
 }
+
+/// A `min_pct_of_ceiling` rule on 3 hosts judges the ceiling's links too: unshaped, every
+/// host's best link is near the fastest host pair and the rule passes; with host 2's link capped
+/// at 50 Mbit/s the ceiling is that link's rate (the collective still reads well against it),
+/// and the rule fails on its `links` check, naming host 2.
+#[test]
+fn a_ceiling_rule_fails_on_a_capped_link_and_names_it() {
+    if skip_timing_test("a_ceiling_rule_fails_on_a_capped_link_and_names_it", 3) {
+        return;
+    }
+    let Some(bed) = Bed::up("a_ceiling_rule_fails_on_a_capped_link_and_names_it", 3) else { return };
+    let spec = "[settings]\nrepeats = 1\nbudget = \"20ms\"\n\n[[rule]]\nname = \"near the links\"\ncollective = \"all-reduce\"\nsizes = \"256K..256K\"\nplateau = \"256K..256K\"\nmin_pct_of_ceiling = 1\n";
+    std::fs::write(bed.dir().join("spec.toml"), spec).unwrap();
+    // The verdict table's line of one check of the rule (the word after the collective).
+    let check_line = |out: &str, check: &str| -> String {
+        out.lines()
+            .find(|l| {
+                let w: Vec<&str> = l.split_whitespace().collect();
+                l.contains("near the links (line") && w.windows(2).any(|p| p == ["all-reduce", check])
+            })
+            .unwrap_or_else(|| panic!("no {check} line:\n{out}"))
+            .to_string()
+    };
+    let o = bed.mpirun(3, "node", &[BIN], &["check", "spec.toml", "--no-csv"], 180);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(check_line(&out, "links").ends_with("PASS"), "{out}");
+    bed.run(&["slow", "2", "50mbit"]);
+    let o = bed.mpirun(3, "node", &[BIN], &["check", "spec.toml", "--no-csv"], 180);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}\n{}", stderr(&o));
+    let line = check_line(&out, "links");
+    assert!(line.ends_with("FAIL") && line.contains(&format!("{}'s best link", bed.host(2))), "{line}");
+    let ceiling = check_line(&out, "ceiling");
+    assert!(ceiling.ends_with("PASS"), "the collective against the capped ceiling: {ceiling}");
+}

@@ -59,6 +59,53 @@ pub struct CheckResult {
     pub seconds: f64,
 }
 
+/// The ceiling's own check, for a `min_pct_of_ceiling` rule on more than two hosts: the ceiling
+/// is the slowest link's rate, so a slow link lowers it and the collective still reads well
+/// against it; here every host's best link to another host must carry at least
+/// [`SLOWER_THAN_PEERS`](crate::pairs::links::SLOWER_THAN_PEERS) of the fastest host pair (as
+/// `doctor` judges it). `None` with fewer than two host pairs (nothing to compare with).
+pub fn judge_links(rule: &Rule, links: &[crate::pairs::links::Link]) -> Option<CheckResult> {
+    use crate::pairs::links::{slow_hosts, SLOWER_THAN_PEERS};
+    let between: Vec<&crate::pairs::links::Link> = links.iter().filter(|l| l.a != l.b).collect();
+    if between.len() < 2 {
+        return None;
+    }
+    let fastest = between.iter().max_by(|x, y| x.gbps.total_cmp(&y.gbps))?;
+    let required = format!(
+        ">= {:.0}% of the fastest host pair ({}-{} {:.4} GB/s)",
+        SLOWER_THAN_PEERS * 100.0,
+        fastest.a,
+        fastest.b,
+        fastest.gbps
+    );
+    let slow = slow_hosts(links);
+    // Each host's best link; the weakest of them is the value.
+    let mut hosts: Vec<&String> = between.iter().flat_map(|l| [&l.a, &l.b]).collect();
+    hosts.sort();
+    hosts.dedup();
+    let best_of = |h: &String| between.iter().filter(|l| &l.a == h || &l.b == h).map(|l| l.gbps).fold(0.0, f64::max);
+    let (weakest, gbps) = hosts.iter().map(|h| (*h, best_of(h))).min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let measured = if slow.is_empty() {
+        format!("every host's best link >= {gbps:.4} GB/s ({weakest})")
+    } else {
+        let named: Vec<String> =
+            slow.iter().map(|s| format!("{}'s best link {:.4} GB/s", s.host, s.best_gbps)).collect();
+        format!("{} (point-to-point)", named.join("; "))
+    };
+    Some(CheckResult {
+        rule: rule.name.clone(),
+        line: rule.line,
+        collective: rule.collective.name().to_string(),
+        check: "links",
+        measured,
+        required,
+        outcome: if slow.is_empty() { Outcome::Pass } else { Outcome::Fail },
+        value: Some(("link_gbps", gbps)),
+        slow_ranks: vec![],
+        seconds: 0.0,
+    })
+}
+
 /// Judge one rule on the points of its repeats (all repeats' points together); `ceiling`: the
 /// one measured before the rule's sweeps, for `min_pct_of_ceiling`.
 pub fn judge_rule(
@@ -444,10 +491,15 @@ fn run_rules(
             note.into_iter().collect(),
         );
         let t0 = mpi::time();
+        let mut links = vec![];
         if rule.min_pct_of_ceiling.is_some() {
             // Once per rule, before its repeats: the rows of its sweeps carry it.
-            let links = info.ring_links();
-            info.ceiling = Sweep::new(world, backend.as_mut(), &sweep_opts).ceiling(links, &mut info.notes)?;
+            let ring = info.ring_links();
+            info.ceiling = Sweep::new(world, backend.as_mut(), &sweep_opts).ceiling(ring, &mut info.notes)?;
+            // And the links it could be short of: the pairs between hosts (three hosts or more).
+            if by_host.len() > 2 {
+                links = crate::pairs::links::measure(world, rule.max_bytes, spec.budget_s, opts.files);
+            }
         }
         let mut points = vec![];
         for repeat in 1..=spec.repeats {
@@ -466,7 +518,8 @@ fn run_rules(
             })?;
         }
         let seconds = mpi::time() - t0;
-        let judged = judge_rule(rule, &points, &world.hosts, info.ceiling.as_ref(), seconds);
+        let mut judged = judge_rule(rule, &points, &world.hosts, info.ceiling.as_ref(), seconds);
+        judged.extend(judge_links(rule, &links));
         if world.rank == 0 {
             rule_done(out, rule, &judged, seconds);
         }

@@ -3,12 +3,10 @@
 //! ranked. Every number here comes from a measurement of the run, or is named an estimate.
 
 use crate::collective::Kind;
-use crate::pairs::PairResult;
+use crate::pairs::links::{slow_hosts, SLOWER_THAN_PEERS};
+pub use crate::pairs::links::{Link, Nominal};
 use crate::size::human;
 use serde::Serialize;
-
-/// A link or host below this fraction of the best of its peers is slower than its peers.
-pub const SLOWER_THAN_PEERS: f64 = 0.8;
 /// A point whose 95th percentile is this much above its median is noisy.
 pub const NOISY_SPREAD: f64 = 0.10;
 /// Minor page faults per call below this are not a cause.
@@ -50,25 +48,6 @@ pub struct SlowRank {
     pub median_us: f64,
 }
 
-/// The point-to-point rate between two hosts (the same host twice: within it): the median of
-/// the rank pairs' one-way bandwidth.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Link {
-    pub a: String,
-    pub b: String,
-    pub gbps: f64,
-    pub rank_pairs: usize,
-}
-
-/// A host's nominal link rate, where its hardware says (`/sys/class/net/*/speed`,
-/// `/sys/class/infiniband/*/ports/*/rate`): the fastest up interface.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Nominal {
-    pub host: String,
-    pub interface: String,
-    pub gbps: f64,
-}
-
 /// The library's default against the fastest algorithm it can select, measured as tune does.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Alternative {
@@ -98,46 +77,6 @@ pub struct Cause {
     pub short: bool,
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
-/// The host links from the rank pairs: one per host pair (and per host, within it), the median
-/// of its rank pairs; hosts in `hosts`' order of first appearance.
-pub fn host_links(pairs: &[PairResult], hosts: &[String]) -> Vec<Link> {
-    let mut order: Vec<&String> = vec![];
-    for h in hosts {
-        if !order.contains(&h) {
-            order.push(h);
-        }
-    }
-    let at = |h: &String| order.iter().position(|x| *x == h).unwrap_or(usize::MAX);
-    let mut groups: Vec<((usize, usize), Vec<f64>)> = vec![];
-    for p in pairs {
-        let (x, y) = (at(&hosts[p.a]), at(&hosts[p.b]));
-        let key = (x.min(y), x.max(y));
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, v)) => v.push(p.bandwidth_gbps),
-            None => groups.push((key, vec![p.bandwidth_gbps])),
-        }
-    }
-    groups.sort_by_key(|(k, _)| *k);
-    groups
-        .into_iter()
-        .map(|((x, y), mut v)| Link {
-            a: order[x].clone(),
-            b: order[y].clone(),
-            gbps: median(&mut v),
-            rank_pairs: v.len(),
-        })
-        .collect()
-}
-
 /// A rate in GB/s to three significant digits, as the ceiling's header shows it.
 pub fn gb(x: f64) -> String {
     crate::record::Ceiling { gbps: x, source: "", size_bytes: 0, time_us: 0.0, links: "" }.shown_gbps()
@@ -153,39 +92,26 @@ pub fn link_causes(links: &[Link], nominal: &[Nominal]) -> Vec<Cause> {
     let nominal_of = |h: &str| nominal.iter().find(|n| n.host == h);
     let nominal_text =
         |h: &str| nominal_of(h).map(|n| format!("; nominal {} Gb/s ({})", n.gbps, n.interface)).unwrap_or_default();
-    if let Some(best) = between.iter().max_by(|x, y| x.gbps.total_cmp(&y.gbps)).filter(|_| between.len() >= 2) {
-        let mut hosts: Vec<&String> = vec![];
-        for l in &between {
-            for h in [&l.a, &l.b] {
-                if !hosts.contains(&h) {
-                    hosts.push(h);
-                }
-            }
-        }
-        for h in hosts {
-            let mine: Vec<&&Link> = between.iter().filter(|l| &l.a == h || &l.b == h).collect();
-            let top = mine.iter().map(|l| l.gbps).fold(0.0, f64::max);
-            if top >= SLOWER_THAN_PEERS * best.gbps {
-                continue;
-            }
-            let list: Vec<String> = mine
-                .iter()
-                .map(|l| format!("{} GB/s to {}", gb(l.gbps), if &l.a == h { &l.b } else { &l.a }))
-                .collect();
+    if between.len() >= 2 {
+        for slow in slow_hosts(links) {
+            let h = &slow.host;
+            let list: Vec<String> = slow.to.iter().map(|(other, g)| format!("{} GB/s to {other}", gb(*g))).collect();
             out.push(Cause {
                 cause: "link",
                 subject: h.clone(),
-                share: 1.0 - top / best.gbps,
+                share: 1.0 - slow.best_gbps / slow.fastest.gbps,
                 share_source: "measured",
                 evidence: format!(
                     "{h}'s links carry {} (point-to-point, one way); the fastest host pair, {} and {}, {} GB/s{}",
                     list.join(", "),
-                    best.a,
-                    best.b,
-                    gb(best.gbps),
+                    slow.fastest.a,
+                    slow.fastest.b,
+                    gb(slow.fastest.gbps),
                     nominal_text(h)
                 ),
-                remedy: Some(format!("check {h}'s network link: cable, port speed, switch port, NIC firmware and errors (ethtool -S, ibstat)")),
+                remedy: Some(format!(
+                    "check {h}'s network link: cable, port speed, switch port, NIC firmware and errors (ethtool -S, ibstat)"
+                )),
                 short: true,
             });
         }
@@ -337,6 +263,9 @@ pub fn rank(mut causes: Vec<Cause>) -> Vec<Cause> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::pairs::links::host_links;
+    use crate::pairs::PairResult;
 
     fn pair(a: usize, b: usize, gbps: f64) -> PairResult {
         PairResult { a, b, round: 0, latency_us: 1.0, bandwidth_gbps: gbps }

@@ -2,6 +2,7 @@
 //! tournament rounds of disjoint pairs (n−1 rounds, not n²/2 runs one by one); names the slowest
 //! pairs and the hosts that appear in most of them, and writes the full matrix to CSV.
 
+pub mod links;
 pub mod schedule;
 
 use crate::error::{Error, Result};
