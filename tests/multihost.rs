@@ -495,7 +495,7 @@ fn doctor_names_the_shaped_hosts_link_first() {
 }
 
 /// The time bar: `doctor` with its defaults (three collectives at 64 MiB, the pairs,
-/// every algorithm) on 4 ranks of a 2-host bed answers within 60 s (33 s on this 2-core
+/// every algorithm) on 4 ranks of a 2-host bed answers within 60 s (31 s, the median of 5, on this 2-core
 /// machine, bench/doctor-vm.md); allowed 90 s here, beside other tests. Its findings hold
 /// together: every collective read against a ceiling between hosts, the host pair measured, the
 /// verdict the exit code's.
