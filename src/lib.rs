@@ -16,8 +16,9 @@
 //! each [`record::Point`] to the reports ([`report`]) on rank 0; nothing in the measuring path
 //! prints. `check` judges the same points against a spec; `tune` times each algorithm in
 //! interleaved rounds of its own (`tune::measure`), each round timing batches through the
-//! backend as the sweep does; `step` times a training step's calls (`step::exec`); `plot` and
-//! `compare` read the CSVs back ([`csvread`]).
+//! backend as the sweep does; `step` times a training step's calls (`step::exec`); `doctor`
+//! runs the sweep, `pairs`' and tune's measurements at one size and ranks the causes of a
+//! shortfall; `plot` and `compare` read the CSVs back ([`csvread`]).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(clippy::undocumented_unsafe_blocks)]

@@ -128,9 +128,13 @@ fn help_lists_every_subcommand_and_help_sub_works() {
         .take_while(|l| !l.trim().is_empty())
         .map(|l| l.split_whitespace().next().unwrap_or("").to_string())
         .collect();
-    assert_eq!(block, ["(none)", "check", "tune", "pairs", "step", "info", "plot", "compare", "spec"], "{text}");
+    assert_eq!(
+        block,
+        ["(none)", "check", "tune", "doctor", "pairs", "step", "info", "plot", "compare", "spec"],
+        "{text}"
+    );
     assert!(!text.contains("next;"), "the tagline still promises NCCL for later: {text}");
-    for sub in ["check", "tune", "pairs", "step", "info", "plot", "compare", "spec"] {
+    for sub in ["check", "tune", "doctor", "pairs", "step", "info", "plot", "compare", "spec"] {
         let (o, _d) = mpirun(2, &["help", sub]);
         let text = stdout(&o);
         assert_eq!(o.status.code(), Some(0), "help {sub}: {}", stderr(&o));

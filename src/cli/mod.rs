@@ -1,6 +1,6 @@
 //! The command line: every flag of every subcommand, turned into typed, validated options
 //! before anything runs. One file per subcommand's parser ([`sweep`] for the sweep itself,
-//! `check`, `tune`, `pairs`, `info`, `step`, and `plot`, `spec` and `compare`, which read files and
+//! `check`, `tune`, `doctor`, `pairs`, `info`, `step`, and `plot`, `spec` and `compare`, which read files and
 //! need no MPI: [`parse_files`]); the options types belong to the subcommands, which never see a
 //! flag. Values are taken as text and checked here, so every bad value gives one line naming the
 //! flag and the accepted form.

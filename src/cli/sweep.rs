@@ -18,6 +18,7 @@ Subcommands (`coll-bench help SUBCOMMAND` for each one's flags):
   (none)   the sweep: time collectives across message sizes (this help)
   check    judge the cluster against an acceptance spec (TOML); exit 1 when a rule fails
   tune     which algorithm the MPI library should use per collective and size; writes its tuning file
+  doctor   each collective against the ceiling of its links; ranks the causes of a shortfall; exit 1 on one
   pairs    point-to-point latency and bandwidth between every pair of ranks; names the slow pairs
   step     one training step's communication for a tp × pp × dp layout; --layout all ranks them
   info     what every host has (MPI, CPU, memory, network, NCCL, GPUs); names the hosts that differ
