@@ -11,10 +11,6 @@ use serde::Serialize;
 pub const NOISY_SPREAD: f64 = 0.10;
 /// Minor page faults per call below this are not a cause.
 pub const FAULTS_NOTED: f64 = 16.0;
-/// What one minor page fault costs, for the estimate (µs): a 4 KiB page zeroed and mapped; on
-/// the machine of issue 24, 64 MiB all-reduce took 11-17 ms more per call with its 16 384
-/// faults than with the heap kept.
-pub const FAULT_US: f64 = 0.7;
 /// An algorithm counts only when it beats the default by this much (and its slowest round
 /// beats the default's median).
 pub const ALGORITHM_GAIN: f64 = 0.05;
@@ -169,8 +165,10 @@ pub fn link_causes(links: &[Link], nominal: &[Nominal]) -> Vec<Cause> {
     out
 }
 
-/// The causes seen in the collectives' own measurements and in the algorithms' comparison.
-pub fn point_causes(seen: &[Seen], alternatives: &[Alternative]) -> Vec<Cause> {
+/// The causes seen in the collectives' own measurements and in the algorithms' comparison;
+/// `fault_us`: one minor page fault's cost on this host (`memory::fault_cost_us`), for the
+/// share of the page faults (none without it).
+pub fn point_causes(seen: &[Seen], alternatives: &[Alternative], fault_us: Option<f64>) -> Vec<Cause> {
     let mut out = vec![];
     for a in alternatives {
         let beats = a.fastest != "default"
@@ -207,14 +205,14 @@ pub fn point_causes(seen: &[Seen], alternatives: &[Alternative]) -> Vec<Cause> {
         });
     }
     for s in seen {
-        if let Some(f) = s.minor_faults_per_call.filter(|f| *f >= FAULTS_NOTED) {
+        if let (Some(f), Some(cost)) = (s.minor_faults_per_call.filter(|f| *f >= FAULTS_NOTED), fault_us) {
             out.push(Cause {
                 cause: "host",
                 subject: format!("{} page faults", s.collective),
-                share: (f * FAULT_US / s.time_us).min(1.0),
+                share: (f * cost / s.time_us).min(1.0),
                 share_source: "estimated",
                 evidence: format!(
-                    "{f:.0} minor page faults per call at {} (the rank with most), at an estimated {FAULT_US} us each: the library's temporaries are mapped and unmapped on every call under the C library's defaults",
+                    "{f:.0} minor page faults per call at {} (the rank with most), at {cost:.2} us each (one fault on this host, measured at start): the library's temporaries are mapped and unmapped on every call under the C library's defaults",
                     human(s.size_bytes)
                 ),
                 remedy: Some("measure with the heap kept (coll-bench --malloc kept); an application gets that only with MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967295".into()),
@@ -338,13 +336,13 @@ mod tests {
             fastest_us: us,
             fastest_slowest_round_us: hi,
         };
-        assert!(point_causes(std::slice::from_ref(&seen), &[alt("default", 1000.0, 1100.0)])
+        assert!(point_causes(std::slice::from_ref(&seen), &[alt("default", 1000.0, 1100.0)], Some(0.7))
             .iter()
             .all(|c| c.cause != "algorithm"));
-        assert!(point_causes(std::slice::from_ref(&seen), &[alt("ring", 400.0, 1200.0)])
+        assert!(point_causes(std::slice::from_ref(&seen), &[alt("ring", 400.0, 1200.0)], Some(0.7))
             .iter()
             .all(|c| c.cause != "algorithm"));
-        let c = rank(point_causes(std::slice::from_ref(&seen), &[alt("ring", 400.0, 450.0)]));
+        let c = rank(point_causes(std::slice::from_ref(&seen), &[alt("ring", 400.0, 450.0)], Some(0.7)));
         assert_eq!(c[0].cause, "algorithm");
         assert!(
             c[0].evidence.contains("basic_linear (forced)") && c[0].evidence.contains("2.50x"),

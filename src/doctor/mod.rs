@@ -174,7 +174,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
         return world.agree(Ok(code as i32));
     }
     let mut all = causes::link_causes(&links, &nominal);
-    all.extend(causes::point_causes(&seen, &alternatives));
+    all.extend(causes::point_causes(&seen, &alternatives, crate::memory::fault_cost_us()));
     let ranked = causes::rank(all);
     let below: Vec<&Seen> =
         seen.iter().filter(|s| s.pct_of_ceiling.is_some_and(|p| p < o.min_pct_of_ceiling)).collect();
