@@ -309,14 +309,20 @@ impl Ceiling {
     /// The ceiling for a header: three significant digits, at least two decimals (a 50 Mbit/s
     /// link is `0.00622`, not `0.01`).
     pub fn shown_gbps(&self) -> String {
-        let magnitude = if self.gbps > 0.0 { self.gbps.log10().floor() as i32 } else { 0 };
-        format!("{:.*}", (2 - magnitude).clamp(2, 9) as usize, self.gbps)
+        shown_gbps(self.gbps)
     }
 
     /// `busbw_gbps` as a percentage of the ceiling.
     pub fn pct(&self, busbw_gbps: f64) -> Option<f64> {
         (self.gbps > 0.0 && busbw_gbps.is_finite()).then(|| busbw_gbps / self.gbps * 100.0)
     }
+}
+
+/// A rate in GB/s to three significant digits (at least two decimals), as the ceiling's header
+/// shows it: `14.33`, `0.650`, `0.00622`.
+pub fn shown_gbps(gbps: f64) -> String {
+    let magnitude = if gbps > 0.0 { gbps.log10().floor() as i32 } else { 0 };
+    format!("{:.*}", (2 - magnitude).clamp(2, 9) as usize, gbps)
 }
 
 /// One group of `--groups`, for the header and the reports.

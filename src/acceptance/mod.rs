@@ -65,12 +65,9 @@ pub struct CheckResult {
 /// [`SLOWER_THAN_PEERS`](crate::pairs::links::SLOWER_THAN_PEERS) of the fastest host pair (as
 /// `doctor` judges it). `None` with fewer than two host pairs (nothing to compare with).
 pub fn judge_links(rule: &Rule, links: &[crate::pairs::links::Link]) -> Option<CheckResult> {
-    use crate::pairs::links::{slow_hosts, SLOWER_THAN_PEERS};
-    let between: Vec<&crate::pairs::links::Link> = links.iter().filter(|l| l.a != l.b).collect();
-    if between.len() < 2 {
-        return None;
-    }
-    let fastest = between.iter().max_by(|x, y| x.gbps.total_cmp(&y.gbps))?;
+    use crate::pairs::links::{Peers, SLOWER_THAN_PEERS};
+    let peers = Peers::of(links)?;
+    let fastest = &peers.fastest;
     let required = format!(
         ">= {:.0}% of the fastest host pair ({}-{} {:.4} GB/s)",
         SLOWER_THAN_PEERS * 100.0,
@@ -78,15 +75,12 @@ pub fn judge_links(rule: &Rule, links: &[crate::pairs::links::Link]) -> Option<C
         fastest.b,
         fastest.gbps
     );
-    let slow = slow_hosts(links);
+    let slow: Vec<_> = peers.slow().collect();
     // Each host's best link; the weakest of them is the value.
-    let mut hosts: Vec<&String> = between.iter().flat_map(|l| [&l.a, &l.b]).collect();
-    hosts.sort();
-    hosts.dedup();
-    let best_of = |h: &String| between.iter().filter(|l| &l.a == h || &l.b == h).map(|l| l.gbps).fold(0.0, f64::max);
-    let (weakest, gbps) = hosts.iter().map(|h| (*h, best_of(h))).min_by(|a, b| a.1.total_cmp(&b.1))?;
+    let weakest = peers.hosts.iter().min_by(|a, b| a.best_gbps.total_cmp(&b.best_gbps))?;
+    let gbps = weakest.best_gbps;
     let measured = if slow.is_empty() {
-        format!("every host's best link >= {gbps:.4} GB/s ({weakest})")
+        format!("every host's best link >= {gbps:.4} GB/s ({})", weakest.host)
     } else {
         let named: Vec<String> =
             slow.iter().map(|s| format!("{}'s best link {:.4} GB/s", s.host, s.best_gbps)).collect();

@@ -3,8 +3,9 @@
 //! ranked. Every number here comes from a measurement of the run, or is named an estimate.
 
 use crate::collective::Kind;
-use crate::pairs::links::{slow_hosts, SLOWER_THAN_PEERS};
 pub use crate::pairs::links::{Link, Nominal};
+use crate::pairs::links::{Peers, SLOWER_THAN_PEERS};
+use crate::record::shown_gbps as gb;
 use crate::size::human;
 use serde::Serialize;
 /// A point whose 95th percentile is this much above its median is noisy.
@@ -73,11 +74,6 @@ pub struct Cause {
     pub short: bool,
 }
 
-/// A rate in GB/s to three significant digits, as the ceiling's header shows it.
-pub fn gb(x: f64) -> String {
-    crate::record::Ceiling { gbps: x, source: "", size_bytes: 0, time_us: 0.0, links: "" }.shown_gbps()
-}
-
 /// Links and hosts slower than their peers: a host whose best link to another host carries
 /// less than [`SLOWER_THAN_PEERS`] of the fastest host pair (its own link is the bottleneck:
 /// every pair through it is slow); with one host pair, the pair against its hosts' nominal rate;
@@ -88,21 +84,21 @@ pub fn link_causes(links: &[Link], nominal: &[Nominal]) -> Vec<Cause> {
     let nominal_of = |h: &str| nominal.iter().find(|n| n.host == h);
     let nominal_text =
         |h: &str| nominal_of(h).map(|n| format!("; nominal {} Gb/s ({})", n.gbps, n.interface)).unwrap_or_default();
-    if between.len() >= 2 {
-        for slow in slow_hosts(links) {
+    if let Some(peers) = Peers::of(links) {
+        for slow in peers.slow() {
             let h = &slow.host;
             let list: Vec<String> = slow.to.iter().map(|(other, g)| format!("{} GB/s to {other}", gb(*g))).collect();
             out.push(Cause {
                 cause: "link",
                 subject: h.clone(),
-                share: 1.0 - slow.best_gbps / slow.fastest.gbps,
+                share: 1.0 - slow.best_gbps / peers.fastest.gbps,
                 share_source: "measured",
                 evidence: format!(
                     "{h}'s links carry {} (point-to-point, one way); the fastest host pair, {} and {}, {} GB/s{}",
                     list.join(", "),
-                    slow.fastest.a,
-                    slow.fastest.b,
-                    gb(slow.fastest.gbps),
+                    peers.fastest.a,
+                    peers.fastest.b,
+                    gb(peers.fastest.gbps),
                     nominal_text(h)
                 ),
                 remedy: Some(format!(

@@ -290,7 +290,7 @@ fn print_page(
         println!(
             "  {:<14} {:>12} {:>6}  {:<32} {:>11} {:>7}  {verdict}",
             s.collective.to_string(),
-            causes::gb(s.busbw_gbps),
+            crate::record::shown_gbps(s.busbw_gbps),
             pct,
             format!("{} ({})", s.algorithm, s.algorithm_source),
             faults,

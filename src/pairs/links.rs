@@ -38,26 +38,22 @@ pub struct Nominal {
     pub gbps: f64,
 }
 
-/// A host every one of whose links to other hosts is slower than [`SLOWER_THAN_PEERS`] of the
-/// fastest host pair.
+/// One host's links to the other hosts.
 #[derive(Clone, Debug, PartialEq)]
-pub struct SlowHost {
+pub struct HostBest {
     pub host: String,
     /// Its fastest link to another host, GB/s.
     pub best_gbps: f64,
     /// Each of its links: (the other host, GB/s).
     pub to: Vec<(String, f64)>,
-    /// The fastest host pair.
-    pub fastest: Link,
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
+/// The host pairs read against each other: the fastest host pair and every host's best link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Peers {
+    pub fastest: Link,
+    /// Every host between hosts, in order of first appearance.
+    pub hosts: Vec<HostBest>,
 }
 
 /// The host links from the rank pairs: one per host pair (and per host, within it), the median
@@ -82,44 +78,50 @@ pub fn host_links(pairs: &[PairResult], hosts: &[String]) -> Vec<Link> {
     groups.sort_by_key(|(k, _)| *k);
     groups
         .into_iter()
-        .map(|((x, y), mut v)| Link {
+        .map(|((x, y), v)| Link {
             a: order[x].clone(),
             b: order[y].clone(),
-            gbps: median(&mut v),
+            gbps: crate::stats::median_of(&v),
             rank_pairs: v.len(),
         })
         .collect()
 }
 
-/// The hosts slower than their peers: with two host pairs or more, each host whose best link
-/// to another host carries less than [`SLOWER_THAN_PEERS`] of the fastest host pair (every pair
-/// through it is slow: its own link is the bottleneck). In order of first appearance.
-pub fn slow_hosts(links: &[Link]) -> Vec<SlowHost> {
-    let between: Vec<&Link> = links.iter().filter(|l| l.a != l.b && l.gbps.is_finite()).collect();
-    let Some(best) = between.iter().max_by(|x, y| x.gbps.total_cmp(&y.gbps)).filter(|_| between.len() >= 2) else {
-        return vec![];
-    };
-    let mut hosts: Vec<&String> = vec![];
-    for l in &between {
-        for h in [&l.a, &l.b] {
-            if !hosts.contains(&h) {
-                hosts.push(h);
+impl Peers {
+    /// With two host pairs or more (finite rates), the fastest and each host's best link;
+    /// `None` otherwise (nothing to compare with).
+    pub fn of(links: &[Link]) -> Option<Peers> {
+        let between: Vec<&Link> = links.iter().filter(|l| l.a != l.b && l.gbps.is_finite()).collect();
+        let fastest = between.iter().max_by(|x, y| x.gbps.total_cmp(&y.gbps)).filter(|_| between.len() >= 2)?;
+        let mut names: Vec<&String> = vec![];
+        for l in &between {
+            for h in [&l.a, &l.b] {
+                if !names.contains(&h) {
+                    names.push(h);
+                }
             }
         }
-    }
-    let mut out = vec![];
-    for h in hosts {
-        let to: Vec<(String, f64)> = between
-            .iter()
-            .filter(|l| &l.a == h || &l.b == h)
-            .map(|l| (if &l.a == h { l.b.clone() } else { l.a.clone() }, l.gbps))
+        let hosts = names
+            .into_iter()
+            .map(|h| {
+                let to: Vec<(String, f64)> = between
+                    .iter()
+                    .filter(|l| &l.a == h || &l.b == h)
+                    .map(|l| (if &l.a == h { l.b.clone() } else { l.a.clone() }, l.gbps))
+                    .collect();
+                let best_gbps = to.iter().map(|t| t.1).fold(0.0, f64::max);
+                HostBest { host: h.clone(), best_gbps, to }
+            })
             .collect();
-        let top = to.iter().map(|t| t.1).fold(0.0, f64::max);
-        if top < SLOWER_THAN_PEERS * best.gbps {
-            out.push(SlowHost { host: h.clone(), best_gbps: top, to, fastest: (*best).clone() });
-        }
+        Some(Peers { fastest: (*fastest).clone(), hosts })
     }
-    out
+
+    /// The hosts slower than their peers: each whose best link to another host carries less
+    /// than [`SLOWER_THAN_PEERS`] of the fastest host pair (every pair through it is slow: its
+    /// own link is the bottleneck).
+    pub fn slow(&self) -> impl Iterator<Item = &HostBest> {
+        self.hosts.iter().filter(|h| h.best_gbps < SLOWER_THAN_PEERS * self.fastest.gbps)
+    }
 }
 
 /// Measure every rank pair (tournament rounds, as `pairs`: a pass to warm up, then two, each
