@@ -14,12 +14,15 @@ fn json(dir: &std::path::Path, name: &str) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dir.join(name)).unwrap()).unwrap()
 }
 
-/// All-reduce forced to Open MPI's basic_linear for 4 ranks (a reduce to rank 0, then a
-/// broadcast): the column names it as forced, and doctor names the algorithm as a cause with a
-/// faster algorithm it measured (interleaved, as tune times them; 8 MiB and 200 ms per round,
-/// where the ring algorithms took 0.5-0.7 of its time here). MPICH 4.0 has no algorithm that
-/// slow for 4 ranks (its reduce-then-broadcast is not among its all-reduce values;
-/// recursive doubling measured as fast as the rest): Open MPI only, as the issue asks.
+/// All-reduce forced to Open MPI's basic_linear (a reduce to rank 0, then a broadcast): the
+/// column names it as forced, and doctor names the algorithm as a cause with a faster algorithm
+/// it measured (interleaved, as tune times them; 8 MiB, 200 ms per round). On 2 ranks, as many
+/// as this machine has cores: the issue asks 4, but 4 ranks on 2 cores hide the algorithm behind
+/// the oversubscription (basic_linear 1.2-2.0x the ring's time from one hour to the next, tune's
+/// noise bands overlapping in 5 of 10 runs at the end of session 15), where 2 ranks gave
+/// 1.45-1.6x in 6 of 6. MPICH 4.0 has no algorithm that slow (its reduce-then-broadcast is not
+/// among its all-reduce values; recursive doubling measured as fast as the rest): Open MPI
+/// only, as the issue asks.
 #[test]
 fn a_forced_slow_algorithm_is_named_as_the_cause_with_the_faster_one() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
@@ -35,7 +38,7 @@ fn a_forced_slow_algorithm_is_named_as_the_cause_with_the_faster_one() {
     let dir = tempfile::tempdir().unwrap();
     let o = mpirun_env(
         dir.path(),
-        4,
+        2,
         &["doctor", "all-reduce", "-e", "8M", "--budget", "200ms", "--json", "d.json"],
         forced,
         300,
