@@ -141,13 +141,18 @@ pub enum Implementation {
     /// All-reduce by recursive doubling: log2(n) exchanges of the whole buffer with the rank
     /// whose number differs in one bit (a power-of-two rank count only).
     RecursiveDoubling,
+    /// The library's other function for the same collective, the one that takes a count per
+    /// rank, given equal counts: reduce-scatter as `MPI_Reduce_scatter` (what OSU's and IMB's
+    /// `Reduce_scatter` time), all-gather as `MPI_Allgatherv`. The library's own code either
+    /// way; an application calls one or the other.
+    Counts,
 }
 
 impl Implementation {
-    pub const ALL: [Implementation; 3] =
-        [Implementation::Native, Implementation::Ring, Implementation::RecursiveDoubling];
+    pub const ALL: [Implementation; 4] =
+        [Implementation::Native, Implementation::Ring, Implementation::RecursiveDoubling, Implementation::Counts];
     /// The accepted names, for error messages.
-    pub const ACCEPTED: &'static str = "native or ring or recursive-doubling";
+    pub const ACCEPTED: &'static str = "native or ring or recursive-doubling or counts";
 
     /// A name as given on the command line (any case).
     pub fn parse(name: &str) -> Option<Implementation> {
@@ -159,7 +164,23 @@ impl Implementation {
             Implementation::Native => "native",
             Implementation::Ring => "ring",
             Implementation::RecursiveDoubling => "recursive-doubling",
+            Implementation::Counts => "counts",
         }
+    }
+
+    /// For `--impl counts`: the MPI function the native implementation calls for `kind` and the
+    /// one `counts` calls instead (`None` where it does not provide `kind`).
+    pub fn counts_functions(kind: Kind) -> Option<(&'static str, &'static str)> {
+        match kind {
+            Kind::ReduceScatter => Some(("MPI_Reduce_scatter_block", "MPI_Reduce_scatter")),
+            Kind::AllGather => Some(("MPI_Allgather", "MPI_Allgatherv")),
+            _ => None,
+        }
+    }
+
+    /// Whether the code is coll-bench's own (over `MPI_Sendrecv`) rather than the library's.
+    pub fn own(self) -> bool {
+        matches!(self, Implementation::Ring | Implementation::RecursiveDoubling)
     }
 
     /// The collectives this implementation provides.
@@ -168,6 +189,7 @@ impl Implementation {
             Implementation::Native => true,
             Implementation::Ring => matches!(kind, Kind::AllReduce | Kind::ReduceScatter | Kind::AllGather),
             Implementation::RecursiveDoubling => kind == Kind::AllReduce,
+            Implementation::Counts => matches!(kind, Kind::ReduceScatter | Kind::AllGather),
         }
     }
 

@@ -160,7 +160,8 @@ fn table_numbers_are_consistent() {
     assert!((busbw - algbw * 1.5).abs() <= 0.011 + busbw * 0.01, "{r:?}");
 }
 
-/// coll-bench's own reduce-scatter and all-gather rings and recursive-doubling all-reduce (tune's
+/// coll-bench's own reduce-scatter and all-gather rings and recursive-doubling all-reduce, and the
+/// library's other functions for reduce-scatter and all-gather (`--impl counts`; all tune's
 /// candidates) are exact in both placements on 1 to 4 ranks; recursive doubling refuses a rank
 /// count that is not a power of two.
 #[test]
@@ -170,7 +171,10 @@ fn own_rings_and_recursive_doubling_are_exact() {
         // per type is ours and runs in full under Open MPI and on fewer ranks).
         let types = if oversubscribed_mpich(n) { "double" } else { "int8,int32,uint64,float,double" };
         let common = ["-d", types, "-o", "all", "-b", "8", "-e", "96K", "-f", "49", "-n", "3", "--no-csv"];
-        let mut runs: Vec<(Vec<&str>, &str)> = vec![(vec!["reduce-scatter", "all-gather", "--impl", "ring"], "ring")];
+        let mut runs: Vec<(Vec<&str>, &str)> = vec![
+            (vec!["reduce-scatter", "all-gather", "--impl", "ring"], "ring"),
+            (vec!["reduce-scatter", "all-gather", "--impl", "counts"], "counts"),
+        ];
         if n != 3 {
             runs.push((vec!["all-reduce", "--impl", "recursive-doubling"], "recursive-doubling"));
         }

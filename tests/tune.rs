@@ -74,6 +74,8 @@ fn check_reduce_scatter_tune(n: usize, full: bool) {
         assert!(listed.contains(&format!(":{name}")), "{name} missing from {listed}");
     }
     assert!(listed.contains("ring(coll-bench)"), "{listed}");
+    // The library's other function for the collective is a candidate too.
+    assert!(listed.ends_with(", MPI_Reduce_scatter(call)"), "{listed}");
     // The skip rule is stated before the table unless every cell runs.
     assert_eq!(out.contains("# reduce-scatter: skip rule: "), !full, "{out}");
     // The CSV: the sweep's columns (the ceiling's last, empty: tune measures none) plus
@@ -132,6 +134,9 @@ fn check_reduce_scatter_tune(n: usize, full: bool) {
     let defaults = rows.iter().filter(|r| &r[col("is_default")] == "true").count();
     assert_eq!(defaults, sizes * placements);
     assert!(rows.iter().any(|r| &r[col("algorithm")] == "ring(coll-bench)" && r[col("algorithm_id")].is_empty()));
+    let call: Vec<_> = rows.iter().filter(|r| &r[col("algorithm")] == "MPI_Reduce_scatter(call)").collect();
+    assert_eq!(call.len(), sizes * placements, "{out}");
+    assert!(call.iter().all(|r| &r[col("algorithm_source")] == "other call" && r[col("algorithm_id")].is_empty()));
     // Where the time went, per collective.
     assert!(
         out.lines()

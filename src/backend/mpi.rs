@@ -95,6 +95,10 @@ struct Prepared {
     avg: Option<(DType, *mut u8, usize)>,
     /// Element type and op, for reductions done here (the ring).
     elem: (DType, Op),
+    /// `--impl counts`: every rank's count (all equal) and displacement, for the functions that
+    /// take them (`MPI_Reduce_scatter`, `MPI_Allgatherv`); empty otherwise.
+    counts: Vec<c_int>,
+    displs: Vec<c_int>,
 }
 
 fn datatype(d: DType) -> Option<ffi::MPI_Datatype> {
@@ -158,8 +162,7 @@ impl MpiBackend {
             // The library's variables, read once here at set-up, before anything is timed:
             // read after the first point (as before), the tool interface's start-up disturbed
             // the second point's calls (all-reduce 16 B: 7 calls of ~4 ms, in 3 of 8 sweeps).
-            settings: (implementation == Implementation::Native)
-                .then(|| super::algorithm::Settings::read(&world.library_version)),
+            settings: (!implementation.own()).then(|| super::algorithm::Settings::read(&world.library_version)),
         })
     }
 
@@ -241,6 +244,20 @@ impl MpiBackend {
         };
         // SAFETY: a link-time constant of the MPI library.
         let dtype = if self.null_datatype { unsafe { ffi::RSMPI_DATATYPE_NULL } } else { dtype };
+        let (counts, displs) = if self.implementation == Implementation::Counts {
+            let displs = (0..self.nranks)
+                .map(|i| c_int::try_from(i as i64 * count as i64))
+                .collect::<std::result::Result<Vec<c_int>, _>>()
+                .map_err(|_| {
+                    Error::usage(format!(
+                        "-e/--maxbytes: {} elements in all exceed MPI's 32-bit displacements; lower -e/--maxbytes",
+                        self.nranks as i64 * count as i64
+                    ))
+                })?;
+            (vec![count; self.nranks], displs)
+        } else {
+            (vec![], vec![])
+        };
         Ok(Prepared {
             kind: call.kind,
             send,
@@ -258,6 +275,8 @@ impl MpiBackend {
             input,
             avg,
             elem: (call.dtype, call.op),
+            counts,
+            displs,
         })
     }
 
@@ -427,17 +446,20 @@ impl MpiBackend {
     fn function(&self, kind: Kind) -> &'static str {
         match (self.implementation, kind) {
             (Implementation::Ring | Implementation::RecursiveDoubling, _) => "MPI_Sendrecv (coll-bench's own --impl)",
-            (Implementation::Native, Kind::AllReduce) => "MPI_Allreduce",
-            (Implementation::Native, Kind::AllGather) => "MPI_Allgather",
-            (Implementation::Native, Kind::ReduceScatter) => "MPI_Reduce_scatter_block",
-            (Implementation::Native, Kind::Broadcast) => "MPI_Bcast",
-            (Implementation::Native, Kind::Reduce) => "MPI_Reduce",
-            (Implementation::Native, Kind::Gather) => "MPI_Gather",
-            (Implementation::Native, Kind::Scatter) => "MPI_Scatter",
-            (Implementation::Native, Kind::AllToAll) => "MPI_Alltoall",
-            (Implementation::Native, Kind::Barrier) => "MPI_Barrier",
-            (Implementation::Native, Kind::SendRecv) => "MPI_Sendrecv (MPI_Sendrecv_replace in place)",
-            (Implementation::Native, Kind::PingPong) => "MPI_Send + MPI_Recv (ping-pong)",
+            (Implementation::Counts, Kind::ReduceScatter | Kind::AllGather) => {
+                Implementation::counts_functions(kind).expect("counts provides both").1
+            }
+            (_, Kind::AllReduce) => "MPI_Allreduce",
+            (_, Kind::AllGather) => "MPI_Allgather",
+            (_, Kind::ReduceScatter) => "MPI_Reduce_scatter_block",
+            (_, Kind::Broadcast) => "MPI_Bcast",
+            (_, Kind::Reduce) => "MPI_Reduce",
+            (_, Kind::Gather) => "MPI_Gather",
+            (_, Kind::Scatter) => "MPI_Scatter",
+            (_, Kind::AllToAll) => "MPI_Alltoall",
+            (_, Kind::Barrier) => "MPI_Barrier",
+            (_, Kind::SendRecv) => "MPI_Sendrecv (MPI_Sendrecv_replace in place)",
+            (_, Kind::PingPong) => "MPI_Send + MPI_Recv (ping-pong)",
         }
     }
 
@@ -455,7 +477,16 @@ impl MpiBackend {
                 (Implementation::Ring, Kind::ReduceScatter) => self.ring_reduce_scatter(p)?,
                 (Implementation::Ring, Kind::AllGather) => self.ring_all_gather(p)?,
                 (Implementation::RecursiveDoubling, Kind::AllReduce) => self.recursive_doubling_all_reduce(p)?,
-                (Implementation::Ring | Implementation::RecursiveDoubling, _) => {
+                (Implementation::Counts, Kind::ReduceScatter) => {
+                    let rc = ffi::MPI_Reduce_scatter(p.send, p.recv, p.counts.as_ptr(), p.dtype, p.op, c);
+                    ok("MPI_Reduce_scatter", rc)?;
+                }
+                (Implementation::Counts, Kind::AllGather) => {
+                    let (counts, displs) = (p.counts.as_ptr(), p.displs.as_ptr());
+                    let rc = ffi::MPI_Allgatherv(p.send, p.count, p.dtype, p.recv, counts, displs, p.dtype, c);
+                    ok("MPI_Allgatherv", rc)?;
+                }
+                (Implementation::Ring | Implementation::RecursiveDoubling | Implementation::Counts, _) => {
                     unreachable!("--impl is refused up front for collectives it does not provide")
                 }
                 (Implementation::Native, Kind::AllReduce) => {
@@ -685,6 +716,7 @@ impl Backend for MpiBackend {
             Implementation::Native => "native (the MPI library's own collectives)",
             Implementation::Ring => "ring (all-reduce, reduce-scatter, all-gather over MPI_Sendrecv)",
             Implementation::RecursiveDoubling => "recursive-doubling (all-reduce over MPI_Sendrecv)",
+            Implementation::Counts => "counts (the library's MPI_Reduce_scatter and MPI_Allgatherv, equal counts)",
         };
         let mut d = vec![format!("MPI library: {}", self.version), format!("implementation: {imp}")];
         d.extend(super::host::heap_note());
@@ -696,8 +728,13 @@ impl Backend for MpiBackend {
     }
 
     fn algorithm(&mut self, call: &Call) -> (String, &'static str) {
-        if self.implementation != Implementation::Native {
+        if self.implementation.own() {
             return (format!("{}(coll-bench)", self.implementation.name()), "coll-bench");
+        }
+        if self.implementation == Implementation::Counts {
+            // The decision tables coll-bench carries are those of the functions it times by
+            // default (MPI_Reduce_scatter_block, MPI_Allgather): not these.
+            return (crate::record::UNKNOWN_ALGORITHM.to_string(), "not reported");
         }
         let version = &self.version;
         let settings = self.settings.get_or_insert_with(|| super::algorithm::Settings::read(version));
@@ -720,7 +757,7 @@ impl Backend for MpiBackend {
         self.scratch = HostBuffer::empty();
         self.send = HostBuffer::new(send_bytes, 0)?;
         self.recv = HostBuffer::new(recv_bytes, SENTINEL)?;
-        if self.implementation != Implementation::Native {
+        if self.implementation.own() {
             // Recursive doubling receives a whole buffer; the rings at most two blocks.
             self.scratch = HostBuffer::new(send_bytes.max(recv_bytes) + 64, 0)?;
         }

@@ -96,7 +96,8 @@ pub struct Args {
     #[arg(long = "backend", value_name = "NAME", default_value = "mpi")]
     pub backend: String,
     /// Implementation of the collectives within the backend: native (the library's own), ring
-    /// (all-reduce, reduce-scatter, all-gather over MPI_Sendrecv) or recursive-doubling (all-reduce)
+    /// (all-reduce, reduce-scatter, all-gather over MPI_Sendrecv), recursive-doubling (all-reduce)
+    /// or counts (the library's MPI_Reduce_scatter and MPI_Allgatherv, equal counts)
     #[arg(long = "impl", value_name = "NAME", default_value = "native")]
     pub implementation: String,
     /// Heap the MPI library runs on: default (the C library's allocator as the environment sets

@@ -7,6 +7,7 @@ pub use crate::pairs::links::{Link, Nominal};
 use crate::pairs::links::{Peers, SLOWER_THAN_PEERS};
 use crate::record::shown_gbps as gb;
 use crate::size::human;
+pub use crate::tune::OtherCall;
 use serde::Serialize;
 /// A point whose 95th percentile is this much above its median is noisy.
 pub const NOISY_SPREAD: f64 = 0.10;
@@ -60,7 +61,7 @@ pub struct Alternative {
 /// One cause, ranked by `share`: the part of the time it would save or explain (0 to 1).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Cause {
-    /// `link`, `host`, `algorithm` or `noise`.
+    /// `link`, `host`, `algorithm`, `call` or `noise`.
     pub cause: &'static str,
     /// The host, host pair or collective it is about.
     pub subject: String,
@@ -247,9 +248,40 @@ pub fn point_causes(seen: &[Seen], alternatives: &[Alternative], fault_us: Optio
     out
 }
 
-/// All causes, most of the time first (a tie: link, host, algorithm, noise).
+/// The library's other function for a collective where it beat the one coll-bench times by
+/// more than [`ALGORITHM_GAIN`] (its slowest round under the default's time): the application
+/// that calls the slower one gets the shortfall.
+pub fn call_causes(calls: &[OtherCall]) -> Vec<Cause> {
+    calls
+        .iter()
+        .filter(|c| c.other_us < c.function_us * (1.0 - ALGORITHM_GAIN) && c.other_slowest_round_us < c.function_us)
+        .map(|c| Cause {
+            cause: "call",
+            subject: c.collective.to_string(),
+            share: 1.0 - c.other_us / c.function_us,
+            share_source: "measured",
+            evidence: format!(
+                "at {} {} took {:.0} us per call; the library's {} (equal counts) {:.0} us ({:.2}x faster), interleaved as tune times them",
+                human(c.size_bytes),
+                c.function,
+                c.function_us,
+                c.other_function,
+                c.other_us,
+                c.function_us / c.other_us
+            ),
+            remedy: Some(format!(
+                "an application that calls {} gets the slower time: call {} with equal counts (coll-bench --impl counts sweeps it)",
+                c.function, c.other_function
+            )),
+            short: false,
+        })
+        .collect()
+}
+
+/// All causes, most of the time first (a tie: link, host, algorithm, call, noise).
 pub fn rank(mut causes: Vec<Cause>) -> Vec<Cause> {
-    let order = |c: &Cause| ["link", "host", "algorithm", "noise"].iter().position(|x| *x == c.cause).unwrap_or(9);
+    let order =
+        |c: &Cause| ["link", "host", "algorithm", "call", "noise"].iter().position(|x| *x == c.cause).unwrap_or(9);
     causes.sort_by(|x, y| y.share.total_cmp(&x.share).then(order(x).cmp(&order(y))));
     causes
 }
@@ -267,6 +299,32 @@ mod tests {
 
     fn hosts(h: &[&str]) -> Vec<String> {
         h.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn the_other_call_is_a_cause_only_when_faster_beyond_its_noise() {
+        let call = |other_us: f64, hi: f64| OtherCall {
+            collective: Kind::ReduceScatter,
+            size_bytes: 1 << 20,
+            function: "MPI_Reduce_scatter_block",
+            function_us: 580.0,
+            other_function: "MPI_Reduce_scatter",
+            other_us,
+            other_slowest_round_us: hi,
+        };
+        let c = call_causes(&[call(98.0, 120.0)]);
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].cause, c[0].subject.as_str(), c[0].short), ("call", "reduce-scatter", false));
+        assert!((c[0].share - (1.0 - 98.0 / 580.0)).abs() < 1e-9);
+        assert!(c[0].evidence.contains("MPI_Reduce_scatter_block took 580 us") && c[0].evidence.contains("5.92x"));
+        // Within 5%, or a slowest round over the default's time: not a cause.
+        assert!(call_causes(&[call(560.0, 570.0)]).is_empty());
+        assert!(call_causes(&[call(400.0, 600.0)]).is_empty());
+        // Ranked after an algorithm of the same share.
+        let mut alg = c[0].clone();
+        alg.cause = "algorithm";
+        let r = rank(vec![c[0].clone(), alg]);
+        assert_eq!((r[0].cause, r[1].cause), ("algorithm", "call"));
     }
 
     #[test]

@@ -78,6 +78,7 @@ struct Findings<'a> {
     links: &'a [Link],
     nominal: &'a [Nominal],
     alternatives: &'a [Alternative],
+    calls: &'a [crate::tune::OtherCall],
     causes: &'a [Cause],
     /// `ok` or `short`.
     verdict: &'static str,
@@ -158,7 +159,10 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
     let nominal = crate::pairs::links::nominal_rates(world);
     let seen: Vec<Seen> = points.iter().map(|p| seen(p, &info, &world.hosts)).collect();
     // Every collective's algorithms, short or not: a faster one is a finding either way.
-    let alternatives: Vec<Alternative> = crate::tune::alternatives(world, opts)?
+    let measured = crate::tune::alternatives(world, opts)?;
+    let calls = measured.calls;
+    let alternatives: Vec<Alternative> = measured
+        .algorithms
         .into_iter()
         .map(|m| Alternative {
             collective: m.kind,
@@ -175,6 +179,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
     }
     let mut all = causes::link_causes(&links, &nominal);
     all.extend(causes::point_causes(&seen, &alternatives, crate::memory::fault_cost_us()));
+    all.extend(causes::call_causes(&calls));
     let ranked = causes::rank(all);
     let below: Vec<&Seen> =
         seen.iter().filter(|s| s.pct_of_ceiling.is_some_and(|p| p < o.min_pct_of_ceiling)).collect();
@@ -210,6 +215,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
                 links: &links,
                 nominal: &nominal,
                 alternatives: &alternatives,
+                calls: &calls,
                 causes: &ranked,
                 verdict: if code == exit::OK { "ok" } else { "short" },
                 exit_code: code,

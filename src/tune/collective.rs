@@ -44,6 +44,8 @@ pub(super) struct Found {
     pub collective_rules: Vec<rules::CollectiveRules>,
     pub environment: Vec<(String, String)>,
     pub measured: Vec<rules::Measured>,
+    /// The library's other function against the default one, per size (`doctor`).
+    pub calls: Vec<super::OtherCall>,
 }
 
 /// A collective's algorithm variable and the value found at start: what each candidate sets.
@@ -316,6 +318,7 @@ impl Job<'_> {
         p.algorithm_source = match cand.source {
             Source::Default => "auto",
             Source::Library(_) => "forced",
+            Source::Own(imp) if !imp.own() => "other call",
             Source::Own(_) => "coll-bench",
         }
         .to_string();
@@ -380,6 +383,7 @@ impl Job<'_> {
                 chosen_hi_us: if t(r).is_finite() { hi } else { f64::NAN },
             });
         });
+        self.other_call(kind, d, sizes, cells, found);
         let Some(var) = &d.var else { return };
         if self.library == Library::OpenMpi {
             found.collective_rules.push(rules::CollectiveRules {
@@ -414,6 +418,49 @@ impl Job<'_> {
                 _ => (f64::NAN, f64::NAN),
             };
         }
+    }
+}
+
+impl Job<'_> {
+    /// The library's other function for `kind` (`--impl counts`) against its default, per size:
+    /// kept for doctor, and one line when it is faster beyond noise (by more than
+    /// [`choose::MIN_GAIN`], its slowest round under the default's time) at some size.
+    fn other_call(&self, kind: Kind, d: &Discovered, sizes: &[u64], cells: &[Vec<Cell>], found: &mut Found) {
+        let Some(j) = d.candidates.iter().position(|c| c.source == Source::Own(Implementation::Counts)) else { return };
+        let Some((function, other)) = Implementation::counts_functions(kind) else { return };
+        let mut faster: Vec<(u64, f64)> = vec![];
+        for (i, &size) in sizes.iter().enumerate() {
+            let time = |c: usize| cells[c].get(i).map(Cell::outcome);
+            let (Some(Outcome::Time(default_us)), Some(Outcome::Time(other_us))) = (time(0), time(j)) else { continue };
+            let hi = choose::band(cells[j][i].rounds()).map(|b| b.1).unwrap_or(other_us);
+            found.calls.push(super::OtherCall {
+                collective: kind,
+                size_bytes: size,
+                function,
+                function_us: default_us,
+                other_function: other,
+                other_us,
+                other_slowest_round_us: hi,
+            });
+            if other_us * choose::MIN_GAIN < default_us && hi < default_us {
+                faster.push((size, default_us / other_us));
+            }
+        }
+        if faster.is_empty() || self.quiet {
+            return;
+        }
+        let most = faster.iter().map(|f| f.1).fold(0.0, f64::max);
+        say(
+            self.world,
+            &format!(
+                "# {kind}: {other} (the library's other function, equal counts) beat {function}, which coll-bench times, by more than {:.0}% at {} of {} sizes ({}..{} B), up to {most:.2}x: an application that calls {other} gets that (coll-bench --impl counts sweeps it)",
+                (choose::MIN_GAIN - 1.0) * 100.0,
+                faster.len(),
+                sizes.len(),
+                faster[0].0,
+                faster[faster.len() - 1].0
+            ),
+        );
     }
 }
 

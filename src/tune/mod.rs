@@ -149,9 +149,13 @@ fn discover(tool: &Tool, library: Library, kind: Kind, nranks: usize, all: &[Cva
             }
         },
     }
-    for imp in [Implementation::Ring, Implementation::RecursiveDoubling] {
+    for imp in [Implementation::Ring, Implementation::RecursiveDoubling, Implementation::Counts] {
         if imp.provides(kind) && imp.unfit(nranks).is_none() {
-            candidates.push(Candidate { name: format!("{}(coll-bench)", imp.name()), source: Source::Own(imp) });
+            let name = match Implementation::counts_functions(kind) {
+                Some((_, other)) if !imp.own() => format!("{other}(call)"),
+                _ => format!("{}(coll-bench)", imp.name()),
+            };
+            candidates.push(Candidate { name, source: Source::Own(imp) });
         }
     }
     Discovered { var, candidates, note }
@@ -221,7 +225,7 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
         job.tune(kind, &all_vars, &mut csv, &mut found)?;
     }
 
-    let collective::Found { any_wrong, missed, collective_rules, environment, measured } = found;
+    let collective::Found { any_wrong, missed, collective_rules, environment, measured, .. } = found;
     let mut ended: Result<()> = Ok(());
     if let (Some(path), 0) = (&o.write_rules, world.rank) {
         let file = rules::RulesFile { library, collectives: collective_rules, environment, measured };
@@ -237,12 +241,35 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     Ok(if any_wrong || missed { exit::WRONG } else { exit::OK })
 }
 
+/// The library's other function for a collective (`--impl counts`) against the one coll-bench
+/// times by default, at one size, interleaved as tune times every candidate.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct OtherCall {
+    pub collective: Kind,
+    pub size_bytes: u64,
+    /// The function timed by default (`MPI_Reduce_scatter_block`) and its time (µs).
+    pub function: &'static str,
+    pub function_us: f64,
+    /// The other (`MPI_Reduce_scatter`, equal counts), its time and its slowest round (µs).
+    pub other_function: &'static str,
+    pub other_us: f64,
+    pub other_slowest_round_us: f64,
+}
+
+/// What [`alternatives`] measured: per collective and size, the library's default against the
+/// fastest algorithm it can select, and against the library's other function where it has one.
+pub struct Alternatives {
+    pub algorithms: Vec<rules::Measured>,
+    pub calls: Vec<OtherCall>,
+}
+
 /// For `doctor`: each of `opts`' collectives at its sizes, every algorithm the library can be
-/// made to run timed against its default as tune times them (interleaved rounds, no skip rule),
-/// printing nothing but WRONG lines; per collective and size, the default's time and the fastest
-/// the library can select (`algorithm` `default` where none beats it). Collective; the
-/// environment must have been prepared ([`prepare_environment`]) before `MPI_Init`.
-pub fn alternatives(world: &World, opts: &Options) -> Result<Vec<rules::Measured>> {
+/// made to run (and its other function for the collective) timed against its default as tune
+/// times them (interleaved rounds, no skip rule), printing nothing but WRONG lines; per
+/// collective and size, the default's time and the fastest the library can select
+/// (`algorithm` `default` where none beats it). Collective; the environment must have been
+/// prepared ([`prepare_environment`]) before `MPI_Init`.
+pub fn alternatives(world: &World, opts: &Options) -> Result<Alternatives> {
     let o = TuneOptions { sweep: opts.clone(), write_rules: None, verify: None, in_place: false, no_skip: true };
     let opts = options_for(world, &o, None)?;
     let library = Library::of(&world.library_version);
@@ -255,7 +282,7 @@ pub fn alternatives(world: &World, opts: &Options) -> Result<Vec<rules::Measured
     for &kind in &opts.collectives {
         job.tune(kind, &all_vars, &mut None, &mut found)?;
     }
-    Ok(found.measured)
+    Ok(Alternatives { algorithms: found.measured, calls: found.calls })
 }
 
 /// The sweep's options as tune runs them, checked on every rank before anything is measured:
@@ -283,11 +310,11 @@ fn options_for(world: &World, o: &TuneOptions, verify: Option<&rules::RulesFile>
     world.agree(crate::backend::mpi::known_faults(world, &opts))?;
     world.agree(if world.rank == 0 { check_outputs(o) } else { Ok(()) })?;
     let (send, recv) = buffer_bytes(&opts, world.size, world.rank, Convention::Mpi);
-    let own = [Implementation::Ring, Implementation::RecursiveDoubling]
-        .iter()
-        .filter(|i| opts.collectives.iter().any(|k| i.provides(*k)) && i.unfit(world.size).is_none())
-        .count() as u64;
-    let need = crate::memory::per_rank_need(send as u64, recv as u64, false)
+    let runs = |i: &Implementation| opts.collectives.iter().any(|k| i.provides(*k)) && i.unfit(world.size).is_none();
+    let own = [Implementation::Ring, Implementation::RecursiveDoubling].iter().filter(|i| runs(i)).count() as u64;
+    // `counts` is the library's code on buffers of its own, no scratch.
+    let counts = u64::from(runs(&Implementation::Counts));
+    let need = (1 + counts) * crate::memory::per_rank_need(send as u64, recv as u64, false)
         + own * crate::memory::per_rank_need(send as u64, recv as u64, true);
     crate::setup::fit_memory(world, "-e/--maxbytes", need)?;
     Ok(opts)
@@ -458,7 +485,7 @@ fn print_table(
         head.push_str(&format!("  {:>w$}", c.name, w = width(c)));
     }
     head.push_str("  fastest / library file's choice / speed-up of fastest over default");
-    say(world, &format!("# {kind}: time per call (us): the median over {} interleaved rounds of each round's median; * fastest; skip: not run (the skip rule); (coll-bench) implementations cannot be selected through the library", measure::ROUNDS));
+    say(world, &format!("# {kind}: time per call (us): the median over {} interleaved rounds of each round's median; * fastest; skip: not run (the skip rule); (coll-bench) implementations cannot be selected through the library; (call): the library's other function for the collective, which the application selects by calling it", measure::ROUNDS));
     say(world, &format!("# {:>11}", "size (B)"));
     say(world, &head);
     for (i, &size) in sizes.iter().enumerate() {
