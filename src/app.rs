@@ -433,6 +433,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
     // The ceiling first: the header gives it, and every point is read against it.
     let links = info.ring_links();
     info.ceiling = sweep.ceiling(links, &mut info.notes)?;
+    crate::nic::beside(world, &mut info.ceiling);
     // Files last, so no file is left behind by a run that never started.
     let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };
     let (mut reports, csv_file, mut files) = world.agree(opened)?.unwrap_or_default();

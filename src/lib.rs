@@ -39,6 +39,7 @@ pub mod launch;
 pub mod layout;
 pub mod memory;
 pub mod mpi_error;
+pub mod nic;
 pub mod options;
 pub mod pairs;
 pub mod plot;

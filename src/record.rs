@@ -228,13 +228,13 @@ pub const UNKNOWN_ALGORITHM: &str = "unknown";
 /// How an algorithm is known (`algorithm_source`), the one vocabulary (docs/output.md): named by
 /// `forced` (the library's variable, set by the user, read back through MPI_T), `fixed rules`
 /// (Open MPI 4.1's `coll_tuned` decision, replicated), `rules file` (an Open MPI dynamic rules
-/// file's rule, applied as Open MPI does), `coll-bench` (`--impl`: our own); `unknown` because
+/// file's rule, applied as Open MPI does), `coll-bench` (`--impl`: our own), `other call` (tune's candidate of the library's other function); `unknown` because
 /// of `rules file` (a rules file that cannot be read as Open MPI reads it), `auto` (the
 /// library's own selection, not replicated), `other component` (Open MPI: a component other than
 /// `coll_tuned` may serve the communicator), `not reported` (nothing says: NCCL, another
 /// library, a point-to-point test).
-pub const ALGORITHM_SOURCES: [&str; 7] =
-    ["forced", "fixed rules", "coll-bench", "rules file", "auto", "other component", "not reported"];
+pub const ALGORITHM_SOURCES: [&str; 8] =
+    ["forced", "fixed rules", "coll-bench", "other call", "rules file", "auto", "other component", "not reported"];
 
 impl Point {
     pub fn measurements(&self) -> [&Measurement; 2] {
@@ -296,6 +296,10 @@ pub struct Ceiling {
     pub time_us: f64,
     /// `within hosts` when every pair of ring neighbours shares a host, else `between hosts`.
     pub links: &'static str,
+    /// Between hosts: each host's nominal link rate where its hardware states one
+    /// ([`crate::nic`]), listed beside the measured ceiling (a port's speed is not what MPI
+    /// carries over it); empty within hosts.
+    pub nominal: Vec<Nominal>,
 }
 
 impl Ceiling {
@@ -312,9 +316,32 @@ impl Ceiling {
         shown_gbps(self.gbps)
     }
 
+    /// The slowest nominal rate of the hosts that state one.
+    pub fn slowest_nominal(&self) -> Option<&Nominal> {
+        self.nominal.iter().min_by(|a, b| a.gbps.total_cmp(&b.gbps))
+    }
+
     /// `busbw_gbps` as a percentage of the ceiling.
     pub fn pct(&self, busbw_gbps: f64) -> Option<f64> {
         (self.gbps > 0.0 && busbw_gbps.is_finite()).then(|| busbw_gbps / self.gbps * 100.0)
+    }
+}
+
+/// A host's nominal link rate, where its hardware says ([`crate::nic`]): its fastest up
+/// interface.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Nominal {
+    pub host: String,
+    /// `eth0`, or an InfiniBand `device/port`.
+    pub interface: String,
+    /// GB/s, one way (the hardware states Gb/s: a 10 Gb/s port is 1.25).
+    pub gbps: f64,
+}
+
+impl Nominal {
+    /// `1.25 GB/s (eth0, 10 Gb/s)`.
+    pub fn shown(&self) -> String {
+        format!("{} GB/s ({}, {} Gb/s)", shown_gbps(self.gbps), self.interface, self.gbps * 8.0)
     }
 }
 
@@ -402,11 +429,14 @@ impl RunInfo {
     /// `within hosts`.
     pub fn ring_links(&self) -> &'static str {
         if self.ring_crosses_hosts() {
-            "between hosts"
+            Self::BETWEEN_HOSTS
         } else {
-            "within hosts"
+            Self::WITHIN_HOSTS
         }
     }
+
+    pub const BETWEEN_HOSTS: &'static str = "between hosts";
+    pub const WITHIN_HOSTS: &'static str = "within hosts";
 
     /// Ranks per group (every group has the same size).
     pub fn group_size(&self) -> usize {

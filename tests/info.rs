@@ -148,7 +148,7 @@ fn a_rank_with_another_nccl_setting_is_named_last() {
     // schema (issue 26: was the display labels, "2 online", no schema).
     let out = ok(&info_run(4, &["--json"], true, &[]));
     let j: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!((j["schema"].as_str(), j["ranks"].as_u64()), (Some("coll-bench-info/1"), Some(4)), "{out}");
+    assert_eq!((j["schema"].as_str(), j["ranks"].as_u64()), (Some("coll-bench-info/2"), Some(4)), "{out}");
     let hosts = j["hosts"].as_array().unwrap();
     assert_eq!(hosts.len(), 1, "{out}");
     assert_eq!(hosts[0]["ranks"], serde_json::json!([0, 1, 2, 3]));

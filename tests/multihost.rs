@@ -210,6 +210,15 @@ fn the_ceiling_is_the_shaped_links_rate() {
     assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
     let head = out.lines().find(|l| l.starts_with("# ceiling: ")).unwrap_or_else(|| panic!("{out}"));
     assert!(head.contains("sendrecv of 1M around the ring of 3 ranks, between hosts"), "{head}");
+    // The hosts' nominal rates beside it (the bed's veth interfaces state 10 Gb/s: the capped
+    // ceiling is under 1% of that; a kernel that states none says so).
+    let nominal = out.lines().find(|l| l.starts_with("# nominal: ")).unwrap_or_else(|| panic!("{out}"));
+    if nominal.contains(" on every host;") {
+        let pct: f64 = nominal.split("the ceiling is ").nth(1).unwrap().split('%').next().unwrap().parse().unwrap();
+        assert!(pct < 10.0, "{nominal}");
+    } else {
+        assert!(nominal.starts_with("# nominal: no host's hardware states"), "{nominal}");
+    }
     let mut r = csv::Reader::from_path(bed.dir().join("c.csv")).unwrap();
     let h = r.headers().unwrap().clone();
     let col = |n: &str| h.iter().position(|c| c == n).unwrap();

@@ -490,6 +490,7 @@ fn run_rules(
             // Once per rule, before its repeats: the rows of its sweeps carry it.
             let ring = info.ring_links();
             info.ceiling = Sweep::new(world, backend.as_mut(), &sweep_opts).ceiling(ring, &mut info.notes)?;
+            crate::nic::beside(world, &mut info.ceiling);
             // And the links it could be short of: the pairs between hosts (three hosts or more).
             if by_host.len() > 2 {
                 links = crate::pairs::links::measure(world, rule.max_bytes, spec.budget_s, opts.files);
@@ -773,6 +774,7 @@ mod tests {
             size_bytes: 8192,
             time_us: 1.0,
             links: "within hosts",
+            nominal: vec![],
         };
         let judged = |c: Option<&crate::record::Ceiling>| {
             let v = judge_rule(&r, &pts, &hosts, c, 1.0);

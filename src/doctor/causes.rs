@@ -83,8 +83,7 @@ pub fn link_causes(links: &[Link], nominal: &[Nominal]) -> Vec<Cause> {
     let mut out = vec![];
     let between: Vec<&Link> = links.iter().filter(|l| l.a != l.b && l.gbps.is_finite()).collect();
     let nominal_of = |h: &str| nominal.iter().find(|n| n.host == h);
-    let nominal_text =
-        |h: &str| nominal_of(h).map(|n| format!("; nominal {} Gb/s ({})", n.gbps, n.interface)).unwrap_or_default();
+    let nominal_text = |h: &str| nominal_of(h).map(|n| format!("; nominal {}", n.shown())).unwrap_or_default();
     if let Some(peers) = Peers::of(links) {
         for slow in peers.slow() {
             let h = &slow.host;
@@ -109,11 +108,8 @@ pub fn link_causes(links: &[Link], nominal: &[Nominal]) -> Vec<Cause> {
             });
         }
     } else if let [l] = between[..] {
-        let nom = [nominal_of(&l.a), nominal_of(&l.b)]
-            .into_iter()
-            .flatten()
-            .map(|n| n.gbps / 8.0)
-            .fold(f64::INFINITY, f64::min);
+        let nom =
+            [nominal_of(&l.a), nominal_of(&l.b)].into_iter().flatten().map(|n| n.gbps).fold(f64::INFINITY, f64::min);
         if nom.is_finite() && l.gbps < SLOWER_THAN_PEERS * nom {
             out.push(Cause {
                 cause: "link",
@@ -355,7 +351,7 @@ mod tests {
             [("a", "a"), ("a", "b"), ("b", "b")]
         );
         assert_eq!(links[1].gbps, 0.6);
-        let nominal = [Nominal { host: "a".into(), interface: "eth0".into(), gbps: 10.0 }];
+        let nominal = [Nominal { host: "a".into(), interface: "eth0".into(), gbps: 1.25 }];
         let c = link_causes(&links, &nominal);
         let link = c.iter().find(|c| c.cause == "link").expect("link");
         assert!((link.share - (1.0 - 0.6 / 1.25)).abs() < 1e-9 && !link.short, "{link:?}");

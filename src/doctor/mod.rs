@@ -125,6 +125,7 @@ fn sweep(world: &World, opts: &Options) -> Result<(Vec<Point>, RunInfo, bool)> {
     let mut sweep = Sweep::new(world, backend.as_mut(), &opts);
     let links = info.ring_links();
     info.ceiling = sweep.ceiling(links, &mut info.notes)?;
+    crate::nic::beside(world, &mut info.ceiling);
     let totals = sweep.run(&mut |p| {
         points.push(p.without_rank_times());
         Ok(())
@@ -156,7 +157,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
     } else {
         vec![]
     };
-    let nominal = crate::pairs::links::nominal_rates(world);
+    let nominal = crate::nic::nominal_rates(world);
     let seen: Vec<Seen> = points.iter().map(|p| seen(p, &info, &world.hosts)).collect();
     // Every collective's algorithms, short or not: a faster one is a finding either way.
     let measured = crate::tune::alternatives(world, opts)?;

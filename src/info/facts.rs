@@ -454,7 +454,7 @@ pub fn json_fields(field: &str, value: &str) -> Vec<(&'static str, serde_json::V
                     let w: Vec<&str> = i.split(' ').collect();
                     let speed = w.iter().find_map(|x| x.strip_suffix("Mb/s")).map_or(Value::Null, num);
                     let mtu = w.iter().position(|x| *x == "mtu").and_then(|p| w.get(p + 1)).map_or(Value::Null, |m| num(m));
-                    json!({ "name": w[0], "state": w.get(1).copied().unwrap_or("unknown"), "speed_mbps": speed, "mtu": mtu })
+                    json!({ "name": w[0], "state": w.get(1).copied().unwrap_or("unknown"), "speed_mbit_per_s": speed, "mtu": mtu })
                 })
                 .collect();
             vec![("network_interfaces", Value::Array(items))]
@@ -471,7 +471,7 @@ pub fn json_fields(field: &str, value: &str) -> Vec<(&'static str, serde_json::V
                         "device": device,
                         "port": port.parse::<u64>().map_or(Value::Null, |p| json!(p)),
                         "state": w.get(1).copied().unwrap_or("unknown"),
-                        "rate_gbps": rate,
+                        "rate_gbit_per_s": rate,
                     })
                 })
                 .collect();
@@ -552,13 +552,13 @@ mod tests {
         assert_eq!(
             get("network interfaces", "eth0 up 25000Mb/s mtu 9000; eth1 down"),
             json!({"network_interfaces": [
-                {"name": "eth0", "state": "up", "speed_mbps": 25000, "mtu": 9000},
-                {"name": "eth1", "state": "down", "speed_mbps": null, "mtu": null},
+                {"name": "eth0", "state": "up", "speed_mbit_per_s": 25000, "mtu": 9000},
+                {"name": "eth1", "state": "down", "speed_mbit_per_s": null, "mtu": null},
             ]})
         );
         assert_eq!(
             get("InfiniBand", "mlx5_0/1 ACTIVE 100 Gb/sec (4X EDR)"),
-            json!({"infiniband": [{"device": "mlx5_0", "port": 1, "state": "ACTIVE", "rate_gbps": 100.0}]})
+            json!({"infiniband": [{"device": "mlx5_0", "port": 1, "state": "ACTIVE", "rate_gbit_per_s": 100.0}]})
         );
         assert_eq!(get("InfiniBand", ABSENT), json!({"infiniband": []}));
         assert_eq!(get("NCCL", "absent (built without the nccl feature)"), json!({"nccl": null}));

@@ -211,7 +211,7 @@ pub fn text(entries: &[Entry], diffs: &[Vec<Difference>], ranks: usize) -> Strin
 }
 
 /// The layout of `info --json`; a change that renames or removes a field changes it.
-pub const SCHEMA: &str = "coll-bench-info/1";
+pub const SCHEMA: &str = "coll-bench-info/2";
 
 /// A field's JSON key: the fixed fields' snake_case keys ([`facts::json_fields`]), `env.NAME` for
 /// a variable.

@@ -398,7 +398,8 @@ mod tests {
             source: "measured",
             size_bytes: 1 << 20,
             time_us: 262.0,
-            links: "within hosts",
+            links: "between hosts",
+            nominal: vec![crate::record::Nominal { host: "h".into(), interface: "eth0".into(), gbps: 1.25 }],
         });
         let mut docs = vec![];
         for info in [info(), other] {

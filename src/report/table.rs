@@ -149,6 +149,9 @@ impl<W: Write> Report for TableReport<W> {
         if let Some(l) = ceiling_line(info) {
             self.line(&l);
         }
+        if let Some(l) = nominal_line(info) {
+            self.line(&l);
+        }
         for note in &info.notes {
             self.line(&format!("# note: {note}"));
         }
@@ -346,6 +349,41 @@ fn ceiling_line(info: &RunInfo) -> Option<String> {
         c.links,
         c.time_us
     ))
+}
+
+/// Between hosts, the header's line of the hosts' nominal link rates beside the measured
+/// ceiling: collapsed when every host states the same, the hosts that state none named, and the
+/// ceiling as a percentage of the slowest (above it beyond noise: the ceiling's traffic did not
+/// go through that interface).
+fn nominal_line(info: &RunInfo) -> Option<String> {
+    let c = info.ceiling.as_ref().filter(|c| c.links == RunInfo::BETWEEN_HOSTS)?;
+    let Some(slowest) = c.slowest_nominal() else {
+        return Some(
+            "# nominal: no host's hardware states its link rate (/sys/class/net/*/speed, /sys/class/infiniband/*/ports/*/rate)"
+                .into(),
+        );
+    };
+    let silent: Vec<&str> =
+        info.hosts.iter().map(|(h, _)| h.as_str()).filter(|h| !c.nominal.iter().any(|n| n.host == *h)).collect();
+    let alike = c.nominal.iter().all(|n| n.gbps == slowest.gbps && n.interface == slowest.interface);
+    let mut line = if alike && silent.is_empty() {
+        format!("# nominal: {} on every host", slowest.shown())
+    } else {
+        let each: Vec<String> = c.nominal.iter().map(|n| format!("{} {}", n.host, n.shown())).collect();
+        format!("# nominal: {}", each.join(", "))
+    };
+    if !silent.is_empty() {
+        line.push_str(&format!("; not stated by {}", silent.join(", ")));
+    }
+    let pct = c.gbps / slowest.gbps * 100.0;
+    let pct = if pct < 10.0 { format!("{pct:.2}") } else { format!("{pct:.0}") };
+    line.push_str(&format!("; the ceiling is {pct}% of the slowest, {} GB/s", crate::record::shown_gbps(slowest.gbps)));
+    if c.gbps > slowest.gbps * crate::record::Ceiling::ABOVE {
+        line.push_str(
+            ": above it, so its traffic took another path than that interface, or the hardware understates it",
+        );
+    }
+    Some(line)
 }
 
 /// The host of `rank` (`?` if none has it).
@@ -592,6 +630,42 @@ mod tests {
         assert_eq!(pingpong_per_host(&hosts[..1], 8, &[1.0, 2.0]), None);
     }
 
+    /// Between hosts, the nominal rates under the ceiling's line: collapsed when alike, the
+    /// silent hosts named, the ceiling against the slowest; nothing within hosts.
+    #[test]
+    fn the_nominal_rates_are_listed_beside_a_ceiling_between_hosts() {
+        use crate::record::Nominal;
+        let mut info = RunInfo::sample(vec![("a".into(), vec![0]), ("b".into(), vec![1]), ("c".into(), vec![2])]);
+        let nominal = |host: &str, gbps| Nominal { host: host.into(), interface: "eth0".into(), gbps };
+        let ceiling = |gbps, links, nominal| crate::record::Ceiling {
+            gbps,
+            source: "measured",
+            size_bytes: 1 << 20,
+            time_us: 1.0,
+            links,
+            nominal,
+        };
+        let line = |info: &RunInfo| nominal_line(info);
+        info.ceiling = Some(ceiling(0.78, "within hosts", vec![]));
+        assert_eq!(line(&info), None);
+        info.ceiling = Some(ceiling(0.78, "between hosts", vec![]));
+        assert!(line(&info).unwrap().starts_with("# nominal: no host's hardware states its link rate"));
+        let all = vec![nominal("a", 1.25), nominal("b", 1.25), nominal("c", 1.25)];
+        info.ceiling = Some(ceiling(0.78, "between hosts", all));
+        assert_eq!(
+            line(&info).unwrap(),
+            "# nominal: 1.25 GB/s (eth0, 10 Gb/s) on every host; the ceiling is 62% of the slowest, 1.25 GB/s"
+        );
+        info.ceiling = Some(ceiling(0.00564, "between hosts", vec![nominal("a", 12.5), nominal("b", 1.25)]));
+        assert_eq!(
+            line(&info).unwrap(),
+            "# nominal: a 12.50 GB/s (eth0, 100 Gb/s), b 1.25 GB/s (eth0, 10 Gb/s); not stated by c; the ceiling is 0.45% of the slowest, 1.25 GB/s"
+        );
+        info.ceiling =
+            Some(ceiling(2.4, "between hosts", vec![nominal("a", 1.25), nominal("b", 1.25), nominal("c", 1.25)]));
+        assert!(line(&info).unwrap().ends_with("the ceiling is 192% of the slowest, 1.25 GB/s: above it, so its traffic took another path than that interface, or the hardware understates it"));
+    }
+
     /// With a ceiling: the header's line, `%ceil` after nccl-tests' thirteen columns (`-` for
     /// barrier), and one footer line for the measurements above it; none of it without one.
     #[test]
@@ -604,6 +678,7 @@ mod tests {
             size_bytes: 64 << 10,
             time_us: 800.0,
             links: "within hosts",
+            nominal: vec![],
         });
         let mut t = TableReport::new(Vec::new());
         t.begin(&info).unwrap();

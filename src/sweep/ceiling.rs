@@ -47,7 +47,15 @@ impl Sweep<'_> {
         if let Some(w) = m.wrong.filter(|&w| w > 0) {
             notes.push(format!("the ceiling pass's sendrecv of {bytes} B delivered {w} wrong elements"));
         }
-        Ok(Some(Ceiling { gbps: m.busbw_gbps, source: "measured", size_bytes: bytes, time_us: m.time_us, links }))
+        // The hosts' nominal rates are added by the caller, on the world ([`crate::nic::beside`]).
+        Ok(Some(Ceiling {
+            gbps: m.busbw_gbps,
+            source: "measured",
+            size_bytes: bytes,
+            time_us: m.time_us,
+            links,
+            nominal: vec![],
+        }))
     }
 }
 
@@ -68,7 +76,8 @@ mod tests {
     #[test]
     fn the_header_shows_three_significant_digits() {
         let shown = |gbps| {
-            crate::record::Ceiling { gbps, source: "measured", size_bytes: 1, time_us: 1.0, links: "" }.shown_gbps()
+            crate::record::Ceiling { gbps, source: "measured", size_bytes: 1, time_us: 1.0, links: "", nominal: vec![] }
+                .shown_gbps()
         };
         assert_eq!(shown(14.333068), "14.33");
         assert_eq!(shown(5.4321), "5.43");
