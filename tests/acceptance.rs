@@ -194,23 +194,29 @@ fn from_run(dir: &Path, args: &[&str]) -> std::process::Output {
 
 /// A copy of a sweep's CSV with every time (mean, median, percentiles, the median's interval)
 /// set to `time_us`, spreads to 0, every bandwidth and percentage of the ceiling to `busbw_gbps`
-/// and every row's warnings to `warnings`: a baseline whose numbers do not depend on how loaded
-/// the machine was.
+/// and every row's warnings to `warnings`, times and rates scaled with the size (× size / the
+/// smallest size that moves data: each size a step out of the latency band, the curve's half
+/// reached inside its plateau, so no knee rule): a baseline whose numbers do not depend on how
+/// loaded the machine was.
 fn doctored(dir: &Path, from: &str, to: &str, (time_us, busbw_gbps): (f64, f64), warnings: &str) {
     let mut rd = csv::Reader::from_path(dir.join(from)).unwrap();
     let head = rd.headers().unwrap().clone();
+    let size_col = head.iter().position(|h| h == "size_bytes").unwrap();
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    let size = |r: &csv::StringRecord| r[size_col].parse::<f64>().unwrap();
+    let smallest = rows.iter().map(size).filter(|s| *s > 0.0).fold(f64::INFINITY, f64::min);
     let mut w = csv::Writer::from_path(dir.join(to)).unwrap();
     w.write_record(&head).unwrap();
-    for r in rd.records() {
+    for r in &rows {
+        let scale = size(r).max(smallest) / smallest;
         let r: Vec<String> = r
-            .unwrap()
             .iter()
             .zip(head.iter())
             .map(|(v, h)| match h {
                 "stddev_us" => "0".to_string(),
                 "warnings" => warnings.to_string(),
-                _ if h.ends_with("_us") && !v.is_empty() => time_us.to_string(),
-                _ if h.ends_with("_gbps") || h == "pct_of_ceiling" => busbw_gbps.to_string(),
+                _ if h.ends_with("_us") && !v.is_empty() => (time_us * scale).to_string(),
+                _ if h.ends_with("_gbps") || h == "pct_of_ceiling" => (busbw_gbps * scale).to_string(),
                 _ => v.to_string(),
             })
             .collect();
@@ -239,10 +245,16 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     let abs = dir.path().canonicalize().unwrap().join("gate.toml");
     // (A warning line may come first: this run's rows may be noisy.)
-    let wrote = format!("coll-bench spec: wrote {} (3 rules;", abs.display());
-    assert!(stderr(&o).lines().any(|l| l.starts_with(&wrote)), "{}", stderr(&o));
+    // Bandwidth, ceiling and latency; a knee rule too where this run's curve reached half its
+    // plateau's bandwidth below the plateau.
+    let wrote = format!("coll-bench spec: wrote {} (", abs.display());
+    let line = stderr(&o).lines().find(|l| l.starts_with(&wrote)).map(str::to_string);
+    let line = line.unwrap_or_else(|| panic!("{}", stderr(&o)));
     let gate = std::fs::read_to_string(dir.path().join("gate.toml")).unwrap();
-    assert!(gate.contains("plateau = \"128K..1M\"") && gate.contains("sizes = \"64K..64K\""), "{gate}");
+    let knee = gate.contains("name = \"all-reduce float sum knee\"");
+    assert!(line[wrote.len()..].starts_with(if knee { "4 rules;" } else { "3 rules;" }), "{line}\n{gate}");
+    // The latency band starts at the smallest size.
+    assert!(gate.contains("plateau = \"128K..1M\"") && gate.contains("sizes = \"64K.."), "{gate}");
     assert!(gate.contains("ranks_per_node = 2") && gate.contains("bus bandwidth >= baseline / 1.3"), "{gate}");
     // The sweep measured a ceiling: the plateau also gets a rule on it, portable to other links.
     assert!(
@@ -304,6 +316,27 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
             && failed[2].contains("all-reduce float sum latency"),
         "{failed:?}"
     );
+}
+
+/// `max_knee_bytes` judged on a real curve: at the largest size it cannot fail (the plateau's
+/// best is reached there at the latest); at 8 B it cannot pass (all-reduce of 8 B carries a
+/// thousandth of what 256K..1M does); the measured knee is named in the line.
+#[test]
+fn the_knee_of_a_real_curve_is_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let rule = |name: &str, knee: &str| {
+        format!("\n[[rule]]\nname = \"{name}\"\ncollective = \"all-reduce\"\nsizes = \"8..1M\"\nplateau = \"256K..1M\"\nmax_knee_bytes = \"{knee}\"\n")
+    };
+    let text = format!("[settings]\nrepeats = 1\nbudget = \"5ms\"\n{}{}", rule("late", "1M"), rule("early", "8"));
+    let s = spec(dir.path(), &text);
+    let o = mpirun_in(dir.path(), 2, &["check", &s, "--no-csv"], 300);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
+    let knees: Vec<&str> = out.lines().filter(|l| !l.starts_with('#') && l.contains(" knee ")).collect();
+    assert_eq!(knees.len(), 2, "{out}");
+    assert!(knees[0].contains("late") && knees[0].contains("<= 1M") && knees[0].ends_with("PASS"), "{out}");
+    assert!(knees[1].contains("early") && knees[1].contains("<= 8") && knees[1].ends_with("FAIL"), "{out}");
+    assert!(knees[1].contains("half the plateau's "), "{out}");
 }
 
 /// A sweep whose smallest sizes are 0 B for a sized collective (all-gather from 8 B on 2 ranks,

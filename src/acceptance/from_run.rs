@@ -2,14 +2,17 @@
 //! spec from known-good runs, so today's healthy cluster becomes tomorrow's gate. No MPI: it
 //! reads CSVs (a sweep's or `check`'s) and writes TOML that `coll-bench check` takes.
 //!
-//! Per series (collective × backend × type × op, out of place) it writes up to two rules, each
+//! Per series (collective × backend × type × op, out of place) it writes up to four rules, each
 //! judged as `check` judges: a bandwidth rule over the sizes where bandwidth has levelled off
 //! (the largest eighth of the range, as the table's footer), requiring the weakest of them at
-//! `busbw / (1 + margin)`; and a latency rule at the smallest size on the median time per call
+//! `busbw / (1 + margin)`; a latency rule over the latency band (the sizes from the smallest whose
+//! median stays within 1.5x of the smallest's) on the median time per call
 //! (`max_median_us`: a mean at small sizes is pulled far up by a few slow calls, 0.87 µs where
 //! the median was 0.26 µs), requiring `median × (1 + margin)`. Where the runs' rows have a
 //! ceiling (`pct_of_ceiling`), a third rule over the same plateau requires the weakest size's
 //! `pct_of_ceiling / (1 + margin)` (`min_pct_of_ceiling`): portable to links of another speed.
+//! Where the curve reaches half its plateau's bandwidth below the plateau, a knee rule
+//! (`max_knee_bytes`) allows the runs' latest knee one size step later.
 //!
 //! Each size's baseline value is the median over every row for it: one per run given, and one
 //! per repeat of a `check` CSV. Its spread is the larger of the spread between those rows
@@ -38,6 +41,11 @@ pub const FORM: &str = "coll-bench spec from-run RUN.csv [RUN.csv ...] [--margin
 
 /// Share of the largest size from which bandwidth counts as levelled off (as the table's footer).
 const PLATEAU_FRACTION: u64 = 8;
+
+/// The latency band: the sizes from the smallest whose median time stays within this factor of
+/// the smallest's (the flat start of the curve). One bound over the band catches a slowdown of
+/// more than this factor times the margin at any of its sizes.
+const LATENCY_BAND: f64 = 1.5;
 
 /// A rule's margin is at least this many times the baseline's measured spread: a run repeated
 /// on the same machine lands within about that much of it.
@@ -458,13 +466,39 @@ fn write_rules(
             }
         }
     }
-    let b = at_size(smallest, &median_time);
-    if b.value > 0.0 {
-        learn(smallest);
-        let (m, why) = widened(margin, &b);
-        let size = if s.kind.spec().sized() { human(smallest) } else { "8".to_string() };
-        head(t, "latency", &format!("{size}..{size}"));
-        let at = if s.kind.spec().sized() { format!(" at {}", human(smallest)) } else { String::new() };
+    if s.kind.spec().sized() {
+        knee_rule(t, s, &sizes, &mut learn, &head, &tail);
+    }
+    // The latency band: the smallest size and every next one whose median stays within
+    // LATENCY_BAND of the smallest's (the flat start of the curve, where time is latency).
+    let first = at_size(smallest, &median_time);
+    if first.value > 0.0 {
+        let band: Vec<(u64, Baseline)> = sizes
+            .iter()
+            .map(|&z| (z, at_size(z, &median_time)))
+            .take_while(|(_, b)| b.value > 0.0 && b.value <= LATENCY_BAND * first.value)
+            .collect();
+        band.iter().for_each(|(z, _)| learn(*z));
+        // Each size's own margin; the band's bound is the loosest of them.
+        let (top, b, (m, why)) = band
+            .iter()
+            .map(|(z, b)| (*z, *b, widened(margin, b)))
+            .max_by(|x, y| (x.1.value * (1.0 + x.2 .0)).total_cmp(&(y.1.value * (1.0 + y.2 .0))))
+            .expect("the smallest size is in the band");
+        let last = band.last().expect("the band has a size").0;
+        let (lo, hi) = if s.kind.spec().sized() { (human(smallest), human(last)) } else { ("8".into(), "8".into()) };
+        head(t, "latency", &format!("{lo}..{hi}"));
+        let at = if !s.kind.spec().sized() {
+            String::new()
+        } else if band.len() == 1 {
+            format!(" at {lo}")
+        } else {
+            format!(
+                " at {} (the largest of the band {lo}..{hi}: the sizes within {LATENCY_BAND}x of the median at {lo}, {} us)",
+                human(top),
+                float(first.value)
+            )
+        };
         let _ = writeln!(
             t,
             "max_median_us = {}   # baseline median {} us{at}{why}",
@@ -473,6 +507,58 @@ fn write_rules(
         );
         tail(t);
     }
+}
+
+/// The knee rule of a sized series: the largest knee of its runs (each run's curve, the smallest
+/// size reaching half the best of its plateau: [`super::knee`]) with one size step of slack
+/// (×2), where that knee is below the plateau (a curve that reaches half only within the plateau
+/// has no knee to guard).
+fn knee_rule(
+    t: &mut String,
+    s: &Series,
+    sizes: &[u64],
+    learn: &mut dyn FnMut(u64),
+    head: &dyn Fn(&mut String, &str, &str),
+    tail: &dyn Fn(&mut String),
+) {
+    let (Some(&smallest), Some(&largest)) = (sizes.first(), sizes.last()) else { return };
+    let plateau = (sizes.iter().copied().find(|&z| z >= largest / PLATEAU_FRACTION).unwrap_or(largest), largest);
+    let mut runs: Vec<usize> = s.rows.iter().map(|(i, _)| *i).collect();
+    runs.sort();
+    runs.dedup();
+    let mut knees = vec![];
+    for run in runs {
+        // A check CSV holds repeats: each repeat's rows are a curve of their own.
+        let rows: Vec<&Row> = s.rows.iter().filter(|(i, _)| *i == run).map(|(_, r)| *r).collect();
+        let repeats = sizes.iter().map(|&z| rows.iter().filter(|r| r.key.size_bytes == z).count()).max().unwrap_or(0);
+        for k in 0..repeats {
+            let curve: Vec<(u64, f64)> = sizes
+                .iter()
+                .filter_map(|&z| rows.iter().filter(|r| r.key.size_bytes == z).nth(k).map(|r| (z, r.busbw_gbps)))
+                .collect();
+            match super::knee(&curve, plateau) {
+                Some((best, Some(at))) => knees.push((at, best)),
+                _ => return,
+            }
+        }
+    }
+    let Some(&(knee, best)) = knees.iter().max_by_key(|k| k.0) else { return };
+    if knee >= plateau.0 {
+        return;
+    }
+    sizes.iter().filter(|&&z| z <= knee).for_each(|&z| learn(z));
+    let allowed = (knee * 2).min(largest);
+    head(t, "knee", &format!("{}..{}", human(smallest), human(largest)));
+    let _ = writeln!(t, "plateau = \"{}..{}\"", human(plateau.0), human(plateau.1));
+    let each = if knees.len() > 1 { format!(", the latest of {} runs", knees.len()) } else { String::new() };
+    let _ = writeln!(
+        t,
+        "max_knee_bytes = \"{}\"   # baseline: half the plateau's {} GB/s reached at {}{each}; one size step of slack",
+        human(allowed),
+        float(best),
+        human(knee)
+    );
+    tail(t);
 }
 
 /// One line naming the rows the rules learn from that their run warned about, or `None`.
@@ -544,11 +630,15 @@ mod tests {
     fn rules_from_a_run_with_repeats_parse_back_as_a_spec() {
         let mut rows = vec![];
         // Two repeats of an all-reduce sweep 8 B..64 MiB; plateau 8M..64M; 16M is the weakest.
+        // Time flat at 10 us up to 512 B, then size/100 (1K: 10.24, in the band; 2K: 20.48,
+        // out); bandwidth rising to 1.5M then flat at 5 (half at 1M: the knee).
         for (rep, slow) in [(0, 1.0), (1, 1.05)] {
             for e in 3..=26u32 {
                 let size = 1u64 << e;
-                let bw = if size == 16 << 20 { 4.0 } else { 5.0 } * if rep == 1 { 1.02 } else { 1.0 };
-                rows.push(row("all-reduce", "float", "sum", "out_of_place", size, 10.0 * slow, bw));
+                let rise = (size as f64 / (1.5 * (1u64 << 20) as f64)).min(1.0);
+                let bw = if size == 16 << 20 { 4.0 } else { 5.0 * rise } * if rep == 1 { 1.02 } else { 1.0 };
+                let time = if size <= 512 { 10.0 } else { size as f64 / 100.0 };
+                rows.push(row("all-reduce", "float", "sum", "out_of_place", size, time * slow, bw));
                 rows.push(row("all-reduce", "float", "sum", "in_place", size, 1.0, 100.0));
             }
         }
@@ -556,7 +646,7 @@ mod tests {
         let (text, noise) = render(&[run(rows)], 0.25, "25%").unwrap();
         assert_eq!(noise, None);
         let spec = spec::parse("s", &text).unwrap();
-        assert_eq!(spec.rules.len(), 3, "{text}");
+        assert_eq!(spec.rules.len(), 4, "{text}");
         let bw = &spec.rules[0];
         assert_eq!(
             (bw.collective, bw.min_bytes, bw.max_bytes, bw.plateau),
@@ -565,14 +655,27 @@ mod tests {
         // Median of 4.0 and 4.08 = 4.04, over 1.25 (their 2% spread is well inside 25%).
         assert_eq!(bw.min_busbw_gbps, Some(3.232), "{text}");
         assert_eq!(bw.ranks_per_node, Some(2));
-        let lat = &spec.rules[1];
-        // The median time, not the mean; 10 and 10.5 spread by 5%: the margin stays 25%.
+        // The knee: half the plateau's bandwidth reached at 1M in both repeats; one step of slack.
+        let knee = &spec.rules[1];
         assert_eq!(
-            (lat.min_bytes, lat.max_bytes, lat.max_median_us, lat.max_time_us),
-            (8, 8, Some(12.81), None),
+            (knee.min_bytes, knee.max_bytes, knee.plateau, knee.max_knee_bytes),
+            (8, 64 << 20, (8 << 20, 64 << 20), Some(2 << 20)),
             "{text}"
         );
-        let barrier = &spec.rules[2];
+        assert!(text.contains("# baseline: half the plateau's 5.1 GB/s reached at 1M, the latest of 2 runs"), "{text}");
+        // The latency band 8..1K (within 1.5x of the median at 8), bounded at its slowest size:
+        // the median time, not the mean; 10.24 and 10.75 spread by 5%: the margin stays 25%.
+        let lat = &spec.rules[2];
+        assert_eq!(
+            (lat.min_bytes, lat.max_bytes, lat.max_median_us, lat.max_time_us),
+            (8, 1024, Some(13.12), None),
+            "{text}"
+        );
+        assert!(
+            text.contains("at 1K (the largest of the band 8..1K: the sizes within 1.5x of the median at 8, 10.25 us)"),
+            "{text}"
+        );
+        let barrier = &spec.rules[3];
         assert_eq!(
             (barrier.collective, barrier.max_median_us, barrier.min_busbw_gbps),
             (Kind::Barrier, Some(25.0), None)
@@ -673,12 +776,13 @@ mod tests {
         let mut a = run(vec![
             row("all-reduce", "float", "sum", "out-of-place", 8, 1.0, 0.001),
             row("all-reduce", "float", "sum", "out-of-place", 1 << 20, 100.0, 5.0),
-            row("all-reduce", "float", "sum", "out-of-place", 64, 1.0, 0.001),
+            row("all-reduce", "float", "sum", "out-of-place", 64, 2.0, 0.001),
         ]);
         for (i, r) in a.rows.iter_mut().enumerate() {
             r.line = 2 + i as u64;
         }
-        // 8 B noisy and off its mean, 1M fine, 64 B noisy but no rule learns from it.
+        // 8 B noisy and off its mean, 1M fine, 64 B noisy but no rule learns from it (2x the
+        // median at 8: outside the latency band).
         a.warnings = HashMap::from([(2, "noisy;mean_off_median".to_string()), (4, "noisy".to_string())]);
         let (text, noise) = render(&[a], 0.3, "30%").unwrap();
         let noise = noise.expect("a noisy baseline is said");

@@ -219,6 +219,26 @@ pub fn judge_rule(
             }
         }
     }
+    if let Some(max) = rule.max_knee_bytes {
+        let busbw: Vec<(u64, f64)> =
+            sizes.iter().map(|s| (*s, per_size(*s, &|p| placed(rule.in_place, p).busbw_gbps))).collect();
+        let required = format!("<= {}", crate::size::human(max));
+        match knee(&busbw, rule.plateau) {
+            Some((best, knee)) => {
+                let measured = match knee {
+                    Some(k) => format!("half the plateau's {best:.3} GB/s at {}", crate::size::human(k)),
+                    None => format!("never half the plateau's {best:.3} GB/s"),
+                };
+                let value = knee.map_or(f64::INFINITY, |k| k as f64);
+                out.push(base("knee", ("knee_bytes", value), measured, required, knee.is_some_and(|k| k <= max)))
+            }
+            None => out.push(CheckResult {
+                outcome: Outcome::Skip,
+                value: None,
+                ..base("knee", ("knee_bytes", 0.0), "no size in the plateau".into(), required, false)
+            }),
+        }
+    }
     // A time bound: the slowest size, each size judged on its median over repeats; `time`
     // bounds the mean time per call, `median` the median (what `spec from-run` writes).
     type Of = fn(&crate::record::Measurement) -> f64;
@@ -253,6 +273,21 @@ pub fn judge_rule(
         ));
     }
     out
+}
+
+/// The knee of a curve of (size, bus bandwidth), sizes ascending: the best bandwidth over the
+/// `plateau`'s sizes, and the smallest size that reaches half of it (`None`: none does). `None`
+/// when no size is in the plateau or none carries data. `spec from-run` learns it the same way.
+pub fn knee(busbw: &[(u64, f64)], plateau: (u64, u64)) -> Option<(f64, Option<u64>)> {
+    let best = busbw
+        .iter()
+        .filter(|(s, b)| *s >= plateau.0 && *s <= plateau.1 && b.is_finite())
+        .map(|(_, b)| *b)
+        .fold(f64::NAN, f64::max);
+    if best.is_nan() || best <= 0.0 {
+        return None;
+    }
+    Some((best, busbw.iter().find(|(_, b)| *b >= best / 2.0).map(|(s, _)| *s)))
 }
 
 fn sweep_options(rule: &Rule, spec: &Spec) -> Options {
@@ -716,6 +751,36 @@ mod tests {
         let pts = vec![with_median(1024, 2.0), with_median(2048, 3.5), with_median(2048, 3.4)];
         let v = judge_rule(&r, &pts, &hosts, None, 1.0);
         assert_eq!((v[1].outcome, v[1].measured.as_str()), (Outcome::Fail, "3.45 us at 2K"));
+    }
+
+    /// `max_knee_bytes`: the smallest size whose median busbw reaches half the plateau's best.
+    #[test]
+    fn the_knee_is_where_the_curve_reaches_half_its_plateau() {
+        let hosts = vec!["h".to_string(); 2];
+        let r = spec::parse(
+            "s",
+            "[[rule]]\nname = \"ar\"\ncollective = \"all-reduce\"\nsizes = \"1K..16K\"\nplateau = \"16K..16K\"\nmax_knee_bytes = \"4K\"\n",
+        )
+        .unwrap()
+        .rules[0]
+            .clone();
+        assert_eq!(r.max_knee_bytes, Some(4096));
+        let curve = |bw: [f64; 5]| -> Vec<Point> {
+            [1024u64, 2048, 4096, 8192, 16384].iter().zip(bw).map(|(s, b)| point(*s, b, 0, &[])).collect()
+        };
+        let judged =
+            |pts: &[Point]| judge_rule(&r, pts, &hosts, None, 1.0).into_iter().find(|v| v.check == "knee").unwrap();
+        // Half of 4.0 reached at 4K: pass.
+        let v = judged(&curve([0.5, 1.0, 2.0, 3.5, 4.0]));
+        assert_eq!(
+            (v.outcome, v.measured.as_str(), v.value),
+            (Outcome::Pass, "half the plateau's 4.000 GB/s at 4K", Some(("knee_bytes", 4096.0)))
+        );
+        // Both ends unchanged, the middle later: 8K, fail.
+        let v = judged(&curve([0.5, 1.0, 1.5, 3.0, 4.0]));
+        assert_eq!((v.outcome, v.required.as_str()), (Outcome::Fail, "<= 4K"));
+        assert_eq!(knee(&[(8, 0.0)], (8, 8)), None);
+        assert_eq!(knee(&[(8, 1.0), (16, 4.0)], (16, 16)), Some((4.0, Some(16))));
     }
 
     #[test]

@@ -40,6 +40,7 @@ struct RawRule {
     min_pct_of_ceiling: Option<Spanned<f64>>,
     max_time_us: Option<Spanned<f64>>,
     max_median_us: Option<Spanned<f64>>,
+    max_knee_bytes: Option<Spanned<String>>,
     ranks_per_node: Option<Spanned<i64>>,
     fail_on_slow_rank: Option<bool>,
 }
@@ -77,6 +78,10 @@ pub struct Rule {
     /// The median time per call (the CSV's `median_us`), judged like `max_time_us`; what `spec
     /// from-run` writes (a mean at small sizes is pulled far up by a few slow calls).
     pub max_median_us: Option<f64>,
+    /// The knee of the curve at or below this size: the smallest size whose bus bandwidth (its
+    /// median over repeats) reaches half the best of the plateau's sizes. Catches a curve that
+    /// levels off later (latency or protocol switches at mid sizes) while both ends still pass.
+    pub max_knee_bytes: Option<u64>,
     /// Judge the rule only when every host runs this many ranks.
     pub ranks_per_node: Option<usize>,
     pub fail_on_slow_rank: bool,
@@ -216,6 +221,7 @@ fn rule(src: &Source, raw: &Spanned<RawRule>) -> Result<Rule, String> {
             ("op", &r.op),
             ("placement", &r.placement),
             ("plateau", &r.plateau),
+            ("max_knee_bytes", &r.max_knee_bytes),
         ]
         .map(|(k, v)| (k, v.as_ref())),
     );
@@ -289,13 +295,37 @@ fn rule(src: &Source, raw: &Spanned<RawRule>) -> Result<Rule, String> {
     }
     let max_time_us = positive(src, &r.max_time_us, "max_time_us")?;
     let max_median_us = positive(src, &r.max_median_us, "max_median_us")?;
-    if let (Some(p), None, None) = (&r.plateau, min_busbw_gbps, min_pct_of_ceiling) {
+    let max_knee_bytes = match &r.max_knee_bytes {
+        None => None,
+        Some(k) => {
+            let size = parse_size(k.get_ref())
+                .map_err(|e| at(k.span(), format!("max_knee_bytes: {e}; expected a size such as \"256K\"")))?;
+            if !spec.sized() {
+                return Err(at(
+                    r.collective.span(),
+                    "barrier moves no data; use max_time_us, not max_knee_bytes".into(),
+                ));
+            }
+            if size < min_bytes || size > max_bytes {
+                return Err(at(
+                    k.span(),
+                    format!(
+                        "max_knee_bytes '{}' is outside sizes '{}'; expected a size inside it",
+                        k.get_ref(),
+                        r.sizes.get_ref()
+                    ),
+                ));
+            }
+            Some(size)
+        }
+    };
+    if let (Some(p), None, None, None) = (&r.plateau, min_busbw_gbps, min_pct_of_ceiling, max_knee_bytes) {
         // A plateau only says where bandwidth is judged: without a bandwidth requirement it
         // would be accepted and then judge nothing.
         return Err(at(
             p.span(),
             format!(
-                "plateau '{}' is set but min_busbw_gbps is not; expected min_busbw_gbps or min_pct_of_ceiling with it (plateau only says where bandwidth is judged), or no plateau",
+                "plateau '{}' is set but min_busbw_gbps is not; expected min_busbw_gbps, min_pct_of_ceiling or max_knee_bytes with it (plateau only says where bandwidth is judged), or no plateau",
                 p.get_ref()
             ),
         ));
@@ -322,6 +352,7 @@ fn rule(src: &Source, raw: &Spanned<RawRule>) -> Result<Rule, String> {
         min_pct_of_ceiling,
         max_time_us,
         max_median_us,
+        max_knee_bytes,
         ranks_per_node,
         fail_on_slow_rank: r.fail_on_slow_rank.unwrap_or(false),
     })
@@ -399,6 +430,12 @@ ranks_per_node = 2
             (format!("[settings]\nbudget = \"soon\"\n{rule}"), "line 2: --budget"),
             ("[settings]\nrepeats = 2\n".to_string(), "no [[rule]]"),
             (format!("{rule}ranks_per_node = 0\n"), "line 5: ranks_per_node = 0 is impossible"),
+            (format!("{rule}max_knee_bytes = \"4M\"\n"), "line 5: max_knee_bytes '4M' is outside sizes '1M..2M'"),
+            (format!("{rule}max_knee_bytes = \"lots\"\n"), "line 5: max_knee_bytes: "),
+            (
+                rule.replace("all-reduce", "barrier") + "max_knee_bytes = \"1M\"\n",
+                "line 3: barrier moves no data; use max_time_us, not max_knee_bytes",
+            ),
             (format!("{rule}plateau = \"1M..2M\"\n"), "line 5: plateau '1M..2M' is set but min_busbw_gbps is not"),
             (
                 rule.replace("name = \"x\"", &format!("name = \"{}\"", "n".repeat(201))),
