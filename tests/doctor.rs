@@ -104,6 +104,39 @@ fn the_library_s_other_call_is_timed_and_named_where_it_is_faster() {
     }
 }
 
+/// Two ranks bound to one core (`taskset -c 0` under the launcher, the same for both
+/// families): the host's CPUs in the JSON say so (2 ranks, 1 usable core), and a `host` cause
+/// names the host and the binding, its share estimated.
+#[test]
+fn ranks_bound_to_one_core_are_named_as_a_host_cause() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    if cores() < 2 {
+        say_skipped("ranks_bound_to_one_core_are_named_as_a_host_cause", "one core: 2 ranks oversubscribe it anyway");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = launch_cmd(300)
+        .args(["-n", "2", "taskset", "-c", "0", BIN, "doctor", "all-reduce", "-e", "64K", "--budget", "5ms"])
+        .args(["--json", "d.json"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let out = stdout(&o);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{out}\n{}", stderr(&o));
+    let j = json(dir.path(), "d.json");
+    let cpus = j["cpus"].as_array().unwrap_or_else(|| panic!("{j}"));
+    assert_eq!(cpus.len(), 1, "{j}");
+    assert_eq!((cpus[0]["ranks"].as_u64(), cpus[0]["cores_usable"].as_u64()), (Some(2), Some(1)), "{j}");
+    let cause = j["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cause"] == "host" && c["evidence"].as_str().unwrap().contains("may run on 1 core(s) only"))
+        .unwrap_or_else(|| panic!("no binding cause:\n{out}"));
+    assert_eq!((cause["share"].as_f64(), cause["share_source"].as_str()), (Some(0.5), Some("estimated")), "{cause}");
+    assert!(out.lines().any(|l| l.contains(". host") && l.contains("(their binding)")), "{out}");
+}
+
 /// Flags doctor does not take, a bad bar, and a JSON path that would overwrite a file: one line
 /// each, exit 2, nothing measured and the file untouched.
 #[test]

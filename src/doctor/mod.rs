@@ -2,14 +2,18 @@
 //! links at one large size and, where one does not (or the ceiling itself is short), what is
 //! most likely to blame, each cause with its evidence: a link (a host slower than its peers,
 //! or a lone host pair against its nominal rate), a host (within-host exchange, page faults, a
-//! slow rank), the algorithm (the library's default against every algorithm it can select,
-//! timed as tune times them) or noise (the spread of the samples).
+//! slow rank, more ranks than cores or than their binding allows, a clock held low), the
+//! algorithm (the library's default against every algorithm it can select, timed as tune times
+//! them), the library call (its other function for the collective, timed with them) or noise
+//! (the spread of the samples).
 //!
 //! The order: the ceiling pass and the sweep at `-e` (as the sweep runs them), the pairs between
-//! hosts (as `pairs` runs them, more than one host), then tune's comparison of every
-//! collective's algorithms. causes.rs draws the conclusions, without MPI.
+//! hosts (as `pairs` runs them, more than one host), the hosts' NICs and CPUs, then tune's
+//! comparison of every collective's algorithms. causes.rs draws the conclusions, without MPI;
+//! cpus.rs reads the CPUs.
 
 pub mod causes;
+pub mod cpus;
 
 use crate::error::{exit, Error, Result};
 use crate::options::Options;
@@ -77,6 +81,7 @@ struct Findings<'a> {
     collectives: &'a [Seen],
     links: &'a [Link],
     nominal: &'a [Nominal],
+    cpus: &'a [cpus::HostCpus],
     alternatives: &'a [Alternative],
     calls: &'a [crate::tune::OtherCall],
     causes: &'a [Cause],
@@ -158,6 +163,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
         vec![]
     };
     let nominal = crate::nic::nominal_rates(world);
+    let host_cpus = cpus::gather(world);
     let seen: Vec<Seen> = points.iter().map(|p| seen(p, &info, &world.hosts)).collect();
     // Every collective's algorithms, short or not: a faster one is a finding either way.
     let measured = crate::tune::alternatives(world, opts)?;
@@ -179,6 +185,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
         return world.agree(Ok(code as i32));
     }
     let mut all = causes::link_causes(&links, &nominal);
+    all.extend(cpus::cpu_causes(&host_cpus));
     all.extend(causes::point_causes(&seen, &alternatives, crate::memory::fault_cost_us()));
     all.extend(causes::call_causes(&calls));
     let ranked = causes::rank(all);
@@ -215,6 +222,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
                 collectives: &seen,
                 links: &links,
                 nominal: &nominal,
+                cpus: &host_cpus,
                 alternatives: &alternatives,
                 calls: &calls,
                 causes: &ranked,

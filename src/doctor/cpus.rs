@@ -1,0 +1,283 @@
+//! What each host's CPUs say of its ranks: the cores online, the cores its ranks may run on
+//! (their binding, `Cpus_allowed_list`), and the clock of those cores against their maximum
+//! where cpufreq says (`scaling_cur_freq`, `cpuinfo_max_freq`). Read on every rank, summed up per
+//! host on rank 0 (one entry per host, whatever the rank count), and read as host causes: more
+//! ranks than cores, ranks bound to fewer cores than they are, a clock held low.
+
+use super::causes::Cause;
+use crate::world::World;
+use serde::Serialize;
+use std::path::Path;
+
+/// A host's clock below this fraction of its maximum is held low (a power-saving governor,
+/// thermal or power capping): turbo and idle states move a busy core's clock by less.
+pub const CLOCK_HELD_LOW: f64 = 0.8;
+
+/// One rank's view of its CPUs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RankCpus {
+    pub online: Option<usize>,
+    /// The CPUs it may run on.
+    pub allowed: Vec<usize>,
+    /// The mean current and maximum clock of those CPUs, MHz, where cpufreq states both.
+    pub clock_mhz: Option<(f64, f64)>,
+}
+
+/// One host's CPUs, as its ranks saw them.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct HostCpus {
+    pub host: String,
+    pub ranks: usize,
+    /// CPUs online (`/sys/devices/system/cpu/online`), where it says.
+    pub cores_online: Option<usize>,
+    /// CPUs any of its ranks may run on: the union of their bindings.
+    pub cores_usable: usize,
+    /// The mean current clock of those CPUs (MHz), and their maximum, where cpufreq says.
+    pub clock_mhz: Option<f64>,
+    pub max_clock_mhz: Option<f64>,
+}
+
+/// CPUs in a list like `0-3,8,10-11`.
+pub fn cpu_list(list: &str) -> Option<Vec<usize>> {
+    let mut out = vec![];
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+                if b < a || b - a > 1 << 16 {
+                    return None;
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.trim().parse().ok()?),
+        }
+    }
+    Some(out)
+}
+
+/// This rank's CPUs, read under `proc_root` (`/proc`) and `sys_root` (`/sys`).
+pub fn here(proc_root: &Path, sys_root: &Path) -> RankCpus {
+    let read = |p: &Path| std::fs::read_to_string(p).ok();
+    let cpu = sys_root.join("devices/system/cpu");
+    let online = read(&cpu.join("online")).and_then(|l| cpu_list(&l)).map(|v| v.len());
+    let allowed = read(&proc_root.join("self/status"))
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:").and_then(cpu_list)))
+        .unwrap_or_default();
+    let khz = |c: usize, f: &str| {
+        read(&cpu.join(format!("cpu{c}/cpufreq/{f}"))).and_then(|s| s.trim().parse::<f64>().ok()).filter(|k| *k > 0.0)
+    };
+    let clocks: Option<Vec<(f64, f64)>> =
+        allowed.iter().map(|&c| Some((khz(c, "scaling_cur_freq")?, khz(c, "cpuinfo_max_freq")?))).collect();
+    let clock_mhz = clocks.filter(|v| !v.is_empty()).map(|v| {
+        let n = v.len() as f64;
+        (v.iter().map(|x| x.0).sum::<f64>() / n / 1000.0, v.iter().map(|x| x.1).sum::<f64>() / n / 1000.0)
+    });
+    RankCpus { online, allowed, clock_mhz }
+}
+
+/// Every host's CPUs, in order of first rank (rank 0; empty elsewhere). Collective.
+pub fn gather(world: &World) -> Vec<HostCpus> {
+    let me = here(Path::new("/proc"), Path::new("/sys"));
+    let list: Vec<String> = me.allowed.iter().map(|c| c.to_string()).collect();
+    let text = format!(
+        "{}\t{}\t{}",
+        me.online.map(|o| o.to_string()).unwrap_or_default(),
+        list.join(","),
+        me.clock_mhz.map(|(c, m)| format!("{c} {m}")).unwrap_or_default()
+    );
+    let all = world.all_gather_bytes(text.as_bytes());
+    if world.rank != 0 {
+        return vec![];
+    }
+    let ranks: Vec<(String, RankCpus)> = all
+        .iter()
+        .enumerate()
+        .map(|(rank, bytes)| {
+            let text = String::from_utf8_lossy(bytes);
+            let mut f = text.split('\t');
+            let online = f.next().and_then(|o| o.parse().ok());
+            let allowed = f.next().and_then(cpu_list).unwrap_or_default();
+            let clock_mhz = f.next().and_then(|c| {
+                let (a, b) = c.split_once(' ')?;
+                Some((a.parse().ok()?, b.parse().ok()?))
+            });
+            (world.hosts[rank].clone(), RankCpus { online, allowed, clock_mhz })
+        })
+        .collect();
+    per_host(&ranks)
+}
+
+/// A host being summed up: its entry, the CPUs its ranks may use, each rank's clock.
+type Summing = (HostCpus, Vec<usize>, Vec<(f64, f64)>);
+
+/// The ranks' views summed up per host, hosts in order of first rank.
+pub fn per_host(ranks: &[(String, RankCpus)]) -> Vec<HostCpus> {
+    let mut out: Vec<Summing> = vec![];
+    for (host, r) in ranks {
+        let at = match out.iter().position(|(h, _, _)| &h.host == host) {
+            Some(i) => i,
+            None => {
+                out.push((
+                    HostCpus {
+                        host: host.clone(),
+                        ranks: 0,
+                        cores_online: r.online,
+                        cores_usable: 0,
+                        clock_mhz: None,
+                        max_clock_mhz: None,
+                    },
+                    vec![],
+                    vec![],
+                ));
+                out.len() - 1
+            }
+        };
+        let (h, usable, clocks) = &mut out[at];
+        h.ranks += 1;
+        for c in &r.allowed {
+            if !usable.contains(c) {
+                usable.push(*c);
+            }
+        }
+        clocks.extend(r.clock_mhz);
+    }
+    out.into_iter()
+        .map(|(mut h, usable, clocks)| {
+            h.cores_usable = usable.len();
+            if !clocks.is_empty() && clocks.len() == h.ranks {
+                let n = clocks.len() as f64;
+                h.clock_mhz = Some(clocks.iter().map(|c| c.0).sum::<f64>() / n);
+                h.max_clock_mhz = Some(clocks.iter().map(|c| c.1).sum::<f64>() / n);
+            }
+            h
+        })
+        .collect()
+}
+
+/// The host causes in the CPUs: more ranks than cores online (then nothing more about binding),
+/// ranks bound to fewer cores than they are, a clock below [`CLOCK_HELD_LOW`] of its maximum.
+/// Shares are estimates: the part of a core each rank lacks, the part of the clock missing.
+pub fn cpu_causes(hosts: &[HostCpus]) -> Vec<Cause> {
+    let mut out = vec![];
+    for h in hosts {
+        let cause = |share: f64, evidence: String, remedy: String| Cause {
+            cause: "host",
+            subject: h.host.clone(),
+            share: share.clamp(0.0, 1.0),
+            share_source: "estimated",
+            evidence,
+            remedy: Some(remedy),
+            short: false,
+        };
+        match h.cores_online {
+            Some(online) if h.ranks > online => out.push(cause(
+                1.0 - online as f64 / h.ranks as f64,
+                format!(
+                    "{} ranks on {online} online cores: ranks take turns on a core, and every collective waits for the rank that is not running",
+                    h.ranks
+                ),
+                format!("at most one rank per core on {}: fewer ranks per host, or more hosts", h.host),
+            )),
+            _ if h.cores_usable > 0 && h.cores_usable < h.ranks => out.push(cause(
+                1.0 - h.cores_usable as f64 / h.ranks as f64,
+                format!(
+                    "its {} ranks may run on {} core(s) only (their binding){}: they take turns on them",
+                    h.ranks,
+                    h.cores_usable,
+                    h.cores_online.map(|o| format!(", of {o} online")).unwrap_or_default()
+                ),
+                "bind one rank per core (mpirun --bind-to core, srun --cpu-bind=cores), or not at all (--bind-to none)"
+                    .into(),
+            )),
+            _ => {}
+        }
+        if let (Some(cur), Some(max)) = (h.clock_mhz, h.max_clock_mhz) {
+            if cur < CLOCK_HELD_LOW * max {
+                out.push(cause(
+                    1.0 - cur / max,
+                    format!(
+                        "its ranks' cores run at {cur:.0} MHz of their {max:.0} MHz maximum (cpufreq scaling_cur_freq, cpuinfo_max_freq): a power-saving governor, or thermal or power capping"
+                    ),
+                    format!(
+                        "on {}: the performance governor (cpupower frequency-set -g performance); check throttling (turbostat, dmesg)",
+                        h.host
+                    ),
+                ));
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rank_reads_its_binding_and_clock() {
+        let root = std::env::temp_dir().join(format!("coll-bench-cpus-{}", std::process::id()));
+        let put = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        put("proc/self/status", "Name:\tx\nCpus_allowed_list:\t2-3\nMems_allowed_list:\t0\n");
+        put("sys/devices/system/cpu/online", "0-7\n");
+        let r = here(&root.join("proc"), &root.join("sys"));
+        assert_eq!((r.online, r.allowed.clone(), r.clock_mhz), (Some(8), vec![2, 3], None));
+        for c in [2, 3] {
+            put(&format!("sys/devices/system/cpu/cpu{c}/cpufreq/scaling_cur_freq"), "1200000\n");
+            put(&format!("sys/devices/system/cpu/cpu{c}/cpufreq/cpuinfo_max_freq"), "3000000\n");
+        }
+        assert_eq!(here(&root.join("proc"), &root.join("sys")).clock_mhz, Some((1200.0, 3000.0)));
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(cpu_list("0-3,8,10-11"), Some(vec![0, 1, 2, 3, 8, 10, 11]));
+        assert_eq!(cpu_list("3-1"), None);
+    }
+
+    #[test]
+    fn oversubscribed_bound_together_and_slow_clocks_are_causes() {
+        let rank = |online, allowed: &[usize], clock| RankCpus {
+            online: Some(online),
+            allowed: allowed.to_vec(),
+            clock_mhz: clock,
+        };
+        // a: 4 ranks on 2 cores; b: 2 ranks bound to core 0 of 8; c: fine but clocked low.
+        let ranks = vec![
+            ("a".to_string(), rank(2, &[0, 1], None)),
+            ("a".to_string(), rank(2, &[0, 1], None)),
+            ("a".to_string(), rank(2, &[0, 1], None)),
+            ("a".to_string(), rank(2, &[0, 1], None)),
+            ("b".to_string(), rank(8, &[0], None)),
+            ("b".to_string(), rank(8, &[0], None)),
+            ("c".to_string(), rank(8, &[0], Some((1200.0, 3000.0)))),
+            ("c".to_string(), rank(8, &[1], Some((1200.0, 3000.0)))),
+        ];
+        let hosts = per_host(&ranks);
+        assert_eq!(
+            hosts.iter().map(|h| (h.host.as_str(), h.ranks, h.cores_usable)).collect::<Vec<_>>(),
+            [("a", 4, 2), ("b", 2, 1), ("c", 2, 2)]
+        );
+        assert_eq!((hosts[2].clock_mhz, hosts[2].max_clock_mhz), (Some(1200.0), Some(3000.0)));
+        let c = cpu_causes(&hosts);
+        assert_eq!(
+            c.iter().map(|c| (c.subject.as_str(), c.share)).collect::<Vec<_>>(),
+            [("a", 0.5), ("b", 0.5), ("c", 0.6)]
+        );
+        assert!(c[0].evidence.starts_with("4 ranks on 2 online cores"), "{}", c[0].evidence);
+        assert!(
+            c[1].evidence.starts_with("its 2 ranks may run on 1 core(s) only (their binding), of 8 online"),
+            "{}",
+            c[1].evidence
+        );
+        assert!(c[2].evidence.contains("1200 MHz of their 3000 MHz"), "{}", c[2].evidence);
+        assert!(c.iter().all(|c| c.cause == "host" && c.share_source == "estimated" && !c.short));
+        // One rank per core, full clock: nothing.
+        let fine = per_host(&[
+            ("d".to_string(), rank(4, &[0], Some((2900.0, 3000.0)))),
+            ("d".to_string(), rank(4, &[1], None)),
+        ]);
+        assert!(cpu_causes(&fine).is_empty());
+        assert_eq!(fine[0].clock_mhz, None, "a clock for every rank or none");
+    }
+}
