@@ -434,6 +434,10 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
     let links = info.ring_links();
     info.ceiling = sweep.ceiling(links, &mut info.notes)?;
     crate::nic::beside(world, &mut info.ceiling);
+    // Between hosts, each host pair the ring crosses on its own (every rank alike: the ceiling is).
+    if let Some(c) = info.ceiling.as_mut().filter(|c| c.links == crate::record::RunInfo::BETWEEN_HOSTS) {
+        c.host_pairs = crate::pairs::links::ring_host_links(world, c.size_bytes, opts.budget_s / 2.0, opts.files);
+    }
     // Files last, so no file is left behind by a run that never started.
     let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };
     let (mut reports, csv_file, mut files) = world.agree(opened)?.unwrap_or_default();

@@ -300,6 +300,10 @@ pub struct Ceiling {
     /// ([`crate::nic`]), listed beside the measured ceiling (a port's speed is not what MPI
     /// carries over it); empty within hosts.
     pub nominal: Vec<Nominal>,
+    /// The sweep, between hosts: each host pair the world's ring (rank order) crosses, measured
+    /// on its own point to point ([`crate::pairs::links::ring_host_links`]); the ring's one
+    /// ceiling is the slowest of them with every link busy. Empty elsewhere.
+    pub host_pairs: Vec<Link>,
 }
 
 impl Ceiling {
@@ -325,6 +329,16 @@ impl Ceiling {
     pub fn pct(&self, busbw_gbps: f64) -> Option<f64> {
         (self.gbps > 0.0 && busbw_gbps.is_finite()).then(|| busbw_gbps / self.gbps * 100.0)
     }
+}
+
+/// The point-to-point rate between two hosts (the same host twice: within it): the median of
+/// the rank pairs' one-way bandwidth.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Link {
+    pub a: String,
+    pub b: String,
+    pub gbps: f64,
+    pub rank_pairs: usize,
 }
 
 /// A host's nominal link rate, where its hardware says ([`crate::nic`]): its fastest up

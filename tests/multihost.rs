@@ -196,7 +196,8 @@ fn a_slow_host_is_named_in_the_table() {
 /// The ceiling across hosts is the slowest link's rate: host 2 capped at 50 Mbit/s each way
 /// (6.25 MB/s), one rank per host, the ring 1 → 2 → 3 → 1 crosses it twice. The ceiling pass
 /// must find that rate (within 20%: TCP's headers take a few percent) and say the ring runs
-/// between hosts; all-reduce over the same links lands between 30% and 105% of it.
+/// between hosts; each host pair measured on its own, the two through host 2 at that rate and
+/// the third far above; all-reduce over the same links lands between 30% and 105% of it.
 #[test]
 fn the_ceiling_is_the_shaped_links_rate() {
     if skip_timing_test("the_ceiling_is_the_shaped_links_rate", 3) {
@@ -219,6 +220,24 @@ fn the_ceiling_is_the_shaped_links_rate() {
     } else {
         assert!(nominal.starts_with("# nominal: no host's hardware states"), "{nominal}");
     }
+    // Each host pair on its own: the two through host 2 at the shaped rate, the third far above.
+    let pairs = out.lines().find(|l| l.starts_with("# ceiling per host pair ")).unwrap_or_else(|| panic!("{out}"));
+    let each: Vec<(String, f64)> = pairs
+        .split("slowest first: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("{pairs}"))
+        .split(", ")
+        .map(|p| {
+            let (name, gbps) = p.rsplit_once(' ').unwrap();
+            (name.to_string(), gbps.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(each.len(), 3, "{pairs}");
+    let (n1, n2, n3) = (bed.host(1), bed.host(2), bed.host(3));
+    for (name, gbps) in &each[..2] {
+        assert!(name.contains(&n2) && (0.8 * 0.00625..=1.2 * 0.00625).contains(gbps), "{pairs}");
+    }
+    assert!(each[2].0 == format!("{n1}-{n3}") && each[2].1 > 10.0 * 0.00625, "{pairs}");
     let mut r = csv::Reader::from_path(bed.dir().join("c.csv")).unwrap();
     let h = r.headers().unwrap().clone();
     let col = |n: &str| h.iter().position(|c| c == n).unwrap();

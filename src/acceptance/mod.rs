@@ -840,6 +840,7 @@ mod tests {
             time_us: 1.0,
             links: "within hosts",
             nominal: vec![],
+            host_pairs: vec![],
         };
         let judged = |c: Option<&crate::record::Ceiling>| {
             let v = judge_rule(&r, &pts, &hosts, c, 1.0);

@@ -3,9 +3,8 @@
 //! bottleneck); each host's nominal rate comes from [`crate::nic`]. For `doctor`'s causes
 //! and `check`'s judgement of the ceiling itself; measured with [`super::measure_all`].
 
-pub use crate::record::Nominal;
+pub use crate::record::{Link, Nominal};
 use crate::world::World;
-use serde::Serialize;
 
 use super::PairResult;
 
@@ -18,16 +17,6 @@ pub const SLOWER_THAN_PEERS: f64 = 0.5;
 /// The pairs' bandwidth message for a measurement of links at `size` bytes: at most this (a slow
 /// link stays seconds).
 pub const LINK_BYTES: u64 = 1 << 20;
-
-/// The point-to-point rate between two hosts (the same host twice: within it): the median of
-/// the rank pairs' one-way bandwidth.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct Link {
-    pub a: String,
-    pub b: String,
-    pub gbps: f64,
-    pub rank_pairs: usize,
-}
 
 /// One host's links to the other hosts.
 #[derive(Clone, Debug, PartialEq)]
@@ -115,12 +104,31 @@ impl Peers {
     }
 }
 
-/// Measure every rank pair (tournament rounds, as `pairs`: a pass to warm up, then two, each
-/// pair's faster one) with
-/// a `bytes` message (at most [`LINK_BYTES`]) and `budget_s` per pair: rank 0 gets the host
-/// links, the others nothing.
+/// The host pairs the world's ring crosses (rank i with i+1, the last with 0), each measured as
+/// [`measure`] measures a pair, in two or three rounds whatever the rank count: one entry per
+/// host pair (the median of its rank pairs), rank 0 only; pairs within a host are left out. For
+/// the sweep's header beside the ring's one ceiling. Collective.
+pub fn ring_host_links(world: &World, bytes: u64, budget_s: f64, files: crate::report::Policy) -> Vec<Link> {
+    let pairs = best_of_two(world, bytes, budget_s, files, &super::schedule::ring(world.size));
+    host_links(&pairs, &world.hosts).into_iter().filter(|l| l.a != l.b).collect()
+}
+
+/// Measure every rank pair (tournament rounds, as `pairs`) with a `bytes` message (at most
+/// [`LINK_BYTES`]) and `budget_s` per pair: rank 0 gets the host links, the others nothing.
 /// Collective.
 pub fn measure(world: &World, bytes: u64, budget_s: f64, files: crate::report::Policy) -> Vec<Link> {
+    let pairs = best_of_two(world, bytes, budget_s, files, &super::schedule::tournament(world.size));
+    host_links(&pairs, &world.hosts)
+}
+
+/// The pairs of `rounds`: a pass to warm up, then two, each pair's faster one.
+fn best_of_two(
+    world: &World,
+    bytes: u64,
+    budget_s: f64,
+    files: crate::report::Policy,
+    rounds: &[Vec<(usize, usize)>],
+) -> Vec<super::PairResult> {
     let po = super::PairsOptions {
         latency_bytes: 8,
         bandwidth_bytes: bytes.clamp(8, LINK_BYTES),
@@ -135,11 +143,10 @@ pub fn measure(world: &World, bytes: u64, budget_s: f64, files: crate::report::P
     // (in `check`, right after the ceiling pass, healthy hosts read at 0.6-0.75 of the fastest).
     // Then two passes, each pair's faster one: load slows a transfer, nothing speeds one up, so
     // a host is not taken for slow because a burst hit its pairs once.
-    let rounds = super::schedule::tournament(world.size);
-    super::measure_all(world, &po, &rounds);
-    let mut pairs = super::measure_all(world, &po, &rounds);
-    for (p, q) in pairs.iter_mut().zip(super::measure_all(world, &po, &rounds)) {
+    super::measure_all(world, &po, rounds);
+    let mut pairs = super::measure_all(world, &po, rounds);
+    for (p, q) in pairs.iter_mut().zip(super::measure_all(world, &po, rounds)) {
         p.bandwidth_gbps = p.bandwidth_gbps.max(q.bandwidth_gbps);
     }
-    host_links(&pairs, &world.hosts)
+    pairs
 }

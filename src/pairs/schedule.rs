@@ -23,6 +23,27 @@ pub fn tournament(n: usize) -> Vec<Vec<(usize, usize)>> {
     rounds
 }
 
+/// The ring's links in rank order (rank i with i+1, the last with 0) in rounds of disjoint pairs:
+/// two for an even rank count, three for an odd one; one pair for 2 ranks, none for fewer.
+pub fn ring(n: usize) -> Vec<Vec<(usize, usize)>> {
+    if n < 2 {
+        return vec![];
+    }
+    if n == 2 {
+        return vec![vec![(0, 1)]];
+    }
+    let mut even: Vec<(usize, usize)> = (0..n - 1).step_by(2).map(|i| (i, i + 1)).collect();
+    let mut odd: Vec<(usize, usize)> = (1..n - 1).step_by(2).map(|i| (i, i + 1)).collect();
+    if n % 2 == 0 {
+        odd.push((0, n - 1));
+        odd.sort();
+        vec![even, odd]
+    } else {
+        even.sort();
+        vec![even, odd, vec![(0, n - 1)]]
+    }
+}
+
 /// Every pair on its own, one after the other: the slow way the tournament replaces.
 pub fn sequential(n: usize) -> Vec<Vec<(usize, usize)>> {
     let mut rounds = vec![];
@@ -60,6 +81,26 @@ mod tests {
             assert_eq!(round.len(), n / 2, "n={n}: a round leaves a pair idle");
         }
         assert_eq!(seen.len(), n * (n.saturating_sub(1)) / 2, "n={n}: not every pair");
+    }
+
+    #[test]
+    fn the_ring_s_links_in_two_or_three_rounds() {
+        assert!(ring(1).is_empty());
+        assert_eq!(ring(2), [vec![(0, 1)]]);
+        assert_eq!(ring(3), [vec![(0, 1)], vec![(1, 2)], vec![(0, 2)]]);
+        for n in 3..=17 {
+            let rounds = ring(n);
+            assert_eq!(rounds.len(), if n % 2 == 0 { 2 } else { 3 }, "n={n}");
+            let mut links: Vec<(usize, usize)> = rounds.concat();
+            for round in &rounds {
+                let mut busy = HashSet::new();
+                assert!(round.iter().all(|&(a, b)| busy.insert(a) && busy.insert(b)), "n={n}: a rank twice in a round");
+            }
+            links.sort();
+            let mut want: Vec<(usize, usize)> = (0..n).map(|i| (i.min((i + 1) % n), i.max((i + 1) % n))).collect();
+            want.sort();
+            assert_eq!(links, want, "n={n}: every ring link once");
+        }
     }
 
     #[test]

@@ -152,6 +152,9 @@ impl<W: Write> Report for TableReport<W> {
         if let Some(l) = nominal_line(info) {
             self.line(&l);
         }
+        if let Some(l) = host_pairs_line(info) {
+            self.line(&l);
+        }
         for note in &info.notes {
             self.line(&format!("# note: {note}"));
         }
@@ -384,6 +387,35 @@ fn nominal_line(info: &RunInfo) -> Option<String> {
         );
     }
     Some(line)
+}
+
+/// Between hosts, the host pairs the ring crosses, each measured on its own: one range when all
+/// are within 10% of the fastest, else each, the slowest first (at most eight, then a count).
+fn host_pairs_line(info: &RunInfo) -> Option<String> {
+    let c = info.ceiling.as_ref()?;
+    let mut pairs: Vec<&crate::record::Link> = c.host_pairs.iter().filter(|l| l.gbps.is_finite()).collect();
+    pairs.sort_by(|a, b| a.gbps.total_cmp(&b.gbps));
+    let (slowest, fastest) = (pairs.first()?.gbps, pairs.last()?.gbps);
+    let gb = crate::record::shown_gbps;
+    let what = "# ceiling per host pair (point-to-point, one way, each host pair of the ring on its own)";
+    if slowest >= 0.9 * fastest {
+        let n = pairs.len();
+        let range = if slowest == fastest {
+            format!("{} GB/s", gb(slowest))
+        } else {
+            format!("{}..{} GB/s", gb(slowest), gb(fastest))
+        };
+        return Some(format!(
+            "{what}: {range}, {} alike",
+            if n == 1 { "one pair".to_string() } else { format!("all {n} pairs") }
+        ));
+    }
+    const SHOWN: usize = 8;
+    let mut each: Vec<String> = pairs.iter().take(SHOWN).map(|l| format!("{}-{} {}", l.a, l.b, gb(l.gbps))).collect();
+    if pairs.len() > SHOWN {
+        each.push(format!("and {} more up to {}", pairs.len() - SHOWN, gb(fastest)));
+    }
+    Some(format!("{what}, GB/s, slowest first: {}", each.join(", ")))
 }
 
 /// The host of `rank` (`?` if none has it).
@@ -644,6 +676,7 @@ mod tests {
             time_us: 1.0,
             links,
             nominal,
+            host_pairs: vec![],
         };
         let line = |info: &RunInfo| nominal_line(info);
         info.ceiling = Some(ceiling(0.78, "within hosts", vec![]));
@@ -664,6 +697,24 @@ mod tests {
         info.ceiling =
             Some(ceiling(2.4, "between hosts", vec![nominal("a", 1.25), nominal("b", 1.25), nominal("c", 1.25)]));
         assert!(line(&info).unwrap().ends_with("the ceiling is 192% of the slowest, 1.25 GB/s: above it, so its traffic took another path than that interface, or the hardware understates it"));
+
+        // The host pairs the ring crosses: none, alike, one slow.
+        use crate::record::Link;
+        let link = |a: &str, b: &str, gbps| Link { a: a.into(), b: b.into(), gbps, rank_pairs: 1 };
+        let with = |pairs: Vec<Link>| {
+            let mut i = info.clone();
+            i.ceiling.as_mut().unwrap().host_pairs = pairs;
+            host_pairs_line(&i)
+        };
+        assert_eq!(with(vec![]), None);
+        assert_eq!(
+            with(vec![link("a", "b", 2.4), link("b", "c", 2.5), link("a", "c", 2.5)]).unwrap(),
+            "# ceiling per host pair (point-to-point, one way, each host pair of the ring on its own): 2.40..2.50 GB/s, all 3 pairs alike"
+        );
+        assert_eq!(
+            with(vec![link("a", "b", 0.00781), link("b", "c", 0.00782), link("a", "c", 2.48)]).unwrap(),
+            "# ceiling per host pair (point-to-point, one way, each host pair of the ring on its own), GB/s, slowest first: a-b 0.00781, b-c 0.00782, a-c 2.48"
+        );
     }
 
     /// With a ceiling: the header's line, `%ceil` after nccl-tests' thirteen columns (`-` for
@@ -679,6 +730,7 @@ mod tests {
             time_us: 800.0,
             links: "within hosts",
             nominal: vec![],
+            host_pairs: vec![],
         });
         let mut t = TableReport::new(Vec::new());
         t.begin(&info).unwrap();

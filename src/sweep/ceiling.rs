@@ -55,6 +55,7 @@ impl Sweep<'_> {
             time_us: m.time_us,
             links,
             nominal: vec![],
+            host_pairs: vec![],
         }))
     }
 }
@@ -76,8 +77,16 @@ mod tests {
     #[test]
     fn the_header_shows_three_significant_digits() {
         let shown = |gbps| {
-            crate::record::Ceiling { gbps, source: "measured", size_bytes: 1, time_us: 1.0, links: "", nominal: vec![] }
-                .shown_gbps()
+            crate::record::Ceiling {
+                gbps,
+                source: "measured",
+                size_bytes: 1,
+                time_us: 1.0,
+                links: "",
+                nominal: vec![],
+                host_pairs: vec![],
+            }
+            .shown_gbps()
         };
         assert_eq!(shown(14.333068), "14.33");
         assert_eq!(shown(5.4321), "5.43");
