@@ -433,10 +433,14 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
     // The ceiling first: the header gives it, and every point is read against it.
     let links = info.ring_links();
     info.ceiling = sweep.ceiling(links, &mut info.notes)?;
+    let more = std::time::Instant::now();
     crate::nic::beside(world, &mut info.ceiling);
     // Between hosts, each host pair the ring crosses on its own (every rank alike: the ceiling is).
     if let Some(c) = info.ceiling.as_mut().filter(|c| c.links == crate::record::RunInfo::BETWEEN_HOSTS) {
         c.host_pairs = crate::pairs::links::ring_host_links(world, c.size_bytes, opts.budget_s / 2.0, opts.files);
+    }
+    if let Some(c) = info.ceiling.as_mut() {
+        c.seconds += more.elapsed().as_secs_f64();
     }
     // Files last, so no file is left behind by a run that never started.
     let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };

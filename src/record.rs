@@ -304,6 +304,9 @@ pub struct Ceiling {
     /// on its own point to point ([`crate::pairs::links::ring_host_links`]); the ring's one
     /// ceiling is the slowest of them with every link busy. Empty elsewhere.
     pub host_pairs: Vec<Link>,
+    /// Wall time of the whole pass on rank 0 (the ring, and between hosts the nominal rates and
+    /// the host pairs), seconds: what the ceiling cost the run.
+    pub seconds: f64,
 }
 
 impl Ceiling {

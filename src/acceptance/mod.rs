@@ -841,6 +841,7 @@ mod tests {
             links: "within hosts",
             nominal: vec![],
             host_pairs: vec![],
+            seconds: 0.5,
         };
         let judged = |c: Option<&crate::record::Ceiling>| {
             let v = judge_rule(&r, &pts, &hosts, c, 1.0);

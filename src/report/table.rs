@@ -345,12 +345,13 @@ fn ceiling_line(info: &RunInfo) -> Option<String> {
         ""
     };
     Some(format!(
-        "# ceiling: {} GB/s busbw ({}: sendrecv of {} around {ring}, {}, {:.1} us per call{short}; %ceil = out-of-place busbw as a percentage of it; --no-ceiling skips it)",
+        "# ceiling: {} GB/s busbw ({}: sendrecv of {} around {ring}, {}, {:.1} us per call{short}; %ceil = out-of-place busbw as a percentage of it; the pass took {:.1} s, --no-ceiling skips it)",
         c.shown_gbps(),
         c.source,
         crate::size::human(c.size_bytes),
         c.links,
-        c.time_us
+        c.time_us,
+        c.seconds
     ))
 }
 
@@ -405,10 +406,8 @@ fn host_pairs_line(info: &RunInfo) -> Option<String> {
         } else {
             format!("{}..{} GB/s", gb(slowest), gb(fastest))
         };
-        return Some(format!(
-            "{what}: {range}, {} alike",
-            if n == 1 { "one pair".to_string() } else { format!("all {n} pairs") }
-        ));
+        let alike = if n == 1 { "one pair".to_string() } else { format!("all {n} pairs alike") };
+        return Some(format!("{what}: {range} ({alike})"));
     }
     const SHOWN: usize = 8;
     let mut each: Vec<String> = pairs.iter().take(SHOWN).map(|l| format!("{}-{} {}", l.a, l.b, gb(l.gbps))).collect();
@@ -677,6 +676,7 @@ mod tests {
             links,
             nominal,
             host_pairs: vec![],
+            seconds: 0.5,
         };
         let line = |info: &RunInfo| nominal_line(info);
         info.ceiling = Some(ceiling(0.78, "within hosts", vec![]));
@@ -709,7 +709,7 @@ mod tests {
         assert_eq!(with(vec![]), None);
         assert_eq!(
             with(vec![link("a", "b", 2.4), link("b", "c", 2.5), link("a", "c", 2.5)]).unwrap(),
-            "# ceiling per host pair (point-to-point, one way, each host pair of the ring on its own): 2.40..2.50 GB/s, all 3 pairs alike"
+            "# ceiling per host pair (point-to-point, one way, each host pair of the ring on its own): 2.40..2.50 GB/s (all 3 pairs alike)"
         );
         assert_eq!(
             with(vec![link("a", "b", 0.00781), link("b", "c", 0.00782), link("a", "c", 2.48)]).unwrap(),
@@ -731,6 +731,7 @@ mod tests {
             links: "within hosts",
             nominal: vec![],
             host_pairs: vec![],
+            seconds: 0.5,
         });
         let mut t = TableReport::new(Vec::new());
         t.begin(&info).unwrap();

@@ -26,6 +26,7 @@ impl Sweep<'_> {
     /// (`within hosts` or `between hosts`: [`crate::record::RunInfo::ring_crosses_hosts`]).
     /// The data are checked as any point's (`-c`): wrong elements add a line to `notes`.
     pub fn ceiling(&mut self, links: &'static str, notes: &mut Vec<String>) -> Result<Option<Ceiling>> {
+        let started = std::time::Instant::now();
         let opts = self.opts;
         let sized = opts.collectives.iter().any(|k| k.spec().sized());
         if !opts.ceiling || self.member.size < 2 || !sized {
@@ -56,6 +57,7 @@ impl Sweep<'_> {
             links,
             nominal: vec![],
             host_pairs: vec![],
+            seconds: started.elapsed().as_secs_f64(),
         }))
     }
 }
@@ -85,6 +87,7 @@ mod tests {
                 links: "",
                 nominal: vec![],
                 host_pairs: vec![],
+                seconds: 0.5,
             }
             .shown_gbps()
         };
