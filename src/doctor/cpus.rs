@@ -5,6 +5,7 @@
 //! ranks than cores, ranks bound to fewer cores than they are, a clock held low.
 
 use super::causes::Cause;
+use crate::info::facts::{count_cpu_list, cpu_list};
 use crate::world::World;
 use serde::Serialize;
 use std::path::Path;
@@ -37,29 +38,11 @@ pub struct HostCpus {
     pub max_clock_mhz: Option<f64>,
 }
 
-/// CPUs in a list like `0-3,8,10-11`.
-pub fn cpu_list(list: &str) -> Option<Vec<usize>> {
-    let mut out = vec![];
-    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                if b < a || b - a > 1 << 16 {
-                    return None;
-                }
-                out.extend(a..=b);
-            }
-            None => out.push(part.trim().parse().ok()?),
-        }
-    }
-    Some(out)
-}
-
 /// This rank's CPUs, read under `proc_root` (`/proc`) and `sys_root` (`/sys`).
 pub fn here(proc_root: &Path, sys_root: &Path) -> RankCpus {
     let read = |p: &Path| std::fs::read_to_string(p).ok();
     let cpu = sys_root.join("devices/system/cpu");
-    let online = read(&cpu.join("online")).and_then(|l| cpu_list(&l)).map(|v| v.len());
+    let online = read(&cpu.join("online")).and_then(|l| count_cpu_list(&l));
     let allowed = read(&proc_root.join("self/status"))
         .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:").and_then(cpu_list)))
         .unwrap_or_default();
@@ -231,8 +214,6 @@ mod tests {
         }
         assert_eq!(here(&root.join("proc"), &root.join("sys")).clock_mhz, Some((1200.0, 3000.0)));
         std::fs::remove_dir_all(&root).unwrap();
-        assert_eq!(cpu_list("0-3,8,10-11"), Some(vec![0, 1, 2, 3, 8, 10, 11]));
-        assert_eq!(cpu_list("3-1"), None);
     }
 
     #[test]

@@ -46,22 +46,34 @@ pub fn cpu_model(proc_root: &Path) -> String {
     ABSENT.into()
 }
 
-/// CPUs in a list like `0-3,8,10-11` (the format of `/sys/devices/system/cpu/online`).
-pub fn count_cpu_list(list: &str) -> Option<usize> {
-    let mut n = 0;
+/// The ranges of a CPU list like `0-3,8,10-11` (the format of `/sys/devices/system/cpu/online`
+/// and of `Cpus_allowed_list`), each as (first, last); `None` for anything else.
+fn cpu_ranges(list: &str) -> Option<Vec<(usize, usize)>> {
+    let mut out = vec![];
     for part in list.trim().split(',').filter(|p| !p.is_empty()) {
-        match part.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
-                n += b.checked_sub(a)? + 1;
-            }
-            None => {
-                part.trim().parse::<usize>().ok()?;
-                n += 1;
-            }
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (usize, usize) = (a.trim().parse().ok()?, b.trim().parse().ok()?);
+        if b < a {
+            return None;
         }
+        out.push((a, b));
     }
-    Some(n)
+    Some(out)
+}
+
+/// CPUs in a list like `0-3,8,10-11`.
+pub fn count_cpu_list(list: &str) -> Option<usize> {
+    cpu_ranges(list).map(|r| r.iter().map(|(a, b)| b - a + 1).sum())
+}
+
+/// The CPUs of a list like `0-3,8,10-11`, each one; `None` also for a range of more than 65 536
+/// (no kernel has that many: a garbled list, not one to expand).
+pub fn cpu_list(list: &str) -> Option<Vec<usize>> {
+    let ranges = cpu_ranges(list)?;
+    if ranges.iter().any(|(a, b)| b - a > 1 << 16) {
+        return None;
+    }
+    Some(ranges.into_iter().flat_map(|(a, b)| a..=b).collect())
 }
 
 /// Online CPUs, and how many this process may run on.
@@ -579,6 +591,10 @@ mod tests {
         assert_eq!(count_cpu_list("0"), Some(1));
         assert_eq!(count_cpu_list("3-1"), None);
         assert_eq!(count_cpu_list("x"), None);
+        assert_eq!(cpu_list("0-3,8,10-11"), Some(vec![0, 1, 2, 3, 8, 10, 11]));
+        assert_eq!(cpu_list("3-1"), None);
+        assert_eq!(cpu_list("0-99999"), None);
+        assert_eq!(count_cpu_list("0-99999"), Some(100_000));
     }
 
     #[test]
