@@ -130,7 +130,6 @@ fn sweep(world: &World, opts: &Options) -> Result<(Vec<Point>, RunInfo, bool)> {
     let mut sweep = Sweep::new(world, backend.as_mut(), &opts);
     let links = info.ring_links();
     info.ceiling = sweep.ceiling(links, &mut info.notes)?;
-    crate::nic::beside(world, &mut info.ceiling);
     let totals = sweep.run(&mut |p| {
         points.push(p.without_rank_times());
         Ok(())
@@ -155,14 +154,19 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
     crate::report::interrupted::arm(world.rank, Some(&[]));
     say(world, &format!("# coll-bench {} doctor: {}", env!("CARGO_PKG_VERSION"), what(world, o)));
 
-    let (points, info, wrong) = sweep(world, opts)?;
+    let (points, mut info, wrong) = sweep(world, opts)?;
     let hosts = world.ranks_by_host();
     let links = if hosts.len() > 1 {
         crate::pairs::links::measure(world, opts.max_bytes, opts.budget_s, opts.files)
     } else {
         vec![]
     };
+    // Read once: every host's rate for the link causes, and beside the ceiling between hosts as
+    // the sweep's (`nic::beside`) gives it.
     let nominal = crate::nic::nominal_rates(world);
+    if let Some(c) = info.ceiling.as_mut().filter(|c| c.links == RunInfo::BETWEEN_HOSTS) {
+        c.nominal = nominal.clone();
+    }
     let host_cpus = cpus::gather(world);
     let seen: Vec<Seen> = points.iter().map(|p| seen(p, &info, &world.hosts)).collect();
     // Every collective's algorithms, short or not: a faster one is a finding either way.
