@@ -465,9 +465,7 @@ fn write_rules(
                 tail(t);
             }
         }
-    }
-    if s.kind.spec().sized() {
-        knee_rule(t, s, &sizes, &mut learn, &head, &tail);
+        knee_rule(t, s, &sizes, (plateau[0], largest), &mut learn, &head, &tail);
     }
     // The latency band: the smallest size and every next one whose median stays within
     // LATENCY_BAND of the smallest's (the flat start of the curve, where time is latency).
@@ -512,17 +510,17 @@ fn write_rules(
 /// The knee rule of a sized series: the largest knee of its runs (each run's curve, the smallest
 /// size reaching half the best of its plateau: [`super::knee`]) with one size step of slack
 /// (×2), where that knee is below the plateau (a curve that reaches half only within the plateau
-/// has no knee to guard).
+/// has no knee to guard). `plateau`: the bandwidth rule's.
 fn knee_rule(
     t: &mut String,
     s: &Series,
     sizes: &[u64],
+    plateau: (u64, u64),
     learn: &mut dyn FnMut(u64),
     head: &dyn Fn(&mut String, &str, &str),
     tail: &dyn Fn(&mut String),
 ) {
     let (Some(&smallest), Some(&largest)) = (sizes.first(), sizes.last()) else { return };
-    let plateau = (sizes.iter().copied().find(|&z| z >= largest / PLATEAU_FRACTION).unwrap_or(largest), largest);
     let mut runs: Vec<usize> = s.rows.iter().map(|(i, _)| *i).collect();
     runs.sort();
     runs.dedup();
