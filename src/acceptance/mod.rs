@@ -692,14 +692,14 @@ mod tests {
         }
     }
 
+    /// The one rule of a spec: an all-reduce named `ar`, then `rest` (its sizes and requirements).
+    fn one_rule(rest: &str) -> Rule {
+        let text = format!("[[rule]]\nname = \"ar\"\ncollective = \"all-reduce\"\n{rest}");
+        spec::parse("s", &text).unwrap().rules[0].clone()
+    }
+
     fn rule() -> Rule {
-        spec::parse(
-            "s",
-            "[[rule]]\nname = \"ar\"\ncollective = \"all-reduce\"\nsizes = \"1K..8K\"\nplateau = \"4K..8K\"\nmin_busbw_gbps = 2.0\nmax_time_us = 20.0\n",
-        )
-        .unwrap()
-        .rules[0]
-            .clone()
+        one_rule("sizes = \"1K..8K\"\nplateau = \"4K..8K\"\nmin_busbw_gbps = 2.0\nmax_time_us = 20.0\n")
     }
 
     #[test]
@@ -757,13 +757,7 @@ mod tests {
     #[test]
     fn the_knee_is_where_the_curve_reaches_half_its_plateau() {
         let hosts = vec!["h".to_string(); 2];
-        let r = spec::parse(
-            "s",
-            "[[rule]]\nname = \"ar\"\ncollective = \"all-reduce\"\nsizes = \"1K..16K\"\nplateau = \"16K..16K\"\nmax_knee_bytes = \"4K\"\n",
-        )
-        .unwrap()
-        .rules[0]
-            .clone();
+        let r = one_rule("sizes = \"1K..16K\"\nplateau = \"16K..16K\"\nmax_knee_bytes = \"4K\"\n");
         assert_eq!(r.max_knee_bytes, Some(4096));
         let curve = |bw: [f64; 5]| -> Vec<Point> {
             [1024u64, 2048, 4096, 8192, 16384].iter().zip(bw).map(|(s, b)| point(*s, b, 0, &[])).collect()
@@ -825,13 +819,7 @@ mod tests {
     #[test]
     fn pct_of_ceiling_is_judged_on_the_plateau_against_the_measured_ceiling() {
         let hosts = vec!["h".to_string(); 2];
-        let r = spec::parse(
-            "s",
-            "[[rule]]\nname = \"ar\"\ncollective = \"all-reduce\"\nsizes = \"1K..8K\"\nplateau = \"4K..8K\"\nmin_pct_of_ceiling = 80\n",
-        )
-        .unwrap()
-        .rules[0]
-            .clone();
+        let r = one_rule("sizes = \"1K..8K\"\nplateau = \"4K..8K\"\nmin_pct_of_ceiling = 80\n");
         let pts = vec![point(1024, 0.1, 0, &[]), point(4096, 2.5, 0, &[]), point(8192, 3.0, 0, &[])];
         let ceiling = |gbps: f64| crate::record::Ceiling {
             gbps,
