@@ -150,6 +150,63 @@ if [ "$n_max" -ge 2 ]; then
   } >>"$summary"
 fi
 
+# - algorithm: NCCL's tuning line for one call after each point's timed calls (NCCL 2.24+;
+#   src/backend/nccl/tuning.rs), read against a real GPU for the first time: all-reduce, float,
+#   on all N GPUs, (1) as NCCL chooses: every row's algorithm_source must be "library log" (or the
+#   header must say why not: an NCCL before 2.24); (2) with NCCL_ALGO=Ring NCCL_PROTO=Simple:
+#   every row must say ring/simple; (3) with the user's own NCCL_DEBUG=INFO
+#   NCCL_DEBUG_SUBSYS=TUNING (to stdout): the table must hold NCCL's tuning lines of the largest
+#   size, so the timed calls ran under the user's settings, not the probe's. ALGORITHM_SIZES
+#   (default "-b 8 -e 64M -f 8") sets their sweep.
+alg_run() { # label env… -- (writes $out/algorithm-LABEL-…{csv,txt})
+  local label=$1
+  shift
+  local envs=()
+  while [ "$1" != "--" ]; do envs+=("$1"); shift; done
+  env ${envs[@]+"${envs[@]}"} "${MPIRUN[@]}" -n "$n_max" "$COLL_BENCH_BIN" --backend nccl all-reduce -d float "${alg_sizes[@]}" \
+    --csv "$out/algorithm-$label-$stamp.csv" >"$out/algorithm-$label-$stamp.txt" 2>&1
+}
+column_of() { # csv column → the out-of-place rows' values, one per line (quoted fields hold commas)
+  python3 -c 'import csv, sys
+for r in csv.DictReader(open(sys.argv[1])):
+    if r["placement"] == "out-of-place": print(r[sys.argv[2]])' "$1" "$2"
+}
+read -r -a alg_sizes <<<"${ALGORITHM_SIZES:--b 8 -e 64M -f 8}"
+a_verdict=ok
+if alg_run chosen --; then
+  sources=$(column_of "$out/algorithm-chosen-$stamp.csv" algorithm_source | sort -u | tr '\n' ' ')
+  chosen=$(column_of "$out/algorithm-chosen-$stamp.csv" algorithm | sort | uniq -c | tr -s ' ' | tr '\n' ';')
+  why=$(grep -m1 '^# NCCL algorithm:' "$out/algorithm-chosen-$stamp.txt" || true)
+  case "$sources" in "library log ") ;; *) case "$why" in *"not reported"*) a_verdict="not available" ;; *) a_verdict=FAILED ;; esac ;; esac
+else
+  a_verdict=FAILED
+fi
+forced=""
+if [ "$a_verdict" = ok ]; then
+  if alg_run forced NCCL_ALGO=Ring NCCL_PROTO=Simple --; then
+    forced=$(column_of "$out/algorithm-forced-$stamp.csv" algorithm | sort -u | tr '\n' ' ')
+    [ "$forced" = "ring/simple " ] || a_verdict=FAILED
+  else
+    a_verdict=FAILED
+  fi
+  if alg_run users NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING --; then
+    largest=$(column_of "$out/algorithm-users-$stamp.csv" size_bytes | sort -n | tail -n1)
+    users=$(grep -c "NCCL INFO AllReduce: $largest Bytes -> " "$out/algorithm-users-$stamp.txt" || true)
+    [ "$users" -gt 3 ] || a_verdict=FAILED
+  else
+    a_verdict=FAILED
+  fi
+fi
+[ "$a_verdict" = FAILED ] && rc=1
+{
+  echo
+  echo "## algorithm: NCCL's tuning line ($a_verdict)"
+  echo
+  echo "- as NCCL chooses: algorithm_source ${sources:-none} (want library log); algorithms (rows each): ${chosen:-none}; ${why:-no header line}"
+  echo "- NCCL_ALGO=Ring NCCL_PROTO=Simple: ${forced:-not run} (want ring/simple)"
+  echo "- the user's NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING: ${users:-not run} tuning lines of the largest size's calls (${largest:-?} B) in the table (want more than 3: the timed calls logged where the user asked)"
+} >>"$summary"
+
 # nccl-tests beside it: float, sum, out of place, at the same sizes.
 if [ -n "${NCCL_TESTS_DIR:-}" ]; then
   declare -A perf=([all-reduce]=all_reduce_perf [all-gather]=all_gather_perf [reduce-scatter]=reduce_scatter_perf

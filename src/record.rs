@@ -228,13 +228,23 @@ pub const UNKNOWN_ALGORITHM: &str = "unknown";
 /// How an algorithm is known (`algorithm_source`), the one vocabulary (docs/output.md): named by
 /// `forced` (the library's variable, set by the user, read back through MPI_T), `fixed rules`
 /// (Open MPI 4.1's `coll_tuned` decision, replicated), `rules file` (an Open MPI dynamic rules
-/// file's rule, applied as Open MPI does), `coll-bench` (`--impl`: our own), `other call` (tune's candidate of the library's other function); `unknown` because
+/// file's rule, applied as Open MPI does), `coll-bench` (`--impl`: our own), `other call` (tune's candidate of the library's other function), `library log` (NCCL's
+/// tuning line for one call after the timed ones); `unknown` because
 /// of `rules file` (a rules file that cannot be read as Open MPI reads it), `auto` (the
 /// library's own selection, not replicated), `other component` (Open MPI: a component other than
 /// `coll_tuned` may serve the communicator), `not reported` (nothing says: NCCL, another
 /// library, a point-to-point test).
-pub const ALGORITHM_SOURCES: [&str; 8] =
-    ["forced", "fixed rules", "coll-bench", "other call", "rules file", "auto", "other component", "not reported"];
+pub const ALGORITHM_SOURCES: [&str; 9] = [
+    "forced",
+    "fixed rules",
+    "coll-bench",
+    "other call",
+    "library log",
+    "rules file",
+    "auto",
+    "other component",
+    "not reported",
+];
 
 impl Point {
     pub fn measurements(&self) -> [&Measurement; 2] {

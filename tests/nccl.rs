@@ -32,6 +32,11 @@ const STEERING: &[&str] = &[
     "COLL_BENCH_DEBUG_NCCL_SPLIT",
     "FAKE_NCCL_TRACE",
     "COLL_BENCH_DEBUG_NCCL_NONBLOCKING_TIMING",
+    "NCCL_DEBUG",
+    "NCCL_DEBUG_SUBSYS",
+    "NCCL_DEBUG_FILE",
+    "NCCL_ALGO",
+    "NCCL_PROTO",
 ];
 
 /// `mpirun -n N coll-bench --backend nccl ARGS…` with `env` (and nothing else of ours) set.
@@ -568,12 +573,18 @@ fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
         .env("COLL_BENCH_CUDA_LIBRARY", fake_cuda())
         .env("COLL_BENCH_NCCL_LIBRARY", fake_nccl())
         .env("FAKE_CUDA_DEVICES", "2")
+        .env("FAKE_NCCL_VERSION", "22403")
+        .env("ALGORITHM_SIZES", "-b 1K -e 1M -f 32 --budget 1ms")
         .env("COLL_BENCH_MPI", FAMILY)
         .output()
         .unwrap();
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
     assert!(out.starts_with("# coll-bench --backend nccl on 2 x Fake GPU 0\n"), "{out}");
+    // The algorithm check: NCCL's tuning line named, a forced one followed, the user's own kept.
+    assert!(out.contains("## algorithm: NCCL's tuning line (ok)"), "{out}");
+    assert!(out.contains("algorithm_source library log  (want library log)"), "{out}");
+    assert!(out.contains("- NCCL_ALGO=Ring NCCL_PROTO=Simple: ring/simple  (want ring/simple)"), "{out}");
     for n in [1, 2] {
         for run in ["checked", "narrow-checked"] {
             assert!(out.contains(&format!("| {n} | {run} | 0 | ")), "{run} on {n} ranks:\n{out}");
@@ -590,6 +601,7 @@ fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
         .into_iter()
         .filter(|p| p.extension().is_some_and(|e| e == "csv"))
         .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with("launch-"))
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with("algorithm-"))
         .collect();
     assert_eq!(csvs.len(), 4, "{csvs:?}");
     for c in &csvs {
@@ -1428,4 +1440,125 @@ fn seven_ranks_share_sizes_out_as_nccl_tests() {
     let csv = std::fs::read_to_string(d.path().join("run.csv")).unwrap();
     let seen = assert_nccl_tests_geometry(&csv, 7, &sizes);
     assert_eq!(seen.len(), 9, "{seen:?}");
+}
+
+/// The CSV's (collective, size_bytes, algorithm, algorithm_source) of each out-of-place row.
+fn algorithms(csv_path: &Path) -> Vec<(String, u64, String, String)> {
+    let text = std::fs::read_to_string(csv_path).unwrap();
+    let mut rd = csv::Reader::from_reader(text.as_bytes());
+    let h = rd.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+    let (c, s, a, src, pl) =
+        (col("collective"), col("size_bytes"), col("algorithm"), col("algorithm_source"), col("placement"));
+    rd.records()
+        .map(|r| r.unwrap())
+        .filter(|r| &r[pl] == "out-of-place")
+        .map(|r| (r[c].to_string(), r[s].parse().unwrap(), r[a].to_string(), r[src].to_string()))
+        .collect()
+}
+
+/// NCCL 2.24+ names each point's algorithm and protocol in its tuning line, printed for one more
+/// call after the timed ones (the stand-in chooses by size as its doc says: all-reduce on Tree
+/// below 256 KiB, LL below 64 KiB, LL128 below 1 MiB); grouped send/recv has none. A user's own
+/// debug settings (here INFO with TUNING, to stdout) are back in force for every timed call: their
+/// lines keep coming to the end of the run.
+#[test]
+fn nccl_names_each_points_algorithm_from_its_tuning_line() {
+    let env = fake_env("2", &[("FAKE_NCCL_VERSION", "22403")]);
+    let args = [
+        "all-reduce",
+        "all-gather",
+        "all-to-all",
+        "-b",
+        "1K",
+        "-e",
+        "4M",
+        "-f",
+        "32",
+        "--budget",
+        "2ms",
+        "--csv",
+        "run.csv",
+    ];
+    let (o, d) = nccl_run(2, &args, &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("# NCCL algorithm: its tuning line (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=TUNING"), "{out}");
+    assert!(!out.contains("NCCL INFO"), "the probe's lines went to its file, not stdout:\n{out}");
+    let rows = algorithms(&d.path().join("run.csv"));
+    let want = |coll: &str, size: u64| -> (&str, &str) {
+        match (coll, size) {
+            ("all-to-all", _) => ("unknown", "not reported"),
+            // The stand-in's rule, applied to NCCL's bytes: all-gather's are one rank's share.
+            ("all-reduce", s) if s < 65_536 => ("tree/ll", "library log"),
+            ("all-reduce", s) if s < 262_144 => ("tree/ll128", "library log"),
+            ("all-reduce", s) if s < 1_048_576 => ("ring/ll128", "library log"),
+            ("all-gather", s) if s / 2 < 65_536 => ("ring/ll", "library log"),
+            ("all-gather", s) if s / 2 < 1_048_576 => ("ring/ll128", "library log"),
+            _ => ("ring/simple", "library log"),
+        }
+    };
+    assert_eq!(rows.len(), 3 * 3, "{rows:?}");
+    for (coll, size, algo, source) in &rows {
+        assert_eq!((algo.as_str(), source.as_str()), want(coll, *size), "{coll} at {size} B: {rows:?}");
+    }
+    // The table says it too, as a comment line where it changes.
+    assert!(out.contains("#  algorithm: tree/ll (library log)"), "{out}");
+
+    // The user's own settings: INFO and TUNING to stdout, for every timed call to the end.
+    let mut mine = env.clone();
+    mine.extend([("NCCL_DEBUG", "INFO"), ("NCCL_DEBUG_SUBSYS", "TUNING")]);
+    let (o, d) =
+        nccl_run(2, &["all-reduce", "-b", "1K", "-e", "4M", "-f", "32", "--budget", "2ms", "--csv", "run.csv"], &mine);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    let lines =
+        |bytes: u64| out.lines().filter(|l| l.contains(&format!(" NCCL INFO AllReduce: {bytes} Bytes -> "))).count();
+    // Warm-up, timed and check calls at the largest size, all logged where the user asked.
+    assert!(lines(1 << 20) > 3, "{out}");
+    assert!(lines(1024) > 3, "{out}");
+    let rows = algorithms(&d.path().join("run.csv"));
+    assert!(rows.iter().all(|r| r.3 == "library log"), "{rows:?}");
+}
+
+/// A forced algorithm or protocol (NCCL_ALGO, NCCL_PROTO, read by NCCL at init) is what the
+/// column names; NCCL before 2.24, or a user's NCCL_DEBUG_FILE (NCCL would empty it), says why
+/// there is no name, and never calls ncclResetDebugInit (the stand-in aborts where it is called
+/// on a version without it).
+#[test]
+fn a_forced_nccl_algorithm_is_named_and_an_old_nccl_says_why_not() {
+    let base = fake_env("2", &[("FAKE_NCCL_VERSION", "22700")]);
+    let mut forced = base.clone();
+    forced.extend([("NCCL_ALGO", "ring"), ("NCCL_PROTO", "Simple")]);
+    let args = ["all-reduce", "-b", "1K", "-e", "1M", "-f", "32", "--budget", "2ms", "--csv", "run.csv"];
+    let (o, d) = nccl_run(2, &args, &forced);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let rows = algorithms(&d.path().join("run.csv"));
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert!(rows.iter().all(|r| r.2 == "ring/simple" && r.3 == "library log"), "{rows:?}");
+
+    let old = [base[0], base[1], base[2], ("FAKE_NCCL_VERSION", "22304")];
+    let (o, d) = nccl_run(2, &args, &old);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(
+        out.contains("# NCCL algorithm: not reported: NCCL 2.23.4 reads its debug settings once (ncclResetDebugInit, which re-reads them, came with 2.24)"),
+        "{out}"
+    );
+    assert!(algorithms(&d.path().join("run.csv")).iter().all(|r| r.2 == "unknown" && r.3 == "not reported"));
+
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("nccl.%p.log");
+    let mut own = base.clone();
+    own.extend([("NCCL_DEBUG", "INFO"), ("NCCL_DEBUG_SUBSYS", "TUNING"), ("NCCL_DEBUG_FILE", log.to_str().unwrap())]);
+    let (o, d) = nccl_run(2, &args, &own);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("# NCCL algorithm: not reported: NCCL_DEBUG_FILE is set"), "{out}");
+    assert!(algorithms(&d.path().join("run.csv")).iter().all(|r| r.2 == "unknown"));
+    // The user's file has every call's line, from the first size to the last: never reopened.
+    let written: String =
+        std::fs::read_dir(logs.path()).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap()).collect();
+    assert!(written.contains("AllReduce: 1024 Bytes -> Algo TREE proto LL"), "{written}");
+    assert!(written.contains("AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE"), "{written}");
 }

@@ -26,6 +26,8 @@ pub const CORRUPTED_STEP: &[&str] = &[
     "2",
 ];
 
+pub mod wheel;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_coll-bench");
 
 /// The MPI family the binary is linked against (`openmpi`, `mpich`), recorded by build.rs; the

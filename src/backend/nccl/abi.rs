@@ -37,7 +37,7 @@ pub fn c_type(rust: &str) -> Result<String, String> {
     Ok(match t {
         "c_int" => "int",
         "c_char" => "char",
-        "c_void" => "void",
+        "c_void" | "()" => "void",
         "usize" => "size_t",
         "NcclResult" => "ncclResult_t",
         "NcclComm" => "ncclComm_t",
@@ -137,7 +137,9 @@ pub fn constants() -> Vec<(String, i64)> {
 /// The probe: the header, our declarations, and a `main` that prints `EXPR=VALUE` for each of
 /// [`constants`], then the header's version.
 pub fn probe_source() -> Result<String, String> {
-    let mut s = String::from("#include <stdio.h>\n#include <stddef.h>\n#include <nccl.h>\n\n");
+    // NCCL_OS_LINUX: nccl.h (2.28+) declares ncclResetDebugInit only where it is defined (its
+    // build defines it; a user's does not, and gets an empty macro of that name instead).
+    let mut s = String::from("#include <stdio.h>\n#include <stddef.h>\n#define NCCL_OS_LINUX 1\n#include <nccl.h>\n\n");
     s.push_str("/* coll-bench's bindings (src/backend/nccl/ffi.rs) */\n");
     for (_, decl) in declarations()? {
         s.push_str(&decl);

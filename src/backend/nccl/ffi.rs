@@ -72,6 +72,8 @@ optional_api! {
         scatter: "ncclScatter" => fn(*const c_void, *mut c_void, usize, NcclDataType, c_int, NcclComm, CudaStream) -> NcclResult,
         /// NCCL 2.18: split a communicator by colour and key (used only from [`SPLIT_VERSION`]).
         comm_split: "ncclCommSplit" => fn(NcclComm, c_int, c_int, *mut NcclComm, *mut Config) -> NcclResult,
+        /// NCCL 2.24: re-read the debug settings (used only from [`super::tuning::RESET_VERSION`]).
+        reset_debug_init: "ncclResetDebugInit" => fn() -> (),
     }
 }
 
@@ -321,6 +323,12 @@ impl Nccl {
         &self,
     ) -> Option<unsafe extern "C" fn(NcclComm, c_int, c_int, *mut NcclComm, *mut Config) -> NcclResult> {
         self.optional.comm_split.filter(|_| (self.version.0, self.version.1) >= SPLIT_VERSION)
+    }
+
+    /// `ncclResetDebugInit`, where the library has it and is new enough
+    /// ([`super::tuning::RESET_VERSION`]).
+    pub fn reset_debug_init(&self) -> Option<unsafe extern "C" fn()> {
+        self.optional.reset_debug_init.filter(|_| (self.version.0, self.version.1) >= super::tuning::RESET_VERSION)
     }
 
     /// How gather, scatter and all-to-all run: "native all-to-all, gather, scatter", or which

@@ -117,6 +117,7 @@ pub mod ffi;
 pub mod gpu;
 pub mod search;
 pub mod split;
+pub mod tuning;
 
 use super::{Backend, Buf, Call, HostBuffer};
 use crate::collective::{partner, ring_peers, Convention, Kind};
@@ -455,6 +456,10 @@ pub struct NcclBackend {
     /// The group's MPI communicator when running in a group (`--groups`): `mpi_comm` for the
     /// barriers of `-z`. Dropped after the NCCL communicator (field order).
     group_mpi: Option<super::mpi::GroupComm>,
+    /// How each point's algorithm is asked of NCCL ([`tuning`]): `Err` says why it cannot be;
+    /// `Ok(Some)` on comm rank 0 once its probe is made (at the first point), `Ok(None)` before
+    /// and on the other ranks.
+    tuning: std::result::Result<Option<tuning::Probe>, String>,
     /// GPU events between the samples of a timed run (grown as needed).
     marks: Vec<Event>,
 }
@@ -612,6 +617,14 @@ impl NcclBackend {
             details,
             group_mpi: None,
             marks: Vec::new(),
+            tuning: match tuning::unavailable(
+                local.nccl.version,
+                local.nccl.reset_debug_init().is_some(),
+                env("NCCL_DEBUG_FILE").as_ref(),
+            ) {
+                Some(why) => Err(why),
+                None => Ok(None),
+            },
         };
         if make == WorldComm::Always {
             if env(NON_BLOCKING_TIMING_VAR).is_some() {
@@ -1219,7 +1232,47 @@ impl Backend for NcclBackend {
     fn describe(&self) -> Vec<String> {
         let mut lines = self.details.clone();
         lines.push(self.timing_note());
+        lines.push(match &self.tuning {
+            Ok(_) => "NCCL algorithm: its tuning line (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=TUNING, to a file of rank 0's) for one more call after each point's timed calls, which run under your settings (ncclResetDebugInit)".to_string(),
+            Err(why) => format!("NCCL algorithm: not reported: {why}"),
+        });
         lines
+    }
+
+    /// One more call after the timed ones, with NCCL's tuning line on (comm rank 0 arms the
+    /// probe; every rank makes the call): the algorithm and protocol NCCL planned for it.
+    fn algorithm(&mut self, call: &Call) -> (String, &'static str) {
+        let unknown = || (crate::record::UNKNOWN_ALGORITHM.to_string(), "not reported");
+        let (Some(function), Ok(_)) = (tuning::function(call.kind), &self.tuning) else {
+            return unknown();
+        };
+        let Ok(p) = self.prepare(call) else { return unknown() };
+        if let (0, Ok(slot @ None), Some(reset)) = (self.rank, &mut self.tuning, self.nccl.reset_debug_init()) {
+            // Where no directory can be made, this rank still makes the call below.
+            *slot = tuning::Probe::new(reset).ok();
+        }
+        // Held here for the call (it needs `self`), then put back.
+        let mut probe = match &mut self.tuning {
+            Ok(slot) if self.rank == 0 => slot.take(),
+            _ => None,
+        };
+        if let Some(probe) = probe.as_mut() {
+            probe.arm();
+        }
+        let done = self.call_once(&p).and_then(|()| self.wait_stream());
+        let log = probe.as_mut().map(|probe| probe.disarm()).unwrap_or_default();
+        if let Ok(slot) = &mut self.tuning {
+            *slot = probe;
+        }
+        if let Err(e) = done {
+            self.fatal(format!("{e} (in the call after the timed ones that asks NCCL its algorithm)"));
+        }
+        // The bytes NCCL prints: the call's count times its type's size (a barrier: one int32).
+        let bytes = if call.kind == Kind::Barrier { 4 } else { p.block };
+        match tuning::read(&log, function, bytes) {
+            Some(name) => (name, "library log"),
+            None => unknown(),
+        }
     }
 
     fn supports(&self, dtype: DType) -> Result<()> {

@@ -129,6 +129,8 @@ impl NcclBackend {
             details: self.details.clone(),
             group_mpi: None,
             marks: Vec::new(),
+            // The group's own probe, made at its first point (on the group's rank 0).
+            tuning: self.tuning.as_ref().map(|_| None).map_err(String::clone),
         })
     }
 

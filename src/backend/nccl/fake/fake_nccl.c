@@ -39,6 +39,21 @@
  *                                run from a thread of its own (fake_cuda.c adds "PID sync" per
  *                                wait of the host for the device)
  *
+ * Debug output and tuning (NCCL src/debug.cc, src/enqueue.cc, src/graph/tuning.cc): NCCL_DEBUG,
+ * NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE are read at the first message and again only at the first
+ * one after ncclResetDebugInit (exported, as NCCL 2.24+ does; called on a stand-in claiming an
+ * older NCCL it aborts the process, since such a library has no such symbol); the file ("%h",
+ * "%p" expanded) is opened with "w" and line-buffered. Each all-reduce, all-gather,
+ * reduce-scatter, broadcast and reduce is planned at the call: an algorithm and protocol chosen
+ * among those NCCL_ALGO and NCCL_PROTO enable (read at init, NCCL's list syntax: "ring",
+ * "^tree", "allreduce:tree;allgather:ring"; an unknown name fails the init with
+ * ncclInvalidUsage; none left for a call: ncclInvalidUsage), by the stand-in's own rule (not
+ * NCCL's cost model; only Tree, for all-reduce, and Ring exist here): all-reduce below 256 KiB
+ * on Tree, else Ring; LL below 64 KiB, LL128 below 1 MiB, else Simple. Comm rank 0 then prints
+ * the TUNING line in the claimed version's form: from 22400 "AllReduce: N Bytes -> Algo RING
+ * proto SIMPLE channel{Lo..Hi}={0..1}", 22300 "AllReduce: N Bytes -> Algo 1 proto 2 time T",
+ * 22000-22299 without the function's name, older none.
+ *
  * ncclCommInitRankConfig (NCCL 2.14's config layout) with blocking = 0 returns ncclInProgress
  * and the communicator is ready once every rank has joined (ncclCommGetAsyncError says when),
  * so a rank whose init fails leaves the others in progress, as with the real NCCL; the blocking
@@ -71,6 +86,7 @@
 #include <pthread.h>
 #include <math.h> /* NAN, INFINITY only */
 #include <sched.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +126,9 @@ struct comm {
     int nonblocking; /* made by a non-blocking init: calls answer ncclInProgress, then are done */
     int init_fails; /* a non-blocking init that will fail (FAKE_NCCL_FAIL=init-async) */
     int splits;     /* ncclCommSplit calls on this comm so far (names the children's segments) */
+    /* NCCL_ALGO and NCCL_PROTO as read at init (tuning.cc's ncclTopoTuneModel): per function
+     * (ncclFuncStr's order), whether each algorithm and protocol is enabled. */
+    int algo_on[5][7], proto_on[5][3];
     /* A call handed to a thread of its own (non-blocking, NCCL >= 2.23, or a split on a
      * non-blocking parent): in progress until `done`, then joined by ncclCommGetAsyncError. */
     pthread_t worker;
@@ -153,6 +172,163 @@ static ncclResult_t error(ncclResult_t r, const char *what) {
     snprintf(last_error, sizeof last_error, "fake NCCL: %s", what);
     return r;
 }
+
+/* NCCL's debug output (src/debug.cc), as far as the tuning line needs it: NCCL_DEBUG,
+ * NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE are read once, at the first message, and again at the
+ * first message after ncclResetDebugInit (NCCL 2.24+), which also closes the file; the file is
+ * opened with "w" (emptied) and line-buffered; a line is "host:pid:tid [dev] NCCL INFO …". */
+enum { LOG_NONE = 0, LOG_INFO = 3, DEBUG_UNREAD = -1, DEBUG_RESET = -2 };
+enum { SUBSYS_INIT = 1, SUBSYS_ENV = 0x1000, SUBSYS_BOOTSTRAP = 0x2000, SUBSYS_TUNING = 0x80 };
+static int debug_level = DEBUG_UNREAD;
+static unsigned long debug_mask;
+static FILE *debug_file;
+static pthread_mutex_t debug_lock = PTHREAD_MUTEX_INITIALIZER;
+static void debug_init(void) {
+    if (debug_file && debug_file != stdout) fclose(debug_file);
+    debug_file = stdout;
+    const char *l = getenv("NCCL_DEBUG");
+    debug_level = l && !strcasecmp(l, "INFO") ? LOG_INFO : l && !strcasecmp(l, "TRACE") ? LOG_INFO + 2 : l && !strcasecmp(l, "WARN") ? 2 : LOG_NONE;
+    debug_mask = SUBSYS_INIT | SUBSYS_BOOTSTRAP | SUBSYS_ENV;
+    const char *m = getenv("NCCL_DEBUG_SUBSYS");
+    if (m) {
+        int invert = *m == '^';
+        char *list = strdup(m + invert), *save = NULL;
+        debug_mask = invert ? ~0UL : 0UL;
+        for (char *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            unsigned long bit = !strcasecmp(t, "TUNING") ? SUBSYS_TUNING : !strcasecmp(t, "INIT") ? SUBSYS_INIT
+                              : !strcasecmp(t, "ENV") ? SUBSYS_ENV : !strcasecmp(t, "ALL") ? ~0UL : 0;
+            debug_mask = invert ? debug_mask & ~bit : debug_mask | bit;
+        }
+        free(list);
+    }
+    const char *f = getenv("NCCL_DEBUG_FILE");
+    if (debug_level > 1 && f && *f) {
+        char name[4096];
+        size_t n = 0;
+        for (const char *c = f; *c && n < sizeof name - 64; c++) {
+            if (c[0] == '%' && c[1] == 'p') {
+                n += (size_t)snprintf(name + n, sizeof name - n, "%d", (int)getpid());
+                c++;
+            } else if (c[0] == '%' && c[1] == 'h') {
+                gethostname(name + n, sizeof name - n - 1);
+                name[sizeof name - 1] = 0;
+                n = strlen(name);
+                c++;
+            } else {
+                name[n++] = *c;
+            }
+        }
+        name[n] = 0;
+        FILE *file = fopen(name, "w");
+        if (file) {
+            setlinebuf(file);
+            debug_file = file;
+        }
+    }
+}
+static void info(unsigned long subsys, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void info(unsigned long subsys, const char *fmt, ...) {
+    pthread_mutex_lock(&debug_lock);
+    if (debug_level < 0) debug_init();
+    if (debug_level >= LOG_INFO && (debug_mask & subsys)) {
+        char host[256] = "";
+        gethostname(host, sizeof host - 1);
+        char *dot = strchr(host, '.');
+        if (dot) *dot = 0;
+        fprintf(debug_file, "%s:%d:%d [0] NCCL INFO ", host, (int)getpid(), (int)gettid());
+        va_list ap;
+        va_start(ap, fmt);
+        vfprintf(debug_file, fmt, ap);
+        va_end(ap);
+        fputc('\n', debug_file);
+    }
+    pthread_mutex_unlock(&debug_lock);
+}
+static int env_version(void);
+/* Exported by NCCL from 2.24 only: a caller claiming an older NCCL must not find it. */
+void ncclResetDebugInit(void) {
+    if (env_version() < 22400) {
+        fprintf(stderr, "fake NCCL: ncclResetDebugInit called, which NCCL %d does not export\n", env_version());
+        abort();
+    }
+    pthread_mutex_lock(&debug_lock);
+    debug_level = DEBUG_RESET;
+    pthread_mutex_unlock(&debug_lock);
+}
+
+/* NCCL's names (src/init.cc: ncclFuncStr, ncclAlgoStr, ncclProtoStr; ncclAlgoToString and
+ * ncclProtoToString print them in capitals). */
+static const char *func_str[5] = {"Broadcast", "Reduce", "AllGather", "ReduceScatter", "AllReduce"};
+static const char *algo_str[7] = {"Tree", "Ring", "CollNetDirect", "CollNetChain", "NVLS", "NVLSTree", "PAT"};
+static const char *algo_log[7] = {"TREE", "RING", "COLLNET_DIRECT", "COLLNET_CHAIN", "NVLS", "NVLS_TREE", "PAT"};
+static const char *proto_str[3] = {"LL", "LL128", "Simple"};
+static const char *proto_log[3] = {"LL", "LL128", "SIMPLE"};
+enum { TREE = 0, RING = 1, LL = 0, LL128 = 1, SIMPLE = 2 };
+
+/* NCCL_ALGO / NCCL_PROTO as tuning.cc's parseList reads them: "[func:][^]name,name;func:…"; the
+ * first entry may omit the function (then it sets every function). An unknown name: -1. */
+static int parse_list(const char *str, const char **names, int nnames, int *on /* [5][nnames] */) {
+    char *full = strdup(str), *save1 = NULL;
+    int first = 1, rc = 0;
+    for (char *tok = strtok_r(full, ";", &save1); tok && !rc; tok = strtok_r(NULL, ";", &save1), first = 0) {
+        char *colon = strchr(tok, ':'), *list = colon ? colon + 1 : tok;
+        if (colon) *colon = 0;
+        if (!colon && !first) rc = -1;
+        int set = *list != '^';
+        if (!set) list++;
+        for (int f = 0; f < 5 && !rc; f++) {
+            if (colon && strcasecmp(tok, func_str[f])) continue;
+            for (int e = 0; e < nnames; e++) on[f * nnames + e] = !set;
+            char *items = strdup(list), *save2 = NULL;
+            for (char *it = strtok_r(items, ",", &save2); it; it = strtok_r(NULL, ",", &save2)) {
+                int e = 0;
+                while (e < nnames && strcasecmp(it, names[e])) e++;
+                if (e == nnames) {
+                    rc = -1;
+                    break;
+                }
+                on[f * nnames + e] = set;
+            }
+            free(items);
+        }
+    }
+    free(full);
+    return rc;
+}
+
+/* The stand-in's choice (its own rule, not NCCL's cost model; only Tree and Ring exist here, Tree
+ * for all-reduce only): all-reduce below 256 KiB on Tree, else Ring; LL below 64 KiB, LL128 below
+ * 1 MiB, else Simple; each the first enabled one where the preferred is not. -1: none enabled. */
+static int choose(struct comm *c, int func, size_t bytes, int *algo, int *proto) {
+    int tree_ok = func == 4 && c->algo_on[func][TREE], ring_ok = c->algo_on[func][RING];
+    *algo = (tree_ok && (bytes < 262144 || !ring_ok)) ? TREE : ring_ok ? RING : -1;
+    int want = bytes < 65536 ? LL : bytes < 1048576 ? LL128 : SIMPLE;
+    *proto = c->proto_on[func][want] ? want : c->proto_on[func][SIMPLE] ? SIMPLE : c->proto_on[func][LL128] ? LL128 : c->proto_on[func][LL] ? LL : -1;
+    return *algo < 0 || *proto < 0 ? -1 : 0;
+}
+
+/* Plan a collective as enqueue.cc does: choose, and on comm rank 0 print the tuning line in the
+ * form of the claimed version (2.24+; 2.23 and 2.20-2.22 print numbers and a time; older, none). */
+static ncclResult_t plan(struct comm *c, int func, size_t count, int dt) {
+    size_t bytes = count * type_size[dt];
+    int algo, proto;
+    if (choose(c, func, bytes, &algo, &proto)) {
+        int forced = getenv("NCCL_ALGO") || getenv("NCCL_PROTO");
+        return error(forced ? invalid_usage : 3, "No algorithm/protocol available");
+    }
+    if (c->rank != 0) return ok;
+    int v = env_version();
+    if (v >= 22400) {
+        info(SUBSYS_TUNING, "%s: %zu Bytes -> Algo %s proto %s channel{Lo..Hi}={0..%d}", func_str[func], bytes,
+             algo_log[algo], proto_log[proto], bytes < 65536 ? 0 : 1);
+    } else if (v >= 22300) {
+        info(SUBSYS_TUNING, "%s: %zu Bytes -> Algo %d proto %d time %f", func_str[func], bytes, algo, proto, 10.0);
+    } else if (v >= 22000) {
+        info(SUBSYS_TUNING, "%zu Bytes -> Algo %d proto %d time %f", bytes, algo, proto, 10.0);
+    }
+    return ok;
+}
+
 
 /* The libcuda this process loaded (the same one coll-bench bound), for what NCCL asks of the
  * driver: the device's compute capability and its own device memory. NULL: none loaded. */
@@ -462,6 +638,17 @@ static ncclResult_t join(ncclComm_t *out, int nranks, ncclUniqueId id, int rank)
     c->cap = cap;
     c->size = size;
     c->seg = m;
+    for (int f = 0; f < 5; f++) {
+        for (int a = 0; a < 7; a++) c->algo_on[f][a] = 1;
+        for (int p = 0; p < 3; p++) c->proto_on[f][p] = 1;
+    }
+    const char *algos = getenv("NCCL_ALGO"), *protos = getenv("NCCL_PROTO");
+    if ((algos && parse_list(algos, algo_str, 7, &c->algo_on[0][0])) ||
+        (protos && parse_list(protos, proto_str, 3, &c->proto_on[0][0]))) {
+        munmap(m, size);
+        free(c);
+        return error(invalid_usage, "NCCL_ALGO or NCCL_PROTO names an unknown algorithm or protocol");
+    }
     memcpy(c->name, name, sizeof c->name);
     __atomic_add_fetch(&c->seg->joined, 1, __ATOMIC_ACQ_REL);
     c->joining = 1;
@@ -792,6 +979,7 @@ ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, ncc
     (void)st;
     READY(c);
     if (bad(dt, op) || fp8_reduction_refused(dt)) return invalid_argument;
+    CHECK(plan(c, 4, n, dt));
     return launch(&(struct job){.fn = run_all_reduce, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op});
 }
 
@@ -809,6 +997,7 @@ ncclResult_t ncclAllGather(const void *s, void *r, size_t n, int dt, ncclComm_t 
     (void)st;
     READY(c);
     if (bad(dt, 0)) return invalid_argument;
+    CHECK(plan(c, 2, n, dt));
     return launch(&(struct job){.fn = run_all_gather, .c = c, .s = s, .r = r, .n = n, .dt = dt});
 }
 
@@ -827,6 +1016,7 @@ ncclResult_t ncclReduceScatter(const void *s, void *r, size_t n, int dt, int op,
     (void)st;
     READY(c);
     if (bad(dt, op) || fp8_reduction_refused(dt)) return invalid_argument;
+    CHECK(plan(c, 3, n, dt));
     return launch(&(struct job){.fn = run_reduce_scatter, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op});
 }
 
@@ -845,6 +1035,7 @@ ncclResult_t ncclBroadcast(const void *s, void *r, size_t n, int dt, int root, n
     (void)st;
     READY(c);
     if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
+    CHECK(plan(c, 0, n, dt));
     return launch(&(struct job){.fn = run_broadcast, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
 }
 
@@ -858,6 +1049,7 @@ ncclResult_t ncclReduce(const void *s, void *r, size_t n, int dt, int op, int ro
     (void)st;
     READY(c);
     if (bad(dt, op) || fp8_reduction_refused(dt) || root < 0 || root >= c->nranks) return invalid_argument;
+    CHECK(plan(c, 1, n, dt));
     return launch(
         &(struct job){.fn = run_reduce, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op, .root = root});
 }
