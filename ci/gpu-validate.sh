@@ -207,6 +207,15 @@ fi
   echo "- the user's NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING: ${users:-not run} tuning lines of the largest size's calls (${largest:-?} B) in the table (want more than 3: the timed calls logged where the user asked)"
 } >>"$summary"
 
+# - PCIe: each GPU's link as the header states it (the kernel's current_link_speed/width), for
+#   a reader to compare with lspci -vv's LnkSta; "below its …" names a link trained under its max.
+{
+  echo
+  echo "## PCIe links as the header states them"
+  echo
+  grep -o '(PCI [^)]*)' "$out/algorithm-chosen-$stamp.txt" 2>/dev/null | sort -u | sed 's/^/- /' || true
+} >>"$summary"
+
 # nccl-tests beside it: float, sum, out of place, at the same sizes.
 if [ -n "${NCCL_TESTS_DIR:-}" ]; then
   declare -A perf=([all-reduce]=all_reduce_perf [all-gather]=all_gather_perf [reduce-scatter]=reduce_scatter_perf

@@ -111,6 +111,75 @@ pub fn shared_gpu(ranks: &[(usize, String, String)]) -> Option<String> {
     None
 }
 
+/// A GPU's PCIe link as the kernel's PCI driver states it (`/sys/bus/pci/devices/<bus id>/`):
+/// the negotiated speed and width, and the most the device and its slot can do. A nominal rate,
+/// never the ceiling (that is measured).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PcieLink {
+    /// GT/s per lane, and lanes: `current_link_speed`, `current_link_width`.
+    pub speed_gts: f64,
+    pub width: u32,
+    /// `max_link_speed`, `max_link_width` (absent on some kernels: then the current ones).
+    pub max_speed_gts: f64,
+    pub max_width: u32,
+}
+
+impl PcieLink {
+    /// GB/s one way: lanes × GT/s × the line code's payload (8b/10b below 8 GT/s, 128b/130b to
+    /// 32 GT/s, FLIT 242/256 at 64 GT/s) / 8.
+    pub fn gbps(&self) -> f64 {
+        Self::rate(self.speed_gts, self.width)
+    }
+
+    fn rate(gts: f64, width: u32) -> f64 {
+        let payload = if gts < 8.0 {
+            0.8
+        } else if gts < 64.0 {
+            128.0 / 130.0
+        } else {
+            242.0 / 256.0
+        };
+        gts * payload * width as f64 / 8.0
+    }
+
+    /// Whether it runs below what it could (a slower speed or fewer lanes than its maximum: a
+    /// card in the wrong slot, a riser, power saving that did not lift).
+    pub fn degraded(&self) -> bool {
+        self.speed_gts < self.max_speed_gts || self.width < self.max_width
+    }
+
+    /// `PCIe 16 GT/s x16, 31.51 GB/s nominal` (and `, below its 32 GT/s x16` where degraded).
+    pub fn shown(&self) -> String {
+        let mut s = format!(
+            "PCIe {} GT/s x{}, {} GB/s nominal",
+            self.speed_gts,
+            self.width,
+            crate::record::shown_gbps(self.gbps())
+        );
+        if self.degraded() {
+            s.push_str(&format!(", below its {} GT/s x{}", self.max_speed_gts, self.max_width));
+        }
+        s
+    }
+}
+
+/// The PCIe link of the device at `bus_id` (`0000:3B:00.0`, as CUDA names it) under `sys_root`
+/// (`/sys`); `None` where the kernel states none (no such device, a virtual one, no speed).
+pub fn pcie_link(sys_root: &std::path::Path, bus_id: &str) -> Option<PcieLink> {
+    let dir = sys_root.join("bus/pci/devices").join(bus_id.to_ascii_lowercase());
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+    // "16.0 GT/s PCIe", "8 GT/s", "Unknown"; a width of 0 where the link is down.
+    let speed = |f: &str| read(f)?.split_whitespace().next()?.parse::<f64>().ok().filter(|s| *s > 0.0);
+    let width = |f: &str| read(f)?.trim().parse::<u32>().ok().filter(|w| *w > 0);
+    let (speed_gts, width_now) = (speed("current_link_speed")?, width("current_link_width")?);
+    Some(PcieLink {
+        speed_gts,
+        width: width_now,
+        max_speed_gts: speed("max_link_speed").unwrap_or(speed_gts),
+        max_width: width("max_link_width").unwrap_or(width_now),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -203,5 +272,32 @@ mod tests {
         assert!(e.contains("CUDA_VISIBLE_DEVICES is set but lists no valid device"), "{e}");
         let e = select(0, 1, &Visible::All, 0, "n1").unwrap_err();
         assert_eq!(e, "no GPU on n1: the CUDA driver reports 0 devices");
+    }
+
+    #[test]
+    fn the_pcie_link_is_read_from_the_kernels_pci_files() {
+        let root = std::env::temp_dir().join(format!("coll-bench-pci-sys-{}", std::process::id()));
+        let dev = root.join("bus/pci/devices/0000:3b:00.0");
+        std::fs::create_dir_all(&dev).unwrap();
+        let put = |f: &str, t: &str| std::fs::write(dev.join(f), t).unwrap();
+        assert_eq!(pcie_link(&root, "0000:3B:00.0"), None);
+        put("current_link_speed", "16.0 GT/s PCIe\n");
+        put("current_link_width", "16\n");
+        let link = pcie_link(&root, "0000:3B:00.0").unwrap();
+        assert!((link.gbps() - 31.5077).abs() < 1e-3, "{link:?}");
+        assert_eq!(link.shown(), "PCIe 16 GT/s x16, 31.51 GB/s nominal");
+        // Negotiated below its maximum: said.
+        put("max_link_speed", "32.0 GT/s PCIe\n");
+        put("current_link_width", "8\n");
+        put("max_link_width", "16\n");
+        let link = pcie_link(&root, "0000:3b:00.0").unwrap();
+        assert!(link.degraded());
+        assert_eq!(link.shown(), "PCIe 16 GT/s x8, 15.75 GB/s nominal, below its 32 GT/s x16");
+        // Gen 2 (8b/10b) and a link that is down.
+        put("current_link_speed", "5.0 GT/s PCIe\n");
+        assert!((pcie_link(&root, "0000:3b:00.0").unwrap().gbps() - 4.0).abs() < 1e-9);
+        put("current_link_width", "0\n");
+        assert_eq!(pcie_link(&root, "0000:3b:00.0"), None);
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

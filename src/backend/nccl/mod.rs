@@ -1175,8 +1175,10 @@ fn unique_id(nccl: &Nccl) -> std::result::Result<[u8; UNIQUE_ID_BYTES], String> 
 
 /// Step 4: the header lines, the same on every rank. Collective.
 fn describe_all(world: &World, local: &Local) -> Vec<String> {
+    let link = gpu::pcie_link(std::path::Path::new("/sys"), &local.bus_id)
+        .map_or_else(|| "PCIe link not stated".to_string(), |l| l.shown());
     let mine = format!(
-        "rank {} on {}: {} {} (PCI {})",
+        "rank {} on {}: {} {} (PCI {}; {link})",
         world.rank,
         world.host(),
         local.selection.label(),
