@@ -127,6 +127,9 @@ fn ranks_bound_to_one_core_are_named_as_a_host_cause() {
     let cpus = j["cpus"].as_array().unwrap_or_else(|| panic!("{j}"));
     assert_eq!(cpus.len(), 1, "{j}");
     assert_eq!((cpus[0]["ranks"].as_u64(), cpus[0]["cores_usable"].as_u64()), (Some(2), Some(1)), "{j}");
+    // The host's memory, copied by its first rank: a rate, and no cause with one host.
+    assert!(cpus[0]["memory_copy_gbps"].as_f64().is_some_and(|g| g > 0.0), "{j}");
+    assert!(!out.contains("copies its memory"), "{out}");
     let cause = j["causes"]
         .as_array()
         .unwrap()

@@ -566,6 +566,10 @@ fn doctor_across_two_hosts_measures_the_host_pair() {
         (Some(bed.host(1).as_str()), Some(bed.host(2).as_str()))
     );
     assert!(links[0]["gbps"].as_f64().unwrap() > 0.0, "{out}");
+    // Each host's memory copied by its own first rank, both at once.
+    let cpus = j["cpus"].as_array().unwrap();
+    assert_eq!(cpus.len(), 2, "{out}");
+    assert!(cpus.iter().all(|c| c["memory_copy_gbps"].as_f64().is_some_and(|g| g > 0.0)), "{out}");
     assert_eq!(o.status.code(), Some(if j["verdict"] == "short" { 1 } else { 0 }), "{out}");
 }
 

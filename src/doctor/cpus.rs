@@ -1,11 +1,14 @@
 //! What each host's CPUs say of its ranks: the cores online, the cores its ranks may run on
 //! (their binding, `Cpus_allowed_list`), and the clock of those cores against their maximum
-//! where cpufreq says (`scaling_cur_freq`, `cpuinfo_max_freq`). Read on every rank, summed up per
+//! where cpufreq says (`scaling_cur_freq`, `cpuinfo_max_freq`); and the rate one core of it
+//! copies memory at (the host's first rank, every host at once). Read on every rank, summed up per
 //! host on rank 0 (one entry per host, whatever the rank count), and read as host causes: more
-//! ranks than cores, ranks bound to fewer cores than they are, a clock held low.
+//! ranks than cores, ranks bound to fewer cores than they are, a clock held low, memory that
+//! copies at less than half the fastest host's rate.
 
 use super::causes::Cause;
 use crate::info::facts::{count_cpu_list, cpu_list};
+use crate::pairs::links::SLOWER_THAN_PEERS;
 use crate::world::World;
 use serde::Serialize;
 use std::path::Path;
@@ -15,13 +18,15 @@ use std::path::Path;
 pub const CLOCK_HELD_LOW: f64 = 0.8;
 
 /// One rank's view of its CPUs.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct RankCpus {
     pub online: Option<usize>,
     /// The CPUs it may run on.
     pub allowed: Vec<usize>,
     /// The mean current and maximum clock of those CPUs, MHz, where cpufreq states both.
     pub clock_mhz: Option<(f64, f64)>,
+    /// GB/s one core copies memory at ([`memory_copy_gbps`]): the host's first rank only.
+    pub memory_copy_gbps: Option<f64>,
 }
 
 /// One host's CPUs, as its ranks saw them.
@@ -36,6 +41,33 @@ pub struct HostCpus {
     /// The mean current clock of those CPUs (MHz), and their maximum, where cpufreq says.
     pub clock_mhz: Option<f64>,
     pub max_clock_mhz: Option<f64>,
+    /// GB/s one core of it copies memory at (read + write, as STREAM's Copy counts), measured by
+    /// its first rank while every host measures at once.
+    pub memory_copy_gbps: Option<f64>,
+}
+
+/// The bytes [`memory_copy_gbps`] copies, each way: twice the largest last-level caches of
+/// today's servers' cores, so the copy goes to memory.
+const COPY_BYTES: usize = 64 << 20;
+
+/// GB/s one core copies memory at: the fastest of at least 3 copies of [`COPY_BYTES`] within
+/// 100 ms, counting each byte read and written (STREAM's Copy). The buffers are touched first,
+/// so no page is faulted in while timed.
+pub fn memory_copy_gbps() -> f64 {
+    let src = vec![1u8; COPY_BYTES];
+    let mut dst = vec![0u8; COPY_BYTES];
+    dst.fill(2);
+    let started = std::time::Instant::now();
+    let mut best = f64::INFINITY;
+    let mut copies = 0;
+    while copies < 3 || (copies < 50 && started.elapsed().as_secs_f64() < 0.1) {
+        let t = std::time::Instant::now();
+        dst.copy_from_slice(std::hint::black_box(&src));
+        std::hint::black_box(&mut dst);
+        best = best.min(t.elapsed().as_secs_f64());
+        copies += 1;
+    }
+    2.0 * COPY_BYTES as f64 / best.max(1e-9) / 1e9
 }
 
 /// This rank's CPUs, read under `proc_root` (`/proc`) and `sys_root` (`/sys`).
@@ -55,15 +87,18 @@ pub fn here(proc_root: &Path, sys_root: &Path) -> RankCpus {
         let n = v.len() as f64;
         (v.iter().map(|x| x.0).sum::<f64>() / n / 1000.0, v.iter().map(|x| x.1).sum::<f64>() / n / 1000.0)
     });
-    RankCpus { online, allowed, clock_mhz }
+    RankCpus { online, allowed, clock_mhz, memory_copy_gbps: None }
 }
 
 /// Every host's CPUs, in order of first rank (rank 0; empty elsewhere). Collective.
 pub fn gather(world: &World) -> Vec<HostCpus> {
     let me = here(Path::new("/proc"), Path::new("/sys"));
     let list: Vec<String> = me.allowed.iter().map(|c| c.to_string()).collect();
+    // The host's first rank measures; the others wait in the all-gather below.
+    let first_here = world.hosts.iter().position(|h| h == world.host()) == Some(world.rank);
+    let copy = if first_here { format!("{}", memory_copy_gbps()) } else { String::new() };
     let text = format!(
-        "{}\t{}\t{}",
+        "{}\t{}\t{}\t{copy}",
         me.online.map(|o| o.to_string()).unwrap_or_default(),
         list.join(","),
         me.clock_mhz.map(|(c, m)| format!("{c} {m}")).unwrap_or_default()
@@ -84,7 +119,8 @@ pub fn gather(world: &World) -> Vec<HostCpus> {
                 let (a, b) = c.split_once(' ')?;
                 Some((a.parse().ok()?, b.parse().ok()?))
             });
-            (world.hosts[rank].clone(), RankCpus { online, allowed, clock_mhz })
+            let memory_copy_gbps = f.next().and_then(|g| g.parse().ok());
+            (world.hosts[rank].clone(), RankCpus { online, allowed, clock_mhz, memory_copy_gbps })
         })
         .collect();
     per_host(&ranks)
@@ -108,6 +144,7 @@ pub fn per_host(ranks: &[(String, RankCpus)]) -> Vec<HostCpus> {
                         cores_usable: 0,
                         clock_mhz: None,
                         max_clock_mhz: None,
+                        memory_copy_gbps: None,
                     },
                     vec![],
                     vec![],
@@ -117,6 +154,7 @@ pub fn per_host(ranks: &[(String, RankCpus)]) -> Vec<HostCpus> {
         };
         let (h, usable, clocks) = &mut out[at];
         h.ranks += 1;
+        h.memory_copy_gbps = h.memory_copy_gbps.or(r.memory_copy_gbps);
         for c in &r.allowed {
             if !usable.contains(c) {
                 usable.push(*c);
@@ -138,10 +176,13 @@ pub fn per_host(ranks: &[(String, RankCpus)]) -> Vec<HostCpus> {
 }
 
 /// The host causes in the CPUs: more ranks than cores online (then nothing more about binding),
-/// ranks bound to fewer cores than they are, a clock below [`CLOCK_HELD_LOW`] of its maximum.
-/// Shares are estimates: the part of a core each rank lacks, the part of the clock missing.
+/// ranks bound to fewer cores than they are, a clock below [`CLOCK_HELD_LOW`] of its maximum,
+/// memory copied at less than [`SLOWER_THAN_PEERS`] of the fastest host's rate. Shares are
+/// estimates: the part of a core each rank lacks, the part of the clock or the rate missing.
 pub fn cpu_causes(hosts: &[HostCpus]) -> Vec<Cause> {
     let mut out = vec![];
+    let fastest =
+        hosts.iter().filter_map(|h| Some((h.memory_copy_gbps?, h.host.as_str()))).max_by(|a, b| a.0.total_cmp(&b.0));
     for h in hosts {
         let cause = |share: f64, evidence: String, remedy: String| Cause {
             cause: "host",
@@ -188,6 +229,20 @@ pub fn cpu_causes(hosts: &[HostCpus]) -> Vec<Cause> {
                 ));
             }
         }
+        if let (Some(rate), Some((best, best_host))) = (h.memory_copy_gbps, fastest) {
+            if rate < SLOWER_THAN_PEERS * best {
+                out.push(cause(
+                    1.0 - rate / best,
+                    format!(
+                        "one core copies its memory at {rate:.1} GB/s (read + write) against {best:.1} GB/s on {best_host}, the fastest host, measured at once: fewer memory channels populated, a DIMM down, or memory on a remote NUMA node"
+                    ),
+                    format!(
+                        "on {}: check its DIMMs and memory configuration (dmidecode -t memory, numactl -H) against {best_host}'s",
+                        h.host
+                    ),
+                ));
+            }
+        }
     }
     out
 }
@@ -222,6 +277,7 @@ mod tests {
             online: Some(online),
             allowed: allowed.to_vec(),
             clock_mhz: clock,
+            memory_copy_gbps: None,
         };
         // a: 4 ranks on 2 cores; b: 2 ranks bound to core 0 of 8; c: fine but clocked low.
         let ranks = vec![
@@ -260,5 +316,35 @@ mod tests {
         ]);
         assert!(cpu_causes(&fine).is_empty());
         assert_eq!(fine[0].clock_mhz, None, "a clock for every rank or none");
+    }
+
+    /// Each host's first rank copies memory, every host at once; a host below half the fastest
+    /// host's rate is a cause (share: the rate missing), the others are not.
+    #[test]
+    fn a_host_that_copies_memory_at_half_the_fastest_rate_is_a_cause() {
+        let rank = |gbps: Option<f64>| RankCpus { online: Some(8), memory_copy_gbps: gbps, ..RankCpus::default() };
+        let hosts = per_host(&[
+            ("a".to_string(), rank(Some(20.0))),
+            ("a".to_string(), rank(None)),
+            ("b".to_string(), rank(Some(12.0))),
+            ("c".to_string(), rank(Some(8.0))),
+        ]);
+        assert_eq!(hosts.iter().map(|h| h.memory_copy_gbps).collect::<Vec<_>>(), [Some(20.0), Some(12.0), Some(8.0)]);
+        let c = cpu_causes(&hosts);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!((c[0].subject.as_str(), c[0].share), ("c", 0.6));
+        assert!(
+            c[0].evidence.contains("at 8.0 GB/s (read + write) against 20.0 GB/s on a, the fastest host"),
+            "{}",
+            c[0].evidence
+        );
+        // A host that measured nothing is never judged, nor judges.
+        assert!(cpu_causes(&per_host(&[("a".to_string(), rank(None)), ("b".to_string(), rank(Some(1.0)))])).is_empty());
+    }
+
+    #[test]
+    fn one_core_copies_memory_at_a_plausible_rate() {
+        let gbps = memory_copy_gbps();
+        assert!((0.1..1000.0).contains(&gbps), "{gbps} GB/s");
     }
 }
