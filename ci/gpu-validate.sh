@@ -207,11 +207,13 @@ fi
   echo "- the user's NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING: ${users:-not run} tuning lines of the largest size's calls (${largest:-?} B) in the table (want more than 3: the timed calls logged where the user asked)"
 } >>"$summary"
 
-# - PCIe: each GPU's link as the header states it (the kernel's current_link_speed/width), for
-#   a reader to compare with lspci -vv's LnkSta; "below its …" names a link trained under its max.
+# - PCIe and NVLink: each GPU's links as the header states them (the kernel's
+#   current_link_speed/width; NVML's active NVLinks × their common speed), for a reader to
+#   compare with lspci -vv's LnkSta and nvidia-smi nvlink -s; "below its …" names a PCIe link
+#   trained under its maximum.
 {
   echo
-  echo "## PCIe links as the header states them"
+  echo "## PCIe and NVLink as the header states them"
   echo
   grep -o '(PCI [^)]*)' "$out/algorithm-chosen-$stamp.txt" 2>/dev/null | sort -u | sed 's/^/- /' || true
 } >>"$summary"

@@ -8,13 +8,16 @@
 # Prints the virtualenv's directory (its site-packages holds nvidia/nccl/lib/libnccl.so.2 and
 # nvidia/nccl/include/nccl.h) and exits 0; or prints `SKIPPED: reason` and exits 3 where the
 # wheel cannot be had (no python3 or pip, no route to the package index). The version is pinned
-# (NCCL_WHEEL_VERSION, default 2.32.3) so the tests meet the same library on every run.
+# (NCCL_WHEEL_VERSION, default 2.32.3) so the tests meet the same library on every run. Beside
+# it, where pip can fetch it, the nvidia-nvml-dev-cu12 wheel (NVML_WHEEL_VERSION, default
+# 12.9.79): NVML's header, nvidia/nvml_dev/include/nvml.h, for the NVML ABI probe.
 # Concurrent callers wait for each other (flock). Download ~350 MB, installed ~480 MB.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-${COLL_BENCH_NCCL_WHEEL_DIR:-$root/target/nccl-wheel}}
 version=${NCCL_WHEEL_VERSION:-2.32.3}
-venv=$dir/venv-$version
+nvml_version=${NVML_WHEEL_VERSION:-12.9.79}
+venv=$dir/venv-$version-nvml-$nvml_version
 skip() { echo "SKIPPED: $*"; exit 3; }
 
 command -v python3 >/dev/null 2>&1 || skip "no python3 to fetch the nvidia-nccl-cu12 wheel with (run ci/setup.sh)"
@@ -33,6 +36,8 @@ log=$dir/pip.log
 if ! python3 -m pip download --disable-pip-version-check -q --no-deps -d "$wheels" "nvidia-nccl-cu12==$version" >"$log" 2>&1; then
   skip "pip could not fetch nvidia-nccl-cu12==$version: $(grep -m1 -i error "$log" || tail -n1 "$log")"
 fi
+# NVML's header only: optional (the NVML ABI test says SKIPPED without it).
+python3 -m pip download --disable-pip-version-check -q --no-deps -d "$wheels" "nvidia-nvml-dev-cu12==$nvml_version" >>"$log" 2>&1 || true
 python3 -m venv --without-pip "$venv" >"$log" 2>&1 || skip "python3 -m venv failed: $(tail -n1 "$log") (Debian: apt-get install python3-venv)"
 site=$("$venv/bin/python3" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || skip "the virtualenv's python3 does not run"
 # pip installs into the virtualenv's site-packages, exactly as `pip install` inside it would.

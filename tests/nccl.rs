@@ -37,6 +37,10 @@ const STEERING: &[&str] = &[
     "NCCL_DEBUG_FILE",
     "NCCL_ALGO",
     "NCCL_PROTO",
+    "COLL_BENCH_NVML_LIBRARY",
+    "FAKE_NVML_NVLINKS",
+    "FAKE_NVML_NVLINK_MBPS",
+    "FAKE_NVML_FAIL",
 ];
 
 /// `mpirun -n N coll-bench --backend nccl ARGS…` with `env` (and nothing else of ours) set.
@@ -1561,4 +1565,57 @@ fn a_forced_nccl_algorithm_is_named_and_an_old_nccl_says_why_not() {
         std::fs::read_dir(logs.path()).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap()).collect();
     assert!(written.contains("AllReduce: 1024 Bytes -> Algo TREE proto LL"), "{written}");
     assert!(written.contains("AllReduce: 1048576 Bytes -> Algo RING proto SIMPLE"), "{written}");
+}
+
+/// The NVML stand-in (`src/backend/nccl/fake/fake_nvml.c`), built once.
+fn fake_nvml() -> &'static str {
+    static LIB: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let lib = LIB.get_or_init(|| {
+        let dir = tempfile::Builder::new().prefix("coll-bench-fakes").tempdir().unwrap().keep();
+        let out = dir.join("libnvidia-ml.so.1");
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend/nccl/fake/fake_nvml.c");
+        let ok = Command::new("cc")
+            .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o"])
+            .arg(&out)
+            .arg(&src)
+            .status()
+            .expect("cc runs (run ci/setup.sh)");
+        assert!(ok.success(), "building fake_nvml.c failed");
+        out
+    });
+    lib.to_str().unwrap()
+}
+
+/// Each rank's line in the header states its GPU's NVLinks as NVML does (active links × their
+/// common speed), or that it has none, or that NVML could not be asked; the run goes on either
+/// way.
+#[test]
+fn the_header_states_each_gpus_nvlinks_as_nvml_does() {
+    let nvml = fake_nvml();
+    let args = ["all-reduce", "-b", "1K", "-e", "1K", "--no-csv"];
+    let cases: [(&[(&str, &str)], &str); 4] = [
+        (
+            &[("COLL_BENCH_NVML_LIBRARY", nvml), ("FAKE_NVML_NVLINKS", "18")],
+            "; NVLink 18 links × 26.56 GB/s, 478.12 GB/s nominal)",
+        ),
+        (&[("COLL_BENCH_NVML_LIBRARY", nvml)], "; no NVLink active)"),
+        (&[("COLL_BENCH_NVML_LIBRARY", nvml), ("FAKE_NVML_FAIL", "init")], "; NVML did not start)"),
+        (
+            &[("COLL_BENCH_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")],
+            "; NVML not loaded from /nonexistent/libnvidia-ml.so.1)",
+        ),
+    ];
+    for (more, want) in cases {
+        let env = fake_env("2", more);
+        let (o, _d) = nccl_run(2, &args, &env);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+        for r in 0..2 {
+            let line = out
+                .lines()
+                .find(|l| l.contains(&format!("rank {r} on ")) && l.contains(&format!("(PCI 0000:0{}:00.0; ", r + 1)))
+                .unwrap_or_else(|| panic!("no line for rank {r}:\n{out}"));
+            assert!(line.ends_with(want), "{more:?}: {line}");
+        }
+    }
 }

@@ -219,3 +219,67 @@ fn info_reports_the_real_library_of_the_active_virtualenv() {
     let lib = site_packages(venv).join("nvidia/nccl/lib/libnccl.so.2");
     assert_eq!(j["reports"][0]["fields"]["nccl"], format!("2.32.3 at {}", lib.display()), "{}", stdout(&o));
 }
+
+/// Compile the NVML probe (`src/backend/nccl/nvml.rs`) against the nvml.h in `include` and run
+/// it: every line that differs from our value, or Err(the compiler's diagnostics).
+fn nvml_mismatches(include: &Path) -> Result<(Vec<String>, String), String> {
+    use coll_bench::backend::nccl::nvml;
+    let dir = tempfile::tempdir().unwrap();
+    let (src, exe) = (dir.path().join("probe.c"), dir.path().join("probe"));
+    std::fs::write(&src, nvml::probe_source().unwrap()).unwrap();
+    let cc = Command::new("cc")
+        .args(["-std=gnu11", "-Wall", "-Werror"])
+        .arg("-I")
+        .arg(include)
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src)
+        .output()
+        .expect("cc runs (run ci/setup.sh)");
+    if !cc.status.success() {
+        return Err(stderr(&cc));
+    }
+    let out = stdout(&Command::new(&exe).output().unwrap());
+    let bad = nvml::constants()
+        .into_iter()
+        .filter_map(|(expr, ours)| {
+            let theirs = out.lines().find_map(|l| l.strip_prefix(&format!("{expr}=")));
+            (theirs != Some(&ours.to_string())).then(|| format!("{expr}: coll-bench {ours}, nvml.h {theirs:?}"))
+        })
+        .collect();
+    Ok((bad, out))
+}
+
+/// NVML's functions, constants and `nvmlFieldValue_t` as we bind them, against the nvml.h of the
+/// `nvidia-nvml-dev-cu12` wheel (fetched beside NCCL's); a copy of the header with one parameter
+/// and one constant changed fails both checks.
+#[test]
+fn our_nvml_bindings_match_the_real_nvml_h() {
+    let test = "our_nvml_bindings_match_the_real_nvml_h";
+    let Some(venv) = venv_or_skip(test) else { return };
+    let include = site_packages(venv).join("nvidia/nvml_dev/include");
+    if !include.join("nvml.h").is_file() {
+        say_skipped(test, "pip could not fetch the nvidia-nvml-dev-cu12 wheel (ci/nccl-wheel.sh)");
+        return;
+    }
+    let (bad, out) = nvml_mismatches(&include).unwrap_or_else(|diag| panic!("the NVML probe did not compile:\n{diag}"));
+    assert!(bad.is_empty(), "coll-bench's NVML bindings differ from nvml.h:\n{}\n{out}", bad.join("\n"));
+    assert_eq!(out.lines().count(), coll_bench::backend::nccl::nvml::constants().len(), "{out}");
+
+    let real = std::fs::read_to_string(include.join("nvml.h")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let param = real.replacen(
+        "nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link, nvmlEnableState_t *isActive)",
+        "nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned long link, nvmlEnableState_t *isActive)",
+        1,
+    );
+    assert_ne!(param, real, "nvml.h no longer spells nvmlDeviceGetNvLinkState as expected");
+    std::fs::write(dir.path().join("nvml.h"), &param).unwrap();
+    let diag = nvml_mismatches(dir.path()).expect_err("a changed parameter compiled");
+    assert!(diag.contains("conflicting types for") && diag.contains("nvmlDeviceGetNvLinkState"), "{diag}");
+    let value = real.replacen("#define NVML_NVLINK_MAX_LINKS 18", "#define NVML_NVLINK_MAX_LINKS 24", 1);
+    assert_ne!(value, real, "nvml.h no longer spells NVML_NVLINK_MAX_LINKS as expected");
+    std::fs::write(dir.path().join("nvml.h"), &value).unwrap();
+    let (bad, _) = nvml_mismatches(dir.path()).unwrap();
+    assert_eq!(bad, vec!["NVML_NVLINK_MAX_LINKS: coll-bench 18, nvml.h Some(\"24\")"]);
+}

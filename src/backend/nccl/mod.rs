@@ -115,6 +115,7 @@ pub mod abi;
 pub mod cuda;
 pub mod ffi;
 pub mod gpu;
+pub mod nvml;
 pub mod search;
 pub mod split;
 pub mod tuning;
@@ -579,7 +580,8 @@ impl NcclBackend {
             None
         };
 
-        let mut details = describe_all(world, &local);
+        let nvlinks = nvml::nvlinks(env, &local.bus_id).map_or_else(|why| why, |l| l.shown());
+        let mut details = describe_all(world, &local, &nvlinks);
         details.push(format!(
             "GPU compute capability {}.{} (the lowest of any rank){}",
             min_cc / 10,
@@ -1174,11 +1176,12 @@ fn unique_id(nccl: &Nccl) -> std::result::Result<[u8; UNIQUE_ID_BYTES], String> 
 }
 
 /// Step 4: the header lines, the same on every rank. Collective.
-fn describe_all(world: &World, local: &Local) -> Vec<String> {
+/// `nvlinks`: this rank's GPU's NVLinks as NVML states them ([`nvml`]), or why it does not.
+fn describe_all(world: &World, local: &Local, nvlinks: &str) -> Vec<String> {
     let link = gpu::pcie_link(std::path::Path::new("/sys"), &local.bus_id)
         .map_or_else(|| "PCIe link not stated".to_string(), |l| l.shown());
     let mine = format!(
-        "rank {} on {}: {} {} (PCI {}; {link})",
+        "rank {} on {}: {} {} (PCI {}; {link}; {nvlinks})",
         world.rank,
         world.host(),
         local.selection.label(),
