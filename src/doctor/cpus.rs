@@ -46,8 +46,9 @@ pub struct HostCpus {
     pub memory_copy_gbps: Option<f64>,
 }
 
-/// The bytes [`memory_copy_gbps`] copies, each way: twice the largest last-level caches of
-/// today's servers' cores, so the copy goes to memory.
+/// The bytes [`memory_copy_gbps`] copies, each way: past the last-level cache of most servers'
+/// sockets (not of the largest, which hold hundreds of MiB: there it is a cache rate, the same on
+/// every host of one model, so the comparison between a cluster's hosts still holds).
 const COPY_BYTES: usize = 64 << 20;
 
 /// GB/s one core copies memory at: the fastest of at least 3 copies of [`COPY_BYTES`] within
