@@ -4,7 +4,8 @@
 //! ([`super::AppendFile::append`]), so what is on disk is whole rows, whatever the moment.
 //!
 //! The handler does only what is safe in a signal handler: it writes a line prepared in advance
-//! ([`arm`]) and calls `_exit`. Launchers differ in what reaches the ranks (Hydra forwards SIGINT
+//! ([`arm`]) and calls `_exit`; a rank other than 0 first waits 0.3 s, so that rank 0's line is
+//! out before a launcher that kills the rest at the first rank's end (Hydra) can stop it. Launchers differ in what reaches the ranks (Hydra forwards SIGINT
 //! and SIGTERM as they are and returns the ranks' status; Open MPI's `mpirun` sends SIGTERM to
 //! every rank and returns 1 whatever they return): docs/output.md says what the user sees.
 
@@ -19,6 +20,11 @@ struct Lines {
 }
 
 static ARMED: AtomicPtr<Lines> = AtomicPtr::new(std::ptr::null_mut());
+
+/// How long a rank other than 0 waits after the signal before it ends (ns): rank 0 writes its
+/// line within microseconds of its own signal; this covers it being scheduled late on a busy
+/// host. A job ends at most this much later.
+const LET_RANK_0_SPEAK_NS: libc::c_long = 300_000_000;
 
 /// The one line for `signal` after `files` (path, what) were written; `None`: not known (a
 /// subcommand whose files are not tracked).
@@ -65,7 +71,7 @@ pub fn ended() {
 
 extern "C" fn on_signal(sig: libc::c_int) {
     let lines = ARMED.load(Ordering::SeqCst);
-    // SAFETY: ARMED holds a leaked, never freed `Lines`; write(2) and _exit(2) are
+    // SAFETY: ARMED holds a leaked, never freed `Lines`; write(2), nanosleep(2) and _exit(2) are
     // async-signal-safe.
     unsafe {
         if !crate::error::ENDING.load(Ordering::SeqCst) {
@@ -76,6 +82,14 @@ extern "C" fn on_signal(sig: libc::c_int) {
             let text = if sig == libc::SIGINT { &(*lines).int } else { &(*lines).term };
             if !text.is_empty() {
                 libc::write(2, text.as_ptr().cast(), text.len());
+            } else {
+                // Not rank 0: let rank 0's line out first. A signal forwarded to every rank
+                // (Hydra, a Ctrl-C to the process group) reaches them in no set order, and
+                // Hydra's proxy SIGKILLs a host's other ranks as soon as one ends: a rank 0
+                // scheduled a moment late was killed before it spoke (seen once in a
+                // fresh-machine run: no line at all).
+                let pause = libc::timespec { tv_sec: 0, tv_nsec: LET_RANK_0_SPEAK_NS };
+                libc::nanosleep(&pause, std::ptr::null_mut());
             }
         }
         libc::_exit(128 + sig);
