@@ -102,17 +102,26 @@ impl Stopped {
         assert!(is_hang_exit_code(code, &self.stdout), "exit {code:?}\n{}\n{}", self.stdout, stderr(&self.out));
     }
 
-    /// Every rank, the stopped one included, is gone `within` after the stop.
+    /// Every rank, the stopped one included, is gone `within` after the stop: no longer running.
+    /// A zombie has ended: its launcher SIGKILLed it and exited without reaping it, and whether
+    /// the PID 1 it passes to reaps it at once is the machine's business (a fresh-machine root's
+    /// PID 1 left one for more than 10 s, state Z, parent 1).
     fn assert_all_gone(&self, within: Duration) {
+        let state = |pid: i32| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // "pid (comm) S …": the state follows the last ')'.
+            stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next().map(str::to_string))
+        };
+        let running = |pid: i32| Path::new(&format!("/proc/{pid}")).exists() && state(pid).as_deref() != Some("Z");
         for (rank, pid) in self.pids.iter().enumerate() {
-            while Path::new(&format!("/proc/{pid}")).exists() && self.stopped_at.elapsed() < within {
+            while running(*pid) && self.stopped_at.elapsed() < within {
                 std::thread::sleep(Duration::from_millis(50));
             }
-            // The process's state (T stopped, Z a zombie not yet reaped, …) and when the
-            // launcher ended say whether the rank outlived the tear-down or only its reaping.
+            // The process's state (T stopped, …) and when the launcher ended say whether the
+            // rank outlived the tear-down.
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             assert!(
-                !Path::new(&format!("/proc/{pid}")).exists(),
+                !running(*pid),
                 "rank {rank} (pid {pid}) still runs after {within:?} (the launcher ended {:?} after the stop; /proc/{pid}/stat: {stat})",
                 self.took
             );
