@@ -32,20 +32,20 @@ fn run_probe(include: &Path, dir: &Path) -> Result<String, String> {
     for (name, text) in abi::CUDA_STUBS {
         std::fs::write(stubs.join(name), text).unwrap();
     }
-    let src = dir.join("probe.c");
-    std::fs::write(&src, abi::probe_source().unwrap()).unwrap();
-    let exe = dir.join("probe");
-    let cc = Command::new("cc")
-        .args(["-std=gnu11", "-Wall", "-Werror", "-fmax-errors=1000"])
-        .arg("-I")
-        .arg(&stubs)
-        .arg("-I")
-        .arg(include)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .expect("cc runs (run ci/setup.sh)");
+    compile_and_run(&abi::probe_source().unwrap(), &[&stubs, include], dir)
+}
+
+/// Compile the C probe `source` with the include directories `includes` (in `dir`) and run it:
+/// Ok(its output), or Err(the compiler's diagnostics).
+fn compile_and_run(source: &str, includes: &[&Path], dir: &Path) -> Result<String, String> {
+    let (src, exe) = (dir.join("probe.c"), dir.join("probe"));
+    std::fs::write(&src, source).unwrap();
+    let mut cc = Command::new("cc");
+    cc.args(["-std=gnu11", "-Wall", "-Werror", "-fmax-errors=1000"]);
+    for inc in includes {
+        cc.arg("-I").arg(inc);
+    }
+    let cc = cc.arg("-o").arg(&exe).arg(&src).output().expect("cc runs (run ci/setup.sh)");
     if !cc.status.success() {
         return Err(stderr(&cc));
     }
@@ -225,21 +225,7 @@ fn info_reports_the_real_library_of_the_active_virtualenv() {
 fn nvml_mismatches(include: &Path) -> Result<(Vec<String>, String), String> {
     use coll_bench::backend::nccl::nvml;
     let dir = tempfile::tempdir().unwrap();
-    let (src, exe) = (dir.path().join("probe.c"), dir.path().join("probe"));
-    std::fs::write(&src, nvml::probe_source().unwrap()).unwrap();
-    let cc = Command::new("cc")
-        .args(["-std=gnu11", "-Wall", "-Werror"])
-        .arg("-I")
-        .arg(include)
-        .arg("-o")
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .expect("cc runs (run ci/setup.sh)");
-    if !cc.status.success() {
-        return Err(stderr(&cc));
-    }
-    let out = stdout(&Command::new(&exe).output().unwrap());
+    let out = compile_and_run(&nvml::probe_source().unwrap(), &[include], dir.path())?;
     let bad = nvml::constants()
         .into_iter()
         .filter_map(|(expr, ours)| {

@@ -23,32 +23,39 @@ pub const CUDA_STUBS: &[(&str, &str)] = &[
     ("cuda_bf16.h", ""),
 ];
 
-/// The C spelling of one of our Rust parameter types, as `stringify!` writes it.
-pub fn c_type(rust: &str) -> Result<String, String> {
+/// The C spelling of a Rust type as `stringify!` writes it: pointers unwrapped, each named type
+/// spelled by `named` (shared by NCCL's probe and NVML's, `super::nvml`).
+pub fn c_spelling(rust: &str, named: &dyn Fn(&str) -> Option<&'static str>) -> Result<String, String> {
     let t = rust.trim();
     if let Some(rest) = t.strip_prefix('*').map(str::trim_start) {
         if let Some(pointee) = rest.strip_prefix("mut ") {
-            return Ok(format!("{} *", c_type(pointee)?));
+            return Ok(format!("{} *", c_spelling(pointee, named)?));
         }
         if let Some(pointee) = rest.strip_prefix("const ") {
-            return Ok(format!("const {} *", c_type(pointee)?));
+            return Ok(format!("const {} *", c_spelling(pointee, named)?));
         }
     }
-    Ok(match t {
-        "c_int" => "int",
-        "c_char" => "char",
-        "c_void" | "()" => "void",
-        "usize" => "size_t",
-        "NcclResult" => "ncclResult_t",
-        "NcclComm" => "ncclComm_t",
-        "CudaStream" => "cudaStream_t",
-        "UniqueId" => "ncclUniqueId",
-        "NcclDataType" => "ncclDataType_t",
-        "NcclRedOp" => "ncclRedOp_t",
-        "Config" => "ncclConfig_t",
-        other => return Err(format!("no C spelling for the Rust type {other}")),
-    }
-    .to_string())
+    named(t).map(str::to_string).ok_or_else(|| format!("no C spelling for the Rust type {t}"))
+}
+
+/// The C spelling of one of our Rust parameter types, as `stringify!` writes it.
+pub fn c_type(rust: &str) -> Result<String, String> {
+    c_spelling(rust, &|t| {
+        Some(match t {
+            "c_int" => "int",
+            "c_char" => "char",
+            "c_void" | "()" => "void",
+            "usize" => "size_t",
+            "NcclResult" => "ncclResult_t",
+            "NcclComm" => "ncclComm_t",
+            "CudaStream" => "cudaStream_t",
+            "UniqueId" => "ncclUniqueId",
+            "NcclDataType" => "ncclDataType_t",
+            "NcclRedOp" => "ncclRedOp_t",
+            "Config" => "ncclConfig_t",
+            _ => return None,
+        })
+    })
 }
 
 /// One function as a C declaration: `ncclResult_t ncclSend(const void *, size_t, …);`.

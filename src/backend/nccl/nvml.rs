@@ -134,26 +134,18 @@ unsafe fn query(api: &NvmlApi, bus_id: &str) -> Result<NvLinks, String> {
 
 /// The C spelling of one of our NVML parameter types, as `stringify!` writes it.
 fn c_type(rust: &str) -> Result<String, String> {
-    let t = rust.trim();
-    if let Some(rest) = t.strip_prefix('*').map(str::trim_start) {
-        if let Some(pointee) = rest.strip_prefix("mut ") {
-            return Ok(format!("{} *", c_type(pointee)?));
-        }
-        if let Some(pointee) = rest.strip_prefix("const ") {
-            return Ok(format!("const {} *", c_type(pointee)?));
-        }
-    }
-    Ok(match t {
-        "c_int" => "int",
-        "c_uint" => "unsigned int",
-        "c_char" => "char",
-        "NvmlReturn" => "nvmlReturn_t",
-        "NvmlDevice" => "nvmlDevice_t",
-        "NvmlEnableState" => "nvmlEnableState_t",
-        "FieldValue" => "nvmlFieldValue_t",
-        other => return Err(format!("no C spelling for the Rust type {other}")),
-    }
-    .to_string())
+    super::abi::c_spelling(rust, &|t| {
+        Some(match t {
+            "c_int" => "int",
+            "c_uint" => "unsigned int",
+            "c_char" => "char",
+            "NvmlReturn" => "nvmlReturn_t",
+            "NvmlDevice" => "nvmlDevice_t",
+            "NvmlEnableState" => "nvmlEnableState_t",
+            "FieldValue" => "nvmlFieldValue_t",
+            _ => return None,
+        })
+    })
 }
 
 /// What we rely on of nvml.h, as (C expression, our value): constants and the layout of
