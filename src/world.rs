@@ -345,12 +345,13 @@ impl World {
     pub fn all_gather_bytes(&self, bytes: &[u8]) -> Vec<Vec<u8>> {
         let counts: Vec<i32> = self.all_gather(bytes.len() as i32);
         let displs: Vec<i32> = counts.iter().scan(0, |at, c| Some(std::mem::replace(at, *at + c))).collect();
-        let total = counts.iter().map(|c| *c as usize).sum();
-        let mut all = vec![0u8; total];
+        let total: usize = counts.iter().map(|c| *c as usize).sum();
+        // One byte more than received: never empty (`mpi_ptr`).
+        let mut all = vec![0u8; total + 1];
         // SAFETY: this rank's `bytes`; `all` holds every rank's count at its displacement.
         let rc = unsafe {
             ffi::MPI_Allgatherv(
-                bytes.as_ptr().cast(),
+                Self::mpi_ptr(bytes).cast(),
                 bytes.len() as c_int,
                 ffi::RSMPI_UINT8_T,
                 all.as_mut_ptr().cast(),
@@ -362,6 +363,107 @@ impl World {
         };
         self.check(rc, "MPI_Allgatherv", "an exchange of records between ranks");
         counts.iter().zip(&displs).map(|(c, d)| all[*d as usize..(*d + *c) as usize].to_vec()).collect()
+    }
+
+    /// A buffer's address for MPI: an empty slice's is dangling (1 for bytes), which Open MPI
+    /// takes for `MPI_IN_PLACE` (`(void *) 1`), so an empty buffer passes a real byte instead.
+    fn mpi_ptr(bytes: &[u8]) -> *const u8 {
+        static ONE: u8 = 0;
+        if bytes.is_empty() {
+            &ONE
+        } else {
+            bytes.as_ptr()
+        }
+    }
+
+    /// Every rank's byte string (of any length) on rank 0, indexed by rank; other ranks get an
+    /// empty vector. Collective. O(n) at rank 0 and O(1) elsewhere, where `all_gather_bytes`
+    /// is O(n) on every rank (O(n²) over the job).
+    pub fn gather_bytes(&self, bytes: &[u8]) -> Vec<Vec<u8>> {
+        let root = self.rank == 0;
+        let len = bytes.len() as c_int;
+        let mut counts = vec![0 as c_int; if root { self.size } else { 0 }];
+        // SAFETY: one int from each rank; the receive buffer (significant on rank 0) holds `size`.
+        let rc = unsafe {
+            ffi::MPI_Gather(
+                (&len as *const c_int).cast(),
+                1,
+                ffi::RSMPI_INT32_T,
+                if root { counts.as_mut_ptr().cast() } else { std::ptr::null_mut() },
+                1,
+                ffi::RSMPI_INT32_T,
+                0,
+                self.raw_comm(),
+            )
+        };
+        self.check(rc, "MPI_Gather", "the gathering of records' lengths on rank 0");
+        let displs: Vec<c_int> = counts.iter().scan(0, |at, c| Some(std::mem::replace(at, *at + c))).collect();
+        // One byte more than received: never empty (`mpi_ptr`).
+        let mut all = vec![0u8; counts.iter().map(|c| *c as usize).sum::<usize>() + 1];
+        // SAFETY: this rank's `bytes`; on rank 0 `all` holds every rank's count at its
+        // displacement (the counts and displacements are significant on rank 0 only).
+        let rc = unsafe {
+            ffi::MPI_Gatherv(
+                Self::mpi_ptr(bytes).cast(),
+                len,
+                ffi::RSMPI_UINT8_T,
+                all.as_mut_ptr().cast(),
+                counts.as_ptr(),
+                displs.as_ptr(),
+                ffi::RSMPI_UINT8_T,
+                0,
+                self.raw_comm(),
+            )
+        };
+        self.check(rc, "MPI_Gatherv", "the gathering of records on rank 0");
+        counts.iter().zip(&displs).map(|(c, d)| all[*d as usize..(*d + *c) as usize].to_vec()).collect()
+    }
+
+    /// Rank 0's `parts[r]` to each rank r (`parts` is read on rank 0 only, one per rank).
+    /// Collective.
+    pub fn scatter_bytes(&self, parts: &[Vec<u8>]) -> Vec<u8> {
+        let root = self.rank == 0;
+        assert!(!root || parts.len() == self.size, "scatter_bytes: one part per rank");
+        let counts: Vec<c_int> = if root { parts.iter().map(|p| p.len() as c_int).collect() } else { vec![] };
+        let mut len: c_int = 0;
+        // SAFETY: one int to each rank from rank 0's `counts` (significant there only).
+        let rc = unsafe {
+            ffi::MPI_Scatter(
+                counts.as_ptr().cast(),
+                1,
+                ffi::RSMPI_INT32_T,
+                (&mut len as *mut c_int).cast(),
+                1,
+                ffi::RSMPI_INT32_T,
+                0,
+                self.raw_comm(),
+            )
+        };
+        self.check(rc, "MPI_Scatter", "the sending of records' lengths from rank 0");
+        let displs: Vec<c_int> = counts.iter().scan(0, |at, c| Some(std::mem::replace(at, *at + c))).collect();
+        // One byte more than sent: never empty (`mpi_ptr`).
+        let mut all: Vec<u8> = if root { parts.concat() } else { vec![] };
+        all.push(0);
+        // One byte more than received: never empty (`mpi_ptr`).
+        let mut mine = vec![0u8; len as usize + 1];
+        // SAFETY: rank 0 sends each rank its count at its displacement in `all`; every rank
+        // receives its `len` bytes.
+        let rc = unsafe {
+            ffi::MPI_Scatterv(
+                all.as_ptr().cast(),
+                counts.as_ptr(),
+                displs.as_ptr(),
+                ffi::RSMPI_UINT8_T,
+                mine.as_mut_ptr().cast(),
+                len,
+                ffi::RSMPI_UINT8_T,
+                0,
+                self.raw_comm(),
+            )
+        };
+        self.check(rc, "MPI_Scatterv", "the sending of records from rank 0");
+        mine.truncate(len as usize);
+        mine
     }
 
     /// Combine per-iteration samples across ranks element by element with `agg`; the result is

@@ -338,6 +338,33 @@ fn a_killed_rank_is_named_in_one_line() {
     }
 }
 
+/// Past 32 ranks the links are a tree (`watchdog::liveness`, rank r's parent (r − 1) / 31): a
+/// killed rank is named by its parent in one line — rank 40 by rank 1 (on main, with every rank
+/// linked to rank 0, by rank 0), and rank 1, the parent of ranks 32 to 62, by rank 0, while its
+/// children wait for rank 0's word instead of speaking. Open MPI only: under MPICH, 64 ranks
+/// busy-poll 2 cores, and Hydra's SIGKILL races the line as above.
+#[test]
+fn a_killed_rank_of_64_is_named_by_its_parent_in_one_line() {
+    if FAMILY == "mpich" {
+        say_skipped("a_killed_rank_of_64_is_named_by_its_parent_in_one_line", "64 MPICH ranks busy-poll 2 cores");
+        return;
+    }
+    for (victim, namer) in [(40, 1), (1, 0)] {
+        let s = signal_rank(64, victim, libc::SIGKILL, &[]);
+        let lines = ours(&s.err);
+        assert_eq!(lines.len(), 1, "rank {victim} of 64 killed: exit {:?}\n{}", s.status, s.err);
+        assert!(lines[0].starts_with(&format!("coll-bench: error: rank {victim} (")), "{}", s.err);
+        assert!(lines[0].contains("ended without a word (killed or crashed)"), "{}", s.err);
+        assert!(
+            lines[0].contains(&format!("while rank {namer} was in ")),
+            "rank {victim}'s namer is rank {namer}: {}",
+            s.err
+        );
+        assert!(s.status.is_some_and(|c| c != 0 && c != 1), "exit {:?}: {}", s.status, s.err);
+        eprintln!("rank {victim} of 64 killed: named by rank {namer}, the job ended {:.1} s later", s.took);
+    }
+}
+
 /// A stopped rank with no `-T`: named within the default limit, max(30 s, 20× the step's
 /// expected time) plus the 5 s inquiry, not 5 minutes (on main: 305 s). The bound here is
 /// loose for a loaded machine; the time is printed.

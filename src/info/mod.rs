@@ -308,11 +308,23 @@ pub fn run(world: &World, opts: &InfoOptions, env: &HashMap<String, String>) -> 
         .collect::<Vec<_>>()
         .join("\0")
         .into_bytes();
-    let keys = world.all_gather_bytes(&key);
-    let leader = keys.iter().position(|k| *k == key).unwrap_or(world.rank);
+    // Rank 0 alone holds every rank's key, findings and facts (gathers and scatters: O(n) at
+    // rank 0, O(1) elsewhere; every rank holding every rank's would be O(n²) over the job,
+    // ~16 MiB per rank at 16 384 ranks).
+    let keys = world.gather_bytes(&key);
+    // Each rank's leader: the first rank with its key.
+    let mut first: HashMap<&[u8], usize> = HashMap::new();
+    let leaders: Vec<Vec<u8>> =
+        keys.iter().enumerate().map(|(r, k)| (*first.entry(k).or_insert(r) as u64).to_be_bytes().to_vec()).collect();
+    let leader = world.scatter_bytes(&leaders);
+    let leader = leader.try_into().map(|b: [u8; 8]| u64::from_be_bytes(b) as usize).unwrap_or(world.rank);
     let found = if leader == world.rank { facts::libraries(env, world.host()).join("\0") } else { String::new() };
-    let all_found = world.all_gather_bytes(found.as_bytes());
-    let answer = String::from_utf8_lossy(&all_found[leader]).into_owned();
+    let all_found = world.gather_bytes(found.as_bytes());
+    let answers: Vec<Vec<u8>> = leaders
+        .iter()
+        .map(|l| all_found[u64::from_be_bytes(l[..].try_into().expect("8 bytes")) as usize].clone())
+        .collect();
+    let answer = String::from_utf8_lossy(&world.scatter_bytes(&answers)).into_owned();
     let mut parts = answer.split('\0').map(str::to_string);
     let libs = [(); 3].map(|_| parts.next().unwrap_or_else(|| ABSENT.to_string()));
     let mine = RankFacts {
@@ -321,7 +333,7 @@ pub fn run(world: &World, opts: &InfoOptions, env: &HashMap<String, String>) -> 
         fields: facts::collect(&world.library_version, env, libs, world.size),
     };
     let bytes = serde_json::to_vec(&mine).expect("facts serialise");
-    let all = world.all_gather_bytes(&bytes);
+    let all = world.gather_bytes(&bytes);
     if world.rank != 0 {
         return Ok(crate::error::exit::OK);
     }

@@ -1,19 +1,30 @@
 //! A rank that dies (`kill -9`, a crash) named at once, before the launcher tears the job down:
-//! every rank holds one TCP connection to rank 0, opened with the side channel. The kernel
-//! closes a process's sockets when it ends, however it ends, so the other end reads end-of-file
-//! within microseconds; a stopped rank's socket stays open (that is the deadline's case).
+//! every rank but 0 holds one TCP connection to its parent in the announcement tree (`tree`:
+//! rank r's parent is (r − 1) / 31), opened with the side channel. The kernel closes a
+//! process's sockets when it ends, however it ends, so the other end reads end-of-file within
+//! microseconds; a stopped rank's socket stays open (that is the deadline's case).
+//!
+//! Each rank watches its links: its parent and its children, at most `tree::CHILDREN` + 1
+//! descriptors whatever the number of ranks (up to 32 ranks every rank's parent is rank 0, the
+//! star it was before the tree; at 16 384 ranks rank 0 would otherwise hold 16 383). A death is
+//! named by the dead rank's parent ([`namer`]), rank 0's by rank 1; the dead rank's children
+//! wait for that word (`watchdog::died`).
 //!
 //! An end that is not a death says so first with one byte: `CLOSE` when a watchdog is dropped
 //! (the sweep is over, the process goes on), `OWN` when the process ends the job with an outcome
 //! of its own (its line, its table, its error: `crate::error::ending`), `BYE_SIGNALLED` from the
-//! SIGINT/SIGTERM handler (`crate::report::interrupted`). End-of-file after none of them is a death. Rank 0 watches every
-//! other rank; the others watch rank 0, and rank 1 names rank 0's death.
+//! SIGINT/SIGTERM handler (`crate::report::interrupted`). End-of-file after none of them is a
+//! death. A rank that hears `OWN` says it on to its other links (`crate::error::ending`), so the
+//! word that the job is ending reaches every rank through the tree (in the star, rank 0 heard
+//! it from every rank directly): a rank the launcher then kills is not taken for dead by its
+//! links, and rank 0 does not report the launcher's SIGTERM as an interruption.
 //!
-//! Rank 0 holds one descriptor per rank: when the limit on open files is too low for that
-//! (raised to its hard limit first), there are no links on any rank, and a death is left to
-//! the launcher and the deadlines as before.
+//! When a rank cannot hold its links (the limit on open files, raised to its hard limit first,
+//! below `tree::CHILDREN` + 1 spare descriptors) or a link cannot be made, there are no links on
+//! any rank, and a death is left to the launcher and the deadlines as before.
 
 use super::channel::Channel;
+use super::tree;
 use crate::world::World;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
@@ -25,7 +36,7 @@ pub const CLOSE: u8 = b'C';
 /// The process ends the job with an outcome of its own.
 pub const OWN: u8 = crate::error::BYE_OWN;
 
-/// How long rank 0 waits for every rank's connection at the start.
+/// How long a parent waits for its children's connections at the start.
 const ACCEPT_WAIT: Duration = Duration::from_secs(20);
 
 /// What a peer's end turned out to be.
@@ -56,27 +67,37 @@ impl Drop for Links {
 }
 
 impl Links {
-    /// Collective: rank 0 listens, every other rank connects to it. `None` on every rank when
-    /// any rank could not (its links are closed at once).
+    /// Collective: every rank with children listens, every rank but 0 connects to its parent.
+    /// `None` on every rank when any rank could not (its links are closed at once).
     pub fn open(world: &World, ch: &Channel) -> Option<Links> {
-        let n = world.size;
-        let listener = if world.rank == 0 && enough_files(n) { TcpListener::bind(("0.0.0.0", 0)).ok() } else { None };
+        let (n, me) = (world.size, world.rank);
+        let children = tree::children(me, n);
+        let listener = if !children.is_empty() && enough_files(children.len() + 1) {
+            TcpListener::bind(("0.0.0.0", 0)).ok()
+        } else {
+            None
+        };
         let port = listener.as_ref().and_then(|l| l.local_addr().ok()).map(|a| a.port()).unwrap_or(0);
-        let port = world.broadcast_bytes(0, port.to_be_bytes().to_vec());
-        let port = u16::from_be_bytes([port[0], port[1]]);
+        // Every rank's port (0: none, or it could not listen): 2 bytes a rank.
+        let ports = world.all_gather_same(&port.to_be_bytes());
+        let port_of = |r: usize| u16::from_be_bytes([ports[2 * r], ports[2 * r + 1]]);
         let mut peers = vec![];
-        if port != 0 {
-            if world.rank == 0 {
-                if let Some(l) = &listener {
-                    peers = accept(l, n - 1);
-                }
-            } else if let Some(mut s) = connect(&ch.ips_of(0), port) {
-                if s.write_all(&(world.rank as u32).to_be_bytes()).is_ok() {
-                    peers.push((0, s));
-                }
+        let mut ok = children.is_empty() || port != 0;
+        if let Some(p) = tree::parent(me) {
+            let linked = (port_of(p) != 0)
+                .then(|| connect(&ch.ips_of(p), port_of(p)))
+                .flatten()
+                .and_then(|mut s| s.write_all(&(me as u32).to_be_bytes()).is_ok().then_some(s));
+            match linked {
+                Some(s) => peers.push((p, s)),
+                None => ok = false,
             }
         }
-        let ok = port != 0 && peers.len() == if world.rank == 0 { n - 1 } else { 1 };
+        if let (Some(l), true) = (&listener, port != 0) {
+            let got = accept(l, children.len());
+            ok &= got.len() == children.len() && got.iter().all(|(r, _)| children.contains(r));
+            peers.extend(got);
+        }
         let all = world.all_gather_same(&[ok as u8]);
         if all.contains(&0) {
             return None;
@@ -174,10 +195,16 @@ pub fn close() {
     crate::error::tell_on_ending(vec![]);
 }
 
-/// Whether this process may hold a descriptor per rank (rank 0): the soft limit on open files
-/// raised to the hard one if needed, with 256 to spare for MPI and the reports.
-fn enough_files(n: usize) -> bool {
-    let need = n as u64 + 256;
+/// The rank that names `dead`'s death: its parent, which watches it; rank 0's, rank 1 (its first
+/// child). Every other rank that sees the death (the dead rank's children) waits for its word.
+pub fn namer(dead: usize) -> usize {
+    tree::parent(dead).unwrap_or(1)
+}
+
+/// Whether this process may hold `links` more descriptors: the soft limit on open files raised
+/// to the hard one if needed, with 256 to spare for MPI and the reports.
+fn enough_files(links: usize) -> bool {
+    let need = links as u64 + 256;
     let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: getrlimit/setrlimit on a live rlimit.
     unsafe {
@@ -195,7 +222,7 @@ fn enough_files(n: usize) -> bool {
     }
 }
 
-/// Rank 0: `n` connections, each introduced by its rank, within `ACCEPT_WAIT`.
+/// A parent: `n` connections (its children), each introduced by its rank, within `ACCEPT_WAIT`.
 fn accept(l: &TcpListener, n: usize) -> Vec<(usize, TcpStream)> {
     let deadline = Instant::now() + ACCEPT_WAIT;
     let _ = l.set_nonblocking(true);
@@ -220,4 +247,28 @@ fn accept(l: &TcpListener, n: usize) -> Vec<(usize, TcpStream)> {
 /// Connect to the first of `ips` that answers on `port`.
 fn connect(ips: &[IpAddr], port: u16) -> Option<TcpStream> {
     ips.iter().find_map(|&ip| TcpStream::connect_timeout(&SocketAddr::new(ip, port), Duration::from_secs(5)).ok())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every rank's death is seen by its namer (a link of the dead rank), and no rank holds more
+    /// than `CHILDREN` + 1 links, at any n: the bound the star (n − 1 at rank 0) lacked.
+    #[test]
+    fn each_death_has_one_namer_who_watches_it_and_links_stay_bounded() {
+        let links = |r: usize, n: usize| tree::parent(r).into_iter().chain(tree::children(r, n)).collect::<Vec<_>>();
+        for n in [2, 3, 32, 33, 64, 128, 1000, 4096, 16_384] {
+            for r in 0..n {
+                let mine = links(r, n);
+                assert!(mine.len() <= tree::CHILDREN + 1, "rank {r} of {n}: {} links", mine.len());
+                assert!(mine.iter().all(|&p| links(p, n).contains(&r)), "rank {r} of {n}: a one-way link");
+                let namer = namer(r);
+                assert!(namer < n && namer != r && mine.contains(&namer), "rank {r} of {n}: namer {namer}");
+            }
+        }
+        // Up to 32 ranks, the star: rank 0 names every death but its own, which rank 1 names.
+        assert!((1..32).all(|r| namer(r) == 0) && namer(0) == 1);
+        assert_eq!((namer(40), namer(32), namer(1)), (1, 1, 0));
+    }
 }

@@ -209,8 +209,9 @@ impl Watchdog {
                             liveness::Ended::Died if crate::error::ENDING.load(Ordering::SeqCst) => {}
                             liveness::Ended::Died => died(&s, rank),
                             // That rank ends the job with an outcome of its own: a SIGTERM from
-                            // here on is the launcher's tear-down, not the user's interruption.
-                            liveness::Ended::Own => crate::error::ENDING.store(true, Ordering::SeqCst),
+                            // here on is the launcher's tear-down, not the user's interruption,
+                            // and this rank's other links hear it from here (the tree's flood).
+                            liveness::Ended::Own => crate::error::ending(),
                         }
                     }
                 })
@@ -415,15 +416,16 @@ fn give_up(
     }
 }
 
-/// Rank `who` ended without a word (killed, crashed): rank 0 names it for the job (rank 1 when
-/// rank 0 is the one), tells the others (`Done`), and every rank that saw it ends with exit 2.
-/// When rank 0 died, every other rank saw it (each watches rank 0 only) and rank 1 speaks; the
-/// others wait up to [`REPORTER_WAIT`] for its `Done` (the watchdog thread ends the process on
-/// it) and speak themselves if none comes: MPICH's Hydra kills every rank of the dead rank's
-/// host at once, and rank 1 may go before its line does (seen in a fresh-machine run: exit 2,
-/// no line, no banner).
+/// Rank `who` ended without a word (killed, crashed): its parent in the tree names it for the
+/// job (`liveness::namer`: rank 0 up to 32 ranks; rank 1 when rank 0 is the one), tells the
+/// others (`Done`), and every rank that saw it ends with exit 2. The other ranks that saw it
+/// (its children: every rank, when rank 0 died in a job of up to 32) wait up to
+/// [`REPORTER_WAIT`] for the namer's `Done` (the watchdog thread ends the process on it) and
+/// speak themselves if none comes: MPICH's Hydra kills every rank of the dead rank's host at
+/// once, and the namer may go before its line does (seen in a fresh-machine run: exit 2, no
+/// line, no banner).
 fn died(s: &Shared, who: usize) -> ! {
-    let reporter = if who == 0 { 1 } else { 0 };
+    let reporter = liveness::namer(who);
     let line = || {
         let host = s.hosts.get(who).map(String::as_str).unwrap_or("?");
         format!(
@@ -432,7 +434,7 @@ fn died(s: &Shared, who: usize) -> ! {
             s.state().desc
         )
     };
-    if s.rank != reporter && who == 0 && s.channel.is_some() {
+    if s.rank != reporter && s.channel.is_some() {
         // From here a SIGTERM is the launcher's tear-down, not the user's interruption.
         crate::error::ending();
         std::thread::sleep(REPORTER_WAIT);
