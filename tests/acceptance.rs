@@ -320,14 +320,17 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
 
 /// `max_knee_bytes` judged on a real curve: at the largest size it cannot fail (the plateau's
 /// best is reached there at the latest); at 8 B it cannot pass (all-reduce of 8 B carries a
-/// thousandth of what 256K..1M does); the measured knee is named in the line.
+/// thousandth of what 256K..1M does); the measured knee is named in the line. The median of 3
+/// repeats: with 1, a stall of this VM during the plateau's 5 ms points (seen once in a
+/// fresh-machine run: the plateau at 0.065 GB/s against 9.3 GB/s in the rule before) made 8 B
+/// reach half of it.
 #[test]
 fn the_knee_of_a_real_curve_is_judged() {
     let dir = tempfile::tempdir().unwrap();
     let rule = |name: &str, knee: &str| {
         format!("\n[[rule]]\nname = \"{name}\"\ncollective = \"all-reduce\"\nsizes = \"8..1M\"\nplateau = \"256K..1M\"\nmax_knee_bytes = \"{knee}\"\n")
     };
-    let text = format!("[settings]\nrepeats = 1\nbudget = \"5ms\"\n{}{}", rule("late", "1M"), rule("early", "8"));
+    let text = format!("[settings]\nrepeats = 3\nbudget = \"5ms\"\n{}{}", rule("late", "1M"), rule("early", "8"));
     let s = spec(dir.path(), &text);
     let o = mpirun_in(dir.path(), 2, &["check", &s, "--no-csv"], 300);
     let out = stdout(&o);
