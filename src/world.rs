@@ -42,6 +42,30 @@ pub struct World {
     pub library_version: String,
 }
 
+/// Where each rank's bytes lie in one buffer of the byte-gathers and -scatters: the counts and
+/// displacements MPI's v-collectives take.
+struct Packing {
+    counts: Vec<c_int>,
+    displs: Vec<c_int>,
+}
+
+impl Packing {
+    fn of(counts: Vec<c_int>) -> Packing {
+        let displs = counts.iter().scan(0, |at, c| Some(std::mem::replace(at, *at + c))).collect();
+        Packing { counts, displs }
+    }
+
+    /// Room for every rank's bytes, and one byte more: never empty (`World::mpi_ptr`).
+    fn buffer(&self) -> Vec<u8> {
+        vec![0u8; self.counts.iter().map(|c| *c as usize).sum::<usize>() + 1]
+    }
+
+    /// Each rank's bytes out of a received buffer, indexed by rank.
+    fn split(&self, all: &[u8]) -> Vec<Vec<u8>> {
+        self.counts.iter().zip(&self.displs).map(|(c, d)| all[*d as usize..(*d + *c) as usize].to_vec()).collect()
+    }
+}
+
 impl World {
     /// Initialise MPI and learn the world: ranks, node split, hosts.
     pub fn init() -> Result<World> {
@@ -343,11 +367,8 @@ impl World {
 
     /// Every rank's byte string (of any length), on every rank, indexed by rank. Collective.
     pub fn all_gather_bytes(&self, bytes: &[u8]) -> Vec<Vec<u8>> {
-        let counts: Vec<i32> = self.all_gather(bytes.len() as i32);
-        let displs: Vec<i32> = counts.iter().scan(0, |at, c| Some(std::mem::replace(at, *at + c))).collect();
-        let total: usize = counts.iter().map(|c| *c as usize).sum();
-        // One byte more than received: never empty (`mpi_ptr`).
-        let mut all = vec![0u8; total + 1];
+        let packing = Packing::of(self.all_gather(bytes.len() as c_int));
+        let mut all = packing.buffer();
         // SAFETY: this rank's `bytes`; `all` holds every rank's count at its displacement.
         let rc = unsafe {
             ffi::MPI_Allgatherv(
@@ -355,14 +376,14 @@ impl World {
                 bytes.len() as c_int,
                 ffi::RSMPI_UINT8_T,
                 all.as_mut_ptr().cast(),
-                counts.as_ptr(),
-                displs.as_ptr(),
+                packing.counts.as_ptr(),
+                packing.displs.as_ptr(),
                 ffi::RSMPI_UINT8_T,
                 self.raw_comm(),
             )
         };
         self.check(rc, "MPI_Allgatherv", "an exchange of records between ranks");
-        counts.iter().zip(&displs).map(|(c, d)| all[*d as usize..(*d + *c) as usize].to_vec()).collect()
+        packing.split(&all)
     }
 
     /// A buffer's address for MPI: an empty slice's is dangling (1 for bytes), which Open MPI
@@ -397,9 +418,8 @@ impl World {
             )
         };
         self.check(rc, "MPI_Gather", "the gathering of records' lengths on rank 0");
-        let displs: Vec<c_int> = counts.iter().scan(0, |at, c| Some(std::mem::replace(at, *at + c))).collect();
-        // One byte more than received: never empty (`mpi_ptr`).
-        let mut all = vec![0u8; counts.iter().map(|c| *c as usize).sum::<usize>() + 1];
+        let packing = Packing::of(counts);
+        let mut all = packing.buffer();
         // SAFETY: this rank's `bytes`; on rank 0 `all` holds every rank's count at its
         // displacement (the counts and displacements are significant on rank 0 only).
         let rc = unsafe {
@@ -408,15 +428,15 @@ impl World {
                 len,
                 ffi::RSMPI_UINT8_T,
                 all.as_mut_ptr().cast(),
-                counts.as_ptr(),
-                displs.as_ptr(),
+                packing.counts.as_ptr(),
+                packing.displs.as_ptr(),
                 ffi::RSMPI_UINT8_T,
                 0,
                 self.raw_comm(),
             )
         };
         self.check(rc, "MPI_Gatherv", "the gathering of records on rank 0");
-        counts.iter().zip(&displs).map(|(c, d)| all[*d as usize..(*d + *c) as usize].to_vec()).collect()
+        packing.split(&all)
     }
 
     /// Rank 0's `parts[r]` to each rank r (`parts` is read on rank 0 only, one per rank).
@@ -424,12 +444,12 @@ impl World {
     pub fn scatter_bytes(&self, parts: &[Vec<u8>]) -> Vec<u8> {
         let root = self.rank == 0;
         assert!(!root || parts.len() == self.size, "scatter_bytes: one part per rank");
-        let counts: Vec<c_int> = if root { parts.iter().map(|p| p.len() as c_int).collect() } else { vec![] };
+        let packing = Packing::of(if root { parts.iter().map(|p| p.len() as c_int).collect() } else { vec![] });
         let mut len: c_int = 0;
         // SAFETY: one int to each rank from rank 0's `counts` (significant there only).
         let rc = unsafe {
             ffi::MPI_Scatter(
-                counts.as_ptr().cast(),
+                packing.counts.as_ptr().cast(),
                 1,
                 ffi::RSMPI_INT32_T,
                 (&mut len as *mut c_int).cast(),
@@ -440,7 +460,6 @@ impl World {
             )
         };
         self.check(rc, "MPI_Scatter", "the sending of records' lengths from rank 0");
-        let displs: Vec<c_int> = counts.iter().scan(0, |at, c| Some(std::mem::replace(at, *at + c))).collect();
         // One byte more than sent: never empty (`mpi_ptr`).
         let mut all: Vec<u8> = if root { parts.concat() } else { vec![] };
         all.push(0);
@@ -451,8 +470,8 @@ impl World {
         let rc = unsafe {
             ffi::MPI_Scatterv(
                 all.as_ptr().cast(),
-                counts.as_ptr(),
-                displs.as_ptr(),
+                packing.counts.as_ptr(),
+                packing.displs.as_ptr(),
                 ffi::RSMPI_UINT8_T,
                 mine.as_mut_ptr().cast(),
                 len,

@@ -314,16 +314,13 @@ pub fn run(world: &World, opts: &InfoOptions, env: &HashMap<String, String>) -> 
     let keys = world.gather_bytes(&key);
     // Each rank's leader: the first rank with its key.
     let mut first: HashMap<&[u8], usize> = HashMap::new();
-    let leaders: Vec<Vec<u8>> =
-        keys.iter().enumerate().map(|(r, k)| (*first.entry(k).or_insert(r) as u64).to_be_bytes().to_vec()).collect();
+    let leader_of: Vec<usize> = keys.iter().enumerate().map(|(r, k)| *first.entry(k).or_insert(r)).collect();
+    let leaders: Vec<Vec<u8>> = leader_of.iter().map(|&l| (l as u64).to_be_bytes().to_vec()).collect();
     let leader = world.scatter_bytes(&leaders);
     let leader = leader.try_into().map(|b: [u8; 8]| u64::from_be_bytes(b) as usize).unwrap_or(world.rank);
     let found = if leader == world.rank { facts::libraries(env, world.host()).join("\0") } else { String::new() };
     let all_found = world.gather_bytes(found.as_bytes());
-    let answers: Vec<Vec<u8>> = leaders
-        .iter()
-        .map(|l| all_found[u64::from_be_bytes(l[..].try_into().expect("8 bytes")) as usize].clone())
-        .collect();
+    let answers: Vec<Vec<u8>> = leader_of.iter().map(|&l| all_found[l].clone()).collect();
     let answer = String::from_utf8_lossy(&world.scatter_bytes(&answers)).into_owned();
     let mut parts = answer.split('\0').map(str::to_string);
     let libs = [(); 3].map(|_| parts.next().unwrap_or_else(|| ABSENT.to_string()));
