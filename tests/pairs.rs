@@ -27,6 +27,9 @@ fn four_ranks_give_a_complete_matrix_in_three_rounds() {
     let mut pairs: Vec<(u32, u32)> = rows.iter().map(|r| (r[0].parse().unwrap(), r[1].parse().unwrap())).collect();
     pairs.sort();
     assert_eq!(pairs, [(0, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 3)]);
+    // A round at a time: the rows come grouped by round.
+    let rounds: Vec<u32> = rows.iter().map(|r| r[4].parse().unwrap()).collect();
+    assert!(rounds.windows(2).all(|w| w[0] <= w[1]), "{rounds:?}");
     for r in &rows {
         let lat: f64 = r[5].parse().unwrap();
         let bw: f64 = r[6].parse().unwrap();
@@ -47,6 +50,35 @@ fn four_ranks_give_a_complete_matrix_in_three_rounds() {
     assert!(out.contains("# Hosts in the slowest pairs: "), "{out}");
     let abs = dir.path().canonicalize().unwrap().join("m/pairs.csv");
     assert!(out.ends_with(&format!("# Wrote {} (CSV)\n", abs.display())), "{out}");
+}
+
+/// Rank 0 writes each round's rows as the round ends (it holds one round, not the matrix): the
+/// first round's rows are on disk while the later rounds are still being measured.
+#[test]
+fn the_csv_grows_a_round_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    // 3 rounds of about 1 s each (two measurements of 0.5 s a pair).
+    let mut child = mpirun_cmd(4, 120)
+        .args(["pairs", "-e", "64K", "--budget", "500ms", "--csv", "pairs.csv"])
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let path = dir.path().join("pairs.csv");
+    let mut seen_while_running = vec![];
+    while child.try_wait().unwrap().is_none() {
+        let rows = std::fs::read_to_string(&path).map(|t| t.lines().count().saturating_sub(1)).unwrap_or(0);
+        if child.try_wait().unwrap().is_none() && !seen_while_running.contains(&rows) {
+            seen_while_running.push(rows);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // Round 0's two rows (or rounds 0 and 1's four) were on disk before the job ended.
+    assert!(seen_while_running.iter().any(|&rows| rows == 2 || rows == 4), "{seen_while_running:?}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap().lines().count(), 7);
 }
 
 #[test]

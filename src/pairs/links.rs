@@ -1,11 +1,12 @@
 //! What the pairs say of the links between hosts: each host pair's rate (the median of its rank
 //! pairs), the hosts whose every link is slower than the fastest host pair (their own link is the
 //! bottleneck); each host's nominal rate comes from [`crate::nic`]. For `doctor`'s causes
-//! and `check`'s judgement of the ceiling itself; measured with [`super::measure_all`].
+//! and `check`'s judgement of the ceiling itself; measured with [`super::measure::all`].
 
 pub use crate::record::{Link, Nominal};
 use crate::world::World;
 
+use super::schedule::Schedule;
 use super::PairResult;
 
 /// A link or host below this fraction of the best of its peers is slower than its peers. Half:
@@ -109,7 +110,7 @@ impl Peers {
 /// host pair (the median of its rank pairs), rank 0 only; pairs within a host are left out. For
 /// the sweep's header beside the ring's one ceiling. Collective.
 pub fn ring_host_links(world: &World, bytes: u64, budget_s: f64, files: crate::report::Policy) -> Vec<Link> {
-    let pairs = best_of_two(world, bytes, budget_s, files, &super::schedule::ring(world.size));
+    let pairs = best_of_two(world, bytes, budget_s, files, Schedule::Ring(world.size));
     host_links(&pairs, &world.hosts).into_iter().filter(|l| l.a != l.b).collect()
 }
 
@@ -117,17 +118,17 @@ pub fn ring_host_links(world: &World, bytes: u64, budget_s: f64, files: crate::r
 /// [`LINK_BYTES`]) and `budget_s` per pair: rank 0 gets the host links, the others nothing.
 /// Collective.
 pub fn measure(world: &World, bytes: u64, budget_s: f64, files: crate::report::Policy) -> Vec<Link> {
-    let pairs = best_of_two(world, bytes, budget_s, files, &super::schedule::tournament(world.size));
+    let pairs = best_of_two(world, bytes, budget_s, files, Schedule::Tournament(world.size));
     host_links(&pairs, &world.hosts)
 }
 
-/// The pairs of `rounds`: a pass to warm up, then two, each pair's faster one.
+/// The pairs of `schedule`: a pass to warm up, then two, each pair's faster one.
 fn best_of_two(
     world: &World,
     bytes: u64,
     budget_s: f64,
     files: crate::report::Policy,
-    rounds: &[Vec<(usize, usize)>],
+    schedule: Schedule,
 ) -> Vec<super::PairResult> {
     let po = super::PairsOptions {
         latency_bytes: 8,
@@ -143,9 +144,9 @@ fn best_of_two(
     // (in `check`, right after the ceiling pass, healthy hosts read at 0.6-0.75 of the fastest).
     // Then two passes, each pair's faster one: load slows a transfer, nothing speeds one up, so
     // a host is not taken for slow because a burst hit its pairs once.
-    super::measure_all(world, &po, rounds);
-    let mut pairs = super::measure_all(world, &po, rounds);
-    for (p, q) in pairs.iter_mut().zip(super::measure_all(world, &po, rounds)) {
+    super::measure::all(world, &po, schedule);
+    let mut pairs = super::measure::all(world, &po, schedule);
+    for (p, q) in pairs.iter_mut().zip(super::measure::all(world, &po, schedule)) {
         p.bandwidth_gbps = p.bandwidth_gbps.max(q.bandwidth_gbps);
     }
     pairs

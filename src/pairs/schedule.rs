@@ -1,58 +1,106 @@
-//! The round-robin tournament (circle method): n ranks meet every other rank exactly once in
-//! n−1 rounds (n rounds when n is odd, one rank sitting out each round), each rank in at most
-//! one pair per round, so a round measures many disjoint links at once.
+//! Which ranks meet in which round, computed per round and rank, so no rank holds the whole
+//! schedule (n²/2 pairs: 2 GiB at 16 384 ranks). The round-robin tournament (circle method): n
+//! ranks meet every other rank exactly once in n−1 rounds (n rounds when n is odd, one rank
+//! sitting out each round), each rank in at most one pair per round, so a round measures many
+//! disjoint links at once. Also the ring's links (two or three rounds) and every pair on its own.
 
-/// Rounds of disjoint pairs `(a, b)` with `a < b`.
-pub fn tournament(n: usize) -> Vec<Vec<(usize, usize)>> {
-    if n < 2 {
-        return vec![];
+/// A schedule of rounds of disjoint pairs `(a, b)`, `a < b`, over `n` ranks.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Schedule {
+    /// Every pair once, in n−1 rounds (n for odd n).
+    Tournament(usize),
+    /// The ring's links in rank order (rank i with i+1, the last with 0): two rounds for an even
+    /// rank count, three for an odd one; one pair for 2 ranks, none for fewer.
+    Ring(usize),
+    /// Every pair on its own, one after the other: the slow way the tournament replaces.
+    Sequential(usize),
+}
+
+impl Schedule {
+    /// How many rounds.
+    pub fn rounds(self) -> usize {
+        match self {
+            _ if self.ranks() < 2 => 0,
+            Schedule::Tournament(n) => n - 1 + n % 2,
+            Schedule::Ring(2) => 1,
+            Schedule::Ring(n) => 2 + n % 2,
+            Schedule::Sequential(n) => n * (n - 1) / 2,
+        }
     }
-    let m = if n % 2 == 0 { n } else { n + 1 }; // m - 1 is the fixed seat; index n is "bye"
-    let mut rounds = vec![];
-    for r in 0..m - 1 {
-        let mut pairs = vec![];
-        for i in 0..m / 2 {
-            let (a, b) = if i == 0 { (r, m - 1) } else { ((r + i) % (m - 1), (r + m - 1 - i) % (m - 1)) };
-            if a < n && b < n {
-                pairs.push((a.min(b), a.max(b)));
+
+    fn ranks(self) -> usize {
+        match self {
+            Schedule::Tournament(n) | Schedule::Ring(n) | Schedule::Sequential(n) => n,
+        }
+    }
+
+    /// The pair `rank` is in at `round`, if any: O(1) for the tournament and the ring.
+    pub fn pair_of(self, round: usize, rank: usize) -> Option<(usize, usize)> {
+        let n = self.ranks();
+        if round >= self.rounds() || rank >= n {
+            return None;
+        }
+        let ordered = |x: usize, y: usize| Some((x.min(y), x.max(y)));
+        match self {
+            Schedule::Tournament(n) => {
+                // Seats 0..m−1 turn around the fixed seat m−1 (seat n is the bye for odd n):
+                // in round r the fixed seat meets r, and every other seat x meets the seat y
+                // with x + y ≡ 2r (mod m−1).
+                let m = n + n % 2;
+                let seat = m - 1;
+                let y = if rank == seat {
+                    round
+                } else if rank == round {
+                    seat
+                } else {
+                    (2 * round + 2 * seat - rank) % seat
+                };
+                if y < n {
+                    ordered(rank, y)
+                } else {
+                    None
+                }
+            }
+            Schedule::Ring(2) => ordered(0, 1),
+            Schedule::Ring(n) => {
+                // Rounds 0 and 1: (i, i+1) for even and odd i below n−1; the closing link
+                // (0, n−1) in round 1 for even n, in round 2 for odd n.
+                let closing = round == 1 + n % 2 && (rank == 0 || rank == n - 1);
+                if closing {
+                    ordered(0, n - 1)
+                } else if round < 2 && rank + 1 < n && rank % 2 == round {
+                    ordered(rank, rank + 1)
+                } else if round < 2 && rank >= 1 && (rank - 1) % 2 == round {
+                    ordered(rank - 1, rank)
+                } else {
+                    None
+                }
+            }
+            Schedule::Sequential(n) => {
+                // Pair number `round` in (a, b) order.
+                let (mut a, mut left) = (0, round);
+                while left >= n - 1 - a {
+                    left -= n - 1 - a;
+                    a += 1;
+                }
+                let pair = (a, a + 1 + left);
+                (rank == pair.0 || rank == pair.1).then_some(pair)
             }
         }
-        pairs.sort();
-        rounds.push(pairs);
     }
-    rounds
-}
 
-/// The ring's links in rank order (rank i with i+1, the last with 0) in rounds of disjoint pairs:
-/// two for an even rank count, three for an odd one; one pair for 2 ranks, none for fewer.
-pub fn ring(n: usize) -> Vec<Vec<(usize, usize)>> {
-    if n < 2 {
-        return vec![];
+    /// The pairs of `round`, in (a, b) order: O(n).
+    pub fn round(self, round: usize) -> Vec<(usize, usize)> {
+        (0..self.ranks()).filter_map(|x| self.pair_of(round, x).filter(|p| p.0 == x)).collect()
     }
-    if n == 2 {
-        return vec![vec![(0, 1)]];
-    }
-    let mut even: Vec<(usize, usize)> = (0..n - 1).step_by(2).map(|i| (i, i + 1)).collect();
-    let mut odd: Vec<(usize, usize)> = (1..n - 1).step_by(2).map(|i| (i, i + 1)).collect();
-    if n % 2 == 0 {
-        odd.push((0, n - 1));
-        odd.sort();
-        vec![even, odd]
-    } else {
-        even.sort();
-        vec![even, odd, vec![(0, n - 1)]]
-    }
-}
 
-/// Every pair on its own, one after the other: the slow way the tournament replaces.
-pub fn sequential(n: usize) -> Vec<Vec<(usize, usize)>> {
-    let mut rounds = vec![];
-    for a in 0..n {
-        for b in a + 1..n {
-            rounds.push(vec![(a, b)]);
+    /// What its rounds are called in the report.
+    pub fn rounds_name(self) -> &'static str {
+        match self {
+            Schedule::Sequential(_) => "sequential runs",
+            _ => "tournament rounds",
         }
     }
-    rounds
 }
 
 #[cfg(test)]
@@ -60,8 +108,36 @@ mod tests {
     use super::*;
     use std::collections::HashSet;
 
+    fn all(s: Schedule) -> Vec<Vec<(usize, usize)>> {
+        (0..s.rounds()).map(|r| s.round(r)).collect()
+    }
+
+    /// The circle method as it was written before the schedule was computed per rank: the
+    /// per-rank formula must give the same rounds.
+    fn circle(n: usize) -> Vec<Vec<(usize, usize)>> {
+        if n < 2 {
+            return vec![];
+        }
+        let m = if n % 2 == 0 { n } else { n + 1 };
+        let mut rounds = vec![];
+        for r in 0..m - 1 {
+            let mut pairs = vec![];
+            for i in 0..m / 2 {
+                let (a, b) = if i == 0 { (r, m - 1) } else { ((r + i) % (m - 1), (r + m - 1 - i) % (m - 1)) };
+                if a < n && b < n {
+                    pairs.push((a.min(b), a.max(b)));
+                }
+            }
+            pairs.sort();
+            rounds.push(pairs);
+        }
+        rounds
+    }
+
     fn check(n: usize) {
-        let rounds = tournament(n);
+        let s = Schedule::Tournament(n);
+        let rounds = all(s);
+        assert_eq!(rounds, circle(n), "n={n}");
         let expected_rounds = if n < 2 {
             0
         } else if n % 2 == 0 {
@@ -71,12 +147,13 @@ mod tests {
         };
         assert_eq!(rounds.len(), expected_rounds, "n={n}");
         let mut seen = HashSet::new();
-        for round in &rounds {
+        for (r, round) in rounds.iter().enumerate() {
             let mut busy = HashSet::new();
             for &(a, b) in round {
                 assert!(a < b && b < n);
                 assert!(busy.insert(a) && busy.insert(b), "n={n}: a rank twice in a round");
                 assert!(seen.insert((a, b)), "n={n}: pair ({a},{b}) twice");
+                assert_eq!((s.pair_of(r, a), s.pair_of(r, b)), (Some((a, b)), Some((a, b))), "n={n}");
             }
             assert_eq!(round.len(), n / 2, "n={n}: a round leaves a pair idle");
         }
@@ -85,11 +162,11 @@ mod tests {
 
     #[test]
     fn the_ring_s_links_in_two_or_three_rounds() {
-        assert!(ring(1).is_empty());
-        assert_eq!(ring(2), [vec![(0, 1)]]);
-        assert_eq!(ring(3), [vec![(0, 1)], vec![(1, 2)], vec![(0, 2)]]);
+        assert!(all(Schedule::Ring(1)).is_empty());
+        assert_eq!(all(Schedule::Ring(2)), [vec![(0, 1)]]);
+        assert_eq!(all(Schedule::Ring(3)), [vec![(0, 1)], vec![(1, 2)], vec![(0, 2)]]);
         for n in 3..=17 {
-            let rounds = ring(n);
+            let rounds = all(Schedule::Ring(n));
             assert_eq!(rounds.len(), if n % 2 == 0 { 2 } else { 3 }, "n={n}");
             let mut links: Vec<(usize, usize)> = rounds.concat();
             for round in &rounds {
@@ -110,12 +187,20 @@ mod tests {
         }
         check(64);
         check(101);
+        // At 16 384 ranks a rank's partner in any round is one formula away.
+        let s = Schedule::Tournament(16_384);
+        assert_eq!(s.rounds(), 16_383);
+        assert_eq!(
+            (s.pair_of(0, 16_383), s.pair_of(5, 16_383), s.pair_of(5, 5)),
+            (Some((0, 16_383)), Some((5, 16_383)), Some((5, 16_383)))
+        );
+        assert_eq!((s.pair_of(5, 4), s.pair_of(5, 6)), (Some((4, 6)), Some((4, 6))));
     }
 
     #[test]
     fn sequential_is_all_pairs_one_by_one() {
-        let s = sequential(4);
-        assert_eq!(s.len(), 6);
-        assert!(s.iter().all(|r| r.len() == 1));
+        let s = all(Schedule::Sequential(4));
+        assert_eq!(s, [[(0, 1)], [(0, 2)], [(0, 3)], [(1, 2)], [(1, 3)], [(2, 3)]]);
+        assert_eq!(all(Schedule::Sequential(1)), Vec::<Vec<(usize, usize)>>::new());
     }
 }
