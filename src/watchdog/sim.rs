@@ -6,8 +6,11 @@
 //! What is simulated and what is not: every rank announces every step through `tree::announce`
 //! and every live rank reads what it received as the watchdog thread does; for the inquiry, the
 //! reporting rank runs the real `inquiry::run` (its queries, waits, and the line), while the
-//! other live ranks only answer it (`State` and `Heard`, as `inquiry` answers a `Query`) — in a
-//! real job each runs its own inquiry too (see docs/architecture.md, "Per-rank costs").
+//! other live ranks only answer it (`State` and `Heard`, as `inquiry` answers a `Query`). In a
+//! real job each runs its own inquiry too: whom every rank asks, round by round, is simulated
+//! for all ranks at once in lockstep (`inquire_all`, with `inquiry::Asking`, the rule
+//! `inquiry::run` follows), to bound the whole job's queries (docs/architecture.md, "Per-rank
+//! costs").
 
 use super::channel::{Kind, Packet, State};
 use super::transport::Transport;
@@ -213,6 +216,70 @@ mod tests {
             "{line}"
         );
         assert!(took < Duration::from_secs(5), "{took:?}");
+    }
+
+    /// Every live rank's inquiry at once (the worst case: every deadline passes in the same
+    /// round), in lockstep rounds of `RESEND`: each computes whom it asks from what it heard by
+    /// the round's start ([`inquiry::Asking`], as `inquiry::run` does), then the queries are
+    /// delivered and answered (a `Query` tells the asked rank of the asker, the `State` tells
+    /// the asker of the asked). Returns the queries sent per round, the most any rank received
+    /// in a round, and who each rank heard after `rounds` rounds.
+    fn inquire_all(n: usize, stopped: &[usize], rounds: usize) -> (Vec<usize>, usize, Vec<Vec<bool>>) {
+        let live = |r: usize| !stopped.contains(&r);
+        let mut heard = vec![vec![false; n]; n];
+        let mut asking: Vec<inquiry::Asking> = (0..n).map(|_| Default::default()).collect();
+        let (mut sent, mut most) = (vec![], 0);
+        for _ in 0..rounds {
+            let queries: Vec<(usize, Vec<usize>)> = (0..n)
+                .filter(|&r| live(r))
+                .map(|r| {
+                    let h = &heard[r];
+                    (r, asking[r].next(r, n, &|x| h[x]))
+                })
+                .collect();
+            let mut received = vec![0usize; n];
+            for (from, to) in &queries {
+                for &t in to {
+                    received[t] += 1;
+                    if live(t) {
+                        heard[t][*from] = true;
+                        heard[*from][t] = true;
+                        received[*from] += 1;
+                    }
+                }
+            }
+            sent.push(queries.iter().map(|(_, to)| to.len()).sum());
+            most = most.max(*received.iter().max().unwrap());
+        }
+        (sent, most, heard)
+    }
+
+    /// 4 096 ranks, every one inquiring at once: a round costs at most 5n queries over the job (4 from each rank, n from the lowest live one)
+    /// (every rank asked every other before: n(n − 1), 16.8 million), no rank receives more than
+    /// 2n in a round, and the lowest live rank — the one that reports —
+    /// hears every live rank within the first rounds while every other live rank hears a lower
+    /// one (so it stays quiet). With rank 0 stopped, and with the first host's 64 ranks stopped.
+    #[test]
+    fn every_rank_inquiring_at_once_costs_about_n_queries_a_round() {
+        for stopped in [vec![3000], vec![0], (0..PER_HOST).collect::<Vec<_>>()] {
+            let (sent, most, heard) = inquire_all(N, &stopped, 5);
+            let reporter = (0..N).find(|r| !stopped.contains(r)).unwrap();
+            assert!(sent.iter().all(|&q| q <= 5 * N), "stopped {:?}..: queries per round {sent:?}", stopped[0]);
+            assert!(most <= 2 * N, "a rank received {most} in a round");
+            assert!(
+                (0..N).all(|r| stopped.contains(&r) || r == reporter || heard[reporter][r]),
+                "the reporter (rank {reporter}) did not hear every live rank"
+            );
+            assert!(
+                (reporter + 1..N).all(|r| stopped.contains(&r) || (0..r).any(|x| heard[r][x])),
+                "a live rank above the reporter heard no lower rank"
+            );
+            // After the first rounds, only the stopped ranks are still asked.
+            assert!(sent[4] <= stopped.len() * 2, "{sent:?}");
+        }
+        // The old rule, every rank asking every rank not heard, breaks the bound at once.
+        let old: usize = (0..N).map(|r| (0..N).filter(|&x| x != r).count()).sum();
+        assert!(old > 5 * N);
     }
 
     /// Before the tree, every rank announced to rank 0: n − 1 packets per step there. The same
