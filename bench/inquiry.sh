@@ -12,9 +12,10 @@ bash ci/setup.sh openmpi
 . ci/env.sh
 cargo build --release --quiet
 md="bench/inquiry-$(hostname).md"
-python3 - "$md" "${OLD_BIN:-}" "${RANKS:-64 128}" "${REPEATS:-2}" <<'PY'
+old_rev=$( [ -n "${OLD_BIN:-}" ] && (cd "$(dirname "$OLD_BIN")/../.." && git rev-parse --short HEAD 2>/dev/null) || echo '?')
+python3 - "$md" "${OLD_BIN:-}" "${RANKS:-64 128}" "${REPEATS:-2}" "$old_rev" <<'PY'
 import os, re, signal, subprocess, sys, time
-md, old, ranks, repeats = sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3].split()], int(sys.argv[4])
+md, old, ranks, repeats, old_rev = sys.argv[1], sys.argv[2], [int(x) for x in sys.argv[3].split()], int(sys.argv[4]), sys.argv[5]
 new = os.path.abspath("target/release/coll-bench")
 bins = [("this tree", new)] + ([("before", old)] if old else [])
 
@@ -55,7 +56,7 @@ out = ["# The watchdog's inquiry at 64 and 128 ranks", "",
        f"Machine: {os.uname().nodename}, {os.cpu_count()} cores; Open MPI, oversubscribed; `all-reduce -b 8 -e 16K -i 8 -w 2 -n 20 -T 5`,",
        "rank 40 stopped (SIGSTOP) after the second row. Seconds from the stop to the launcher's end; UDP",
        "datagrams received on the machine meanwhile, and dropped for a full socket buffer. Alternated, "
-       f"{repeats} of each.", "",
+       f"{repeats} of each." + (f' "before": {old} ({old_rev}).' if old else ""), "",
        "| ranks | build | run | s to the end | UDP received | UDP dropped | one line naming rank 40 |",
        "|---:|---|---:|---:|---:|---:|---|"]
 lines = []

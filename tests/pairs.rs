@@ -106,3 +106,46 @@ fn pairs_bad_input() {
     }
     assert!(files(dir.path()).is_empty());
 }
+
+/// A full disk mid-run: rank 0 stops every rank before the next round (it does not measure to
+/// the end for a file it cannot write), one line names the CSV and the error, exit 2, and the
+/// CSV ends at its last whole row.
+#[test]
+fn a_full_disk_stops_the_rounds_and_leaves_whole_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("small");
+    std::fs::create_dir(&mnt).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=4k", "tmpfs"])
+        .arg(&mnt)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !mounted {
+        say_skipped(
+            "a_full_disk_stops_the_rounds_and_leaves_whole_rows",
+            "cannot mount a tmpfs here (not root, or no mount permission)",
+        );
+        return;
+    }
+    struct Unmount<'a>(&'a std::path::Path);
+    impl Drop for Unmount<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _guard = Unmount(&mnt);
+    // 16 ranks: 120 rows of about 50 B in 15 rounds, past the 4 KiB the disk holds.
+    let o = mpirun_in(dir.path(), 16, &["pairs", "-e", "4K", "--budget", "1ms", "--csv", "small/pairs.csv"], 120);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("coll-bench: ")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("small/pairs.csv") && lines[0].contains("No space left on device"), "{err}");
+    assert!(!stdout(&o).contains("# Took"), "{}", stdout(&o));
+    let csv = std::fs::read_to_string(mnt.join("pairs.csv")).unwrap();
+    assert!(csv.ends_with('\n'), "cut-off row: {csv}");
+    let rows: Vec<&str> = csv.lines().collect();
+    assert!(rows.len() > 1 && rows.len() < 121, "{} rows", rows.len());
+    assert!(rows.iter().all(|l| l.split(',').count() == 9), "a row is not whole: {csv}");
+}
