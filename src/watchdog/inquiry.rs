@@ -22,7 +22,7 @@ use super::channel::{Kind, Packet, State};
 use super::message::job_line;
 use super::transport::Transport;
 use super::tree;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// How long the inquiry waits for answers, for a limit of `base_s` (`-T`): a fifth of it, from
@@ -33,6 +33,17 @@ pub fn ask_for(base_s: f64) -> Duration {
 }
 const RESEND: Duration = Duration::from_millis(200);
 const POLL: Duration = Duration::from_millis(5);
+/// Queries sent at most per [`POLL`]: their answers (a `State` each, and a `Heard` from each
+/// parent) stay well inside a UDP socket's default buffer (a few hundred datagrams) between
+/// two reads. 12 800 a second: every rank of 4 096 asked in 0.32 s.
+const BATCH: usize = 64;
+
+/// How long an inquiry of `n` ranks waits for answers, `ask` (from [`ask_for`]) or, where more,
+/// the time to ask every rank twice at [`BATCH`] per [`POLL`] (past 6 400 ranks; 2.6 s at
+/// 16 384).
+pub fn ask_for_ranks(ask: Duration, n: usize) -> Duration {
+    ask.max(POLL * (2 * n.div_ceil(BATCH)) as u32)
+}
 
 /// How the inquiry ends on this rank.
 #[derive(Debug, PartialEq)]
@@ -93,22 +104,36 @@ impl Inquiry<'_> {
         }
     }
 
-    /// For `ask`, every `RESEND`, send a `Query` (and what this rank heard) to each rank `whom`
-    /// names, until every rank has answered; false once another rank has reported.
+    /// For `ask`, send a `Query` (and what this rank heard) to each rank `whom` names, at most
+    /// [`BATCH`] every [`POLL`] (the answers to a batch fit a socket's buffer between two
+    /// reads: asking thousands at once loses most answers), and again to those not heard once
+    /// the last round is through and `RESEND` has passed, until every rank has answered; false
+    /// once another rank has reported.
     fn ask(&mut self, ask: Duration, whom: &mut dyn FnMut(&Self) -> Vec<usize>) -> bool {
         let n = self.ch.size();
-        let start = Instant::now();
-        let mut next = start;
-        while Instant::now() < start + ask && self.answers.len() < n - 1 {
-            if Instant::now() >= next {
-                let mine = (self.me)();
-                for r in whom(self) {
-                    self.ch.send(r, Kind::Query, &mine);
-                    tree::send_heard(self.ch, r, self.arrivals);
-                }
-                next += RESEND;
+        let end = Instant::now() + ask;
+        let mut next = Instant::now();
+        let mut round: VecDeque<usize> = VecDeque::new();
+        while Instant::now() < end && self.answers.len() < n - 1 {
+            if round.is_empty() && Instant::now() >= next {
+                round = whom(self).into();
+                next = Instant::now() + RESEND;
             }
-            if !self.wait(next.min(start + ask), &|q| q.answers.len() == n - 1) {
+            let mine = (self.me)();
+            let mut sent = 0;
+            while let Some(r) = round.pop_front() {
+                if self.answers.contains_key(&r) {
+                    continue;
+                }
+                self.ch.send(r, Kind::Query, &mine);
+                tree::send_heard(self.ch, r, self.arrivals);
+                sent += 1;
+                if sent == BATCH {
+                    break;
+                }
+            }
+            let until = if round.is_empty() { next } else { Instant::now() + POLL };
+            if !self.wait(until.min(end), &|q| q.answers.len() == n - 1) {
                 return false;
             }
         }
@@ -171,6 +196,7 @@ pub fn run(
     ask: Duration,
 ) -> Outcome {
     let (rank, n) = (ch.rank(), ch.size());
+    let ask = ask_for_ranks(ask, n);
     let mut q = Inquiry { ch, me, arrivals, answers: BTreeMap::new(), done: false };
     for p in seed {
         q.handle(p);
