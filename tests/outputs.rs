@@ -269,27 +269,7 @@ fn csv_fields(line: &str) -> usize {
 fn a_full_disk_leaves_whole_rows_and_no_temporary_files() {
     let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("small");
-    std::fs::create_dir(&mnt).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64k", "tmpfs"])
-        .arg(&mnt)
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !mounted {
-        say_skipped(
-            "a_full_disk_leaves_whole_rows_and_no_temporary_files",
-            "cannot mount a tmpfs here (not root, or no mount permission)",
-        );
-        return;
-    }
-    struct Unmount<'a>(&'a Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(self.0).status();
-        }
-    }
-    let _guard = Unmount(&mnt);
+    let Some(_disk) = small_disk("a_full_disk_leaves_whole_rows_and_no_temporary_files", &mnt, "64k") else { return };
     let o = run(
         dir.path(),
         2,

@@ -114,27 +114,7 @@ fn pairs_bad_input() {
 fn a_full_disk_stops_the_rounds_and_leaves_whole_rows() {
     let dir = tempfile::tempdir().unwrap();
     let mnt = dir.path().join("small");
-    std::fs::create_dir(&mnt).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=4k", "tmpfs"])
-        .arg(&mnt)
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !mounted {
-        say_skipped(
-            "a_full_disk_stops_the_rounds_and_leaves_whole_rows",
-            "cannot mount a tmpfs here (not root, or no mount permission)",
-        );
-        return;
-    }
-    struct Unmount<'a>(&'a std::path::Path);
-    impl Drop for Unmount<'_> {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(self.0).status();
-        }
-    }
-    let _guard = Unmount(&mnt);
+    let Some(_disk) = small_disk("a_full_disk_stops_the_rounds_and_leaves_whole_rows", &mnt, "4k") else { return };
     // 16 ranks: 120 rows of about 50 B in 15 rounds, past the 4 KiB the disk holds.
     let o = mpirun_in(dir.path(), 16, &["pairs", "-e", "4K", "--budget", "1ms", "--csv", "small/pairs.csv"], 120);
     let err = stderr(&o);

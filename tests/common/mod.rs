@@ -307,3 +307,29 @@ pub fn assert_nccl_tests_geometry(csv: &str, n: u64, sizes: &[u64]) -> std::coll
     assert!(seen.values().all(|k| *k == sizes.len()), "{seen:?}");
     seen.keys().map(|k| k.split(' ').next().unwrap().to_string()).collect()
 }
+
+/// A tmpfs of `size` (e.g. "64k") mounted at `dir` (created), unmounted when dropped; `None`
+/// (and the test says it skipped, naming `test`) where mounting is not allowed.
+pub fn small_disk(test: &str, dir: &Path, size: &str) -> Option<SmallDisk> {
+    std::fs::create_dir(dir).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+        .arg(dir)
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !mounted {
+        say_skipped(test, "cannot mount a tmpfs here (not root, or no mount permission)");
+        return None;
+    }
+    Some(SmallDisk(dir.to_path_buf()))
+}
+
+/// A mounted tmpfs ([`small_disk`]), unmounted on drop.
+pub struct SmallDisk(std::path::PathBuf);
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
