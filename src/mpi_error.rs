@@ -73,7 +73,8 @@ pub fn line(call: &str, during: &str, rank: usize, host: &str, message: &str) ->
     format!("rank {rank} ({host}): {call} failed in {during}: {message}; aborting the job")
 }
 
-/// End the job because an MPI call failed: through the registered ender if there is one, else
+/// End the job because an MPI call failed (or an NCCL call once the sweep has begun: the NCCL
+/// backend's `fatal` ends the job the same way): through the registered ender if there is one, else
 /// print `line` here and end this process with exit code 2 (`_exit`: no MPI call, no unwinding;
 /// the launcher ends the other ranks).
 pub fn fail(line: &str) -> ! {

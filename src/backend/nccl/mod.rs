@@ -669,8 +669,12 @@ impl NcclBackend {
         format!("NCCL timing: on {on}; {how}")
     }
 
-    /// An error once the sweep has begun: abort the communicator (so peers stop waiting on
-    /// it), print one line, end the process (the launcher ends the others).
+    /// An error once the sweep has begun: abort the communicators (so peers stop waiting on
+    /// them), then end the job as a failed MPI call does (`mpi_error::fail`): while a watchdog
+    /// runs, one line for the job from rank 0 and every rank leaves in order with exit 2 (under
+    /// Hydra, a rank that just exits is taken for crashed: the others are killed and `mpiexec`
+    /// may return 1 or 9); else this rank prints its line and ends, and the launcher ends the
+    /// others.
     fn fatal(&self, msg: String) -> ! {
         if let Some(c) = &self.timed {
             // SAFETY: our comm; the process ends right after.
@@ -680,16 +684,10 @@ impl NcclBackend {
             // SAFETY: our comm; the process ends right after.
             unsafe { (self.nccl.api.comm_abort)(c.raw) };
         }
-        crate::error::ending();
-        let line = format!(
-            "coll-bench: error: {msg} (rank {} on {}, GPU {}); aborting the job\n",
+        crate::mpi_error::fail(&format!(
+            "{msg} (rank {} on {}, GPU {}); aborting the job",
             self.rank, self.host, self.ordinal
-        );
-        let mut err = std::io::stderr().lock();
-        let _ = err.write_all(line.as_bytes());
-        let _ = err.flush();
-        // SAFETY: ends the process without unwinding through MPI or NCCL state.
-        unsafe { libc::_exit(exit::ERROR) }
+        ))
     }
 
     /// Wait for `ev` (recorded on our stream), watching NCCL's asynchronous error.

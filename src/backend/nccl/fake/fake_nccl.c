@@ -22,7 +22,9 @@
  *                                or send/recv has been called; p2p: ncclSend and ncclRecv fail (so only native
  *                                all-to-all/gather/scatter can run); split-key: ncclCommSplit
  *                                ignores the key (orders a group by parent rank alone)
- *   FAKE_NCCL_FAIL_RANK=R        the init failures above on rank R only (default: every rank)
+ *   FAKE_NCCL_FAIL_RANK=R        the init and p2p failures above on rank R only (default: every
+ *                                rank); with p2p, the other ranks' sends and receives to R wait,
+ *                                as NCCL's kernels do for a peer that never joins
  *   FAKE_NCCL_CHANNEL_BYTES=B    largest message between two ranks (default 1 MiB)
  *   FAKE_NCCL_CONNECT_BYTES=B    device memory a communicator takes at its first collective or
  *                                send/receive from FAKE_NCCL_VERSION 22200 on (default 64 MiB),
@@ -604,8 +606,8 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId *id) {
     return ok;
 }
 
-/* Whether the init failure WHAT applies to this rank. */
-static int init_fails_here(const char *what, int rank) {
+/* Whether the failure WHAT applies to this rank (FAKE_NCCL_FAIL_RANK). */
+static int fails_here(const char *what, int rank) {
     if (strcmp(fail(), what)) return 0;
     const char *r = getenv("FAKE_NCCL_FAIL_RANK");
     return !r || !*r || atoi(r) == rank;
@@ -615,7 +617,7 @@ static int init_fails_here(const char *what, int rank) {
 static ncclResult_t join(ncclComm_t *out, int nranks, ncclUniqueId id, int rank) {
     for (int i = 0; i < PATTERN; i++)
         if ((unsigned char)id.internal[i] != id_byte(i)) return error(invalid_usage, "the unique id did not arrive intact");
-    if (init_fails_here("init", rank)) return error(system_error, "cannot reach the other ranks");
+    if (fails_here("init", rank)) return error(system_error, "cannot reach the other ranks");
     if (nranks < 1 || rank < 0 || rank >= nranks) return error(invalid_argument, "bad rank or rank count");
     char name[64];
     memcpy(name, id.internal + PATTERN, sizeof name);
@@ -689,7 +691,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id
         return error(invalid_argument, "bad ncclConfig_t (magic, version or size)");
     if (!config || config->blocking != 0) return ncclCommInitRank(out, nranks, id, rank);
     trace("init", nranks);
-    int fails = init_fails_here("init-async", rank), hangs = init_fails_here("init-hang", rank);
+    int fails = fails_here("init-async", rank), hangs = fails_here("init-hang", rank);
     if (fails || hangs) {
         /* Never counted in: the others wait for this rank, as for a real peer that failed. */
         struct comm *c = calloc(1, sizeof *c);
@@ -1098,7 +1100,7 @@ static ncclResult_t queue(struct p2p *q, int *nq, ncclComm_t c, const void *buf,
 }
 ncclResult_t ncclSend(const void *s, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st) {
     (void)st;
-    if (!strcmp(fail(), "p2p")) return error(invalid_usage, "point-to-point is off (FAKE_NCCL_FAIL=p2p)");
+    if (c && fails_here("p2p", c->rank)) return error(invalid_usage, "point-to-point is off (FAKE_NCCL_FAIL=p2p)");
     READY(c);
     if (bad(dt, 0) || peer < 0 || peer >= c->nranks) return invalid_argument;
     if (depth == 0 && peer == c->rank) return error(invalid_usage, "a send to oneself outside a group would hang");
@@ -1107,7 +1109,7 @@ ncclResult_t ncclSend(const void *s, size_t n, int dt, int peer, ncclComm_t c, c
 }
 ncclResult_t ncclRecv(void *r, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st) {
     (void)st;
-    if (!strcmp(fail(), "p2p")) return error(invalid_usage, "point-to-point is off (FAKE_NCCL_FAIL=p2p)");
+    if (c && fails_here("p2p", c->rank)) return error(invalid_usage, "point-to-point is off (FAKE_NCCL_FAIL=p2p)");
     READY(c);
     if (bad(dt, 0) || peer < 0 || peer >= c->nranks) return invalid_argument;
     if (depth == 0 && peer == c->rank) return error(invalid_usage, "a receive from oneself outside a group would hang");
