@@ -1,13 +1,16 @@
 //! What the pairs say of the links between hosts: each host pair's rate (the median of its rank
 //! pairs), the hosts whose every link is slower than the fastest host pair (their own link is the
 //! bottleneck); each host's nominal rate comes from [`crate::nic`]. For `doctor`'s causes
-//! and `check`'s judgement of the ceiling itself; measured with [`super::measure::all`].
+//! and `check`'s judgement of the ceiling itself; measured with [`super::measure::best_of_two`]
+//! a host pair at a time ([`ByHost`]), so that rank 0 holds one host round of rank pairs, and
+//! the host links (h² / 2 of them), never every rank pair (5 GiB a pass at 16 384 ranks before).
 
 pub use crate::record::{Link, Nominal};
 use crate::world::World;
 
-use super::schedule::Schedule;
+use super::schedule::{ByHost, Pairing, Schedule};
 use super::PairResult;
+use std::collections::BTreeMap;
 
 /// A link or host below this fraction of the best of its peers is slower than its peers. Half:
 /// a degraded link (a port at a lower speed, a flapping cable) is that or worse, while healthy
@@ -40,32 +43,81 @@ pub struct Peers {
 /// The host links from the rank pairs: one per host pair (and per host, within it), the median
 /// of its rank pairs; hosts in `hosts`' order of first appearance.
 pub fn host_links(pairs: &[PairResult], hosts: &[String]) -> Vec<Link> {
-    let mut order: Vec<&String> = vec![];
-    for h in hosts {
-        if !order.contains(&h) {
-            order.push(h);
+    let mut acc = HostPairs::new(hosts);
+    acc.add(pairs);
+    acc.links()
+}
+
+/// The host links, built as the rank pairs come: the values of the host pairs still open, and
+/// the links of those closed (`close`: their every rank pair has come).
+pub struct HostPairs<'a> {
+    /// Each host, in order of first appearance.
+    names: Vec<&'a str>,
+    /// Each rank's host, as an index into `names`.
+    host_of: Vec<usize>,
+    open: BTreeMap<(usize, usize), Vec<f64>>,
+    closed: Vec<((usize, usize), Link)>,
+    /// The host round the open pairs are of (`add_round`).
+    host_round: usize,
+}
+
+impl<'a> HostPairs<'a> {
+    pub fn new(hosts: &'a [String]) -> Self {
+        let mut index: std::collections::HashMap<&str, usize> = Default::default();
+        let mut names = vec![];
+        let host_of = hosts
+            .iter()
+            .map(|h| {
+                *index.entry(h.as_str()).or_insert_with(|| {
+                    names.push(h.as_str());
+                    names.len() - 1
+                })
+            })
+            .collect();
+        HostPairs { names, host_of, open: BTreeMap::new(), closed: vec![], host_round: 0 }
+    }
+
+    pub fn add(&mut self, pairs: &[PairResult]) {
+        for p in pairs {
+            let (x, y) = (self.host_of[p.a], self.host_of[p.b]);
+            self.open.entry((x.min(y), x.max(y))).or_default().push(p.bandwidth_gbps);
         }
     }
-    let at = |h: &String| order.iter().position(|x| *x == h).unwrap_or(usize::MAX);
-    let mut groups: Vec<((usize, usize), Vec<f64>)> = vec![];
-    for p in pairs {
-        let (x, y) = (at(&hosts[p.a]), at(&hosts[p.b]));
-        let key = (x.min(y), x.max(y));
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, v)) => v.push(p.bandwidth_gbps),
-            None => groups.push((key, vec![p.bandwidth_gbps])),
+
+    /// A round of `schedule`'s pairs: the host pairs of the host round before it are whole, so
+    /// they are closed first.
+    pub fn add_round(&mut self, schedule: &ByHost, pairs: &[PairResult]) {
+        if let Some(p) = pairs.first().filter(|p| schedule.host_round(p.round) != self.host_round) {
+            self.close();
+            self.host_round = schedule.host_round(p.round);
+        }
+        self.add(pairs);
+    }
+
+    /// Every open host pair is whole: take their medians, and let their values go.
+    pub fn close(&mut self) {
+        for ((x, y), v) in std::mem::take(&mut self.open) {
+            let link = Link {
+                a: self.names[x].to_string(),
+                b: self.names[y].to_string(),
+                gbps: crate::stats::median_of(&v),
+                rank_pairs: v.len(),
+            };
+            self.closed.push(((x, y), link));
         }
     }
-    groups.sort_by_key(|(k, _)| *k);
-    groups
-        .into_iter()
-        .map(|((x, y), v)| Link {
-            a: order[x].clone(),
-            b: order[y].clone(),
-            gbps: crate::stats::median_of(&v),
-            rank_pairs: v.len(),
-        })
-        .collect()
+
+    /// Rank pairs' values held now.
+    pub fn held(&self) -> usize {
+        self.open.values().map(Vec::len).sum()
+    }
+
+    /// Every link, in the order of the hosts' first appearance.
+    pub fn links(mut self) -> Vec<Link> {
+        self.close();
+        self.closed.sort_by_key(|(k, _)| *k);
+        self.closed.into_iter().map(|(_, l)| l).collect()
+    }
 }
 
 impl Peers {
@@ -110,26 +162,32 @@ impl Peers {
 /// host pair (the median of its rank pairs), rank 0 only; pairs within a host are left out. For
 /// the sweep's header beside the ring's one ceiling. Collective.
 pub fn ring_host_links(world: &World, bytes: u64, budget_s: f64, files: crate::report::Policy) -> Vec<Link> {
-    let pairs = best_of_two(world, bytes, budget_s, files, Schedule::Ring(world.size));
-    host_links(&pairs, &world.hosts).into_iter().filter(|l| l.a != l.b).collect()
+    let mut acc = HostPairs::new(&world.hosts);
+    best_of_two(world, bytes, budget_s, files, &Schedule::Ring(world.size), |pairs| acc.add(&pairs));
+    acc.links().into_iter().filter(|l| l.a != l.b).collect()
 }
 
-/// Measure every rank pair (tournament rounds, as `pairs`) with a `bytes` message (at most
-/// [`LINK_BYTES`]) and `budget_s` per pair: rank 0 gets the host links, the others nothing.
+/// Measure every rank pair, a host pair at a time ([`ByHost`]), with a `bytes` message (at most
+/// [`LINK_BYTES`]) and `budget_s` per pair: rank 0 gets the host links, the others nothing. Rank
+/// 0 closes each host round's links as it ends, so it holds one host round of rank pairs.
 /// Collective.
 pub fn measure(world: &World, bytes: u64, budget_s: f64, files: crate::report::Policy) -> Vec<Link> {
-    let pairs = best_of_two(world, bytes, budget_s, files, Schedule::Tournament(world.size));
-    host_links(&pairs, &world.hosts)
+    let schedule = ByHost::new(&world.hosts);
+    let mut acc = HostPairs::new(&world.hosts);
+    best_of_two(world, bytes, budget_s, files, &schedule, |pairs| acc.add_round(&schedule, &pairs));
+    acc.links()
 }
 
-/// The pairs of `schedule`: a pass to warm up, then two, each pair's faster one.
+/// The pairs of `schedule`, each pair's better of two passes after one to warm up, to `each` a
+/// round at a time on rank 0.
 fn best_of_two(
     world: &World,
     bytes: u64,
     budget_s: f64,
     files: crate::report::Policy,
-    schedule: Schedule,
-) -> Vec<super::PairResult> {
+    schedule: &impl Pairing,
+    mut each: impl FnMut(Vec<PairResult>),
+) {
     let po = super::PairsOptions {
         latency_bytes: 8,
         bandwidth_bytes: bytes.clamp(8, LINK_BYTES),
@@ -144,10 +202,61 @@ fn best_of_two(
     // (in `check`, right after the ceiling pass, healthy hosts read at 0.6-0.75 of the fastest).
     // Then two passes, each pair's faster one: load slows a transfer, nothing speeds one up, so
     // a host is not taken for slow because a burst hit its pairs once.
-    super::measure::all(world, &po, schedule);
-    let mut pairs = super::measure::all(world, &po, schedule);
-    for (p, q) in pairs.iter_mut().zip(super::measure::all(world, &po, schedule)) {
-        p.bandwidth_gbps = p.bandwidth_gbps.max(q.bandwidth_gbps);
+    let kept = super::measure::best_of_two(world, &po, schedule, |pairs| {
+        each(pairs);
+        Ok(())
+    });
+    debug_assert!(kept.is_ok(), "keeping pairs cannot fail");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Blocks of `per` ranks on each of `hosts` hosts; `slow`'s links at a quarter of the rest.
+    fn simulate(hosts: usize, per: usize, slow: usize) -> (Vec<String>, Vec<Link>, usize, Vec<PairResult>) {
+        let names: Vec<String> = (0..hosts * per).map(|r| format!("node{:04}", r / per)).collect();
+        let schedule = ByHost::new(&names);
+        let rate = |a: usize, b: usize| {
+            let g = 10.0 + ((a * 7 + b * 13) % 10) as f64 / 10.0;
+            if a / per == slow || b / per == slow {
+                g / 4.0
+            } else {
+                g
+            }
+        };
+        let (mut acc, mut most, mut all) = (HostPairs::new(&names), 0, vec![]);
+        let keep_all = hosts * per <= 256;
+        for round in 0..schedule.rounds() {
+            let pairs: Vec<PairResult> = (0..names.len())
+                .filter_map(|x| schedule.pair_of(round, x).filter(|p| p.0 == x))
+                .map(|(a, b)| PairResult { a, b, round, latency_us: 1.0, bandwidth_gbps: rate(a, b) })
+                .collect();
+            acc.add_round(&schedule, &pairs);
+            most = most.max(acc.held());
+            if keep_all {
+                all.extend(pairs);
+            }
+        }
+        let links = acc.links();
+        (names, links, most, all)
     }
-    pairs
+
+    #[test]
+    fn a_host_pair_at_a_time_rank_0_holds_one_host_round_and_the_links_are_the_same() {
+        // 256 ranks: the links as from every pair at once.
+        let (names, links, most, all) = simulate(32, 8, 5);
+        assert_eq!(links, host_links(&all, &names));
+        assert_eq!(links.len(), 32 * 33 / 2);
+        assert!(most <= 256 * 8 / 2, "{most}");
+        // 4 096 simulated ranks on 512 hosts of 8: one host round at a time (16 384 values, 128
+        // KiB), not 8.4 M pairs; the slow host named alone.
+        let (_, links, most, _) = simulate(512, 8, 300);
+        assert!(most <= 4096 * 8 / 2, "{most}");
+        assert_eq!(links.len(), 512 * 513 / 2);
+        assert!(links.iter().all(|l| l.rank_pairs == if l.a == l.b { 28 } else { 64 }));
+        let peers = Peers::of(&links).unwrap();
+        let slow: Vec<&str> = peers.slow().map(|h| h.host.as_str()).collect();
+        assert_eq!(slow, ["node0300"]);
+    }
 }

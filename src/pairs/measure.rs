@@ -3,7 +3,7 @@
 //! the round ends, one gather of four doubles a rank, so what any rank holds is one round
 //! whatever the rank count (the whole matrix at the end was 8 GiB at 16 384 ranks).
 
-use super::schedule::Schedule;
+use super::schedule::Pairing;
 use super::{PairResult, PairsOptions};
 use crate::error::Result;
 use crate::world::World;
@@ -43,7 +43,19 @@ fn measure(world: &World, peer: usize, initiator: bool, buf: &mut [u8], budget_s
 pub fn rounds(
     world: &World,
     opts: &PairsOptions,
-    schedule: Schedule,
+    schedule: &impl Pairing,
+    each: impl FnMut(Vec<PairResult>) -> Result<()>,
+) -> Result<()> {
+    rounds_keeping(world, opts, schedule, |_, m| m, each)
+}
+
+/// As [`rounds`], with what the initiator reports changed by `mine` first: (round, [a, b,
+/// latency s, one-way bandwidth s]) to what rank 0 receives.
+fn rounds_keeping(
+    world: &World,
+    opts: &PairsOptions,
+    schedule: &impl Pairing,
+    mut mine_of: impl FnMut(usize, [f64; 4]) -> [f64; 4],
     mut each: impl FnMut(Vec<PairResult>) -> Result<()>,
 ) -> Result<()> {
     let mut lat = vec![0u8; opts.latency_bytes as usize];
@@ -63,7 +75,7 @@ pub fn rounds(
             let l = measure(world, peer, initiator, &mut lat, opts.budget_s);
             let t = measure(world, peer, initiator, &mut bw, opts.budget_s);
             if initiator {
-                mine = [a as f64, b as f64, l, t];
+                mine = mine_of(round, [a as f64, b as f64, l, t]);
             }
         }
         let all = world.gather_f64(&mine);
@@ -85,15 +97,34 @@ pub fn rounds(
     done
 }
 
-/// Every pair of `schedule` on rank 0, in (a, b) order; the others get an empty list. For the
-/// links `doctor` and `check` judge (hosts, not ranks, are what they keep). Collective.
-pub fn all(world: &World, opts: &PairsOptions, schedule: Schedule) -> Vec<PairResult> {
-    let mut out = vec![];
-    let kept = rounds(world, opts, schedule, |pairs| {
-        out.extend(pairs);
-        Ok(())
-    });
-    debug_assert!(kept.is_ok(), "keeping pairs cannot fail");
-    out.sort_by_key(|p| (p.a, p.b));
-    out
+/// The pairs of `schedule` measured for `doctor` and `check`: a pass to warm up, then two, each
+/// pair's better one (the lower latency, the higher bandwidth) handed to `each` on rank 0 a
+/// round at a time. The first kept pass stays with each pair's initiator (one entry a round:
+/// O(n) per rank), which reports the better of the two in the second; rank 0 never holds more
+/// than a round. Collective.
+pub fn best_of_two(
+    world: &World,
+    opts: &PairsOptions,
+    schedule: &impl Pairing,
+    each: impl FnMut(Vec<PairResult>) -> Result<()>,
+) -> Result<()> {
+    rounds(world, opts, schedule, |_| Ok(()))?;
+    let mut first = vec![[f64::NAN; 2]; schedule.rounds()];
+    rounds_keeping(
+        world,
+        opts,
+        schedule,
+        |round, m| {
+            first[round] = [m[2], m[3]];
+            m
+        },
+        |_| Ok(()),
+    )?;
+    rounds_keeping(
+        world,
+        opts,
+        schedule,
+        |round, m| [m[0], m[1], m[2].min(first[round][0]), m[3].min(first[round][1])],
+        each,
+    )
 }

@@ -113,7 +113,7 @@ pub fn run(world: &World, opts: &PairsOptions) -> Result<i32> {
     let schedule = if opts.sequential { Schedule::Sequential(world.size) } else { Schedule::Tournament(world.size) };
     let mut tally = Tally::new(if world.rank == 0 { &world.hosts } else { &[] }, opts.top);
     let t0 = mpi::time();
-    let measured = measure::rounds(world, opts, schedule, |pairs| {
+    let measured = measure::rounds(world, opts, &schedule, |pairs| {
         tally.add(&pairs);
         csv_file.as_mut().map_or(Ok(()), |f| write_rows(f, &pairs, &world.hosts, opts))
     });
