@@ -342,6 +342,26 @@ impl World {
         self.check(rc, "MPI_Sendrecv", &format!("an exchange with ranks {to:?} (to) and {from:?} (from)"));
     }
 
+    /// Every rank's `mine` (the same length everywhere) on every rank, in rank order.
+    /// Collective.
+    pub fn all_gather_f64(&self, mine: &[f64]) -> Vec<f64> {
+        let mut all = vec![0.0f64; mine.len() * self.size];
+        // SAFETY: `mine.len()` doubles from each rank into `size` times as many.
+        let rc = unsafe {
+            ffi::MPI_Allgather(
+                mine.as_ptr().cast(),
+                mine.len() as c_int,
+                ffi::RSMPI_DOUBLE,
+                all.as_mut_ptr().cast(),
+                mine.len() as c_int,
+                ffi::RSMPI_DOUBLE,
+                self.raw_comm(),
+            )
+        };
+        self.check(rc, "MPI_Allgather", "an exchange of values between ranks");
+        all
+    }
+
     /// Every rank's `mine` (the same length everywhere) on rank 0, in rank order; other ranks get
     /// an empty vector. Collective.
     pub fn gather_f64(&self, mine: &[f64]) -> Vec<f64> {

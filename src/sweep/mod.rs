@@ -80,8 +80,8 @@ pub trait Ranks {
     fn agree(&self, local: Result<()>) -> Result<()>;
     fn max_f64(&self, x: f64) -> f64;
     fn sum_u64(&self, x: u64) -> u64;
-    /// Every rank's value, by rank.
-    fn all_gather_f64(&self, x: f64) -> Vec<f64>;
+    /// Every rank's values (as many on every rank), by rank, one after the other.
+    fn all_gather_f64(&self, x: &[f64]) -> Vec<f64>;
     /// [`World::combine_samples`]: valid on rank 0 only.
     fn combine_samples(&self, agg: Aggregation, samples: &[f64]) -> Vec<f64>;
 }
@@ -102,8 +102,8 @@ impl Ranks for World {
     fn sum_u64(&self, x: u64) -> u64 {
         World::sum_u64(self, x)
     }
-    fn all_gather_f64(&self, x: f64) -> Vec<f64> {
-        self.all_gather(x)
+    fn all_gather_f64(&self, x: &[f64]) -> Vec<f64> {
+        World::all_gather_f64(self, x)
     }
     fn combine_samples(&self, agg: Aggregation, samples: &[f64]) -> Vec<f64> {
         World::combine_samples(self, agg, samples)
@@ -241,22 +241,37 @@ impl<'a> Sweep<'a> {
             unreachable!("every rank is in one group, whose turn comes")
         };
         self.samples = samples;
-        let per_rank_s = world.all_gather_f64(mean_of(&self.samples));
+        // One exchange for all that a point needs of every rank (each reduction is a small
+        // collective of its own, and at 128 ranks they are what the run spends beside the
+        // timed calls): its mean time (for the time, the slow ranks, `--per-rank`), its page
+        // faults per call (the most count: the rank a collective waits for), and its wrong and
+        // out-of-bounds elements (summed).
+        let faults_per_call = faults as f64 / runs.iters.max(1) as f64;
+        let mine = [mean_of(&self.samples), faults_per_call, verdict.wrong as f64, verdict.out_of_bounds as f64];
+        let all = world.all_gather_f64(&mine);
+        let each = |i: usize| all.chunks(mine.len()).map(move |c| c[i]);
+        let per_rank_s: Vec<f64> = each(0).collect();
         let time_s = aggregate(opts.aggregation, &per_rank_s);
-        // Turns may differ in their sample counts: combine the common part.
-        let common = -world.max_f64(-(self.samples.len() as f64));
-        let combined = world.combine_samples(opts.aggregation, &self.samples[..common.max(0.0) as usize]);
+        // Turns may differ in their sample counts: combine the common part. One turn: every
+        // rank's count comes from agreed numbers (the batches planned, the agreed stop), so it
+        // is the same everywhere.
+        let common = if turns == 1 {
+            self.samples.len()
+        } else {
+            (-world.max_f64(-(self.samples.len() as f64))).max(0.0) as usize
+        };
+        let combined = world.combine_samples(opts.aggregation, &self.samples[..common]);
         let bytes = (call.layout.alg_count * call.dtype.size()) as f64;
         let bus_factor = call.kind.spec().bus_factor(self.member.size);
         let root = (world.rank() == 0).then_some(&combined[..]);
         let mut m = Measurement::from_times(placement, runs, &per_rank_s, time_s, root, bytes, bus_factor);
-        // Page faults per call: the rank with most (the one a collective waits for).
-        let faults = world.max_f64(faults as f64 / runs.iters.max(1) as f64);
+        let faults = each(1).fold(0.0, f64::max);
         let warn = world.rank() == 0 && opts.malloc == Malloc::Default;
         m.set_faults(faults, if warn { crate::memory::fault_cost_us() } else { None }, warn);
         if opts.check {
-            (m.wrong, m.out_of_bounds) =
-                (Some(world.sum_u64(verdict.wrong)), Some(world.sum_u64(verdict.out_of_bounds)));
+            // Counts below 2^53 are exact as doubles.
+            let sum = |i| each(i).map(|x| x as u64).sum::<u64>();
+            (m.wrong, m.out_of_bounds) = (Some(sum(2)), Some(sum(3)));
         }
         Ok(m)
     }

@@ -521,8 +521,8 @@ impl Ranks for Alone {
     fn sum_u64(&self, x: u64) -> u64 {
         x
     }
-    fn all_gather_f64(&self, x: f64) -> Vec<f64> {
-        vec![x]
+    fn all_gather_f64(&self, x: &[f64]) -> Vec<f64> {
+        x.to_vec()
     }
     fn combine_samples(&self, _agg: Aggregation, samples: &[f64]) -> Vec<f64> {
         samples.to_vec()
@@ -559,17 +559,19 @@ impl Ranks for Many {
     fn sum_u64(&self, x: u64) -> u64 {
         x
     }
-    fn all_gather_f64(&self, x: f64) -> Vec<f64> {
+    fn all_gather_f64(&self, x: &[f64]) -> Vec<f64> {
+        // The first value is the rank's time; the others are rank 0's own.
         let per = self.n / 16;
         (0..self.n)
-            .map(|r| {
-                if r == 2 {
-                    0.3 * x
+            .flat_map(|r| {
+                let scale = if r == 2 {
+                    0.3
                 } else if r / per == 1 {
-                    3.0 * x
+                    3.0
                 } else {
-                    x
-                }
+                    1.0
+                };
+                x.iter().enumerate().map(move |(i, v)| if i == 0 { scale * v } else { *v })
             })
             .collect()
     }
