@@ -205,3 +205,18 @@ fn the_other_familys_launcher_is_named_as_the_cause() {
     }
     assert!(files(dir.path()).is_empty());
 }
+
+/// The tests' stderr drops Open MPI's libevent warnings and nothing else (`common::stderr`).
+#[test]
+fn open_mpis_libevent_warnings_are_not_counted_as_our_lines() {
+    use std::os::unix::process::ExitStatusExt;
+    let err = "coll-bench: error: step --bucket: '0' is zero; expected …\n\
+               [warn] Epoll MOD(1) on fd 25 failed. Old events were 6; read change was 0 (none); write change was 2 (del); close change was 0 (none): Bad file descriptor\n\
+               [warn] something else\n";
+    let o = std::process::Output {
+        status: std::process::ExitStatus::from_raw(2 << 8),
+        stdout: vec![],
+        stderr: err.as_bytes().to_vec(),
+    };
+    assert_eq!(stderr(&o), "coll-bench: error: step --bucket: '0' is zero; expected …\n[warn] something else\n");
+}
