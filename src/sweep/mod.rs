@@ -79,7 +79,6 @@ pub trait Ranks {
     /// [`World::agree`]: the lowest failing rank's error on every rank.
     fn agree(&self, local: Result<()>) -> Result<()>;
     fn max_f64(&self, x: f64) -> f64;
-    fn sum_u64(&self, x: u64) -> u64;
     /// Every rank's values (as many on every rank), by rank, one after the other.
     fn all_gather_f64(&self, x: &[f64]) -> Vec<f64>;
     /// [`World::combine_samples`]: valid on rank 0 only.
@@ -98,9 +97,6 @@ impl Ranks for World {
     }
     fn max_f64(&self, x: f64) -> f64 {
         World::max_f64(self, x)
-    }
-    fn sum_u64(&self, x: u64) -> u64 {
-        World::sum_u64(self, x)
     }
     fn all_gather_f64(&self, x: &[f64]) -> Vec<f64> {
         World::all_gather_f64(self, x)

@@ -518,9 +518,6 @@ impl Ranks for Alone {
     fn max_f64(&self, x: f64) -> f64 {
         x
     }
-    fn sum_u64(&self, x: u64) -> u64 {
-        x
-    }
     fn all_gather_f64(&self, x: &[f64]) -> Vec<f64> {
         x.to_vec()
     }
@@ -554,9 +551,6 @@ impl Ranks for Many {
         local
     }
     fn max_f64(&self, x: f64) -> f64 {
-        x
-    }
-    fn sum_u64(&self, x: u64) -> u64 {
         x
     }
     fn all_gather_f64(&self, x: &[f64]) -> Vec<f64> {
