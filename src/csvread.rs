@@ -91,6 +91,9 @@ pub struct Row {
     pub hosts: Option<u64>,
     /// Line of the file the row is on (the header is line 1).
     pub line: u64,
+    /// Measured with `--order size` (every collective at one size, then the next size): the
+    /// `order` column says `size`. Files without the column were measured in collective order.
+    pub size_order: bool,
 }
 
 impl Row {
@@ -133,6 +136,7 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
     };
 
     let timestamp_col = col("timestamp");
+    let order_col = col("order");
     let mut rows: Vec<Row> = vec![];
     // Each series' latest row (index into `rows`) and its run's timestamp: where a twin is found.
     let mut latest: std::collections::HashMap<Series, (usize, String)> = std::collections::HashMap::new();
@@ -200,6 +204,11 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
             ranks: opt_int(ranks_col),
             hosts: opt_int(hosts_col),
             line,
+            size_order: match order_col.map(text).unwrap_or("") {
+                "" | "collective" => false,
+                "size" => true,
+                v => return Err(bad("order", v, "collective or size")),
+            },
         };
         // Per-rank counts rounded down to whole 16 bytes (as nccl-tests) can make two requested
         // sizes one call (all-gather of 8 B and 16 B of float on 2 ranks: 0 B each); the sweep
@@ -358,5 +367,17 @@ mod tests {
         }
         let f = write("\u{0}\u{1}\u{ff}binary");
         assert!(read(f.path()).is_err());
+    }
+
+    #[test]
+    fn the_order_column_says_whether_a_run_was_measured_in_size_order() {
+        let row = "t,mpi,all-reduce,float,sum,out-of-place,8,100,5.5,0.2,5.0,4.0,9.0,0.5,2,x,";
+        assert!(!read(write(&format!("{HEAD}\n{row}\n")).path()).unwrap()[0].size_order, "no column: collective order");
+        for (value, size_order) in [("size", true), ("collective", false), ("", false)] {
+            let f = write(&format!("{HEAD},order\n{row},{value}\n"));
+            assert_eq!(read(f.path()).unwrap()[0].size_order, size_order, "{value:?}");
+        }
+        let e = read(write(&format!("{HEAD},order\n{row},sizes\n")).path()).unwrap_err().to_string();
+        assert!(e.contains("line 2: column order is 'sizes', expected collective or size"), "{e}");
     }
 }

@@ -721,6 +721,7 @@ mod tests {
             ranks: Some(2),
             hosts: Some(1),
             line: 2,
+            size_order: false,
         }
     }
 

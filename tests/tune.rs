@@ -78,14 +78,14 @@ fn check_reduce_scatter_tune(n: usize, full: bool) {
     assert!(listed.ends_with(", MPI_Reduce_scatter(call)"), "{listed}");
     // The skip rule is stated before the table unless every cell runs.
     assert_eq!(out.contains("# reduce-scatter: skip rule: "), !full, "{out}");
-    // The CSV: the sweep's columns (the ceiling's last, empty: tune measures none) plus
+    // The CSV: the sweep's columns (the ceiling's empty: tune measures none) plus
     // algorithm_id, is_default, skipped; a row for
     // every candidate × size (× placement with --in-place), every cell run correct, every cell
     // not run marked with the rule's reason and no numbers.
     let mut r = csv::Reader::from_path(dir.path().join("rs.csv")).unwrap();
     let h = r.headers().unwrap().clone();
     let col = |name: &str| h.iter().position(|c| c == name).unwrap_or_else(|| panic!("no {name} in {h:?}"));
-    let last: Vec<&str> = h.iter().skip(h.len() - 8).collect();
+    let last: Vec<&str> = h.iter().skip(h.len() - 9).collect();
     assert_eq!(
         last,
         [
@@ -94,6 +94,7 @@ fn check_reduce_scatter_tune(n: usize, full: bool) {
             "ceiling_gbps",
             "ceiling_source",
             "pct_of_ceiling",
+            "order",
             "algorithm_id",
             "is_default",
             "skipped"

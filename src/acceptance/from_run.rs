@@ -617,6 +617,7 @@ mod tests {
             ranks: Some(4),
             hosts: Some(2),
             line: 2,
+            size_order: false,
         }
     }
 

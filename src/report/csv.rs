@@ -61,6 +61,7 @@ pub const COLUMNS: &[&str] = &[
     "ceiling_gbps",
     "ceiling_source",
     "pct_of_ceiling",
+    "order",
 ];
 
 #[derive(Serialize)]
@@ -126,6 +127,8 @@ struct Row<'a> {
     ceiling_source: &'a str,
     /// This row's busbw as a percentage of the ceiling; empty without one, and for barrier.
     pct_of_ceiling: String,
+    /// The order the run measured its points in (`--order`): `collective` or `size`.
+    order: &'a str,
 }
 
 /// Which row of a measurement: the combined one, one rank's (`--per-rank`) or one group's
@@ -307,6 +310,7 @@ impl CsvReport {
             ceiling_gbps: info.ceiling.as_ref().map(|c| num(c.gbps)).unwrap_or_default(),
             ceiling_source: info.ceiling.as_ref().map_or("", |c| c.source),
             pct_of_ceiling: String::new(),
+            order: info.options.order.name(),
         };
         let mut row = row;
         // A rank's (group's) row names the host(s) it covers, and leaves the slow ranks (a fact
