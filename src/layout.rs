@@ -478,14 +478,17 @@ pub fn groups(layout: &Layout, host_of_rank: &[usize]) -> Result<Vec<Group>> {
 pub fn groups_for(flag: &str, layout: &Layout, host_of_rank: &[usize]) -> Result<Vec<Group>> {
     let world = host_of_rank.len();
     let by_host = || {
-        let mut hosts: Vec<(usize, Vec<usize>)> = vec![];
+        // Hosts in order of their first rank; a map to each one's place: O(ranks).
+        let mut hosts: Vec<Vec<usize>> = vec![];
+        let mut at: std::collections::HashMap<usize, usize> = std::collections::HashMap::new();
         for (r, h) in host_of_rank.iter().enumerate() {
-            match hosts.iter_mut().find(|(x, _)| x == h) {
-                Some((_, v)) => v.push(r),
-                None => hosts.push((*h, vec![r])),
-            }
+            let i = *at.entry(*h).or_insert_with(|| {
+                hosts.push(vec![]);
+                hosts.len() - 1
+            });
+            hosts[i].push(r);
         }
-        hosts.into_iter().map(|(_, v)| v).collect::<Vec<_>>()
+        hosts
     };
     let groups = match layout {
         Layout::World => numbered(vec![(0..world).collect()]),

@@ -445,7 +445,16 @@ impl RunInfo {
     /// Whether a ring of each group's ranks (the world's, without groups), in rank order, has
     /// neighbours on different hosts.
     pub fn ring_crosses_hosts(&self) -> bool {
-        let host_of = |r: usize| self.hosts.iter().position(|(_, rs)| rs.contains(&r));
+        // Each rank's host, indexed once: O(ranks), not a search of every host's ranks per rank.
+        let mut host = vec![usize::MAX; self.ranks];
+        for (i, (_, rs)) in self.hosts.iter().enumerate() {
+            for r in rs {
+                if let Some(slot) = host.get_mut(*r) {
+                    *slot = i;
+                }
+            }
+        }
+        let host_of = |r: usize| host.get(r).copied();
         let world: Vec<usize> = (0..self.ranks).collect();
         let rings: Vec<&[usize]> =
             if self.groups.is_empty() { vec![&world[..]] } else { self.groups.iter().map(|g| &g.ranks[..]).collect() };
