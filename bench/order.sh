@@ -7,23 +7,32 @@
 #   and the worst stretch of one collective relative to the others at the same sizes / to the run;
 # - bench/tools/compare_report.py: `compare`'s false alarms and detection on that order's runs.
 # Writes bench/order-<host>.md; raw runs in target/bench/order/{collective,size}/ (not committed).
+# REPORT_ONLY=1 skips the runs and writes the report again from the saved ones, judged by this
+# build's compare.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/env.sh
 chrt -i 0 nice -n 19 cargo build --release --quiet
 runs=${RUNS:-36}
 out=target/bench/order
-rm -rf "$out"
-mkdir -p "$out/collective" "$out/size"
-cp "$COLL_BENCH_BIN" "$out/bin"
-uptime > "$out/load-start.txt"
-start=$(date +%s)
-for i in $(seq -w 1 "$runs"); do
-  "${MPIRUN[@]}" -n 2 "$out/bin" -e 1M --budget 5ms --csv "$out/collective/run-$i.csv" > /dev/null
-  "${MPIRUN[@]}" -n 2 "$out/bin" -e 1M --budget 5ms --order size --csv "$out/size/run-$i.csv" > /dev/null
-done
-wall=$(( $(date +%s) - start ))
-uptime > "$out/load-end.txt"
+if [ "${REPORT_ONLY:-0}" = 1 ]; then
+  # The saved runs judged again by this build's compare (the report's compare tables).
+  cp "$COLL_BENCH_BIN" "$out/bin"
+  runs=$(ls "$out/size" | grep -c '^run-')
+  wall=$(cat "$out/size/wall-s.txt")
+else
+  rm -rf "$out"
+  mkdir -p "$out/collective" "$out/size"
+  cp "$COLL_BENCH_BIN" "$out/bin"
+  uptime > "$out/load-start.txt"
+  start=$(date +%s)
+  for i in $(seq -w 1 "$runs"); do
+    "${MPIRUN[@]}" -n 2 "$out/bin" -e 1M --budget 5ms --csv "$out/collective/run-$i.csv" > /dev/null
+    "${MPIRUN[@]}" -n 2 "$out/bin" -e 1M --budget 5ms --order size --csv "$out/size/run-$i.csv" > /dev/null
+  done
+  wall=$(( $(date +%s) - start ))
+  uptime > "$out/load-end.txt"
+fi
 for o in collective size; do
   echo "$wall" > "$out/$o/wall-s.txt"
   cp "$out/load-start.txt" "$out/load-end.txt" "$out/$o/"

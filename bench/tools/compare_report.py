@@ -2,9 +2,12 @@
 same sweep, and how often it catches one collective made 10/20/30% slower in the NEW runs."""
 import csv, os, platform, subprocess, sys, tempfile
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from doctoring import TIMES, doctor_third  # noqa: E402
+
 out, binary = sys.argv[1], sys.argv[2]
 runs = sorted(os.path.join(out, f) for f in os.listdir(out) if f.startswith("run-") and f.endswith(".csv"))
-TIMES = ["time_us", "median_us", "p95_us", "p99_us", "min_us", "max_us", "stddev_us", "ci95_lo_us", "ci95_hi_us"]
 COLLS = ["all-reduce", "all-gather", "reduce-scatter"]
 LEVELS = [1.10, 1.20, 1.30]
 tmp = tempfile.mkdtemp()
@@ -27,30 +30,6 @@ def doctor(path, coll, factor, tag):
                         row[c] = repr(float(row[c]) * factor)
             wr.writerow(row)
     return dst
-
-
-def doctor_third(path, coll, placement, factor, tag, top=True):
-    """A copy of the run with one series (`coll`, `placement`) made slower by `factor` over a
-    third of its sizes: the largest third (`top`) or the smallest."""
-    dst = os.path.join(tmp, f"{tag}-{os.path.basename(path)}")
-    with open(path, newline="") as f:
-        rows = list(csv.reader(f))
-    header = rows[0]
-    ci, pi, si = header.index("collective"), header.index("placement"), header.index("size_bytes")
-    sizes = sorted({int(r[si]) for r in rows[1:] if r[ci] == coll and r[pi] == placement})
-    third = max(1, len(sizes) // 3)
-    chosen = set(sizes[-third:] if top else sizes[:third])
-    cols = [header.index(c) for c in TIMES if c in header]
-    with open(dst, "w", newline="") as g:
-        wr = csv.writer(g, lineterminator="\n")
-        wr.writerow(header)
-        for row in rows[1:]:
-            if row[ci] == coll and row[pi] == placement and int(row[si]) in chosen:
-                for c in cols:
-                    if row[c]:
-                        row[c] = repr(float(row[c]) * factor)
-            wr.writerow(row)
-    return dst, min(chosen), max(chosen)
 
 
 def compare(base, new, *extra):

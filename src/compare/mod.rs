@@ -34,7 +34,7 @@ mod stats;
 mod tests;
 
 pub use matching::{match_runs, Matched, Point};
-pub use model::{classify_all, Change, Common, Comparison, Judgement, Noise, Reference, SeriesJudgement, Stretch};
+pub use model::{classify_all, Change, Common, Comparison, Judgement, Noise, SeriesJudgement, Stretch};
 pub use stats::{mad_sigma, median, step_noise, t_for, z_for};
 
 use crate::csvread::{self, Row};

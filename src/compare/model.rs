@@ -103,25 +103,10 @@ pub struct Common {
     pub verdict: Change,
 }
 
-/// What a point's change is judged relative to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reference {
-    /// The level of the whole run (the median over every series; the other collective's with
-    /// two): drift of the whole run cancels. Runs measured in collective order (the default).
-    Run,
-    /// The other collectives at the same size, in the same run: every run of both sides was
-    /// measured with `--order size` (every collective at one size, then the next size), so a
-    /// machine that changed speed during a run moved every collective at those sizes alike, and
-    /// that cancels too. A size no other collective has falls back to the run's level.
-    SameSize,
-}
-
 /// The whole comparison.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Comparison<'a> {
     pub noise: Noise,
-    /// What points (and the stretches made of them) are judged relative to.
-    pub reference: Reference,
     /// Typical noise of a series' relative shift, in percent (exp(median σ) − 1).
     pub series_noise_pct: f64,
     /// Typical noise of a point's relative change, in percent.
@@ -226,16 +211,10 @@ pub fn classify_all<'a>(points: &[Point<'a>], m: usize, k: usize, s: &Settings) 
     let noise = if m >= 2 || k >= 2 { Noise::BetweenRuns } else { Noise::BetweenSeries };
     let y = Deviations::of(points, m, s.stat);
     let lv = Levels::of(points, &y, m + k);
-    let reference =
-        if lv.collectives.len() >= 2 && points.iter().all(|p| p.base.iter().chain(&p.new).all(|r| r.size_order)) {
-            Reference::SameSize
-        } else {
-            Reference::Run
-        };
-    let rel = Relative::of(points, &y, &lv, reference);
+    let rel = Relative::of(points.len(), &y, &lv);
     let nz = match noise {
         Noise::BetweenRuns => noise_between_runs(&y, &lv, &rel, m, k, s),
-        Noise::BetweenSeries => noise_between_series(points, &y, &lv, &rel, s),
+        Noise::BetweenSeries => noise_between_series(points, &y, &lv, s),
     };
     let mut judged_points = judge_points(points, &y, &rel, &nz, s);
     let stretches = judge_stretches(points, &y, &lv, &rel, &nz, noise, s, &mut judged_points);
@@ -251,7 +230,6 @@ pub fn classify_all<'a>(points: &[Point<'a>], m: usize, k: usize, s: &Settings) 
     };
     Comparison {
         noise,
-        reference,
         series_noise_pct: typical(&lv.judged.iter().map(|j| nz.se_series[*j]).collect::<Vec<_>>()),
         point_noise_pct: typical(&nz.se_point),
         z_point: nz.z_point,
@@ -370,54 +348,24 @@ impl<'a> Levels<'a> {
     }
 }
 
-/// Phase 3: relative per-run values: S − R per series; per point y − R, or, with
-/// [`Reference::SameSize`], y − the median y of the other collectives' points at its size in the
-/// same run (R where there is none).
+/// Phase 3: relative per-run values: S − R per series, y − R per point.
 struct Relative {
     series: Vec<Vec<f64>>,
     points: Vec<Option<Vec<f64>>>,
 }
 
 impl Relative {
-    fn of(points: &[Point], d: &Deviations, lv: &Levels, reference: Reference) -> Relative {
+    fn of(n: usize, d: &Deviations, lv: &Levels) -> Relative {
         let series = (0..lv.series.len())
             .map(|j| lv.level[j].iter().zip(&lv.reference[j]).map(|(s, r)| s - r).collect())
             .collect();
-        let runs = lv.run_level.len();
-        let rel = (0..points.len())
+        let points = (0..n)
             .map(|i| {
                 let j = lv.series_of[i]?;
-                let y = d.y[i].as_ref()?;
-                let same_size: Vec<&Vec<f64>> = match reference {
-                    Reference::Run => vec![],
-                    Reference::SameSize => {
-                        let key = points[i].key;
-                        (0..points.len())
-                            .filter(|q| {
-                                let o = points[*q].key;
-                                lv.series_of[*q].is_some()
-                                    && o.size_bytes == key.size_bytes
-                                    && o.collective != key.collective
-                            })
-                            .filter_map(|q| d.y[q].as_ref())
-                            .collect()
-                    }
-                };
-                Some(
-                    (0..runs)
-                        .map(|r| {
-                            let at = if same_size.is_empty() {
-                                lv.reference[j][r]
-                            } else {
-                                median(same_size.iter().map(|v| v[r]))
-                            };
-                            y[r] - at
-                        })
-                        .collect(),
-                )
+                d.y[i].as_ref().map(|v| v.iter().zip(&lv.reference[j]).map(|(y, r)| y - r).collect())
             })
             .collect();
-        Relative { series, points: rel }
+        Relative { series, points }
     }
 }
 
@@ -486,14 +434,12 @@ fn within_run_se(r: &Row) -> f64 {
 /// spread, the jitter between neighbouring sizes (never below the jitter of the whole
 /// comparison), how much the other collectives moved at the same size, and each run's own
 /// interval of the point's median together.
-fn noise_between_series(points: &[Point], d: &Deviations, lv: &Levels, rel: &Relative, s: &Settings) -> NoiseModel {
+fn noise_between_series(points: &[Point], d: &Deviations, lv: &Levels, s: &Settings) -> NoiseModel {
     let n_points = d.change.iter().filter(|l| l.is_some()).count();
     let mut se_series = vec![f64::NAN; lv.series.len()];
     let mut se_point = vec![f64::NAN; points.len()];
-    // The jitter between neighbouring sizes of the relative changes (with the run's level as the
-    // reference, the same as of the changes themselves: the level is one number per run).
     let steps_of = |idx: &[usize]| -> Vec<f64> {
-        let l: Vec<f64> = idx.iter().filter_map(|i| rel.points[*i].as_ref().map(|v| d.diff(v))).collect();
+        let l: Vec<f64> = idx.iter().filter_map(|i| d.change[*i]).collect();
         l.windows(2).map(|w| w[1] - w[0]).collect()
     };
     let all: Vec<f64> = lv.series.iter().flat_map(|(_, idx)| steps_of(idx)).collect();
@@ -525,7 +471,7 @@ fn noise_between_series(points: &[Point], d: &Deviations, lv: &Levels, rel: &Rel
             se_point[*i] = (between * between + jitter * jitter + local * local + within).sqrt();
         }
     }
-    let rho = neighbour_rho(d, lv, rel, &se_point);
+    let rho = neighbour_rho(d, lv, &se_point);
     NoiseModel {
         se_series,
         se_point,
@@ -541,13 +487,14 @@ fn noise_between_series(points: &[Point], d: &Deviations, lv: &Levels, rel: &Rel
 /// pooled over the series (lag 1, about the median, each clipped at ±3): how much adjacent sizes
 /// move together between the two runs. Clamped to [0.5, 1]: at least half, so a stretch's noise
 /// never shrinks as fast as that of independent points.
-fn neighbour_rho(d: &Deviations, lv: &Levels, rel: &Relative, se: &[f64]) -> f64 {
+fn neighbour_rho(d: &Deviations, lv: &Levels, se: &[f64]) -> f64 {
     let (mut num, mut den) = (0.0, 0.0);
     for (_, idx) in &lv.series {
         let u: Vec<Option<f64>> = idx
             .iter()
             .map(|i| {
-                let r = d.diff(rel.points[*i].as_ref()?);
+                let j = lv.series_of[*i]?;
+                let r = d.change[*i]? - d.diff(&lv.reference[j]);
                 (se[*i].is_finite() && se[*i] > 0.0).then(|| (r / se[*i]).clamp(-3.0, 3.0))
             })
             .collect();

@@ -1,6 +1,6 @@
 //! Rendering: the header, the tables of points and series, the whole run, and the summary.
 
-use super::model::{pct, Change, Comparison, Noise, Reference};
+use super::model::{pct, Change, Comparison, Noise};
 use super::{Matched, Run, Settings};
 use crate::csvread::Key;
 use crate::size::human;
@@ -33,6 +33,15 @@ fn ranks_text(runs: &[Run]) -> String {
     ranks.sort_unstable();
     ranks.dedup();
     ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("/")
+}
+
+/// The orders a side's runs were measured in (`collective`, `size`, or both joined by `/`).
+fn order_text(runs: &[Run]) -> String {
+    let mut orders: Vec<&str> =
+        runs.iter().flat_map(|r| r.rows.iter().map(|r| if r.size_order { "size" } else { "collective" })).collect();
+    orders.sort_unstable();
+    orders.dedup();
+    orders.join("/")
 }
 
 fn series_text(k: &Key) -> String {
@@ -86,12 +95,6 @@ impl Report<'_, '_> {
             "# judged: each series' shift (the median over its sizes of ln new/base of the {stat}) relative to the level of the same runs (`rel`: the median over every series; over the other collective's with only two), so drift of the whole run cancels; a point likewise, only in a stretch of consecutive sizes (3, or 2 in a series of fewer than 6); with one run per side such a stretch (each size slower than the threshold) is judged as one, its mean change against its noise with neighbouring sizes moving together (rho {:.2})",
             c.neighbour_rho
         );
-        if c.reference == Reference::SameSize {
-            let _ = writeln!(
-                out,
-                "# order: every run measured every collective at one size before the next size (--order size), so a point's `rel` is its change relative to the other collectives at the same size (the median of theirs): a machine that changed speed during a run moved every collective at those sizes alike, and that cancels"
-            );
-        }
         match c.noise {
             Noise::BetweenRuns => {
                 let _ = writeln!(
@@ -128,6 +131,13 @@ impl Report<'_, '_> {
         let (rb, rn) = (ranks_text(base), ranks_text(new));
         if rb != rn {
             let _ = writeln!(out, "# note: the runs had different rank counts (base {rb}, new {rn})");
+        }
+        let (ob, on) = (order_text(base), order_text(new));
+        if ob != on {
+            let _ = writeln!(
+                out,
+                "# note: the runs were measured in different orders (--order: base {ob}, new {on}): a machine that changes speed during a run slows a whole collective in one order and a band of sizes of every collective in the other, so the two sides' drift differs in shape"
+            );
         }
     }
 
@@ -297,27 +307,20 @@ impl Report<'_, '_> {
         for (p, j) in m.points.iter().zip(&c.points).filter(|(_, j)| j.verdict == Change::Regression) {
             let _ = writeln!(
                 out,
-                "regressed: {}: {stat} {:.2} -> {:.2} us ({:+.1}%; {:+.1}% relative to {}, bar {:+.1}%)",
-                p.key,
-                j.base,
-                j.new,
-                j.change_pct,
-                j.rel_pct,
-                point_reference(c),
-                j.bar_pct
+                "regressed: {}: {stat} {:.2} -> {:.2} us ({:+.1}%; {:+.1}% relative to the rest of the run, bar {:+.1}%)",
+                p.key, j.base, j.new, j.change_pct, j.rel_pct, j.bar_pct
             );
         }
         for st in c.stretches.iter().filter(|s| s.verdict == Change::Regression) {
             let _ = writeln!(
                 out,
-                "regressed stretch: {} from {} to {} ({} sizes): {stat} {:+.1}% on average ({:+.1}% relative to {}, bar {:+.1}%; neighbouring sizes moving together by rho {:.2})",
+                "regressed stretch: {} from {} to {} ({} sizes): {stat} {:+.1}% on average ({:+.1}% relative to the rest of the run, bar {:+.1}%; neighbouring sizes moving together by rho {:.2})",
                 series_text(st.key),
                 human(st.min_bytes),
                 human(st.max_bytes),
                 st.points.len(),
                 st.change_pct,
                 st.rel_pct,
-                point_reference(c),
                 st.bar_pct,
                 c.neighbour_rho
             );
@@ -390,13 +393,5 @@ impl Report<'_, '_> {
             m.only_base.len(),
             m.only_new.len()
         );
-    }
-}
-
-/// What a point's `rel` is relative to, in words.
-fn point_reference(c: &Comparison) -> &'static str {
-    match c.reference {
-        Reference::Run => "the rest of the run",
-        Reference::SameSize => "the other collectives at the same size",
     }
 }
