@@ -9,11 +9,11 @@ builds judge exactly the same numbers.
 
 RUNS_DIR holds run-*.csv (bench/order.sh's target/bench/order/size or .../collective). Prints a
 Markdown table."""
-import csv, math, os, statistics as st, subprocess, sys
+import csv, math, os, statistics as st, sys
 
 sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from doctoring import doctor_third  # noqa: E402  (the same doctoring as compare_report.py)
+from doctoring import doctor_third, run_compare  # noqa: E402  (the same doctoring as compare_report.py)
 
 out, builds = sys.argv[1], [b.split("=", 1) for b in sys.argv[2:]]
 QUIET = float(os.environ.get("QUIET", "10")) / 100
@@ -38,16 +38,8 @@ def quiet(a, b):
 
 
 def flagged(binary, base, new):
-    p = subprocess.run([binary, "compare", base, new], capture_output=True, text=True)
-    if p.returncode not in (0, 1):
-        sys.exit(f"compare failed ({p.returncode}): {p.stderr}")
-    names = set()
-    for line in p.stdout.splitlines():
-        if line.startswith(("regressed: ", "regressed series: ", "regressed stretch: ")):
-            names.add(line.split(": ", 1)[1].split()[0])
-        elif line.startswith("regressed whole run: "):
-            names.add("whole-run")
-    return p.returncode, names
+    code, names, _ = run_compare(binary, [base], [new])
+    return code, names
 
 
 quiet_pairs = [quiet(a, b) for a, b in pairs]

@@ -1,10 +1,10 @@
 """Summarise bench/compare.sh: false alarms of `coll-bench compare` on back-to-back runs of the
 same sweep, and how often it catches one collective made 10/20/30% slower in the NEW runs."""
-import csv, os, platform, subprocess, sys, tempfile
+import csv, os, platform, sys, tempfile
 
 sys.dont_write_bytecode = True  # no __pycache__ beside the scripts
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from doctoring import TIMES, doctor_third  # noqa: E402
+from doctoring import TIMES, doctor_third, run_compare  # noqa: E402
 
 out, binary = sys.argv[1], sys.argv[2]
 runs = sorted(os.path.join(out, f) for f in os.listdir(out) if f.startswith("run-") and f.endswith(".csv"))
@@ -33,17 +33,8 @@ def doctor(path, coll, factor, tag):
 
 
 def compare(base, new, *extra):
-    args = [binary, "compare", *extra, *base] + (["--", *new] if len(base) > 1 or len(new) > 1 else new)
-    p = subprocess.run(args, capture_output=True, text=True)
-    if p.returncode not in (0, 1):
-        sys.exit(f"compare failed ({p.returncode}): {p.stderr}")
-    flagged = set()
-    for line in p.stdout.splitlines():
-        if line.startswith(("regressed: ", "regressed series: ", "regressed stretch: ")):
-            flagged.add(line.split(": ", 1)[1].split()[0])
-        elif line.startswith("regressed whole run: "):
-            flagged.add("whole-run")
-    return p.returncode, flagged, p.stdout.splitlines()[-1], p.stdout.splitlines()
+    code, flagged, lines = run_compare(binary, base, new, *extra)
+    return code, flagged, lines[-1], lines
 
 
 def trials(k):

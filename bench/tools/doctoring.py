@@ -1,6 +1,6 @@
-"""Doctored copies of a coll-bench CSV, for the compare benchmarks (compare_report.py,
-compare_ab.py)."""
-import csv, os, tempfile
+"""Doctored copies of a coll-bench CSV, and running `compare` on them, for the compare
+benchmarks (compare_report.py, compare_ab.py)."""
+import csv, os, subprocess, sys, tempfile
 
 TIMES = ["time_us", "median_us", "p95_us", "p99_us", "min_us", "max_us", "stddev_us", "ci95_lo_us", "ci95_hi_us"]
 TMP = tempfile.mkdtemp()
@@ -28,3 +28,19 @@ def doctor_third(path, coll, placement, factor, tag, top=True, tmp=None):
                         row[c] = repr(float(row[c]) * factor)
             wr.writerow(row)
     return dst, min(chosen), max(chosen)
+
+
+def run_compare(binary, base, new, *extra):
+    """`coll-bench compare` of the runs `base` against `new` (one per side, or several with `--`):
+    (exit code, what it named as regressed — collectives, or `whole-run` —, its stdout lines)."""
+    args = [binary, "compare", *extra, *base] + (["--", *new] if len(base) > 1 or len(new) > 1 else new)
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode not in (0, 1):
+        sys.exit(f"compare failed ({p.returncode}): {p.stderr}")
+    names = set()
+    for line in p.stdout.splitlines():
+        if line.startswith(("regressed: ", "regressed series: ", "regressed stretch: ")):
+            names.add(line.split(": ", 1)[1].split()[0])
+        elif line.startswith("regressed whole run: "):
+            names.add("whole-run")
+    return p.returncode, names, p.stdout.splitlines()
