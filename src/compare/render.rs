@@ -28,20 +28,21 @@ pub(super) fn sizes_text(sizes: &[u64]) -> String {
     }
 }
 
-fn ranks_text(runs: &[Run]) -> String {
-    let mut ranks: Vec<u64> = runs.iter().flat_map(|r| r.rows.iter().filter_map(|r| r.ranks)).collect();
-    ranks.sort_unstable();
-    ranks.dedup();
-    ranks.iter().map(|r| r.to_string()).collect::<Vec<_>>().join("/")
+/// Distinct values, sorted, joined by `/` (a side's rank counts, its orders).
+fn distinct<T: Ord + ToString>(values: impl Iterator<Item = T>) -> String {
+    let mut v: Vec<T> = values.collect();
+    v.sort_unstable();
+    v.dedup();
+    v.iter().map(|x| x.to_string()).collect::<Vec<_>>().join("/")
 }
 
-/// The orders a side's runs were measured in (`collective`, `size`, or both joined by `/`).
+fn ranks_text(runs: &[Run]) -> String {
+    distinct(runs.iter().flat_map(|r| r.rows.iter().filter_map(|r| r.ranks)))
+}
+
+/// The orders a side's runs were measured in (`collective`, `size`, or both).
 fn order_text(runs: &[Run]) -> String {
-    let mut orders: Vec<&str> =
-        runs.iter().flat_map(|r| r.rows.iter().map(|r| if r.size_order { "size" } else { "collective" })).collect();
-    orders.sort_unstable();
-    orders.dedup();
-    orders.join("/")
+    distinct(runs.iter().flat_map(|r| r.rows.iter().map(|r| if r.size_order { "size" } else { "collective" })))
 }
 
 fn series_text(k: &Key) -> String {
