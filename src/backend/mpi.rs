@@ -162,7 +162,11 @@ impl MpiBackend {
             // The library's variables, read once here at set-up, before anything is timed:
             // read after the first point (as before), the tool interface's start-up disturbed
             // the second point's calls (all-reduce 16 B: 7 calls of ~4 ms, in 3 of 8 sweeps).
-            settings: (!implementation.own()).then(|| super::algorithm::Settings::read(&world.library_version)),
+            // Read on rank 0 alone, which alone reports the algorithm: reading them costs each
+            // rank ~20 ms of CPU (Open MPI's thousands of variables), which 64 ranks sharing 2
+            // cores paid one after another (0.5 s of a 16 s run; bench/osu-vm.md).
+            settings: (!implementation.own() && world.rank == 0)
+                .then(|| super::algorithm::Settings::read(&world.library_version)),
         })
     }
 
@@ -736,8 +740,10 @@ impl Backend for MpiBackend {
             // default (MPI_Reduce_scatter_block, MPI_Allgather): not these.
             return (crate::record::UNKNOWN_ALGORITHM.to_string(), "not reported");
         }
-        let version = &self.version;
-        let settings = self.settings.get_or_insert_with(|| super::algorithm::Settings::read(version));
+        // Read at set-up on rank 0 alone (`new`): the other ranks report nothing.
+        let Some(settings) = self.settings.as_ref() else {
+            return (crate::record::UNKNOWN_ALGORITHM.to_string(), "not reported");
+        };
         settings.decide(call.kind, self.nranks, (call.layout.count * call.dtype.size()) as u64)
     }
 
