@@ -56,6 +56,13 @@ pub struct Alternative {
     pub fastest: String,
     pub fastest_us: f64,
     pub fastest_slowest_round_us: f64,
+    /// The library's algorithm of lowest median (the default aside), whether or not its rounds
+    /// were told apart from the default's; `None` where none ran correctly.
+    pub median_fastest: Option<String>,
+    pub median_fastest_us: Option<f64>,
+    pub median_fastest_slowest_round_us: Option<f64>,
+    /// The default's fastest round, against which that slowest round is judged.
+    pub default_fastest_round_us: Option<f64>,
 }
 
 /// One cause, ranked by `share`: the part of the time it would save or explain (0 to 1).
@@ -162,41 +169,7 @@ pub fn link_causes(links: &[Link], nominal: &[Nominal]) -> Vec<Cause> {
 /// `fault_us`: one minor page fault's cost on this host (`memory::fault_cost_us`), for the
 /// share of the page faults (none without it).
 pub fn point_causes(seen: &[Seen], alternatives: &[Alternative], fault_us: Option<f64>) -> Vec<Cause> {
-    let mut out = vec![];
-    for a in alternatives {
-        let beats = a.fastest != "default"
-            && a.fastest_us < a.default_us * (1.0 - ALGORITHM_GAIN)
-            && a.fastest_slowest_round_us < a.default_us;
-        if !beats {
-            continue;
-        }
-        let ran = seen
-            .iter()
-            .find(|s| s.collective == a.collective)
-            .map(|s| format!("{} ({})", s.algorithm, s.algorithm_source))
-            .unwrap_or_else(|| "its default".into());
-        let size = human(a.size_bytes);
-        out.push(Cause {
-            cause: "algorithm",
-            subject: a.collective.to_string(),
-            share: 1.0 - a.fastest_us / a.default_us,
-            share_source: "measured",
-            evidence: format!(
-                "at {size} the library ran {ran}, {:.0} us per call; {} measured {:.0} us ({:.2}x faster), interleaved as tune times them",
-                a.default_us,
-                a.fastest,
-                a.fastest_us,
-                a.default_us / a.fastest_us
-            ),
-            remedy: Some(format!(
-                "coll-bench tune {} -b {b} -e {b} --write-rules {}.rules, and apply the file as tune says",
-                a.collective,
-                a.collective,
-                b = a.size_bytes
-            )),
-            short: false,
-        });
-    }
+    let mut out: Vec<Cause> = alternatives.iter().filter_map(|a| algorithm_cause(a, seen)).collect();
     for s in seen {
         if let (Some(f), Some(cost)) = (s.minor_faults_per_call.filter(|f| *f >= FAULTS_NOTED), fault_us) {
             out.push(Cause {
@@ -242,6 +215,60 @@ pub fn point_causes(seen: &[Seen], alternatives: &[Alternative], fault_us: Optio
         }
     }
     out
+}
+
+/// The library's algorithm of lowest median against its default: an `algorithm` cause where it
+/// beat the default by more than [`ALGORITHM_GAIN`] with its slowest round under the default's
+/// median; `noise` where it beat it by as much but its rounds overlapped the default's (not told
+/// apart: not "no faster algorithm"), its share what the faster median would save.
+fn algorithm_cause(a: &Alternative, seen: &[Seen]) -> Option<Cause> {
+    let (Some(name), Some(us), Some(hi)) = (&a.median_fastest, a.median_fastest_us, a.median_fastest_slowest_round_us)
+    else {
+        return None;
+    };
+    if us >= a.default_us * (1.0 - ALGORITHM_GAIN) {
+        return None;
+    }
+    let ran = seen
+        .iter()
+        .find(|s| s.collective == a.collective)
+        .map(|s| format!("{} ({})", s.algorithm, s.algorithm_source))
+        .unwrap_or_else(|| "its default".into());
+    let size = human(a.size_bytes);
+    let b = a.size_bytes;
+    let share = 1.0 - us / a.default_us;
+    Some(if hi < a.default_us {
+        Cause {
+            cause: "algorithm",
+            subject: a.collective.to_string(),
+            share,
+            share_source: "measured",
+            evidence: format!(
+                "at {size} the library ran {ran}, {:.0} us per call; {name} measured {us:.0} us ({:.2}x faster), interleaved as tune times them",
+                a.default_us,
+                a.default_us / us
+            ),
+            remedy: Some(format!(
+                "coll-bench tune {k} -b {b} -e {b} --write-rules {k}.rules, and apply the file as tune says",
+                k = a.collective
+            )),
+            short: false,
+        }
+    } else {
+        let lo = a.default_fastest_round_us.map(|v| format!("{v:.0} us")).unwrap_or_else(|| "-".into());
+        Cause {
+            cause: "noise",
+            subject: a.collective.to_string(),
+            share,
+            share_source: "measured",
+            evidence: format!(
+                "at {size} {name}'s median, {us:.0} us, beat the library's {ran}, {:.0} us, but their rounds overlapped ({name}'s slowest {hi:.0} us, the default's fastest {lo}): the algorithms were not told apart",
+                a.default_us
+            ),
+            remedy: Some("a longer --budget, or a quieter machine: other jobs, daemons, power states".into()),
+            short: false,
+        }
+    })
 }
 
 /// The library's other function for a collective where it beat the one coll-bench times by
@@ -385,13 +412,42 @@ mod tests {
             fastest: fastest.into(),
             fastest_us: us,
             fastest_slowest_round_us: hi,
+            median_fastest: Some("ring".into()),
+            median_fastest_us: Some(us),
+            median_fastest_slowest_round_us: Some(hi),
+            default_fastest_round_us: Some(900.0),
         };
         assert!(point_causes(std::slice::from_ref(&seen), &[alt("default", 1000.0, 1100.0)], Some(0.7))
             .iter()
             .all(|c| c.cause != "algorithm"));
-        assert!(point_causes(std::slice::from_ref(&seen), &[alt("ring", 400.0, 1200.0)], Some(0.7))
+        let overlapped = point_causes(std::slice::from_ref(&seen), &[alt("ring", 400.0, 1200.0)], Some(0.7));
+        assert!(overlapped.iter().all(|c| c.cause != "algorithm"), "{overlapped:?}");
+        // A faster median whose rounds overlapped the default's is noise, not "no faster
+        // algorithm": named, with what it would save; tune keeping the default (`fastest`
+        // `default`) the same. Within 5% of the default, nothing.
+        let mut kept = alt("default", 1000.0, 1000.0);
+        (kept.median_fastest_us, kept.median_fastest_slowest_round_us) = (Some(700.0), Some(1150.0));
+        for causes in [overlapped, point_causes(std::slice::from_ref(&seen), &[kept.clone()], Some(0.7))] {
+            let n = causes.iter().find(|c| c.cause == "noise").unwrap_or_else(|| panic!("{causes:?}"));
+            assert!(n.evidence.contains("ring's median") && n.evidence.contains("not told apart"), "{}", n.evidence);
+            assert!(
+                n.evidence.contains("basic_linear (forced), 1000 us") && n.evidence.contains("fastest 900 us"),
+                "{}",
+                n.evidence
+            );
+            assert!(n.share > 0.29 && n.remedy.as_deref().unwrap().starts_with("a longer --budget"), "{n:?}");
+        }
+        kept.median_fastest_us = Some(960.0);
+        assert!(point_causes(std::slice::from_ref(&seen), &[kept.clone()], Some(0.7))
             .iter()
-            .all(|c| c.cause != "algorithm"));
+            .all(|c| c.cause != "noise"));
+        // doctor's rule, not tune's (10%, bands apart): 30% faster, its slowest round under the
+        // default's median, is an algorithm cause where tune would keep the default.
+        (kept.median_fastest_us, kept.median_fastest_slowest_round_us) = (Some(700.0), Some(950.0));
+        let c = point_causes(std::slice::from_ref(&seen), &[kept], Some(0.7));
+        let alg = c.iter().find(|c| c.cause == "algorithm").unwrap_or_else(|| panic!("{c:?}"));
+        assert!(alg.evidence.contains("ring measured 700 us (1.43x faster)"), "{}", alg.evidence);
+        assert!(c.iter().all(|c| c.cause != "noise"), "{c:?}");
         let c = rank(point_causes(std::slice::from_ref(&seen), &[alt("ring", 400.0, 450.0)], Some(0.7)));
         assert_eq!(c[0].cause, "algorithm");
         assert!(

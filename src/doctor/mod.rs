@@ -175,13 +175,21 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
     let alternatives: Vec<Alternative> = measured
         .algorithms
         .into_iter()
-        .map(|m| Alternative {
-            collective: m.kind,
-            size_bytes: m.size_bytes,
-            default_us: m.default_us,
-            fastest: m.algorithm,
-            fastest_us: m.chosen_us,
-            fastest_slowest_round_us: m.chosen_hi_us,
+        .map(|m| {
+            let median =
+                measured.median_fastest.iter().find(|f| f.collective == m.kind && f.size_bytes == m.size_bytes);
+            Alternative {
+                collective: m.kind,
+                size_bytes: m.size_bytes,
+                default_us: m.default_us,
+                fastest: m.algorithm,
+                fastest_us: m.chosen_us,
+                fastest_slowest_round_us: m.chosen_hi_us,
+                median_fastest: median.map(|f| f.algorithm.clone()),
+                median_fastest_us: median.map(|f| f.us),
+                median_fastest_slowest_round_us: median.map(|f| f.slowest_round_us),
+                default_fastest_round_us: median.map(|f| f.default_fastest_round_us),
+            }
         })
         .collect();
     if world.rank != 0 {

@@ -46,6 +46,8 @@ pub(super) struct Found {
     pub measured: Vec<rules::Measured>,
     /// The library's other function against the default one, per size (`doctor`).
     pub calls: Vec<super::OtherCall>,
+    /// The library's algorithm of lowest median against the default, per size (`doctor`).
+    pub median_fastest: Vec<super::MedianFastest>,
 }
 
 /// A collective's algorithm variable and the value found at start: what each candidate sets.
@@ -149,6 +151,31 @@ impl Skip {
                 (false, _) => self.slow_before[c] = None,
             }
         }
+    }
+}
+
+/// Per size, the library's algorithm of lowest median (the default, candidate 0, aside; any
+/// measured correctly), with its slowest round and the default's fastest ([`choose::band`]).
+fn median_fastest(kind: Kind, d: &Discovered, sizes: &[u64], cells: &[Vec<Cell>], found: &mut Found) {
+    for (i, &size) in sizes.iter().enumerate() {
+        let time = |c: usize| match cells[c].get(i).map(Cell::outcome) {
+            Some(Outcome::Time(t)) if t.is_finite() => Some(t),
+            _ => None,
+        };
+        let Some(default_lo) = cells[0].get(i).and_then(|c| choose::band(c.rounds())).map(|b| b.0) else { continue };
+        let best = (1..d.candidates.len())
+            .filter(|&c| matches!(d.candidates[c].source, Source::Library(_)))
+            .filter_map(|c| time(c).map(|t| (c, t)))
+            .min_by(|a, b| a.1.total_cmp(&b.1));
+        let Some((c, us)) = best else { continue };
+        found.median_fastest.push(super::MedianFastest {
+            collective: kind,
+            size_bytes: size,
+            algorithm: d.candidates[c].name.clone(),
+            us,
+            slowest_round_us: choose::band(cells[c][i].rounds()).map(|b| b.1).unwrap_or(us),
+            default_fastest_round_us: default_lo,
+        });
     }
 }
 
@@ -384,6 +411,7 @@ impl Job<'_> {
             });
         });
         self.other_call(kind, d, sizes, cells, found);
+        median_fastest(kind, d, sizes, cells, found);
         let Some(var) = &d.var else { return };
         if self.library == Library::OpenMpi {
             found.collective_rules.push(rules::CollectiveRules {

@@ -241,6 +241,19 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     Ok(if any_wrong || missed { exit::WRONG } else { exit::OK })
 }
 
+/// At one size, the library's algorithm with the lowest median (the default aside), whether or
+/// not its rounds were told apart from the default's, and the default's fastest round:
+/// `doctor` names a faster median inside the noise as noise, not as "no faster algorithm".
+#[derive(Clone, Debug, PartialEq)]
+pub struct MedianFastest {
+    pub collective: Kind,
+    pub size_bytes: u64,
+    pub algorithm: String,
+    pub us: f64,
+    pub slowest_round_us: f64,
+    pub default_fastest_round_us: f64,
+}
+
 /// The library's other function for a collective (`--impl counts`) against the one coll-bench
 /// times by default, at one size, interleaved as tune times every candidate.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -260,6 +273,7 @@ pub struct OtherCall {
 /// fastest algorithm it can select, and against the library's other function where it has one.
 pub struct Alternatives {
     pub algorithms: Vec<rules::Measured>,
+    pub median_fastest: Vec<MedianFastest>,
     pub calls: Vec<OtherCall>,
 }
 
@@ -282,7 +296,7 @@ pub fn alternatives(world: &World, opts: &Options) -> Result<Alternatives> {
     for &kind in &opts.collectives {
         job.tune(kind, &all_vars, &mut None, &mut found)?;
     }
-    Ok(Alternatives { algorithms: found.measured, calls: found.calls })
+    Ok(Alternatives { algorithms: found.measured, median_fastest: found.median_fastest, calls: found.calls })
 }
 
 /// The sweep's options as tune runs them, checked on every rank before anything is measured:
