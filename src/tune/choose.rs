@@ -83,21 +83,29 @@ pub fn clearly_slower(time: f64, fastest: f64, size: u64) -> bool {
 pub fn second_look(sources: &[Source], outcomes: &[Outcome], bands: &[Option<(f64, f64)>]) -> Vec<usize> {
     let c = choose(sources, outcomes, bands);
     let Some(d) = sources.iter().position(|s| *s == Source::Default) else { return vec![] };
-    let time = |i: usize| match outcomes[i] {
+    let dt = match outcomes[d] {
         Outcome::Time(t) if t.is_finite() => Some(t),
         _ => None,
     };
-    let lib_best = (0..outcomes.len())
-        .filter(|&i| i != d && sources[i].selectable())
-        .filter_map(|i| time(i).map(|t| (i, t)))
-        .fold(None, |acc: Option<(usize, f64)>, (i, t)| match acc {
-            Some((_, bt)) if bt <= t => acc,
-            _ => Some((i, t)),
-        });
-    match (time(d), lib_best, c.rule) {
+    match (dt, fastest_algorithm(sources, outcomes), c.rule) {
         (Some(dt), Some((l, lt)), Some(r)) if r == d && lt * MIN_GAIN < dt => vec![d, l],
         _ => vec![],
     }
+}
+
+/// The fastest of the library's own algorithms at one size (the default and coll-bench's
+/// implementations aside), with its time; ties go to the earlier. `None` where none has a time.
+pub fn fastest_algorithm(sources: &[Source], outcomes: &[Outcome]) -> Option<(usize, f64)> {
+    (0..outcomes.len())
+        .filter(|&i| matches!(sources[i], Source::Library(_)))
+        .filter_map(|i| match outcomes[i] {
+            Outcome::Time(t) if t.is_finite() => Some((i, t)),
+            _ => None,
+        })
+        .fold(None, |acc, (i, t)| match acc {
+            Some((_, bt)) if bt <= t => acc,
+            _ => Some((i, t)),
+        })
 }
 
 /// The choice at one size.

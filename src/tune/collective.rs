@@ -154,20 +154,15 @@ impl Skip {
     }
 }
 
-/// Per size, the library's algorithm of lowest median (the default, candidate 0, aside; any
-/// measured correctly), with its slowest round and the default's fastest ([`choose::band`]).
+/// Per size, the library's algorithm of lowest median ([`choose::fastest_algorithm`]), with its
+/// slowest round and the default's (candidate 0's) fastest ([`choose::band`]).
 fn median_fastest(kind: Kind, d: &Discovered, sizes: &[u64], cells: &[Vec<Cell>], found: &mut Found) {
+    let sources: Vec<Source> = d.candidates.iter().map(|c| c.source.clone()).collect();
     for (i, &size) in sizes.iter().enumerate() {
-        let time = |c: usize| match cells[c].get(i).map(Cell::outcome) {
-            Some(Outcome::Time(t)) if t.is_finite() => Some(t),
-            _ => None,
-        };
         let Some(default_lo) = cells[0].get(i).and_then(|c| choose::band(c.rounds())).map(|b| b.0) else { continue };
-        let best = (1..d.candidates.len())
-            .filter(|&c| matches!(d.candidates[c].source, Source::Library(_)))
-            .filter_map(|c| time(c).map(|t| (c, t)))
-            .min_by(|a, b| a.1.total_cmp(&b.1));
-        let Some((c, us)) = best else { continue };
+        let outcomes: Vec<Outcome> =
+            cells.iter().map(|r| r.get(i).map(Cell::outcome).unwrap_or(Outcome::Absent)).collect();
+        let Some((c, us)) = choose::fastest_algorithm(&sources, &outcomes) else { continue };
         found.median_fastest.push(super::MedianFastest {
             collective: kind,
             size_bytes: size,
