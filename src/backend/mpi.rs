@@ -162,9 +162,9 @@ impl MpiBackend {
             // The library's variables, read once here at set-up, before anything is timed:
             // read after the first point (as before), the tool interface's start-up disturbed
             // the second point's calls (all-reduce 16 B: 7 calls of ~4 ms, in 3 of 8 sweeps).
-            // Read on rank 0 alone, which alone reports the algorithm: reading them costs each
-            // rank ~20 ms of CPU (Open MPI's thousands of variables), which 64 ranks sharing 2
-            // cores paid one after another (0.5 s of a 16 s run; bench/osu-vm.md).
+            // Read on rank 0 alone, which alone reports the algorithm: Open MPI's
+            // MPI_T_init_thread opens every component, 0.21 s of wall and ~30 ms of CPU a rank,
+            // which 64 ranks sharing 2 cores paid together (0.4-0.6 s of start-up; bench/osu-vm.md).
             settings: (!implementation.own() && world.rank == 0)
                 .then(|| super::algorithm::Settings::read(&world.library_version)),
         })
