@@ -467,19 +467,35 @@ impl fmt::Display for Layout {
     }
 }
 
-/// The ranks of each value of `key_of_rank` (rank r has the r-th), values in order of their first
-/// rank: hosts by host name or number, split colours. A map to each value's place: O(ranks), not
-/// O(ranks · values) (16 384 ranks on 2 048 hosts would be 33 M comparisons).
+/// The distinct values of `key_of_rank` (rank r has the r-th) in order of their first rank, and
+/// each rank's value as an index into them: hosts by host name or number, split colours. A map
+/// to each value's place: O(ranks), not O(ranks · values) (16 384 ranks on 2 048 hosts would be
+/// 33 M comparisons).
+pub fn numbered_by_first_rank<K: std::hash::Hash + Eq + Clone>(
+    key_of_rank: impl IntoIterator<Item = K>,
+) -> (Vec<K>, Vec<usize>) {
+    let mut values: Vec<K> = vec![];
+    let mut at: std::collections::HashMap<K, usize> = std::collections::HashMap::new();
+    let index = key_of_rank
+        .into_iter()
+        .map(|k| {
+            *at.entry(k.clone()).or_insert_with(|| {
+                values.push(k);
+                values.len() - 1
+            })
+        })
+        .collect();
+    (values, index)
+}
+
+/// The ranks of each value of `key_of_rank`, values in order of their first rank
+/// ([`numbered_by_first_rank`]).
 pub fn by_first_rank<K: std::hash::Hash + Eq + Clone>(
     key_of_rank: impl IntoIterator<Item = K>,
 ) -> Vec<(K, Vec<usize>)> {
-    let mut out: Vec<(K, Vec<usize>)> = vec![];
-    let mut at: std::collections::HashMap<K, usize> = std::collections::HashMap::new();
-    for (r, k) in key_of_rank.into_iter().enumerate() {
-        let i = *at.entry(k.clone()).or_insert_with(|| {
-            out.push((k, vec![]));
-            out.len() - 1
-        });
+    let (values, index) = numbered_by_first_rank(key_of_rank);
+    let mut out: Vec<(K, Vec<usize>)> = values.into_iter().map(|k| (k, vec![])).collect();
+    for (r, i) in index.into_iter().enumerate() {
         out[i].1.push(r);
     }
     out
@@ -563,6 +579,7 @@ mod tests {
         let hosts = ["b", "a", "b", "c", "a", "b"];
         assert_eq!(by_first_rank(hosts), vec![("b", vec![0, 2, 5]), ("a", vec![1, 4]), ("c", vec![3])]);
         assert_eq!(by_first_rank(Vec::<usize>::new()), vec![]);
+        assert_eq!(numbered_by_first_rank(hosts), (vec!["b", "a", "c"], vec![0, 1, 0, 2, 1, 0]));
     }
 
     fn ranks(gs: &[Group]) -> Vec<Vec<usize>> {

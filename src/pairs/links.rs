@@ -63,17 +63,7 @@ pub struct HostPairs<'a> {
 
 impl<'a> HostPairs<'a> {
     pub fn new(hosts: &'a [String]) -> Self {
-        let mut index: std::collections::HashMap<&str, usize> = Default::default();
-        let mut names = vec![];
-        let host_of = hosts
-            .iter()
-            .map(|h| {
-                *index.entry(h.as_str()).or_insert_with(|| {
-                    names.push(h.as_str());
-                    names.len() - 1
-                })
-            })
-            .collect();
+        let (names, host_of) = crate::layout::numbered_by_first_rank(hosts.iter().map(String::as_str));
         HostPairs { names, host_of, open: BTreeMap::new(), closed: vec![], host_round: 0 }
     }
 

@@ -73,17 +73,8 @@ impl Tally {
 
     /// As [`Tally::new`], keeping at most `keep` pairs one by one.
     pub fn keeping(hosts: &[String], top: usize, keep: usize) -> Tally {
-        let mut host_names: Vec<String> = vec![];
-        let host_of = hosts
-            .iter()
-            .map(|h| match host_names.iter().position(|x| x == h) {
-                Some(i) => i,
-                None => {
-                    host_names.push(h.clone());
-                    host_names.len() - 1
-                }
-            })
-            .collect();
+        let (names, host_of) = crate::layout::numbered_by_first_rank(hosts.iter().map(String::as_str));
+        let host_names: Vec<String> = names.into_iter().map(str::to_string).collect();
         let per_host = vec![Bins::new(); host_names.len()];
         Tally {
             host_of,
