@@ -429,8 +429,16 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
     let mut info = setup::run_info(world, backend.as_ref(), &opts, &now, note.into_iter().collect());
 
     crate::report::interrupted::arm(world.rank, Some(&[]));
+    // The files and the header first: a run whose ceiling pass or first point takes long (a
+    // large -n, a slow link) shows what it does and has its files from the start.
+    let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };
+    let (mut reports, csv_file, mut files) = world.agree(opened)?.unwrap_or_default();
+    crate::report::interrupted::arm(world.rank, Some(&files));
+    let begun: Result<()> = reports.iter_mut().try_for_each(|r| r.begin(&info));
+    world.agree(begun)?;
+
     let mut sweep = Sweep::new(world, backend.as_mut(), &opts).in_group(member);
-    // The ceiling first: the header gives it, and every point is read against it.
+    // Then the ceiling: every point is read against it.
     let links = info.ring_links();
     info.ceiling = sweep.ceiling(links, &mut info.notes)?;
     let more = std::time::Instant::now();
@@ -442,12 +450,8 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
     if let Some(c) = info.ceiling.as_mut() {
         c.seconds += more.elapsed().as_secs_f64();
     }
-    // Files last, so no file is left behind by a run that never started.
-    let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };
-    let (mut reports, csv_file, mut files) = world.agree(opened)?.unwrap_or_default();
-    crate::report::interrupted::arm(world.rank, Some(&files));
-    let begun: Result<()> = reports.iter_mut().try_for_each(|r| r.begin(&info));
-    world.agree(begun)?;
+    let told: Result<()> = reports.iter_mut().try_for_each(|r| r.ceiling(&info));
+    world.agree(told)?;
 
     let mut totals = sweep.run(&mut |p| reports.iter_mut().try_for_each(|r| r.point(&info, p)))?;
     totals.peak_rss_bytes = world.max_u64(memory::peak_rss_bytes());

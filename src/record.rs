@@ -317,6 +317,13 @@ pub struct Ceiling {
     /// Wall time of the whole pass on rank 0 (the ring, and between hosts the nominal rates and
     /// the host pairs), seconds: what the ceiling cost the run.
     pub seconds: f64,
+    /// How many times the ring was timed ([`Ceiling::REPEATS`]); `gbps` and `time_us` are the
+    /// median repeat's.
+    pub repeats: u32,
+    /// The repeats' spread: (slowest - fastest) / median time, percent. Wide
+    /// ([`Ceiling::uncertain`]): the machine changed speed during the pass, and no row is
+    /// judged against the ceiling as if it were known.
+    pub spread_pct: f64,
 }
 
 impl Ceiling {
@@ -326,6 +333,29 @@ impl Ceiling {
     pub const PLATEAU_BYTES: u64 = 1 << 20;
     /// A point this far above the ceiling is more than noise: the ceiling is not its limit.
     pub const ABOVE: f64 = 1.10;
+    /// Rows this many times the ceiling point at the ceiling more than at another path: a pass
+    /// measured while the machine was busy (one read 0.115 GB/s where 13-15 is usual).
+    pub const FAR_ABOVE: f64 = 5.0;
+    /// The pass times the ring this many times, each with its own warm-up and budget.
+    pub const REPEATS: u32 = 3;
+    /// Each repeat's budget at most (the sweep's `--budget` when smaller), seconds.
+    pub const REPEAT_BUDGET_S: f64 = 0.05;
+    /// Repeats past the first only while the pass has taken less than this, seconds.
+    pub const REPEAT_WITHIN_S: f64 = 2.0;
+    /// Repeats spread wider than this (percent of the median) leave the ceiling uncertain.
+    pub const UNCERTAIN_PCT: f64 = 50.0;
+
+    /// Whether the repeats disagreed too much to read rows against the ceiling.
+    pub fn uncertain(&self) -> bool {
+        self.spread_pct > Self::UNCERTAIN_PCT
+    }
+
+    /// The percentage of the ceiling above which a row is "above the ceiling": [`Ceiling::ABOVE`],
+    /// or further out by the repeats' spread when that is wider (a row within the ceiling's own
+    /// noise is not above it).
+    pub fn above_pct(&self) -> f64 {
+        (Self::ABOVE * 100.0).max(100.0 + self.spread_pct)
+    }
 
     /// The ceiling for a header: three significant digits, at least two decimals (a 50 Mbit/s
     /// link is `0.00622`, not `0.01`).

@@ -228,7 +228,7 @@ impl Warning {
                 MEAN_OFF_MEDIAN * 100.0
             ),
             Warning::PageFaults { .. } => format!(
-                "minor page faults cost more than {:.0}% of the time (the MPI library's per-call buffers under the default allocator, as in an application; minor_faults_per_call in the CSV; run with --malloc kept to compare)",
+                "minor page faults cost more than {:.0}% of the time (the MPI library's per-call buffers under the default allocator: an application with any MPI calls before its loop gets them too, one whose heap top happens to be pinned does not, docs/sweep.md \"The heap\"; minor_faults_per_call in the CSV; run with --malloc kept to compare)",
                 PAGE_FAULT_SHARE * 100.0
             ),
         }

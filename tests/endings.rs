@@ -129,6 +129,59 @@ fn a_signal_to_the_launcher_names_the_files() {
     }
 }
 
+/// The header and the files come before the ceiling pass, and the pass has its own counts, not
+/// the sweep's `-n` (issue 46): with `-n 100000` at 4 MiB (about 100 s of calls here) the
+/// ceiling's line comes within seconds, the CSV exists with its header row, and SIGINT to a rank
+/// then names it (under Open MPI; Hydra's proxy ends the job at once, see above).
+#[test]
+fn a_long_minus_n_shows_the_header_and_its_file_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let t0 = std::time::Instant::now();
+    let mut child = mpirun_cmd(2, 300)
+        .args(["all-reduce", "-b", "4M", "-e", "4M", "-n", "100000", "--csv", "run.csv"])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let timeout_pid = child.id();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut seen = vec![];
+    loop {
+        let Some(Ok(l)) = lines.next() else {
+            let out = child.wait_with_output().unwrap();
+            panic!("the output ended before the ceiling line: {:?} {}\n{}", out.status, seen.join("\n"), stderr(&out));
+        };
+        seen.push(l.clone());
+        if l.starts_with("# ceiling: ") {
+            break;
+        }
+        assert!(l.starts_with('#'), "a row before the ceiling: {}", seen.join("\n"));
+    }
+    let took = t0.elapsed().as_secs_f64();
+    // The pass alone at -n 100000 would take minutes; its own counts take well under a second.
+    assert!(took < 30.0, "the ceiling line came after {took:.1} s:\n{}", seen.join("\n"));
+    let ceiling = seen.last().unwrap().clone();
+    assert!(ceiling.contains(", median of ") && ceiling.contains(" repeat(s), spread "), "{ceiling}");
+    assert!(seen.iter().any(|l| l.starts_with("# plan: ")), "{}", seen.join("\n"));
+    let csv = std::fs::read_to_string(dir.path().join("run.csv")).expect("the CSV exists before the first point");
+    assert!(csv.starts_with("timestamp,") && csv.lines().count() == 1, "{csv}");
+    let rank = *ranks_below(timeout_pid).last().expect("a rank is running") as i32;
+    // SAFETY: kill(2) on a process this test started.
+    assert_eq!(unsafe { libc::kill(rank, libc::SIGINT) }, 0);
+    let _rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    if FAMILY == "openmpi" {
+        assert_eq!(out.status.code(), Some(130), "{:?}: {err}", out.status);
+        let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("coll-bench: ")).collect();
+        assert_eq!(ours.len(), 1, "{err}");
+        assert!(ours[0].starts_with("coll-bench: interrupted by SIG") && ours[0].contains("run.csv (CSV)"), "{err}");
+    } else {
+        assert!(out.status.code().is_some_and(|c| c != 0 && c != 1), "{:?}: {err}", out.status);
+    }
+}
+
 fn bare(args: &[&str], env: &[(&str, &str)]) -> (std::process::Output, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let mut c = Command::new("timeout");

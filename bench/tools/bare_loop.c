@@ -15,7 +15,16 @@
  * Output (rank 0, CSV): collective,size_bytes,count,iters,time_us,minor_faults_per_call
  * Usage: mpirun -n 2 bare_loop [max_bytes=67108864] [budget_s=0.05] [min_bytes=8]
  *                              [collectives=all-reduce,all-gather,reduce-scatter] [factor=2]
- * (sendrecv is timed only when named in collectives)
+ *                              [history=0]
+ * (sendrecv and reduce-scatter-counts, MPI_Reduce_scatter with equal counts, are timed only when
+ * named in collectives)
+ *
+ * history: how many 8-byte MPI_Allreduce calls the program makes before anything else (what an
+ * application does before its hot loop: agree on a step count, a loss). It changes nothing but
+ * the MPI library's state: under glibc's default allocator whether the library's per-call
+ * temporaries come from a heap top that glibc trims after every call (page faults) depends on
+ * whether one of the library's own small allocations happened to land above them (Open MPI's
+ * shared-memory fragment list grows on demand; bench/fidelity-single.sh, docs/sweep.md).
  */
 #define _GNU_SOURCE /* RUSAGE_THREAD */
 #include <mpi.h>
@@ -24,8 +33,8 @@
 #include <string.h>
 #include <sys/resource.h>
 
-enum { ALLREDUCE, ALLGATHER, REDUCESCATTER, SENDRECV };
-static const char *names[] = {"all-reduce", "all-gather", "reduce-scatter", "sendrecv"};
+enum { ALLREDUCE, ALLGATHER, REDUCESCATTER, SENDRECV, REDUCESCATTERCOUNTS, NCOLLS };
+static const char *names[] = {"all-reduce", "all-gather", "reduce-scatter", "sendrecv", "reduce-scatter-counts"};
 
 static void call(int coll, float *send, float *recv, int count) {
   int rank, n;
@@ -33,6 +42,14 @@ static void call(int coll, float *send, float *recv, int count) {
   case ALLREDUCE: MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
   case ALLGATHER: MPI_Allgather(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, MPI_COMM_WORLD); break;
   case REDUCESCATTER: MPI_Reduce_scatter_block(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+  case REDUCESCATTERCOUNTS: {
+    /* MPI_Reduce_scatter with equal counts: coll-bench's --impl counts, doctor's call cause */
+    int counts[1024];
+    MPI_Comm_size(MPI_COMM_WORLD, &n);
+    for (int r = 0; r < n && r < 1024; r++) counts[r] = count;
+    MPI_Reduce_scatter(send, recv, counts, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    break;
+  }
   case SENDRECV:
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &n);
@@ -40,6 +57,14 @@ static void call(int coll, float *send, float *recv, int count) {
                  MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     break;
   }
+}
+
+/* Whether `name` is one of the comma-separated names in `list` (whole names only). */
+static int named(const char *list, const char *name) {
+  size_t len = strlen(name);
+  for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    if (strncmp(p, name, len) == 0 && (p[len] == ',' || p[len] == '\0')) return 1;
+  return 0;
 }
 
 static double minor_faults(void) {
@@ -59,11 +84,16 @@ int main(int argc, char **argv) {
   const char *which = argc > 4 ? argv[4] : "all-reduce,all-gather,reduce-scatter";
   size_t factor = argc > 5 ? strtoull(argv[5], NULL, 10) : 2;
   if (factor < 2) factor = 2;
+  long history = argc > 6 ? atol(argv[6]) : 0;
+  for (long i = 0; i < history; i++) {
+    double one = 1.0, sum;
+    MPI_Allreduce(&one, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  }
   float *send = malloc(max_bytes), *recv = malloc(max_bytes);
   for (size_t i = 0; i < max_bytes / 4; i++) { send[i] = (float)(i % 7); recv[i] = 0.0f; }
   if (rank == 0) printf("collective,size_bytes,count,iters,time_us,minor_faults_per_call\n");
-  for (int coll = 0; coll < 4; coll++) {
-    if (!strstr(which, names[coll])) continue;
+  for (int coll = 0; coll < NCOLLS; coll++) {
+    if (!named(which, names[coll])) continue;
     for (size_t size = min_bytes; size <= max_bytes; size *= factor) {
       int count = (int)(size / 4);
       if (coll != ALLREDUCE && coll != SENDRECV) count /= n;

@@ -830,6 +830,8 @@ mod tests {
             nominal: vec![],
             host_pairs: vec![],
             seconds: 0.5,
+            repeats: 3,
+            spread_pct: 0.0,
         };
         let judged = |c: Option<&crate::record::Ceiling>| {
             let v = judge_rule(&r, &pts, &hosts, c, 1.0);

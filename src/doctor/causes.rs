@@ -178,10 +178,10 @@ pub fn point_causes(seen: &[Seen], alternatives: &[Alternative], fault_us: Optio
                 share: (f * cost / s.time_us).min(1.0),
                 share_source: "estimated",
                 evidence: format!(
-                    "{f:.0} minor page faults per call at {} (the rank with most), at {cost:.2} us each (one fault on this host, measured at start): the library's temporaries are mapped and unmapped on every call under the C library's defaults",
+                    "{f:.0} minor page faults per call at {} (the rank with most), at {cost:.2} us each (one fault on this host, measured at start): the library's temporaries are given back to the system and taken again on every call under the C library's defaults, as in an application that made other MPI calls first (docs/sweep.md, \"The heap\")",
                     human(s.size_bytes)
                 ),
-                remedy: Some("measure with the heap kept (coll-bench --malloc kept); an application gets that only with MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967295".into()),
+                remedy: Some("measure with the heap kept (coll-bench --malloc kept) before changing anything: an application gets that time with MALLOC_TRIM_THRESHOLD_=4294967295 MALLOC_MMAP_MAX_=0 in its environment, or by chance when one of the library's small allocations pins its heap top".into()),
                 short: false,
             });
         }

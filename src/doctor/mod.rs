@@ -292,11 +292,18 @@ fn print_page(
     println!("# MPI library: {}", info.mpi_library);
     match &info.ceiling {
         Some(c) => println!(
-            "# ceiling: {} GB/s, {}: sendrecv of {} around the ring, {}",
+            "# ceiling: {} GB/s, {}: sendrecv of {} around the ring, {}, median of {} repeat(s), spread {:.0}%{}",
             c.shown_gbps(),
             c.source,
             human(c.size_bytes),
-            c.links
+            c.links,
+            c.repeats,
+            c.spread_pct,
+            if c.uncertain() {
+                ": uncertain (the machine changed speed during the pass), so %ceil and SHORT below may be the ceiling's error"
+            } else {
+                ""
+            }
         ),
         None => println!("# ceiling: none (buffers too small for the pass)"),
     }
@@ -324,16 +331,17 @@ fn print_page(
             spread
         );
     }
+    let bar = info.ceiling.as_ref().map_or(Ceiling::ABOVE * 100.0, Ceiling::above_pct);
     let above: Vec<String> = seen
         .iter()
-        .filter(|s| s.pct_of_ceiling.is_some_and(|p| p > Ceiling::ABOVE * 100.0))
+        .filter(|s| s.pct_of_ceiling.is_some_and(|p| p > bar))
         .map(|s| format!("{} {:.0}%", s.collective, s.pct_of_ceiling.unwrap_or(f64::NAN)))
         .collect();
     if !above.is_empty() {
         println!(
             "# above the ceiling: {}: more than {:.0}% of it, so the ceiling (point-to-point around the ring) is not what limits them here; their %ceil says little (docs/output.md, \"The ceiling\")",
             above.join(", "),
-            Ceiling::ABOVE * 100.0
+            bar
         );
     }
     if ranked.is_empty() {
@@ -355,11 +363,17 @@ fn print_page(
             }
         }
     }
+    let uncertain = match &info.ceiling {
+        Some(c) if c.uncertain() => {
+            format!(", a ceiling whose {} repeats spread {:.0}%: measure again to confirm", c.repeats, c.spread_pct)
+        }
+        _ => String::new(),
+    };
     let mut why: Vec<String> = below
         .iter()
         .map(|s| {
             let pct = s.pct_of_ceiling.unwrap_or(f64::NAN);
-            format!("{} at {pct:.0}% of the ceiling (bar {}%)", s.collective, o.min_pct_of_ceiling)
+            format!("{} at {pct:.0}% of the ceiling (bar {}%{uncertain})", s.collective, o.min_pct_of_ceiling)
         })
         .collect();
     why.extend(ranked.iter().filter(|c| c.short).map(|c| format!("{} {} slower than its peers", c.cause, c.subject)));

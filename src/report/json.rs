@@ -402,6 +402,8 @@ mod tests {
             nominal: vec![crate::record::Nominal { host: "h".into(), interface: "eth0".into(), gbps: 1.25 }],
             host_pairs: vec![crate::record::Link { a: "h".into(), b: "i".into(), gbps: 1.1, rank_pairs: 1 }],
             seconds: 0.5,
+            repeats: 3,
+            spread_pct: 0.0,
         });
         let mut docs = vec![];
         for info in [info(), other] {

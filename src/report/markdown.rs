@@ -41,17 +41,26 @@ impl Report for MarkdownReport {
             hosts.join(", "),
             info.options.aggregation.name()
         );
-        let ceiling = match &info.ceiling {
-            Some(c) => format!(
-                "Ceiling {} GB/s busbw ({}: sendrecv of {} B around the ring, {}).\n",
-                c.shown_gbps(),
-                c.source,
-                c.size_bytes,
-                c.links
+        self.file.append(head.as_bytes())
+    }
+
+    fn ceiling(&mut self, info: &RunInfo) -> Result<()> {
+        match &info.ceiling {
+            Some(c) => self.file.append(
+                format!(
+                    "Ceiling {} GB/s busbw ({}: sendrecv of {} B around the ring, {}, median of {} repeat(s), spread {:.0}%{}).\n",
+                    c.shown_gbps(),
+                    c.source,
+                    c.size_bytes,
+                    c.links,
+                    c.repeats,
+                    c.spread_pct,
+                    if c.uncertain() { "; uncertain: the repeats disagree" } else { "" }
+                )
+                .as_bytes(),
             ),
-            None => String::new(),
-        };
-        self.file.append(format!("{head}{ceiling}").as_bytes())
+            None => Ok(()),
+        }
     }
 
     fn point(&mut self, _info: &RunInfo, p: &Point) -> Result<()> {

@@ -18,6 +18,12 @@ pub use outfile::{AppendFile, Policy};
 
 pub trait Report {
     fn begin(&mut self, info: &RunInfo) -> Result<()>;
+    /// Called once the ceiling pass is through (after `begin`, before the first point), with
+    /// `info.ceiling` and the pass's notes filled in: the header's ceiling lines come here, so
+    /// the header and the files exist before the pass measures anything.
+    fn ceiling(&mut self, _info: &RunInfo) -> Result<()> {
+        Ok(())
+    }
     /// Called as each point is measured: write and flush, so a killed run loses nothing.
     fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()>;
     fn end(&mut self, info: &RunInfo, totals: &Totals) -> Result<()>;

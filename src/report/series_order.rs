@@ -23,6 +23,10 @@ impl<R: Report> Report for InSeriesOrder<R> {
         self.inner.begin(info)
     }
 
+    fn ceiling(&mut self, info: &RunInfo) -> Result<()> {
+        self.inner.ceiling(info)
+    }
+
     fn point(&mut self, _info: &RunInfo, p: &Point) -> Result<()> {
         self.held.push(p.clone());
         Ok(())

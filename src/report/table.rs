@@ -43,6 +43,8 @@ pub struct TableReport<W: Write> {
     /// Measurements more than `Ceiling::ABOVE` over the ceiling: how many, and the highest
     /// (percentage, where).
     above: (usize, Option<(f64, String)>),
+    /// `info.notes` printed so far (the ceiling pass adds its own after the header).
+    notes_shown: usize,
 }
 
 impl<W: Write> TableReport<W> {
@@ -59,6 +61,7 @@ impl<W: Write> TableReport<W> {
             slow_groups: Default::default(),
             pingpong: None,
             above: (0, None),
+            notes_shown: 0,
         }
     }
 
@@ -146,18 +149,10 @@ impl<W: Write> Report for TableReport<W> {
                 "# order: size (every collective at one size, then the next size; the table follows the last point)",
             );
         }
-        if let Some(l) = ceiling_line(info) {
-            self.line(&l);
-        }
-        if let Some(l) = nominal_line(info) {
-            self.line(&l);
-        }
-        if let Some(l) = host_pairs_line(info) {
-            self.line(&l);
-        }
         for note in &info.notes {
             self.line(&format!("# note: {note}"));
         }
+        self.notes_shown = info.notes.len();
         if !o.groups.is_world() {
             let mode = if o.one_group_at_a_time { "one at a time" } else { "all at the same time" };
             self.line(&format!(
@@ -180,6 +175,22 @@ impl<W: Write> Report for TableReport<W> {
             let pid = info.pids.get(rank).copied().unwrap_or(0);
             self.line(&format!("#  Rank {rank:>3} Pid {pid:>7} on {host}"));
         }
+        Ok(())
+    }
+
+    fn ceiling(&mut self, info: &RunInfo) -> Result<()> {
+        let lines: Vec<String> = [ceiling_line(info), nominal_line(info), host_pairs_line(info)]
+            .into_iter()
+            .flatten()
+            .chain(info.notes.iter().skip(self.notes_shown).map(|n| format!("# note: {n}")))
+            .collect();
+        if !lines.is_empty() {
+            self.line("#");
+        }
+        for l in lines {
+            self.line(&l);
+        }
+        self.notes_shown = info.notes.len();
         Ok(())
     }
 
@@ -236,8 +247,9 @@ impl<W: Write> Report for TableReport<W> {
         for m in p.measurements() {
             self.measured += 1;
             let at = format!("{label} {} B {}", p.size_bytes, m.placement.name());
-            if let Some(pct) =
-                info.pct_of_ceiling(p, m.busbw_gbps).filter(|&x| x > crate::record::Ceiling::ABOVE * 100.0)
+            if let Some(pct) = info
+                .pct_of_ceiling(p, m.busbw_gbps)
+                .filter(|&x| info.ceiling.as_ref().is_some_and(|c| x > c.above_pct()))
             {
                 self.above.0 += 1;
                 if self.above.1.as_ref().is_none_or(|(hi, _)| pct > *hi) {
@@ -300,11 +312,27 @@ impl<W: Write> Report for TableReport<W> {
                 self.measured
             ));
         }
-        if let (n, Some((pct, at))) = std::mem::take(&mut self.above) {
+        let uncertain = info.ceiling.as_ref().filter(|c| c.uncertain());
+        let above = std::mem::take(&mut self.above);
+        if let (Some(c), (n, Some((pct, at)))) = (uncertain, &above) {
             self.line(&format!(
-                "# Above the ceiling: {n} of {} measurements more than {:.0}% of it (highest {pct:.0}% at {at}): the ceiling is how these ranks carry point-to-point data; a collective above it moved its data another way (a shared-memory component, fewer bytes than busbw counts), so for it the ceiling is not the limit",
+                "# Above the ceiling: {n} of {} measurements more than {:.0}% of it (highest {pct:.0}% at {at}), but the ceiling is uncertain: its {} repeats spread {:.0}% (the machine changed speed during the pass: other processes, or more ranks than free cores), so %ceil says little in this run; measure again on a quieter machine",
                 self.measured,
-                crate::record::Ceiling::ABOVE * 100.0
+                c.above_pct(),
+                c.repeats,
+                c.spread_pct
+            ));
+        } else if let (n, Some((pct, at))) = above {
+            // Far above (5x): more likely a pass taken while the machine was busy than another path.
+            let far = if pct > crate::record::Ceiling::FAR_ABOVE * 100.0 {
+                format!("; {:.0}x above is more than another path gives: the pass may have run while the machine was busy, so run again before reading %ceil", pct / 100.0)
+            } else {
+                String::new()
+            };
+            self.line(&format!(
+                "# Above the ceiling: {n} of {} measurements more than {:.0}% of it (highest {pct:.0}% at {at}): the ceiling is how these ranks carry point-to-point data; a collective above it moved its data another way (a shared-memory component, fewer bytes than busbw counts), so for it the ceiling is not the limit{far}",
+                self.measured,
+                info.ceiling.as_ref().map_or(crate::record::Ceiling::ABOVE * 100.0, |c| c.above_pct())
             ));
         }
         let slow = std::mem::take(&mut self.slow);
@@ -345,12 +373,15 @@ fn ceiling_line(info: &RunInfo) -> Option<String> {
         ""
     };
     Some(format!(
-        "# ceiling: {} GB/s busbw ({}: sendrecv of {} around {ring}, {}, {:.1} us per call{short}; %ceil = out-of-place busbw as a percentage of it; the pass took {:.1} s, --no-ceiling skips it)",
+        "# ceiling: {} GB/s busbw ({}: sendrecv of {} around {ring}, {}, {:.1} us per call, median of {} repeat(s), spread {:.0}%{}{short}; %ceil = out-of-place busbw as a percentage of it; the pass took {:.1} s, --no-ceiling skips it)",
         c.shown_gbps(),
         c.source,
         crate::size::human(c.size_bytes),
         c.links,
         c.time_us,
+        c.repeats,
+        c.spread_pct,
+        if c.uncertain() { ": uncertain, the machine changed speed during the pass" } else { "" },
         c.seconds
     ))
 }
@@ -677,6 +708,8 @@ mod tests {
             nominal,
             host_pairs: vec![],
             seconds: 0.5,
+            repeats: 3,
+            spread_pct: 0.0,
         };
         let line = |info: &RunInfo| nominal_line(info);
         info.ceiling = Some(ceiling(0.78, "within hosts", vec![]));
@@ -732,18 +765,24 @@ mod tests {
             nominal: vec![],
             host_pairs: vec![],
             seconds: 0.5,
+            repeats: 3,
+            spread_pct: 0.0,
         });
         let mut t = TableReport::new(Vec::new());
         t.begin(&info).unwrap();
+        t.ceiling(&info).unwrap();
         t.point(&info, &point(Kind::AllReduce, 1024, vec![])).unwrap();
         t.point(&info, &point(Kind::Barrier, 0, vec![])).unwrap();
         t.end(&info, &Totals::default()).unwrap();
         let out = String::from_utf8(t.into_inner()).unwrap();
         let head = out.lines().find(|l| l.starts_with("# ceiling: ")).unwrap_or_else(|| panic!("{out}"));
         assert!(
-            head.starts_with("# ceiling: 0.0800 GB/s busbw (measured: sendrecv of 64K around the ring of 2 ranks, within hosts, 800.0 us per call; under 1 MiB"),
+            head.starts_with("# ceiling: 0.0800 GB/s busbw (measured: sendrecv of 64K around the ring of 2 ranks, within hosts, 800.0 us per call, median of 3 repeat(s), spread 0%; under 1 MiB"),
             "{head}"
         );
+        // The ceiling's lines come after the header's rank list (the pass runs after it).
+        let at = |p: &str| out.lines().position(|l| l.starts_with(p)).unwrap_or_else(|| panic!("{p}: {out}"));
+        assert!(at("#  Rank   1") < at("# ceiling: ") && at("# ceiling: ") < at("# Collective: "), "{out}");
         let rows: Vec<Vec<&str>> =
             out.lines().filter(|l| !l.starts_with('#')).map(|l| l.split_whitespace().collect()).collect();
         assert_eq!(rows.len(), 2, "{out}");
@@ -757,9 +796,23 @@ mod tests {
             "{out}"
         );
 
+        // An uncertain ceiling (repeats spread 230%): the rows above it are blamed on it.
+        info.ceiling.as_mut().unwrap().spread_pct = 230.0;
+        let mut t = TableReport::new(Vec::new());
+        t.begin(&info).unwrap();
+        t.ceiling(&info).unwrap();
+        t.point(&info, &point(Kind::AllReduce, 1024, vec![])).unwrap();
+        t.end(&info, &Totals::default()).unwrap();
+        let out = String::from_utf8(t.into_inner()).unwrap();
+        let head = out.lines().find(|l| l.starts_with("# ceiling: ")).unwrap();
+        assert!(head.contains("spread 230%: uncertain, the machine changed speed during the pass"), "{head}");
+        let above: Vec<&str> = out.lines().filter(|l| l.starts_with("# Above the ceiling: ")).collect();
+        assert_eq!(above.len(), 0, "125% is within a 230% spread: {out}");
+
         info.ceiling = None;
         let mut t = TableReport::new(Vec::new());
         t.begin(&info).unwrap();
+        t.ceiling(&info).unwrap();
         t.point(&info, &point(Kind::AllReduce, 1024, vec![])).unwrap();
         t.end(&info, &Totals::default()).unwrap();
         let out = String::from_utf8(t.into_inner()).unwrap();

@@ -126,6 +126,15 @@ impl Member {
     }
 }
 
+/// What a measurement runs by where it does not follow the options (see `Sweep::limits`).
+#[derive(Clone, Copy, Debug)]
+struct Limits {
+    warmup: Option<u64>,
+    iters: Option<u64>,
+    budget_s: f64,
+    check: bool,
+}
+
 /// One turn of one placement on this rank: what its batches gave.
 struct Turn {
     runs: Runs,
@@ -145,12 +154,16 @@ pub struct Sweep<'a> {
     /// `-T`: armed around every batch of calls and exchange of results, disarmed between points;
     /// `None` with `-T 0`.
     watchdog: Option<Watchdog>,
+    /// The warm-up and iteration counts, the budget and the check of what is measured now,
+    /// where they are not the user's `-w`, `-n`, `--budget` and `-c`: the ceiling pass's own
+    /// ([`ceiling`]).
+    limits: Option<Limits>,
 }
 
 impl<'a> Sweep<'a> {
     pub fn new(world: &'a World, backend: &'a mut dyn Backend, opts: &'a Options) -> Self {
         let watchdog = Watchdog::start(world, opts.timeout);
-        Sweep { world, backend, opts, member: Member::world(world), samples: vec![], watchdog }
+        Sweep { world, backend, opts, member: Member::world(world), samples: vec![], watchdog, limits: None }
     }
 
     /// The sweep run in groups: the backend runs on this rank's group's communicator, sizes,
@@ -163,7 +176,15 @@ impl<'a> Sweep<'a> {
     /// A sweep over `ranks` without the watchdog (which needs MPI's world): for unit tests.
     #[cfg(test)]
     pub(crate) fn without_watchdog(ranks: &'a dyn Ranks, backend: &'a mut dyn Backend, opts: &'a Options) -> Self {
-        Sweep { world: ranks, backend, opts, member: Member::world(ranks), samples: vec![], watchdog: None }
+        Sweep {
+            world: ranks,
+            backend,
+            opts,
+            member: Member::world(ranks),
+            samples: vec![],
+            watchdog: None,
+            limits: None,
+        }
     }
 
     /// One batch of `iters` calls through the backend, watched ([`timing::watched_batch`]).
@@ -264,7 +285,7 @@ impl<'a> Sweep<'a> {
         let faults = each(1).fold(0.0, f64::max);
         let warn = world.rank() == 0 && opts.malloc == Malloc::Default;
         m.set_faults(faults, if warn { crate::memory::fault_cost_us() } else { None }, warn);
-        if opts.check {
+        if self.limits.map_or(opts.check, |l| l.check) {
             // Counts below 2^53 are exact as doubles.
             let sum = |i| each(i).map(|x| x as u64).sum::<u64>();
             (m.wrong, m.out_of_bounds) = (Some(sum(2)), Some(sum(3)));
@@ -299,7 +320,13 @@ impl<'a> Sweep<'a> {
     fn turn(&mut self, call: &Call, active: bool) -> Result<Turn> {
         let opts = self.opts;
         let world = self.world;
-        let warm = timing::warm_up(opts.warmup, opts.budget_s, true, &mut |n, est, stat| {
+        let Limits { warmup: fixed_warmup, iters: fixed_iters, budget_s, check } = self.limits.unwrap_or(Limits {
+            warmup: opts.warmup,
+            iters: opts.iters,
+            budget_s: opts.budget_s,
+            check: opts.check,
+        });
+        let warm = timing::warm_up(fixed_warmup, budget_s, true, &mut |n, est, stat| {
             self.turn_batch(active, call, Phase::WarmUp, n, 1, est)?;
             Ok(world.max_f64(match stat {
                 Agreed::First => self.samples.first().copied().unwrap_or(0.0),
@@ -307,11 +334,11 @@ impl<'a> Sweep<'a> {
             }))
         })?;
         let (est, warmup_iters, first_call_us) = (warm.est_s, warm.iters, warm.first_call_us);
-        let (planned, batch) = iterations(opts.iters, opts.budget_s, est);
+        let (planned, batch) = iterations(fixed_iters, budget_s, est);
         // Adaptive: with the count from the budget, time it in quarters and stop once every
         // rank's median is known tightly enough (the decision is agreed, so all ranks stop
         // together).
-        let chunks = if opts.iters.is_none() && opts.ci_target > 0.0 && planned / batch >= 24 { 4 } else { 1 };
+        let chunks = if fixed_iters.is_none() && opts.ci_target > 0.0 && planned / batch >= 24 { 4 } else { 1 };
         let per_chunk = (planned / batch).div_ceil(chunks) * batch;
         let mut timed: Vec<f64> = Vec::with_capacity((planned / batch) as usize);
         let mut iters = 0u64;
@@ -327,7 +354,7 @@ impl<'a> Sweep<'a> {
             }
         }
         let faults = if active { crate::memory::minor_faults().saturating_sub(faults_before) } else { 0 };
-        let verdict = if opts.check && active { self.check(call)? } else { DataErrors::default() };
+        let verdict = if check && active { self.check(call)? } else { DataErrors::default() };
         Ok(Turn { runs: Runs { warmup_iters, iters, batch, first_call_us }, samples: timed, verdict, faults })
     }
 

@@ -14,8 +14,15 @@ pub enum Source {
 }
 
 impl Source {
+    /// Through the library's tuning file: the default and the library's algorithms.
     pub fn selectable(&self) -> bool {
         !matches!(self, Source::Own(_))
+    }
+
+    /// By an application: what its file selects, or the library's other function, which it
+    /// selects by calling it (`--impl counts`); never coll-bench's own implementations.
+    pub fn application_selects(&self) -> bool {
+        self.selectable() || matches!(self, Source::Own(crate::options::Implementation::Counts))
     }
 }
 
@@ -119,6 +126,12 @@ pub struct Choice {
     pub rule: Option<usize>,
     /// Default's time / best's time (1.0 when the default is the best).
     pub speedup: Option<f64>,
+    /// The fastest correct candidate an application can select (the default, the library's
+    /// algorithms through its file, the library's other call by calling it); `None` when none is
+    /// correct.
+    pub selectable_best: Option<usize>,
+    /// Default's time / `selectable_best`'s time: what an application can get.
+    pub selectable_speedup: Option<f64>,
 }
 
 /// Choose at one size. Ties go to the earlier candidate (the default comes first, then the
@@ -152,11 +165,18 @@ pub fn choose(sources: &[Source], outcomes: &[Outcome], intervals: &[Option<(f64
         (None, Some((l, _))) => Some(l),
         (d, None) => d.map(|(d, _)| d),
     };
-    let speedup = match (default, best) {
+    let ratio = |b: Option<(usize, f64)>| match (default, b) {
         (Some((_, dt)), Some((_, bt))) if bt > 0.0 => Some(dt / bt),
         _ => None,
     };
-    Choice { best: best.map(|(i, _)| i), rule, speedup }
+    let selectable_best = fastest(&|i| sources[i].application_selects());
+    Choice {
+        best: best.map(|(i, _)| i),
+        rule,
+        speedup: ratio(best),
+        selectable_best: selectable_best.map(|(i, _)| i),
+        selectable_speedup: ratio(selectable_best),
+    }
 }
 
 /// One size's outcomes and bands, per candidate (for [`one_for_all`]).
@@ -214,6 +234,9 @@ mod tests {
         assert_eq!(c.best, Some(3));
         assert_eq!(c.rule, Some(2));
         assert!((c.speedup.unwrap() - 6.0).abs() < 1e-9);
+        // What an application can have: the library's algorithm, not coll-bench's own ring.
+        assert_eq!(c.selectable_best, Some(2));
+        assert!((c.selectable_speedup.unwrap() - 600.0 / 170.0).abs() < 1e-9);
     }
 
     #[test]
@@ -321,6 +344,9 @@ mod tests {
         assert_eq!((c.best, c.rule, c.speedup), (Some(3), Some(1), None));
         // Nothing correct.
         let o = [Outcome::Wrong(5), Outcome::Wrong(1), Outcome::Absent, Outcome::Wrong(2)];
-        assert_eq!(choose(&sources(), &o, &[]), Choice { best: None, rule: None, speedup: None });
+        assert_eq!(
+            choose(&sources(), &o, &[]),
+            Choice { best: None, rule: None, speedup: None, selectable_best: None, selectable_speedup: None }
+        );
     }
 }

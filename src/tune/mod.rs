@@ -459,9 +459,25 @@ fn write_rules(
     Ok(())
 }
 
+/// A time (µs) to three significant digits, so the speed-up beside it can be read from it
+/// (0.0412, 1.38, 9.12, 91.1, 635, 12345).
+pub(crate) fn shown_us(t: f64) -> String {
+    let a = t.abs();
+    if !t.is_finite() {
+        "-".into()
+    } else if a == 0.0 {
+        "0".into()
+    } else if a >= 100.0 {
+        format!("{t:.0}")
+    } else {
+        let decimals = (2 - a.log10().floor() as i32).clamp(1, 6) as usize;
+        format!("{t:.decimals$}")
+    }
+}
+
 fn fmt_outcome(o: Outcome) -> String {
     match o {
-        Outcome::Time(t) => format!("{t:.1}"),
+        Outcome::Time(t) => shown_us(t),
         Outcome::Wrong(_) => "WRONG".into(),
         Outcome::Absent => "-".into(),
     }
@@ -498,8 +514,8 @@ fn print_table(
     for c in cands {
         head.push_str(&format!("  {:>w$}", c.name, w = width(c)));
     }
-    head.push_str("  fastest / library file's choice / speed-up of fastest over default");
-    say(world, &format!("# {kind}: time per call (us): the median over {} interleaved rounds of each round's median; * fastest; skip: not run (the skip rule); (coll-bench) implementations cannot be selected through the library; (call): the library's other function for the collective, which the application selects by calling it", measure::ROUNDS));
+    head.push_str("  fastest an application can select / library file's choice / its speed-up over default");
+    say(world, &format!("# {kind}: time per call (us): the median over {} interleaved rounds of each round's median, three significant digits; * fastest an application can select (the default, the library's algorithms, (call)); + coll-bench's own, faster still (an application cannot have it: it is listed after the speed-up, apart); skip: not run (the skip rule); (coll-bench) implementations cannot be selected through the library; (call): the library's other function for the collective, which the application selects by calling it", measure::ROUNDS));
     say(world, &format!("# {:>11}", "size (B)"));
     say(world, &head);
     for (i, &size) in sizes.iter().enumerate() {
@@ -510,13 +526,23 @@ fn print_table(
         let c = choose(&sources, &outcomes, &bands);
         let mut line = format!("  {size:>11}");
         for (j, cand) in cands.iter().enumerate() {
-            let mark = if c.best == Some(j) { "*" } else { "" };
+            let mark = if c.selectable_best == Some(j) {
+                "*"
+            } else if c.best == Some(j) {
+                "+"
+            } else {
+                ""
+            };
             let text = cells[j].get(i).map(label).unwrap_or_else(|| "-".into());
             line.push_str(&format!("  {:>w$}", format!("{text}{mark}"), w = width(cand)));
         }
         let name = |x: Option<usize>| x.map(|k| cands[k].name.as_str()).unwrap_or("none correct");
-        let speed = c.speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into());
-        line.push_str(&format!("  {} / {} / {speed}", name(c.best), name(c.rule)));
+        let speed = c.selectable_speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into());
+        line.push_str(&format!("  {} / {} / {speed}", name(c.selectable_best), name(c.rule)));
+        if c.best != c.selectable_best {
+            let own = c.speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into());
+            line.push_str(&format!("; coll-bench's own {}: {own}", name(c.best)));
+        }
         say(world, &line);
         each(i, size, &c);
     }
@@ -556,7 +582,7 @@ fn print_verify(world: &World, kind: Kind, sizes: &[u64], now: &[Cell], file: &r
                     Some(_) => format!("ok ({})", m.algorithm),
                     None => format!("ok ({}; no time from tune to compare with)", m.algorithm),
                 };
-                (format!("{t:.1}"), format!("{lo:.1}"), verdict)
+                (shown_us(t), shown_us(lo), verdict)
             }
             o => {
                 missed = true;
@@ -567,7 +593,7 @@ fn print_verify(world: &World, kind: Kind, sizes: &[u64], now: &[Cell], file: &r
             Outcome::Time(t) if t > 0.0 && m.default_us.is_finite() => format!("{:.2}x", m.default_us / t),
             _ => "-".into(),
         };
-        let num = |x: f64| if x.is_finite() { format!("{x:.1}") } else { "-".to_string() };
+        let num = shown_us;
         say(
             world,
             &format!(
@@ -578,4 +604,18 @@ fn print_verify(world: &World, kind: Kind, sizes: &[u64], now: &[Cell], file: &r
         );
     }
     missed
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn times_show_three_significant_digits() {
+        let cases = [(0.0412, "0.0412"), (1.384, "1.38"), (9.1234, "9.12"), (91.14, "91.1"), (634.8, "635")];
+        for (t, s) in cases {
+            assert_eq!(super::shown_us(t), s);
+        }
+        assert_eq!(super::shown_us(12345.6), "12346");
+        assert_eq!(super::shown_us(0.0), "0");
+        assert_eq!(super::shown_us(f64::NAN), "-");
+    }
 }
