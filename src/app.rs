@@ -252,7 +252,14 @@ fn install_panic_hook() {
             .unwrap_or_else(|| "panic".into());
         let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         crate::error::ending();
-        eprintln!("coll-bench: internal error: {msg}{at}; aborting the job");
+        // `println!` to a standard output that cannot take it (a full disk, /dev/full): the
+        // user's output is lost, which is an error of theirs to fix, not an internal one.
+        match msg.strip_prefix("failed printing to stdout: ") {
+            Some(why) => {
+                eprintln!("coll-bench: error: writing to standard output failed: {why}; the output is incomplete")
+            }
+            None => eprintln!("coll-bench: internal error: {msg}{at}; aborting the job"),
+        }
         if MPI_UP.load(Ordering::SeqCst) {
             // SAFETY: MPI is initialised; MPI_Abort does not return.
             unsafe {

@@ -409,6 +409,10 @@ fn parse(text: &str) -> std::result::Result<Layout, String> {
     if !given.iter().any(|g| *g) {
         return Err("a named layout needs at least one of tp, cp, ep, dp, pp".into());
     }
+    // Checked here, once: every later product of the sizes (the world, a resolve) stays in range.
+    if sizes.iter().flatten().try_fold(1usize, |p, &s| p.checked_mul(s)).is_none() {
+        return Err("the sizes multiply to more ranks than a job can have: too large".into());
+    }
     // The order: the one given, then every dimension it leaves out in the default order; a
     // dimension of size ≠ 1 must be in a given order.
     let order = match order {
@@ -693,6 +697,8 @@ mod tests {
             ("tp=2,dp=2:pp", ":pp names a dimension"),
             ("tp=*,dp=*", "only one *"),
             ("tp=0,dp=*", "whole number"),
+            ("tp=9223372036854775809,pp=2", "too large"),
+            ("tp=4294967296,pp=4294967296,dp=*", "too large"),
             ("tp=2,tp=2", "tp given twice"),
             ("tp=2,dp=2,order=dp", "order leaves out tp"),
             ("tp=2,dp=2,order=dp-tp-dp", "dp given twice"),

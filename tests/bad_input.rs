@@ -58,6 +58,46 @@ fn names() {
     refused(2, &["--frobnicate"], "--frobnicate");
 }
 
+/// Values that used to get through and fail later (issue 49): a layout whose sizes overflow
+/// (wrapped to 2, then "capacity overflow" on every rank) and a `-T` too short to tell a stuck
+/// rank from a slow one (taken for a hang of ranks that had all answered).
+#[test]
+fn values_out_of_range_are_refused_up_front() {
+    refused(2, &["--groups", "tp=9223372036854775809,pp=2"], "too large");
+    refused(2, &["-T", "1ns"], "-T/--timeout: 1ns is below the floor of 1 s");
+    refused(2, &["-T", "500ms"], "-T/--timeout");
+}
+
+/// A standard output that cannot take the output (a full disk): one line, exit 2, never an
+/// internal error or a silent 0 (issue 49). A closed pipe (`| head`) is not an error.
+#[test]
+fn a_full_standard_output_is_one_line_and_exit_2() {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
+    let Ok(_) = full else { return say_skipped("a_full_standard_output_is_one_line_and_exit_2", "no /dev/full") };
+    let dir = tempfile::tempdir().unwrap();
+    for i in 1..=2 {
+        let o = mpirun_in(dir.path(), 2, &["all-reduce", "-e", "1K", "-n", "3", "--csv", &format!("r{i}.csv")], 120);
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    }
+    let cases: [&[&str]; 3] =
+        [&["compare", "r1.csv", "r2.csv"], &["spec", "from-run", "r1.csv", "r2.csv"], &["info", "--json"]];
+    for args in cases {
+        let o = std::process::Command::new(BIN)
+            .args(args)
+            .current_dir(dir.path())
+            .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+            .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+            .stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("coll-bench: error: ")).collect();
+        assert_eq!(ours.len(), 1, "{args:?}: {err}");
+        assert!(ours[0].contains("standard output failed") && !err.contains("internal error"), "{args:?}: {err}");
+    }
+}
+
 #[test]
 fn root_beyond_the_world() {
     refused(2, &["broadcast", "-r", "2"], "-r/--root: 2 is not a rank of this job");

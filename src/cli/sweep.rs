@@ -543,9 +543,9 @@ mod tests {
         assert_eq!(run(&["-T", "5"]).unwrap().timeout, Timeout::Fixed(5.0));
         assert_eq!(run(&["--timeout", "2.5"]).unwrap().timeout, Timeout::Fixed(2.5));
         assert_eq!(run(&["--timeout=30s"]).unwrap().timeout, Timeout::Fixed(30.0));
-        assert_eq!(run(&["-T", "500ms"]).unwrap().timeout, Timeout::Fixed(0.5));
+        assert_eq!(run(&["-T", "1500ms"]).unwrap().timeout, Timeout::Fixed(1.5));
         assert_eq!(run(&["-T", "0s"]).unwrap().timeout, Timeout::Off);
-        for bad in ["-1", "x", "1e9", "inf", ""] {
+        for bad in ["-1", "x", "1e9", "inf", "", "1ns", "500ms", "0.99"] {
             let e = err(&["-T", bad]);
             assert!(e.starts_with("-T/--timeout: ") && e.contains("expected seconds"), "{bad:?}: {e}");
             assert!(!e.contains('\n'), "{e}");

@@ -72,11 +72,27 @@ pub fn slow_rank(v: &str) -> Result<(usize, u64)> {
 /// `-T/--timeout` (`flag`: as the subcommand names it): seconds (`5`, `2.5`) or a duration
 /// (`30s`, `1m`), above 0, at most a day; `0` turns the watchdog off.
 pub fn timeout(flag: &str, v: &str) -> Result<Timeout> {
-    const DAY: Form =
-        Form { zero_ok: true, max_s: 86400.0, expected: "seconds up to a day, e.g. 5, 2.5 or 30s, or 0 for no limit" };
+    const DAY: Form = Form {
+        zero_ok: true,
+        max_s: 86400.0,
+        expected: "seconds from 1 up to a day, e.g. 5, 2.5 or 30s, or 0 for no limit",
+    };
     let secs = duration::parse(flag, v, DAY)?;
+    // The floor: below a second the watchdog cannot tell a stuck rank from one the OS has not
+    // scheduled yet (a time slice on a loaded host is tens of milliseconds, and the inquiry that
+    // names who is stuck takes milliseconds per 64 ranks); `-T 1ns` was taken for a hang of
+    // ranks that had all answered.
+    if secs > 0.0 && secs < TIMEOUT_FLOOR_S {
+        return Err(Error::usage(format!(
+            "{flag}: {v} is below the floor of {TIMEOUT_FLOOR_S} s (shorter cannot tell a stuck rank from a slow one); expected {}",
+            DAY.expected
+        )));
+    }
     Ok(if secs == 0.0 { Timeout::Off } else { Timeout::Fixed(secs) })
 }
+
+/// The shortest `-T` accepted, seconds ([`timeout`] says why).
+pub const TIMEOUT_FLOOR_S: f64 = 1.0;
 
 /// `--backend NAME` (the sweep's and `step`'s): mpi or nccl, any case.
 pub fn backend_kind(v: &str) -> Result<crate::options::BackendKind> {

@@ -349,8 +349,15 @@ pub fn run(world: &World, opts: &InfoOptions, env: &HashMap<String, String>) -> 
         text(&entries, &diffs, world.size)
     };
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(out.as_bytes());
-    let _ = stdout.flush();
+    let written = stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush());
+    // The report is the whole output: lost on a full disk, it is an error (a closed pipe, as
+    // `| head`, is the reader's choice).
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            return Err(crate::error::Error::setup(format!("info: writing the report to standard output failed: {e}")));
+        }
+        _ => {}
+    }
     let differ = diffs.iter().any(|d| !d.is_empty());
     Ok(if opts.strict && differ { crate::error::exit::WRONG } else { crate::error::exit::OK })
 }
