@@ -103,6 +103,21 @@ impl Row {
     }
 }
 
+/// [`read`], refusing a CSV that another subcommand than the sweep (or `check`, whose rows are
+/// sweeps') wrote: `who` (e.g. `spec from-run`) learns from sweeps, and a tune CSV's rows are one
+/// series per algorithm, not the run's one time per point.
+pub fn read_sweep(path: &Path, who: &str) -> Result<Vec<Row>> {
+    let rows = read(path)?;
+    let header = csv::Reader::from_path(path).ok().and_then(|mut r| r.headers().ok().cloned());
+    if header.is_some_and(|h| h.iter().any(|c| c.trim() == crate::tune::EXTRA_COLUMNS[0])) {
+        return Err(Error::usage(format!(
+            "'{}' is a tune CSV (one row per algorithm and size: its column algorithm_id); {who} reads sweep CSVs (coll-bench's sweep, or check's)",
+            crate::error::shown(path)
+        )));
+    }
+    Ok(rows)
+}
+
 /// Read a whole coll-bench CSV. Errors name the file and what is wrong with it, in one line.
 pub fn read(path: &Path) -> Result<Vec<Row>> {
     let shown = crate::error::shown(path);

@@ -260,3 +260,22 @@ fn open_mpis_libevent_warnings_are_not_counted_as_our_lines() {
     };
     assert_eq!(stderr(&o), "coll-bench: error: step --bucket: '0' is zero; expected …\n[warn] something else\n");
 }
+
+/// A tune CSV given to `spec from-run` or `compare` is refused as what it is (issue 47; was "no
+/// out-of-place rows of the mpi backend" and "share no point").
+#[test]
+fn a_tune_csv_is_named_as_one_where_a_sweep_csv_is_expected() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = mpirun_in(dir.path(), 2, &["tune", "all-reduce", "-b", "1K", "-e", "4K", "--csv", "t.csv"], 300);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = mpirun_in(dir.path(), 2, &["all-reduce", "-b", "1K", "-e", "4K", "-n", "3", "--csv", "s.csv"], 120);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for args in [&["spec", "from-run", "t.csv"][..], &["compare", "t.csv", "s.csv"], &["compare", "s.csv", "t.csv"]] {
+        let o = std::process::Command::new(BIN).args(args).current_dir(dir.path()).output().unwrap();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {err}");
+        assert!(lines[0].contains("'t.csv' is a tune CSV") && lines[0].contains("reads sweep CSVs"), "{args:?}: {err}");
+    }
+}

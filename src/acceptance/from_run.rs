@@ -98,7 +98,7 @@ fn from_run(a: &FromRunOptions) -> Result<()> {
     for path in &a.runs {
         runs.push(Run {
             shown: crate::error::shown(crate::report::outfile::absolute(path)),
-            rows: csvread::read(path)?,
+            rows: csvread::read_sweep(path, "spec from-run")?,
             warnings: warnings(path)?,
         });
     }

@@ -290,6 +290,13 @@ fn rule(src: &Source, raw: &Spanned<RawRule>) -> Result<Rule, String> {
         return Err(at(r.collective.span(), "barrier moves no data; use max_time_us, not min_busbw_gbps".into()));
     }
     let min_pct_of_ceiling = positive(src, &r.min_pct_of_ceiling, "min_pct_of_ceiling")?;
+    // A percentage, as doctor's --min-pct-of-ceiling: a collective above the ceiling moved its
+    // data another way (docs/output.md, "The ceiling"), which no rule can require.
+    if let (Some(p), Some(x)) = (min_pct_of_ceiling, &r.min_pct_of_ceiling) {
+        if p > 100.0 {
+            return Err(at(x.span(), format!("min_pct_of_ceiling = {p} is not a percentage of the ceiling; expected a number above 0 and at most 100")));
+        }
+    }
     if min_pct_of_ceiling.is_some() && !spec.sized() {
         return Err(at(r.collective.span(), "barrier moves no data; use max_time_us, not min_pct_of_ceiling".into()));
     }
@@ -423,6 +430,7 @@ ranks_per_node = 2
             (rule.replace("1M..2M", "1M"), "line 4: '1M' is not a size range"),
             (format!("{rule}plateau = \"4M..8M\"\n"), "line 5: plateau '4M..8M' is outside sizes"),
             (format!("{rule}min_busbw_gbps = -1.0\n"), "line 5: min_busbw_gbps = -1 is impossible"),
+            (format!("{rule}min_pct_of_ceiling = 150\n"), "line 5: min_pct_of_ceiling = 150 is not a percentage"),
             (rule.replace("all-reduce", "all-smush"), "line 3: unknown collective 'all-smush'"),
             (format!("{rule}op = \"xor\"\n"), "line 5: unknown op 'xor'"),
             (rule.replace("all-reduce", "all-gather") + "op = \"sum\"\n", "line 5: all-gather does not reduce"),

@@ -133,7 +133,7 @@ fn run(opts: &CompareOptions) -> Result<(String, i32)> {
                     "'{name}' is given twice on one side; each run counts once; expected {FORM}"
                 )));
             }
-            let rows = csvread::read(p).map_err(with_form)?;
+            let rows = csvread::read_sweep(p, "compare").map_err(with_form)?;
             // A ratio over a time of zero is no ratio (NaN or infinite): refused, not judged.
             let stat = opts.settings.stat;
             if let Some(r) = rows.iter().find(|r| stat.of(r) <= 0.0) {
