@@ -370,6 +370,10 @@ impl Report<'_, '_> {
         } else {
             "no regression (exit 0)".to_string()
         };
+        // What one run per side could not see, before the verdict's line (the last line).
+        if let Some(line) = blind_spots(c) {
+            let _ = writeln!(out, "{line}");
+        }
         let _ = writeln!(
             out,
             "compare: {verdict}; {} point{} in common: {} regressed, {} improved, {} beyond {}% within noise, {} lone, {} within {}%; series: {} regressed, {} improved of {}; judged on the {stat}, {}, whole run {:+.1}% {}; {} only in base, {} only in new",
@@ -395,4 +399,38 @@ impl Report<'_, '_> {
             m.only_new.len()
         );
     }
+}
+
+/// Above this smallest detectable slowdown of a collective, one run per side says what it cannot
+/// see and asks for more runs.
+pub(super) const BLIND_PCT: f64 = 30.0;
+
+/// With one run per side, the smallest slowdown compare could have judged a regression, per
+/// collective (the lowest bar of its series: a slowdown of the whole collective beyond it would
+/// have been caught); `None` with several runs per side, whose noise is measured between runs.
+fn blind_spots(c: &Comparison) -> Option<String> {
+    if c.noise != Noise::BetweenSeries || c.series.is_empty() {
+        return None;
+    }
+    let mut per: Vec<(&str, f64)> = vec![];
+    for sj in &c.series {
+        match per.iter_mut().find(|(k, _)| *k == sj.key.collective.as_str()) {
+            Some((_, bar)) => *bar = bar.min(sj.bar_pct),
+            None => per.push((sj.key.collective.as_str(), sj.bar_pct)),
+        }
+    }
+    let shown: Vec<String> = per.iter().map(|(k, b)| format!("{k} {b:+.0}%")).collect();
+    let blind: Vec<&str> = per.iter().filter(|(_, b)| *b > BLIND_PCT).map(|(k, _)| *k).collect();
+    let advice = if blind.is_empty() {
+        String::from("smaller slowdowns are within this pair of runs' noise")
+    } else {
+        format!(
+            "above {BLIND_PCT:.0}% for {}: a slowdown smaller than that went unseen, not absent; give each side 2-3 runs (compare B1.csv B2.csv -- N1.csv N2.csv)",
+            blind.join(", ")
+        )
+    };
+    Some(format!(
+        "# one run per side, so the smallest slowdown it could have judged a regression is, per collective (its series' lowest bar): {}; {advice}",
+        shown.join(", ")
+    ))
 }

@@ -431,6 +431,16 @@ fn the_report_has_each_part_once_and_in_order() {
         ),
         "{text}"
     );
+    // One run per side: what it could not see, per collective, before the verdict's line.
+    let blind = lines
+        .iter()
+        .find(|l| l.starts_with("# one run per side, so the smallest slowdown"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        blind.contains("all-reduce +5%")
+            && blind.contains("above 30% for all-gather, reduce-scatter: a slowdown smaller than that went unseen"),
+        "{blind}"
+    );
     let last = lines.last().unwrap();
     assert!(
         last.starts_with("compare: REGRESSED (exit 1): 1 series, 1 stretch of sizes, 9 points, whole run not; 35 points in common: 9 regressed, 0 improved, 0 beyond 5% within noise, 0 lone, 26 within 5%; series: 1 regressed, 0 improved of 3;")
