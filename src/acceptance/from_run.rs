@@ -221,7 +221,8 @@ fn widened(margin: f64, b: &Baseline) -> (f64, String) {
 /// The spec's text, and a line to warn with when a run it learned from was noisy. `margin_text`
 /// is the flag as given (for the header).
 pub fn render(runs: &[Run], margin: f64, margin_text: &str) -> Result<(String, Option<String>)> {
-    let (series, skipped) = gather(runs)?;
+    let (mut series, skipped) = gather(runs)?;
+    let incredible = drop_incredible(&mut series, runs);
     let (ranks, hosts) = one_layout(runs)?;
     let per_node = match (ranks, hosts) {
         (Some(r), Some(h)) if h > 0 && r % h == 0 => Some(r / h),
@@ -237,6 +238,11 @@ pub fn render(runs: &[Run], margin: f64, margin_text: &str) -> Result<(String, O
         write_rules(&mut t, s, runs, margin, per_node, &mut noisy);
     }
     let noise = noise_line(&noisy, runs.len());
+    let noise = match (noise, incredible) {
+        (n, None) => n,
+        (None, Some(i)) => Some(i),
+        (Some(n), Some(i)) => Some(format!("{i}; {n}")),
+    };
     if let Some(n) = &noise {
         t.insert_str(header_end, &format!("# Warning: {n}\n"));
     }
@@ -288,6 +294,53 @@ fn gather(runs: &[Run]) -> Result<(Vec<Series<'_>>, Vec<String>)> {
         )));
     }
     Ok((series, skipped))
+}
+
+/// A point slower than this many times a size at least [`INCREDIBLE_SIZES`]× larger of the same
+/// series in the same run is not a measurement of the collective (a scheduler tick: 4 ms at 8 B
+/// when more ranks than free cores take turns; docs/check.md).
+const INCREDIBLE_FACTOR: f64 = 3.0;
+const INCREDIBLE_SIZES: u64 = 16;
+
+/// Leave out the rows no rule may learn from: a point whose median is over
+/// [`INCREDIBLE_FACTOR`]× the median of a size [`INCREDIBLE_SIZES`]× larger or more in the same
+/// run. Returns the warning naming them (`None` when every point is credible).
+fn drop_incredible(series: &mut [Series], runs: &[Run]) -> Option<String> {
+    let mut named: Vec<String> = vec![];
+    for s in series.iter_mut() {
+        let rows = s.rows.clone();
+        s.rows.retain(|(i, r)| {
+            let faster = rows.iter().filter(|(j, q)| {
+                j == i
+                    && q.key.size_bytes > 0
+                    && q.key.size_bytes >= r.key.size_bytes.max(1).saturating_mul(INCREDIBLE_SIZES)
+                    && r.median_us > INCREDIBLE_FACTOR * q.median_us
+            });
+            let Some((_, q)) = faster.min_by(|a, b| a.1.median_us.total_cmp(&b.1.median_us)) else { return true };
+            named.push(format!(
+                "{} {}{} at {} in {} (median {:.1} us, above {}'s {:.1} us)",
+                s.kind.name(),
+                s.dtype.name(),
+                s.op.map(|o| format!(" {}", o.name())).unwrap_or_default(),
+                crate::size::human(r.key.size_bytes),
+                runs[*i].shown,
+                r.median_us,
+                crate::size::human(q.key.size_bytes),
+                q.median_us
+            ));
+            false
+        });
+    }
+    const SHOWN: usize = 4;
+    (!named.is_empty()).then(|| {
+        let more = named.len().saturating_sub(SHOWN);
+        format!(
+            "left out {} point(s) slower than {INCREDIBLE_FACTOR}x a size {INCREDIBLE_SIZES}x larger of the same run, which no collective is (a scheduler tick: more ranks than free cores, or other processes): {}{}; take the baseline on a quieter machine",
+            named.len(),
+            named[..named.len().min(SHOWN)].join(", "),
+            if more > 0 { format!(" and {more} more") } else { String::new() }
+        )
+    })
 }
 
 /// The runs' ranks and hosts: every run must have had the same layout (a gate from mixed
@@ -623,6 +676,37 @@ mod tests {
 
     fn run(rows: Vec<Row>) -> Run {
         Run { shown: "/r/good.csv".into(), rows, warnings: HashMap::new() }
+    }
+
+    /// The 4 ms case (issue 47): small sizes at a scheduler tick, far above 64 KiB of the same
+    /// run, are left out and named; the latency rule learns from the first credible size.
+    #[test]
+    fn points_slower_than_a_much_larger_size_are_left_out_and_named() {
+        let mut rows = vec![];
+        for e in 3..=20u32 {
+            let size = 1u64 << e;
+            let time = if size <= 4096 { 3991.9 } else { 10.0 + size as f64 / 1000.0 };
+            rows.push(row("all-reduce", "float", "sum", "out_of_place", size, time, size as f64 / time / 1e3));
+        }
+        let (text, noise) = render(&[run(rows)], 0.25, "25%").unwrap();
+        let noise = noise.unwrap_or_else(|| panic!("{text}"));
+        assert!(noise.starts_with("left out 10 point(s) slower than 3x a size 16x larger of the same run"), "{noise}");
+        assert!(
+            noise.contains("all-reduce float sum at 8 in /r/good.csv (median 3991.9 us, above 8K's 18.2 us)"),
+            "{noise}"
+        );
+        assert!(text.contains("# Warning: left out 10 point(s)"), "{text}");
+        let spec = spec::parse("s", &text).unwrap();
+        assert!(spec.rules.iter().all(|r| r.max_median_us.is_none_or(|m| m < 1000.0)), "{text}");
+        // A flat latency region (8 B as slow as 128 B, within 3x) is left alone.
+        let flat: Vec<Row> = (3..=20u32)
+            .map(|e| {
+                let size = 1u64 << e;
+                let time = if size <= 4096 { 0.45 } else { size as f64 / 1000.0 };
+                row("all-reduce", "float", "sum", "out_of_place", size, time, size as f64 / time / 1e3)
+            })
+            .collect();
+        assert_eq!(render(&[run(flat)], 0.25, "25%").unwrap().1, None);
     }
 
     #[test]
