@@ -505,17 +505,30 @@ fn write_rules(
                     pcts.iter().min_by(|a, b| a.1.value.total_cmp(&b.1.value)).expect("the plateau has sizes");
                 let spread = pcts.iter().map(|(_, b)| b.spread).fold(0.0, f64::max);
                 let (m, why) = widened(margin, &Baseline { spread, ..b });
-                head(t, "ceiling", &range);
-                let _ = writeln!(t, "plateau = \"{range}\"");
-                let _ = writeln!(
-                    t,
-                    "min_pct_of_ceiling = {}   # baseline {}% of the ceiling at {} (the weakest size of the plateau){why}; \
-                     judged against the ceiling check measures where it runs, so this rule serves other links too",
-                    float(b.value / (1.0 + m)),
-                    float(b.value),
-                    human(weakest)
-                );
-                tail(t);
+                let required = b.value / (1.0 + m);
+                if required > 100.0 {
+                    // Above the ceiling even with the margin: the ceiling does not limit this
+                    // collective (it moved its data another way), and no rule can require more
+                    // than all of it (check refuses one).
+                    let _ = writeln!(
+                        t,
+                        "\n# No ceiling rule for {label}: the baseline was {}% of the ceiling at {}, above it, so the ceiling is not its limit (docs/output.md, \"The ceiling\")",
+                        float(b.value),
+                        human(weakest)
+                    );
+                } else {
+                    head(t, "ceiling", &range);
+                    let _ = writeln!(t, "plateau = \"{range}\"");
+                    let _ = writeln!(
+                        t,
+                        "min_pct_of_ceiling = {}   # baseline {}% of the ceiling at {} (the weakest size of the plateau){why}; \
+                         judged against the ceiling check measures where it runs, so this rule serves other links too",
+                        float(required),
+                        float(b.value),
+                        human(weakest)
+                    );
+                    tail(t);
+                }
             }
         }
         knee_rule(t, s, &sizes, (plateau[0], largest), &mut learn, &head, &tail);
@@ -784,6 +797,15 @@ mod tests {
         // The weakest plateau size (32M: 60%) over 1.25.
         assert_eq!(ceil[0].min_pct_of_ceiling, Some(48.0), "{text}");
         assert!(text.contains("name = \"all-gather float ceiling\""), "{text}");
+        // Above the ceiling (shared memory): no rule on it, a comment saying why.
+        let mut above = rows.clone();
+        above.iter_mut().for_each(|r| r.pct_of_ceiling = Some(400.0));
+        let (text, _) = render(&[run(above)], 0.25, "25%").unwrap();
+        assert!(!text.contains("min_pct_of_ceiling"), "{text}");
+        assert!(
+            text.contains("# No ceiling rule for all-gather float: the baseline was 400.0% of the ceiling"),
+            "{text}"
+        );
         // One plateau row without a ceiling: no such rule.
         rows[23].pct_of_ceiling = None;
         let (text, _) = render(&[run(rows)], 0.25, "25%").unwrap();
