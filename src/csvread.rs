@@ -109,7 +109,9 @@ impl Row {
 pub fn read_sweep(path: &Path, who: &str) -> Result<Vec<Row>> {
     let rows = read(path)?;
     let header = csv::Reader::from_path(path).ok().and_then(|mut r| r.headers().ok().cloned());
-    if header.is_some_and(|h| h.iter().any(|c| c.trim() == crate::tune::EXTRA_COLUMNS[0])) {
+    // `algorithm_id`: the first of tune's own columns (tune::EXTRA_COLUMNS), read by name as
+    // `read` reads it.
+    if header.is_some_and(|h| h.iter().any(|c| c.trim() == "algorithm_id")) {
         return Err(Error::usage(format!(
             "'{}' is a tune CSV (one row per algorithm and size: its column algorithm_id); {who} reads sweep CSVs (coll-bench's sweep, or check's)",
             crate::error::shown(path)
