@@ -83,6 +83,27 @@ pub struct Runs {
 }
 
 impl Measurement {
+    /// A measurement with no calls (a placement or cell not run): no numbers.
+    pub fn skipped(placement: Placement) -> Measurement {
+        Measurement {
+            placement,
+            warmup_iters: 0,
+            iters: 0,
+            batch: 1,
+            time_us: f64::NAN,
+            algbw_gbps: f64::NAN,
+            busbw_gbps: f64::NAN,
+            summary: Summary::of_seconds(&[]),
+            per_rank_us: vec![],
+            wrong: None,
+            out_of_bounds: None,
+            first_call_us: None,
+            slow_ranks: vec![],
+            warnings: vec![],
+            minor_faults_per_call: None,
+        }
+    }
+
     /// The record of one placement from its times, which the caller has combined across ranks
     /// (no MPI here): `per_rank_s`, each rank's mean per-iteration time (s), by rank; `time_s`,
     /// their combination by the aggregation policy; `combined`, the per-iteration samples

@@ -55,6 +55,13 @@ pub fn parse(argv: &[String]) -> Result<Clap<DoctorOptions>> {
         })
         .mut_arg("maxbytes", |a| a.help("The size every collective is measured at (e.g. 64M)"))
         .mut_arg("json", |a| a.help("Write doctor's findings as JSON to PATH"))
+        .mut_arg("max_time", |a| {
+            a.default_value("2m").help(
+                "The time doctor fits its measurements in: it measures below -e where -e would not fit, and says so \
+                 (e.g. 5m; 0: no limit, always -e)",
+            )
+        })
+        .mut_arg("progress", |a| a.help("A line on stderr as each of doctor's phases starts"))
         .mut_arg("minbytes", |a| a.hide(true))
         .mut_arg("no_ceiling", |a| a.hide(true));
     let a: DoctorArgs = match super::clap_parse_with(cmd, argv)? {
@@ -77,7 +84,6 @@ pub fn parse(argv: &[String]) -> Result<Clap<DoctorOptions>> {
         ("--no-csv", a.sweep.no_csv),
         ("--markdown", a.sweep.markdown.is_some()),
         ("--plot", a.sweep.plot.is_some()),
-        ("--progress", a.sweep.progress),
         ("--no-ceiling", a.sweep.no_ceiling),
         ("--per-rank", a.sweep.per_rank),
     ];
@@ -89,6 +95,11 @@ pub fn parse(argv: &[String]) -> Result<Clap<DoctorOptions>> {
     if json.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
         return Err(Error::usage("doctor --json: empty path; expected a file path, e.g. results/doctor.json"));
     }
+    let max_time_s = crate::duration::parse("doctor --max-time", &a.sweep.max_time, crate::duration::OR_ZERO)?;
+    let progress = a.sweep.progress;
+    // doctor fits its run in --max-time; the sweep's refusal of a long plan is not doctor's.
+    let mut a = a;
+    a.sweep.max_time = "0".into();
     let mut sweep = a.sweep.into_options().map_err(|e| Error::usage(format!("doctor {e}")))?;
     if !named {
         sweep.collectives = vec![Kind::AllReduce, Kind::AllGather, Kind::ReduceScatter];
@@ -110,7 +121,8 @@ pub fn parse(argv: &[String]) -> Result<Clap<DoctorOptions>> {
     sweep.csv = CsvTarget::Off;
     sweep.json = None;
     sweep.ceiling = true;
-    Ok(Clap::Args(DoctorOptions { sweep, min_pct_of_ceiling: min_pct, json }))
+    sweep.progress = false;
+    Ok(Clap::Args(DoctorOptions { sweep, min_pct_of_ceiling: min_pct, json, max_time_s, progress }))
 }
 
 #[cfg(test)]

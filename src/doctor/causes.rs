@@ -75,6 +75,9 @@ pub struct Cause {
     pub share: f64,
     /// `measured` (from the run's own comparison) or `estimated` (page faults).
     pub share_source: &'static str,
+    /// How far the share may be off, from the repeats of the measurement it rests on (± the
+    /// same units); `None` where it rests on one comparison made once.
+    pub share_uncertainty: Option<f64>,
     pub evidence: String,
     pub remedy: Option<String>,
     /// Whether it makes doctor's verdict a shortfall by itself (a link or host slower than its
@@ -86,7 +89,9 @@ pub struct Cause {
 /// less than [`SLOWER_THAN_PEERS`] of the fastest host pair (its own link is the bottleneck:
 /// every pair through it is slow); with one host pair, the pair against its hosts' nominal rate;
 /// a host whose ranks exchange slower within it than other hosts' ranks within theirs.
-pub fn link_causes(links: &[Link], nominal: &[Nominal]) -> Vec<Cause> {
+/// `shares_machine(a, b)`: hosts `a` and `b` run on one machine, so they are not compared with
+/// each other as hosts.
+pub fn link_causes(links: &[Link], nominal: &[Nominal], shares_machine: &dyn Fn(&str, &str) -> bool) -> Vec<Cause> {
     let mut out = vec![];
     let between: Vec<&Link> = links.iter().filter(|l| l.a != l.b && l.gbps.is_finite()).collect();
     let nominal_of = |h: &str| nominal.iter().find(|n| n.host == h);
@@ -100,6 +105,7 @@ pub fn link_causes(links: &[Link], nominal: &[Nominal]) -> Vec<Cause> {
                 subject: h.clone(),
                 share: 1.0 - slow.best_gbps / peers.fastest.gbps,
                 share_source: "measured",
+                share_uncertainty: None,
                 evidence: format!(
                     "{h}'s links carry {} (point-to-point, one way); the fastest host pair, {} and {}, {} GB/s{}",
                     list.join(", "),
@@ -123,6 +129,7 @@ pub fn link_causes(links: &[Link], nominal: &[Nominal]) -> Vec<Cause> {
                 subject: format!("{}-{}", l.a, l.b),
                 share: 1.0 - l.gbps / nom,
                 share_source: "measured",
+                share_uncertainty: None,
                 evidence: format!(
                     "{} GB/s one way between {} and {} (point-to-point), against the nominal {} GB/s of the slower end{}",
                     gb(l.gbps),
@@ -140,14 +147,19 @@ pub fn link_causes(links: &[Link], nominal: &[Nominal]) -> Vec<Cause> {
         }
     }
     let within: Vec<&Link> = links.iter().filter(|l| l.a == l.b && l.gbps.is_finite()).collect();
-    if within.len() >= 2 {
-        let best = within.iter().map(|l| l.gbps).fold(0.0, f64::max);
-        for l in within.iter().filter(|l| l.gbps < SLOWER_THAN_PEERS * best) {
+    for l in &within {
+        // The best of the hosts of other machines.
+        let Some(best) = within.iter().filter(|o| !shares_machine(&l.a, &o.a)).map(|o| o.gbps).reduce(f64::max)
+        else {
+            continue;
+        };
+        if l.gbps < SLOWER_THAN_PEERS * best {
             out.push(Cause {
                 cause: "host",
                 subject: l.a.clone(),
                 share: 1.0 - l.gbps / best,
                 share_source: "measured",
+                share_uncertainty: None,
                 evidence: format!(
                     "its ranks exchange {} GB/s within it (point-to-point, {} pairs); other hosts' ranks up to {} GB/s within theirs",
                     gb(l.gbps),
@@ -177,6 +189,7 @@ pub fn point_causes(seen: &[Seen], alternatives: &[Alternative], fault_us: Optio
                 subject: format!("{} page faults", s.collective),
                 share: (f * cost / s.time_us).min(1.0),
                 share_source: "estimated",
+                share_uncertainty: None,
                 evidence: format!(
                     "{f:.0} minor page faults per call at {} (the rank with most), at {cost:.2} us each (one fault on this host, measured at start): the library's temporaries are given back to the system and taken again on every call under the C library's defaults, as in an application that made other MPI calls first (docs/sweep.md, \"The heap\")",
                     human(s.size_bytes)
@@ -191,6 +204,7 @@ pub fn point_causes(seen: &[Seen], alternatives: &[Alternative], fault_us: Optio
                 subject: host.clone(),
                 share: (1.0 - med / t).clamp(0.0, 1.0),
                 share_source: "measured",
+                share_uncertainty: None,
                 evidence: format!(
                     "rank {rank} on {host} took {t:.0} us per {} call, the median rank {med:.0} us",
                     s.collective
@@ -205,6 +219,7 @@ pub fn point_causes(seen: &[Seen], alternatives: &[Alternative], fault_us: Optio
                 subject: s.collective.to_string(),
                 share: 1.0 - s.median_us / s.p95_us,
                 share_source: "measured",
+                share_uncertainty: None,
                 evidence: format!(
                     "its samples spread: 95th percentile {:.0} us against the median {:.0} us ({} samples)",
                     s.p95_us, s.median_us, s.samples
@@ -243,6 +258,7 @@ fn algorithm_cause(a: &Alternative, seen: &[Seen]) -> Option<Cause> {
             subject: a.collective.to_string(),
             share,
             share_source: "measured",
+            share_uncertainty: None,
             evidence: format!(
                 "at {size} the library ran {ran}, {:.0} us per call; {name} measured {us:.0} us ({:.2}x faster), interleaved as tune times them",
                 a.default_us,
@@ -261,6 +277,7 @@ fn algorithm_cause(a: &Alternative, seen: &[Seen]) -> Option<Cause> {
             subject: a.collective.to_string(),
             share,
             share_source: "measured",
+            share_uncertainty: None,
             evidence: format!(
                 "at {size} {name}'s median, {us:.0} us, beat the library's {ran}, {:.0} us, but their rounds overlapped ({name}'s slowest {hi:.0} us, the default's fastest {lo}): the algorithms were not told apart",
                 a.default_us
@@ -283,6 +300,7 @@ pub fn call_causes(calls: &[OtherCall]) -> Vec<Cause> {
             subject: c.collective.to_string(),
             share: 1.0 - c.other_us / c.function_us,
             share_source: "measured",
+            share_uncertainty: None,
             evidence: format!(
                 "at {} {} took {:.0} us per call; the library's {} (equal counts) {:.0} us ({:.2}x faster), interleaved as tune times them",
                 human(c.size_bytes),
@@ -356,14 +374,14 @@ mod tests {
         let hs = hosts(&["h1", "h2", "h3"]);
         let links = host_links(&[pair(0, 1, 0.6), pair(0, 2, 0.006), pair(1, 2, 0.0061)], &hs);
         assert_eq!(links.len(), 3);
-        let c = link_causes(&links, &[]);
+        let c = link_causes(&links, &[], &|a, b| a == b);
         assert_eq!(c.len(), 1, "{c:?}");
         assert_eq!((c[0].cause, c[0].subject.as_str(), c[0].short), ("link", "h3", true));
         assert!(c[0].share > 0.98, "{c:?}");
         assert!(c[0].evidence.contains("to h1") && c[0].evidence.contains("h1 and h2"), "{}", c[0].evidence);
         // All alike: nothing.
         let links = host_links(&[pair(0, 1, 0.6), pair(0, 2, 0.58), pair(1, 2, 0.61)], &hs);
-        assert!(link_causes(&links, &[]).is_empty());
+        assert!(link_causes(&links, &[], &|a, b| a == b).is_empty());
     }
 
     #[test]
@@ -379,14 +397,14 @@ mod tests {
         );
         assert_eq!(links[1].gbps, 0.6);
         let nominal = [Nominal { host: "a".into(), interface: "eth0".into(), gbps: 1.25 }];
-        let c = link_causes(&links, &nominal);
+        let c = link_causes(&links, &nominal, &|a, b| a == b);
         let link = c.iter().find(|c| c.cause == "link").expect("link");
         assert!((link.share - (1.0 - 0.6 / 1.25)).abs() < 1e-9 && !link.short, "{link:?}");
         let host = c.iter().find(|c| c.cause == "host").expect("host");
         assert_eq!((host.subject.as_str(), host.short), ("b", true));
         assert!((host.share - 0.75).abs() < 1e-9);
         // Without a nominal rate one host pair says nothing.
-        assert!(link_causes(&links[1..2], &[]).is_empty());
+        assert!(link_causes(&links[1..2], &[], &|a, b| a == b).is_empty());
     }
 
     #[test]

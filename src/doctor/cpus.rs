@@ -25,8 +25,13 @@ pub struct RankCpus {
     pub allowed: Vec<usize>,
     /// The mean current and maximum clock of those CPUs, MHz, where cpufreq states both.
     pub clock_mhz: Option<(f64, f64)>,
-    /// GB/s one core copies memory at ([`memory_copy_gbps`]): the host's first rank only.
+    /// GB/s one core copies memory at ([`memory_copy`]): the host's first rank only; and how far
+    /// its repeats spread (slowest to fastest, a fraction of the median).
     pub memory_copy_gbps: Option<f64>,
+    pub memory_copy_spread: Option<f64>,
+    /// The kernel's boot id (`/proc/sys/kernel/random/boot_id`): ranks that read the same one
+    /// run on one machine, whatever their host names (network namespaces, containers).
+    pub machine: Option<String>,
 }
 
 /// One host's CPUs, as its ranks saw them.
@@ -42,33 +47,49 @@ pub struct HostCpus {
     pub clock_mhz: Option<f64>,
     pub max_clock_mhz: Option<f64>,
     /// GB/s one core of it copies memory at (read + write, as STREAM's Copy counts), measured by
-    /// its first rank while every host measures at once.
+    /// its first rank while every host measures at once: the median of [`COPY_REPEATS`].
     pub memory_copy_gbps: Option<f64>,
+    /// How far those repeats spread: slowest to fastest, percent of the median.
+    pub memory_copy_spread_pct: Option<f64>,
+    /// The machine it runs on (its kernel's boot id), where it says: hosts of one machine share
+    /// its cores and memory, so they are not compared with each other.
+    pub boot_id: Option<String>,
 }
+
+/// Repeats of the memory copy; its spread is the uncertainty of a host's rate.
+pub const COPY_REPEATS: usize = 3;
 
 /// The bytes [`memory_copy_gbps`] copies, each way: past the last-level cache of most servers'
 /// sockets (not of the largest, which hold hundreds of MiB: there it is a cache rate, the same on
 /// every host of one model, so the comparison between a cluster's hosts still holds).
 const COPY_BYTES: usize = 64 << 20;
 
-/// GB/s one core copies memory at: the fastest of at least 3 copies of [`COPY_BYTES`] within
-/// 100 ms, counting each byte read and written (STREAM's Copy). The buffers are touched first,
-/// so no page is faulted in while timed.
-pub fn memory_copy_gbps() -> f64 {
+/// GB/s one core copies memory at, [`COPY_REPEATS`] times: each the fastest of at least 3 copies
+/// of [`COPY_BYTES`] within 50 ms, counting each byte read and written (STREAM's Copy); the
+/// median and the spread (slowest to fastest, a fraction of the median). The buffers are
+/// touched first, so no page is faulted in while timed.
+pub fn memory_copy() -> (f64, f64) {
     let src = vec![1u8; COPY_BYTES];
     let mut dst = vec![0u8; COPY_BYTES];
     dst.fill(2);
-    let started = std::time::Instant::now();
-    let mut best = f64::INFINITY;
-    let mut copies = 0;
-    while copies < 3 || (copies < 50 && started.elapsed().as_secs_f64() < 0.1) {
-        let t = std::time::Instant::now();
-        dst.copy_from_slice(std::hint::black_box(&src));
-        std::hint::black_box(&mut dst);
-        best = best.min(t.elapsed().as_secs_f64());
-        copies += 1;
-    }
-    2.0 * COPY_BYTES as f64 / best.max(1e-9) / 1e9
+    let mut rates: Vec<f64> = (0..COPY_REPEATS)
+        .map(|_| {
+            let started = std::time::Instant::now();
+            let mut best = f64::INFINITY;
+            let mut copies = 0;
+            while copies < 3 || (copies < 50 && started.elapsed().as_secs_f64() < 0.05) {
+                let t = std::time::Instant::now();
+                dst.copy_from_slice(std::hint::black_box(&src));
+                std::hint::black_box(&mut dst);
+                best = best.min(t.elapsed().as_secs_f64());
+                copies += 1;
+            }
+            2.0 * COPY_BYTES as f64 / best.max(1e-9) / 1e9
+        })
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    let median = rates[rates.len() / 2];
+    (median, (rates[rates.len() - 1] - rates[0]) / median)
 }
 
 /// This rank's CPUs, read under `proc_root` (`/proc`) and `sys_root` (`/sys`).
@@ -88,7 +109,8 @@ pub fn here(proc_root: &Path, sys_root: &Path) -> RankCpus {
         let n = v.len() as f64;
         (v.iter().map(|x| x.0).sum::<f64>() / n / 1000.0, v.iter().map(|x| x.1).sum::<f64>() / n / 1000.0)
     });
-    RankCpus { online, allowed, clock_mhz, memory_copy_gbps: None }
+    let machine = read(&proc_root.join("sys/kernel/random/boot_id")).map(|b| b.trim().to_string()).filter(|b| !b.is_empty());
+    RankCpus { online, allowed, clock_mhz, memory_copy_gbps: None, memory_copy_spread: None, machine }
 }
 
 /// Every host's CPUs, in order of first rank (rank 0; empty elsewhere). Collective.
@@ -97,12 +119,18 @@ pub fn gather(world: &World) -> Vec<HostCpus> {
     let list: Vec<String> = me.allowed.iter().map(|c| c.to_string()).collect();
     // The host's first rank measures; the others wait in the all-gather below.
     let first_here = world.hosts.iter().position(|h| h == world.host()) == Some(world.rank);
-    let copy = if first_here { format!("{}", memory_copy_gbps()) } else { String::new() };
+    let copy = if first_here {
+        let (gbps, spread) = memory_copy();
+        format!("{gbps} {spread}")
+    } else {
+        String::new()
+    };
     let text = format!(
-        "{}\t{}\t{}\t{copy}",
+        "{}\t{}\t{}\t{}\t{copy}",
         me.online.map(|o| o.to_string()).unwrap_or_default(),
         list.join(","),
-        me.clock_mhz.map(|(c, m)| format!("{c} {m}")).unwrap_or_default()
+        me.clock_mhz.map(|(c, m)| format!("{c} {m}")).unwrap_or_default(),
+        me.machine.clone().unwrap_or_default()
     );
     let all = world.all_gather_bytes(text.as_bytes());
     if world.rank != 0 {
@@ -120,8 +148,16 @@ pub fn gather(world: &World) -> Vec<HostCpus> {
                 let (a, b) = c.split_once(' ')?;
                 Some((a.parse().ok()?, b.parse().ok()?))
             });
-            let memory_copy_gbps = f.next().and_then(|g| g.parse().ok());
-            (world.hosts[rank].clone(), RankCpus { online, allowed, clock_mhz, memory_copy_gbps })
+            let machine = f.next().filter(|m| !m.is_empty()).map(str::to_string);
+            let copy = f.next().and_then(|c| {
+                let (g, s) = c.split_once(' ')?;
+                Some((g.parse().ok()?, s.parse().ok()?))
+            });
+            let (memory_copy_gbps, memory_copy_spread) = (copy.map(|c: (f64, f64)| c.0), copy.map(|c| c.1));
+            (
+                world.hosts[rank].clone(),
+                RankCpus { online, allowed, clock_mhz, memory_copy_gbps, memory_copy_spread, machine },
+            )
         })
         .collect();
     per_host(&ranks)
@@ -146,6 +182,8 @@ pub fn per_host(ranks: &[(String, RankCpus)]) -> Vec<HostCpus> {
                         clock_mhz: None,
                         max_clock_mhz: None,
                         memory_copy_gbps: None,
+                        memory_copy_spread_pct: None,
+                        boot_id: r.machine.clone(),
                     },
                     vec![],
                     vec![],
@@ -155,7 +193,10 @@ pub fn per_host(ranks: &[(String, RankCpus)]) -> Vec<HostCpus> {
         };
         let (h, usable, clocks) = &mut out[at];
         h.ranks += 1;
-        h.memory_copy_gbps = h.memory_copy_gbps.or(r.memory_copy_gbps);
+        if h.memory_copy_gbps.is_none() {
+            h.memory_copy_gbps = r.memory_copy_gbps;
+            h.memory_copy_spread_pct = r.memory_copy_spread.map(|s| s * 100.0);
+        }
         for c in &r.allowed {
             if !usable.contains(c) {
                 usable.push(*c);
@@ -176,20 +217,24 @@ pub fn per_host(ranks: &[(String, RankCpus)]) -> Vec<HostCpus> {
         .collect()
 }
 
+/// Whether two hosts run on one machine (the same boot id): they share its cores and memory.
+pub fn same_machine(a: &HostCpus, b: &HostCpus) -> bool {
+    a.host == b.host || (a.boot_id.is_some() && a.boot_id == b.boot_id)
+}
+
 /// The host causes in the CPUs: more ranks than cores online (then nothing more about binding),
 /// ranks bound to fewer cores than they are, a clock below [`CLOCK_HELD_LOW`] of its maximum,
 /// memory copied at less than [`SLOWER_THAN_PEERS`] of the fastest host's rate. Shares are
 /// estimates: the part of a core each rank lacks, the part of the clock or the rate missing.
 pub fn cpu_causes(hosts: &[HostCpus]) -> Vec<Cause> {
     let mut out = vec![];
-    let fastest =
-        hosts.iter().filter_map(|h| Some((h.memory_copy_gbps?, h.host.as_str()))).max_by(|a, b| a.0.total_cmp(&b.0));
     for h in hosts {
         let cause = |share: f64, evidence: String, remedy: String| Cause {
             cause: "host",
             subject: h.host.clone(),
             share: share.clamp(0.0, 1.0),
             share_source: "estimated",
+            share_uncertainty: None,
             evidence,
             remedy: Some(remedy),
             short: false,
@@ -230,18 +275,50 @@ pub fn cpu_causes(hosts: &[HostCpus]) -> Vec<Cause> {
                 ));
             }
         }
-        if let (Some(rate), Some((best, best_host))) = (h.memory_copy_gbps, fastest) {
+        // Only against hosts of other machines: hosts of one machine share its memory.
+        let fastest = hosts
+            .iter()
+            .filter(|o| !same_machine(h, o))
+            .filter_map(|o| Some((o.memory_copy_gbps?, o)))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        if let (Some(rate), Some((best, b))) = (h.memory_copy_gbps, fastest) {
             if rate < SLOWER_THAN_PEERS * best {
-                out.push(cause(
-                    1.0 - rate / best,
+                // The ratio's uncertainty: both rates' spreads over their repeats.
+                let u = |x: &HostCpus| x.memory_copy_spread_pct.unwrap_or(0.0) / 100.0;
+                let ratio = rate / best;
+                let off = ratio * (u(h) + u(b));
+                let told_apart = ratio + off < SLOWER_THAN_PEERS;
+                let spreads = format!(
+                    "their {COPY_REPEATS} repeats spread {:.0}% and {:.0}%",
+                    100.0 * u(h),
+                    100.0 * u(b)
+                );
+                let mut c = cause(
+                    1.0 - ratio,
                     format!(
-                        "one core copies its memory at {rate:.1} GB/s (read + write) against {best:.1} GB/s on {best_host}, the fastest host, measured at once: fewer memory channels populated, a DIMM down, or memory on a remote NUMA node"
+                        "one core copies its memory at {rate:.1} GB/s (read + write) against {best:.1} GB/s on {}, the fastest host, measured at once ({spreads}){}",
+                        b.host,
+                        if told_apart {
+                            ": fewer memory channels populated, a DIMM down, or memory on a remote NUMA node"
+                        } else {
+                            ": within that spread of half, so not told apart"
+                        }
                     ),
-                    format!(
-                        "on {}: check its DIMMs and memory configuration (dmidecode -t memory, numactl -H) against {best_host}'s",
-                        h.host
-                    ),
-                ));
+                    if told_apart {
+                        format!(
+                            "on {}: check its DIMMs and memory configuration (dmidecode -t memory, numactl -H) against {}'s",
+                            h.host, b.host
+                        )
+                    } else {
+                        "measure again on a quiet machine: other jobs share the memory".into()
+                    },
+                );
+                c.share_uncertainty = Some(off);
+                if !told_apart {
+                    c.cause = "noise";
+                    c.subject = format!("{} memory", h.host);
+                }
+                out.push(c);
             }
         }
     }
@@ -278,7 +355,7 @@ mod tests {
             online: Some(online),
             allowed: allowed.to_vec(),
             clock_mhz: clock,
-            memory_copy_gbps: None,
+            ..RankCpus::default()
         };
         // a: 4 ranks on 2 cores; b: 2 ranks bound to core 0 of 8; c: fine but clocked low.
         let ranks = vec![
@@ -320,32 +397,55 @@ mod tests {
     }
 
     /// Each host's first rank copies memory, every host at once; a host below half the fastest
-    /// host's rate is a cause (share: the rate missing), the others are not.
+    /// host's rate, beyond the spread of both rates' repeats, is a cause (share: the rate
+    /// missing, ± that spread); within it, noise "not told apart"; hosts of one machine (one
+    /// boot id) are not compared with each other.
     #[test]
     fn a_host_that_copies_memory_at_half_the_fastest_rate_is_a_cause() {
-        let rank = |gbps: Option<f64>| RankCpus { online: Some(8), memory_copy_gbps: gbps, ..RankCpus::default() };
+        let rank = |gbps: Option<f64>, spread: f64, machine: &str| RankCpus {
+            online: Some(8),
+            memory_copy_gbps: gbps,
+            memory_copy_spread: gbps.map(|_| spread),
+            machine: Some(machine.to_string()),
+            ..RankCpus::default()
+        };
         let hosts = per_host(&[
-            ("a".to_string(), rank(Some(20.0))),
-            ("a".to_string(), rank(None)),
-            ("b".to_string(), rank(Some(12.0))),
-            ("c".to_string(), rank(Some(8.0))),
+            ("a".to_string(), rank(Some(20.0), 0.05, "m1")),
+            ("a".to_string(), rank(None, 0.0, "m1")),
+            ("b".to_string(), rank(Some(12.0), 0.05, "m2")),
+            ("c".to_string(), rank(Some(8.0), 0.05, "m3")),
         ]);
         assert_eq!(hosts.iter().map(|h| h.memory_copy_gbps).collect::<Vec<_>>(), [Some(20.0), Some(12.0), Some(8.0)]);
         let c = cpu_causes(&hosts);
         assert_eq!(c.len(), 1, "{c:?}");
-        assert_eq!((c[0].subject.as_str(), c[0].share), ("c", 0.6));
+        assert_eq!((c[0].cause, c[0].subject.as_str(), c[0].share), ("host", "c", 0.6));
+        assert!((c[0].share_uncertainty.unwrap() - 0.04).abs() < 1e-9, "{c:?}");
         assert!(
-            c[0].evidence.contains("at 8.0 GB/s (read + write) against 20.0 GB/s on a, the fastest host"),
+            c[0].evidence.contains("at 8.0 GB/s (read + write) against 20.0 GB/s on a, the fastest host, measured at once (their 3 repeats spread 5% and 5%)"),
             "{}",
             c[0].evidence
         );
+        // Repeats that spread 30%: 0.4 of the fastest is within reach of half, not told apart.
+        let noisy = per_host(&[("a".to_string(), rank(Some(20.0), 0.3, "m1")), ("c".to_string(), rank(Some(8.0), 0.3, "m3"))]);
+        let c = cpu_causes(&noisy);
+        assert_eq!((c.len(), c[0].cause, c[0].subject.as_str()), (1, "noise", "c memory"), "{c:?}");
+        assert!(c[0].evidence.contains("not told apart"), "{}", c[0].evidence);
+        // One machine (the test bed's namespaces): no comparison at all.
+        let shared =
+            per_host(&[("a".to_string(), rank(Some(20.0), 0.0, "m1")), ("c".to_string(), rank(Some(3.0), 0.0, "m1"))]);
+        assert!(cpu_causes(&shared).is_empty());
         // A host that measured nothing is never judged, nor judges.
-        assert!(cpu_causes(&per_host(&[("a".to_string(), rank(None)), ("b".to_string(), rank(Some(1.0)))])).is_empty());
+        assert!(cpu_causes(&per_host(&[
+            ("a".to_string(), rank(None, 0.0, "m1")),
+            ("b".to_string(), rank(Some(1.0), 0.0, "m2"))
+        ]))
+        .is_empty());
     }
 
     #[test]
     fn one_core_copies_memory_at_a_plausible_rate() {
-        let gbps = memory_copy_gbps();
+        let (gbps, spread) = memory_copy();
         assert!((0.1..1000.0).contains(&gbps), "{gbps} GB/s");
+        assert!((0.0..10.0).contains(&spread), "{spread}");
     }
 }

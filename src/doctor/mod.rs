@@ -14,10 +14,13 @@
 
 pub mod causes;
 pub mod cpus;
+pub mod plan;
 
 use crate::error::{exit, Error, Result};
 use crate::options::Options;
 use crate::record::{Ceiling, Point, RunInfo};
+use crate::collective::Kind;
+use crate::options::human_duration;
 use crate::size::human;
 use crate::sweep::Sweep;
 use crate::world::World;
@@ -34,7 +37,14 @@ pub struct DoctorOptions {
     pub sweep: Options,
     pub min_pct_of_ceiling: f64,
     pub json: Option<PathBuf>,
+    /// `--max-time`: the time doctor fits its measurements in, seconds; 0: none (measure at -e).
+    pub max_time_s: f64,
+    /// `--progress`: a line on stderr as each phase starts.
+    pub progress: bool,
 }
+
+/// `--max-time` when not given.
+pub const DEFAULT_MAX_TIME_S: f64 = 120.0;
 
 /// doctor's JSON layout; a change that renames or removes a field changes it.
 pub const SCHEMA: &str = "coll-bench-doctor/1";
@@ -54,7 +64,32 @@ struct Asked<'a> {
     dtype: String,
     budget_s: f64,
     min_pct_of_ceiling: f64,
+    /// `--max-time`, seconds (0: none).
+    max_time_s: f64,
     json: Option<&'a Path>,
+}
+
+/// How doctor fitted its run in `--max-time` (`plan`).
+#[derive(Debug, Serialize)]
+struct PlanJson<'a> {
+    /// The size asked (`-e`) and the size measured at.
+    asked_size_bytes: u64,
+    size_bytes: u64,
+    /// Why they differ, or why the algorithms were left out; `null` where nothing was.
+    reason: Option<&'a str>,
+    /// The probe's line: the ring's latency and rate.
+    probe: &'a plan::Line,
+    estimated_s: f64,
+    phases: Vec<PhaseJson>,
+    /// Collectives whose algorithms were not weighed (the time limit).
+    algorithms_left_out: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct PhaseJson {
+    name: &'static str,
+    estimated_s: f64,
+    seconds: f64,
 }
 
 /// `run`: the run's context, as the sweep's and step's.
@@ -69,6 +104,7 @@ struct Run<'a> {
     hosts: Vec<Host>,
     ceiling: Option<&'a Ceiling>,
     options: Asked<'a>,
+    plan: PlanJson<'a>,
 }
 
 /// What doctor found, as `--json` writes it (docs/output.md, "doctor: JSON fields").
@@ -119,22 +155,47 @@ fn seen(p: &Point, info: &RunInfo, hosts: &[String]) -> Seen {
     }
 }
 
-/// The sweep at doctor's size with its ceiling: the points (rank 0's are the reported ones), the
-/// run's context, and whether any result was wrong.
-fn sweep(world: &World, opts: &Options) -> Result<(Vec<Point>, RunInfo, bool)> {
-    let mut opts = opts.clone();
-    let (mut backend, note) = crate::setup::ready_backend(world, &mut opts)?;
-    let mut info =
-        crate::setup::run_info(world, backend.as_ref(), &opts, &chrono::Utc::now(), note.into_iter().collect());
+/// The probe: the ceiling pass at [`plan::PROBE_BYTES`] (each at most `-e`), as seconds per
+/// sendrecv at each size, on every rank alike (the pass agrees its times).
+fn probe(world: &World, backend: &mut dyn crate::backend::Backend, opts: &Options, links: &'static str) -> Result<plan::Line> {
     let mut points = vec![];
-    let mut sweep = Sweep::new(world, backend.as_mut(), &opts);
+    for bytes in plan::PROBE_BYTES.map(|b| b.min(opts.max_bytes)) {
+        if points.iter().any(|(b, _)| *b == bytes) {
+            continue;
+        }
+        let mut p = opts.clone();
+        (p.min_bytes, p.max_bytes) = (bytes, bytes);
+        if let Some(c) = Sweep::new(world, backend, &p).ceiling(links, &mut vec![])? {
+            points.push((c.size_bytes, c.time_us * 1e-6));
+        }
+    }
+    Ok(plan::Line::fit(&points))
+}
+
+/// The ceiling pass and the sweep at `opts`' one size, out of place: the points (rank 0's are
+/// the reported ones), and whether any result was wrong.
+fn sweep(
+    world: &World,
+    backend: &mut dyn crate::backend::Backend,
+    opts: &Options,
+    info: &mut RunInfo,
+) -> Result<(Vec<Point>, bool)> {
+    let mut points = vec![];
+    let mut sweep = Sweep::new(world, backend, opts).out_of_place_only();
     let links = info.ring_links();
     info.ceiling = sweep.ceiling(links, &mut info.notes)?;
     let totals = sweep.run(&mut |p| {
         points.push(p.without_rank_times());
         Ok(())
     })?;
-    Ok((points, info, totals.failed()))
+    Ok((points, totals.failed()))
+}
+
+/// Seconds since `t0` as rank 0 counts them, on every rank.
+fn elapsed(world: &World, t0: f64) -> f64 {
+    let mine = (mpi::time() - t0).to_le_bytes().to_vec();
+    let b = world.broadcast_bytes(0, mine);
+    f64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]))
 }
 
 /// The whole subcommand, on every rank, once the options are agreed.
@@ -145,32 +206,122 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
             "doctor: a world of 1 rank has no links to weigh; expected at least 2 ranks (mpirun -n 2 or more)",
         )));
     }
-    let opts = &o.sweep;
-    world.agree(opts.validate_for_world(world.size))?;
-    world.agree(crate::backend::mpi::known_faults(world, opts))?;
+    world.agree(o.sweep.validate_for_world(world.size))?;
+    world.agree(crate::backend::mpi::known_faults(world, &o.sweep))?;
     // The JSON's path first: a run that would fail on it fails before anything is measured.
     let outputs: Vec<(&str, &Path)> = o.json.iter().map(|p| ("doctor --json", p.as_path())).collect();
-    crate::setup::check_outputs(world, &outputs, &[], opts.files)?;
+    crate::setup::check_outputs(world, &outputs, &[], o.sweep.files)?;
     crate::report::interrupted::arm(world.rank, Some(&[]));
     say(world, &format!("# coll-bench {} doctor: {}", env!("CARGO_PKG_VERSION"), what(world, o)));
+    let limit_s = if o.max_time_s > 0.0 { o.max_time_s } else { f64::INFINITY };
+    let progress = |phase: &str| {
+        if o.progress && world.rank == 0 {
+            eprintln!("# doctor: {:.1} s: {phase}", mpi::time() - t0);
+        }
+    };
 
-    let (points, mut info, wrong) = sweep(world, opts)?;
+    // The probe, then the plan: the size, the phases, their estimates.
+    let mut asked = o.sweep.clone();
+    let (mut backend, note) = crate::setup::ready_backend(world, &mut asked)?;
+    let mut info =
+        crate::setup::run_info(world, backend.as_ref(), &asked, &chrono::Utc::now(), note.into_iter().collect());
+    progress("probe: sendrecv around the ring at two small sizes");
+    let line = probe(world, backend.as_mut(), &asked, info.ring_links())?;
     let hosts = world.ranks_by_host();
+    let shape = plan::Shape {
+        ranks: world.size,
+        collectives: crate::tune::candidate_counts(world, &asked.collectives)?,
+        pair_rounds: if hosts.len() > 1 { crate::pairs::schedule::Pairing::rounds(&crate::pairs::schedule::ByHost::new(&world.hosts)) } else { 0 },
+        budget_s: asked.budget_s,
+        warmup: asked.warmup,
+        iters: asked.iters,
+        check: asked.check,
+    };
+    let left_s = limit_s - elapsed(world, t0);
+    let choice = plan::choose(&line, &shape, asked.max_bytes, left_s, limit_s);
+    let size = choice.estimate.size_bytes;
+    say(world, &plan_line(&choice, limit_s, mpi::time() - t0));
+    if let Some(r) = &choice.reason {
+        say(world, &format!("# size: {}: {r}", human(size)));
+    }
+    let mut opts = asked.clone();
+    (opts.min_bytes, opts.max_bytes) = (size, size);
+    let mut spent: Vec<(&'static str, f64)> = vec![];
+    let mut lap = {
+        let mut at = mpi::time();
+        move |name: &'static str, spent: &mut Vec<(&'static str, f64)>| {
+            let now = mpi::time();
+            spent.push((name, now - at));
+            at = now;
+        }
+    };
+    lap("probe", &mut spent);
+
+    progress(&format!("ceiling and collectives at {}", human(size)));
+    let (points, wrong) = sweep(world, backend.as_mut(), &opts, &mut info)?;
+    drop(backend);
+    lap("ceiling and collectives", &mut spent);
     let links = if hosts.len() > 1 {
-        crate::pairs::links::measure(world, opts.max_bytes, opts.budget_s, opts.files)
+        progress(&format!("pairs between hosts at {}", human(size.min(crate::pairs::links::LINK_BYTES))));
+        crate::pairs::links::measure(world, size, opts.budget_s, opts.files)
     } else {
         vec![]
     };
+    lap("pairs", &mut spent);
     // Read once: every host's rate for the link causes, and beside the ceiling between hosts as
     // the sweep's (`nic::beside`) gives it.
+    progress("hosts: NICs, CPUs, memory");
     let nominal = crate::nic::nominal_rates(world);
     if let Some(c) = info.ceiling.as_mut().filter(|c| c.links == RunInfo::BETWEEN_HOSTS) {
         c.nominal = nominal.clone();
     }
     let host_cpus = cpus::gather(world);
+    lap("hosts", &mut spent);
     let seen: Vec<Seen> = points.iter().map(|p| seen(p, &info, &world.hosts)).collect();
-    // Every collective's algorithms, short or not: a faster one is a finding either way.
-    let measured = crate::tune::alternatives(world, opts)?;
+    // Every collective's algorithms, short or not: a faster one is a finding either way. Planned
+    // again from the collectives' own calls (the probe's line may have been kind), at a smaller
+    // size where that one would not fit what is left; each collective while the limit allows.
+    // Decided on rank 0, for every rank.
+    let left_s = limit_s - elapsed(world, t0);
+    let calls: Vec<(Kind, f64)> = points.iter().map(|p| (p.collective, p.out_of_place.time_us * 1e-6)).collect();
+    let replanned = if choice.algorithms { plan::algorithms_at(&shape, size, &calls, left_s) } else { None };
+    let alg_size = {
+        let mine = replanned.as_ref().map_or(0, |r| r.0).to_le_bytes().to_vec();
+        let b = world.broadcast_bytes(0, mine);
+        u64::from_le_bytes(b[..8].try_into().unwrap_or([0; 8]))
+    };
+    let alg_est = replanned.map(|r| r.1).unwrap_or_default();
+    let mut alg_note = None;
+    if choice.algorithms && alg_size != size {
+        let all: f64 = plan::algorithms_at(&shape, size, &calls, f64::INFINITY)
+            .map_or(0.0, |r| r.1.iter().map(|e| e.1).sum());
+        alg_note = Some(format!(
+            "the algorithms at {} would take about {} (from the collectives' calls), beyond the {} left of the {} limit: {}",
+            human(size),
+            human_duration(all),
+            human_duration(left_s.max(0.0)),
+            human_duration(limit_s),
+            if alg_size > 0 { format!("weighed at {}", human(alg_size)) } else { "not weighed".into() }
+        ));
+    }
+    let mut alg_opts = opts.clone();
+    (alg_opts.min_bytes, alg_opts.max_bytes) = (alg_size.max(8), alg_size.max(8));
+    let mut left_out: Vec<Kind> = vec![];
+    let mut go_on = |kind: Kind| {
+        let est = alg_est.iter().find(|a| a.0 == kind).map_or(0.0, |a| a.1);
+        let go = {
+            let mine = vec![u8::from(alg_size > 0 && elapsed(world, t0) + est <= limit_s)];
+            world.broadcast_bytes(0, mine)[0] == 1
+        };
+        if go {
+            progress(&format!("algorithms of {kind} at {} (estimated {})", human(alg_size), human_duration(est)));
+        } else {
+            left_out.push(kind);
+        }
+        go
+    };
+    let measured = crate::tune::alternatives(world, &alg_opts, &mut go_on)?;
+    lap("algorithms", &mut spent);
     let calls = measured.calls;
     let alternatives: Vec<Alternative> = measured
         .algorithms
@@ -196,7 +347,9 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
         let code = world.max_u64(0);
         return world.agree(Ok(code as i32));
     }
-    let mut all = causes::link_causes(&links, &nominal);
+    let boot_id = |h: &str| host_cpus.iter().find(|c| c.host == h).and_then(|c| c.boot_id.clone());
+    let shares_machine = |a: &str, b: &str| a == b || boot_id(a).is_some_and(|x| Some(x) == boot_id(b));
+    let mut all = causes::link_causes(&links, &nominal, &shares_machine);
     all.extend(cpus::cpu_causes(&host_cpus));
     all.extend(causes::point_causes(&seen, &alternatives, crate::memory::fault_cost_us()));
     all.extend(causes::call_causes(&calls));
@@ -206,7 +359,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
     let ceiling_short = ranked.iter().any(|c| c.short);
     let code = if wrong || !below.is_empty() || ceiling_short { exit::WRONG } else { exit::OK };
     let seconds = mpi::time() - t0;
-    print_page(o, &info, &seen, &ranked, &below, wrong, code, seconds);
+    print_page(o, &info, &seen, &ranked, &below, wrong, code, seconds, (&left_out, alg_note.as_deref()), limit_s);
     let written = match &o.json {
         Some(path) => {
             let f = Findings {
@@ -228,7 +381,26 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
                         dtype: opts.dtypes.first().map(|d| d.to_string()).unwrap_or_default(),
                         budget_s: opts.budget_s,
                         min_pct_of_ceiling: o.min_pct_of_ceiling,
+                        max_time_s: o.max_time_s,
                         json: Some(path.as_path()),
+                    },
+                    plan: PlanJson {
+                        asked_size_bytes: asked.max_bytes,
+                        size_bytes: size,
+                        reason: choice.reason.as_deref(),
+                        probe: &line,
+                        estimated_s: choice.estimate.total_s(),
+                        phases: choice
+                            .estimate
+                            .phases
+                            .iter()
+                            .map(|p| PhaseJson {
+                                name: p.name,
+                                estimated_s: p.estimated_s,
+                                seconds: spent.iter().find(|s| s.0 == p.name).map_or(0.0, |s| s.1),
+                            })
+                            .collect(),
+                        algorithms_left_out: left_out.iter().map(|k| k.to_string()).collect(),
                     },
                 },
                 collectives: &seen,
@@ -268,13 +440,39 @@ fn what(world: &World, o: &DoctorOptions) -> String {
     let hosts = world.ranks_by_host();
     let names: Vec<String> = o.sweep.collectives.iter().map(|k| k.to_string()).collect();
     format!(
-        "{} ranks on {} host(s), {} at {} ({}), bar {}% of the ceiling",
+        "{} ranks on {} host(s), {} at {} ({}), bar {}% of the ceiling, {}",
         world.size,
         hosts.len(),
         names.join(", "),
         human(o.sweep.max_bytes),
         o.sweep.dtypes.first().map(|d| d.to_string()).unwrap_or_default(),
-        o.min_pct_of_ceiling
+        o.min_pct_of_ceiling,
+        if o.max_time_s > 0.0 {
+            format!("time limit {} (--max-time)", human_duration(o.max_time_s))
+        } else {
+            "no time limit (--max-time 0)".to_string()
+        }
+    )
+}
+
+/// The plan in one line: each phase's estimate and the total against the limit.
+fn plan_line(c: &plan::Choice, limit_s: f64, probe_s: f64) -> String {
+    let phases: Vec<String> = c
+        .estimate
+        .phases
+        .iter()
+        .filter(|p| c.algorithms || p.name != "algorithms")
+        .map(|p| format!("{} {}", p.name, human_duration(p.estimated_s)))
+        .collect();
+    let total = probe_s + c.estimate.total_s()
+        - if c.algorithms { 0.0 } else { c.estimate.phases.iter().find(|p| p.name == "algorithms").map_or(0.0, |p| p.estimated_s) };
+    format!(
+        "# plan: at {}: probe {} (done), {}; estimated {}{}",
+        human(c.estimate.size_bytes),
+        human_duration(probe_s),
+        phases.join(", "),
+        human_duration(total),
+        if limit_s.is_finite() { format!(" of the {} limit", human_duration(limit_s)) } else { String::new() }
     )
 }
 
@@ -288,6 +486,8 @@ fn print_page(
     wrong: bool,
     code: i32,
     seconds: f64,
+    (left_out, alg_note): (&[Kind], Option<&str>),
+    limit_s: f64,
 ) {
     println!("# MPI library: {}", info.mpi_library);
     match &info.ceiling {
@@ -344,13 +544,25 @@ fn print_page(
             bar
         );
     }
+    if let Some(n) = alg_note {
+        println!("# algorithms: {n}");
+    }
+    if !left_out.is_empty() && alg_note.is_none_or(|n| !n.ends_with("not weighed")) {
+        let names: Vec<String> = left_out.iter().map(|k| k.to_string()).collect();
+        println!(
+            "# algorithms not weighed: {}: the {} limit (--max-time) left no time for them; the causes below rank what was measured",
+            names.join(", "),
+            human_duration(limit_s)
+        );
+    }
     if ranked.is_empty() {
         println!("# causes: none found (links and hosts alike, no faster algorithm, no page faults, little spread)");
     } else {
         println!("# causes, most likely first (share: the part of the time each would save, or explains):");
         for (i, c) in ranked.iter().enumerate() {
+            let off = c.share_uncertainty.map(|u| format!(" ±{:.0}%", u * 100.0)).unwrap_or_default();
             println!(
-                "  {}. {:<9} {:<24} {:>4.0}% ({}): {}",
+                "  {}. {:<9} {:<24} {:>4.0}%{off} ({}): {}",
                 i + 1,
                 c.cause,
                 c.subject,

@@ -158,18 +158,28 @@ pub struct Sweep<'a> {
     /// where they are not the user's `-w`, `-n`, `--budget` and `-c`: the ceiling pass's own
     /// ([`ceiling`]).
     limits: Option<Limits>,
+    /// Whether each point is also measured in place (the sweep's columns); doctor reads out of
+    /// place only ([`Sweep::out_of_place_only`]).
+    in_place: bool,
 }
 
 impl<'a> Sweep<'a> {
     pub fn new(world: &'a World, backend: &'a mut dyn Backend, opts: &'a Options) -> Self {
         let watchdog = Watchdog::start(world, opts.timeout);
-        Sweep { world, backend, opts, member: Member::world(world), samples: vec![], watchdog, limits: None }
+        Sweep { world, backend, opts, member: Member::world(world), samples: vec![], watchdog, limits: None, in_place: true }
     }
 
     /// The sweep run in groups: the backend runs on this rank's group's communicator, sizes,
     /// bus factors and checks follow the group; times are combined over every rank.
     pub fn in_group(mut self, member: Member) -> Self {
         self.member = member;
+        self
+    }
+
+    /// Each point out of place only, its in-place measurement left empty
+    /// ([`Measurement::skipped`]): for doctor, which reads no other (half the calls).
+    pub fn out_of_place_only(mut self) -> Self {
+        self.in_place = false;
         self
     }
 
@@ -184,6 +194,7 @@ impl<'a> Sweep<'a> {
             samples: vec![],
             watchdog: None,
             limits: None,
+            in_place: true,
         }
     }
 
@@ -213,7 +224,11 @@ impl<'a> Sweep<'a> {
             let call =
                 |in_place| Call { kind, dtype, op: op.unwrap_or(Op::Sum), root: self.opts.root, layout, in_place };
             let out_of_place = self.measure(&call(false), Placement::OutOfPlace)?;
-            let in_place = self.measure(&call(true), Placement::InPlace)?;
+            let in_place = if self.in_place {
+                self.measure(&call(true), Placement::InPlace)?
+            } else {
+                Measurement::skipped(Placement::InPlace)
+            };
             // Named after the timed calls, never inside them.
             let (algorithm, source) = self.backend.algorithm(&call(false));
             let point = Point {

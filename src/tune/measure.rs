@@ -21,7 +21,7 @@ use crate::error::Result;
 use crate::options::Implementation;
 use crate::options::Options;
 use crate::record::{Measurement, Placement, Point, Runs};
-use crate::stats::{mean_of, median_of, Summary};
+use crate::stats::{mean_of, median_of};
 use crate::sweep::buffer_bytes;
 use crate::sweep::timing::{self, Agreed};
 use crate::verify::{fill_input, verify, GUARD_BYTES, SENTINEL};
@@ -407,7 +407,7 @@ impl<'a> Bench<'a> {
         let dtype = call.dtype;
         let elems = (size / dtype.size() as u64) as usize;
         let l0 = spec.layout(elems, dtype.size(), self.world.size, 0, Convention::Mpi);
-        let in_place = o.in_place.unwrap_or_else(|| skipped_measurement(Placement::InPlace));
+        let in_place = o.in_place.unwrap_or_else(|| Measurement::skipped(Placement::InPlace));
         let point = Point {
             collective: call.kind,
             dtype,
@@ -440,8 +440,8 @@ impl<'a> Bench<'a> {
             size_bytes: l0.size_bytes(dtype.size()) as u64,
             count: call.layout.count as u64,
             bus_factor: spec.bus_factor(self.world.size),
-            out_of_place: skipped_measurement(Placement::OutOfPlace),
-            in_place: skipped_measurement(Placement::InPlace),
+            out_of_place: Measurement::skipped(Placement::OutOfPlace),
+            in_place: Measurement::skipped(Placement::InPlace),
             algorithm: crate::record::UNKNOWN_ALGORITHM.to_string(),
             algorithm_source: "not reported".to_string(),
         }
@@ -464,26 +464,6 @@ fn new_open(backend: usize) -> Open {
     }
 }
 
-/// A measurement with no calls (a placement or cell not run): no numbers.
-pub fn skipped_measurement(placement: Placement) -> Measurement {
-    Measurement {
-        placement,
-        warmup_iters: 0,
-        iters: 0,
-        batch: 1,
-        time_us: f64::NAN,
-        algbw_gbps: f64::NAN,
-        busbw_gbps: f64::NAN,
-        summary: Summary::of_seconds(&[]),
-        per_rank_us: vec![],
-        wrong: None,
-        out_of_bounds: None,
-        first_call_us: None,
-        slow_ranks: vec![],
-        warnings: vec![],
-        minor_faults_per_call: None,
-    }
-}
 
 /// Timed calls per round and calls per sample: `-n N` spreads N calls over the rounds (at least
 /// one each); otherwise the cell's time budget split over the rounds, at least one call per

@@ -281,9 +281,11 @@ pub struct Alternatives {
 /// made to run (and its other function for the collective) timed against its default as tune
 /// times them (interleaved rounds, no skip rule), printing nothing but WRONG lines; per
 /// collective and size, the default's time and the fastest the library can select
-/// (`algorithm` `default` where none beats it). Collective; the environment must have been
-/// prepared ([`prepare_environment`]) before `MPI_Init`.
-pub fn alternatives(world: &World, opts: &Options) -> Result<Alternatives> {
+/// (`algorithm` `default` where none beats it). `go_on(kind)` is asked before each collective,
+/// on every rank, and must answer alike on every rank (doctor's time limit): `false` leaves that
+/// collective out. Collective; the environment must have been prepared
+/// ([`prepare_environment`]) before `MPI_Init`.
+pub fn alternatives(world: &World, opts: &Options, go_on: &mut dyn FnMut(Kind) -> bool) -> Result<Alternatives> {
     let o = TuneOptions { sweep: opts.clone(), write_rules: None, verify: None, in_place: false, no_skip: true };
     let opts = options_for(world, &o, None)?;
     let library = Library::of(&world.library_version);
@@ -294,9 +296,20 @@ pub fn alternatives(world: &World, opts: &Options) -> Result<Alternatives> {
         collective::Job { world, o: &o, opts: &opts, tool: &tool, library, verify: None, info: &info, quiet: true };
     let mut found = collective::Found::default();
     for &kind in &opts.collectives {
-        job.tune(kind, &all_vars, &mut None, &mut found)?;
+        if go_on(kind) {
+            job.tune(kind, &all_vars, &mut None, &mut found)?;
+        }
     }
     Ok(Alternatives { algorithms: found.measured, median_fastest: found.median_fastest, calls: found.calls })
+}
+
+/// For `doctor`'s plan: how many candidates [`alternatives`] weighs for each of `kinds` on this
+/// world (the default, the library's algorithms, its other function), as tune discovers them.
+pub fn candidate_counts(world: &World, kinds: &[Kind]) -> Result<Vec<(Kind, usize)>> {
+    let library = Library::of(&world.library_version);
+    let tool = world.agree(Tool::init())?;
+    let all_vars = tool.cvars(&|n| n.contains("algorithm") || n.contains("ALGORITHM"));
+    Ok(kinds.iter().map(|&k| (k, discover(&tool, library, k, world.size, &all_vars).candidates.len())).collect())
 }
 
 /// The sweep's options as tune runs them, checked on every rank before anything is measured:
