@@ -175,6 +175,7 @@ fn bad_input_to_doctor_is_one_line_before_anything_is_measured() {
         (&["doctor", "-b", "1K"][..], "doctor -b: doctor measures at one size; expected -e/--maxbytes SIZE only"),
         (&["doctor", "--min-pct-of-ceiling", "120"][..], "doctor --min-pct-of-ceiling: '120' is not a percentage"),
         (&["doctor", "--csv", "x.csv"][..], "doctor --csv: the sweep's, not doctor's"),
+        (&["doctor", "--max-time", "soon"][..], "doctor --max-time: 'soon' is not a duration; expected a duration"),
         (&["doctor", "-e", "1M", "--json", "kept.json"][..], "kept.json"),
     ] {
         let o = mpirun_in(dir.path(), 2, args, 120);
@@ -187,4 +188,30 @@ fn bad_input_to_doctor_is_one_line_before_anything_is_measured() {
     }
     assert_eq!(std::fs::read_to_string(dir.path().join("kept.json")).unwrap(), "mine\n");
     assert!(!dir.path().join("x.csv").exists());
+}
+
+/// A limit too short for anything (2 s, of which the hosts alone are costed 2 s): doctor says
+/// so on the page and in the JSON, measures at its smallest size, weighs no algorithm, and ranks
+/// what it has; well within the time a full run takes (about 15 s here at 64M).
+#[test]
+fn a_limit_too_short_leaves_the_algorithms_out_and_says_so() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let o = mpirun_in(dir.path(), 2, &["doctor", "--max-time", "2s", "--json", "d.json", "--progress"], 120);
+    let out = stdout(&o);
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{out}\n{}", stderr(&o));
+    let first = out.lines().next().unwrap_or_default();
+    assert!(first.ends_with("time limit 2.0 s (--max-time)"), "{out}");
+    assert!(out.lines().any(|l| l.starts_with("# size: 256K: even 256K is estimated at")
+        && l.contains("the algorithms are not weighed")), "{out}");
+    assert!(stderr(&o).contains("# doctor: ") && stderr(&o).contains(": probe: sendrecv around the ring"), "{}", stderr(&o));
+    let j = json(dir.path(), "d.json");
+    let plan = &j["run"]["plan"];
+    assert_eq!((plan["asked_size_bytes"].as_u64(), plan["size_bytes"].as_u64()), (Some(64 << 20), Some(256 << 10)));
+    assert_eq!(plan["algorithms_left_out"].as_array().map(|a| a.len()), Some(3), "{plan}");
+    assert_eq!(j["alternatives"].as_array().map(|a| a.len()), Some(0));
+    assert_eq!(j["run"]["options"]["max_time_s"].as_f64(), Some(2.0));
+    let phases: Vec<&str> = plan["phases"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+    assert_eq!(phases, ["ceiling and collectives", "pairs", "hosts", "algorithms"]);
+    assert!(j["seconds"].as_f64().unwrap() < 10.0, "{out}");
 }

@@ -25,6 +25,8 @@ pub struct RankCpus {
     pub allowed: Vec<usize>,
     /// The mean current and maximum clock of those CPUs, MHz, where cpufreq states both.
     pub clock_mhz: Option<(f64, f64)>,
+    /// How far the current clock moved over [`CLOCK_READS`] reads: a fraction of its mean.
+    pub clock_spread: Option<f64>,
     /// GB/s one core copies memory at ([`memory_copy`]): the host's first rank only; and how far
     /// its repeats spread (slowest to fastest, a fraction of the median).
     pub memory_copy_gbps: Option<f64>,
@@ -46,6 +48,8 @@ pub struct HostCpus {
     /// The mean current clock of those CPUs (MHz), and their maximum, where cpufreq says.
     pub clock_mhz: Option<f64>,
     pub max_clock_mhz: Option<f64>,
+    /// How far its ranks' clocks moved over their reads: the most of any rank, percent.
+    pub clock_spread_pct: Option<f64>,
     /// GB/s one core of it copies memory at (read + write, as STREAM's Copy counts), measured by
     /// its first rank while every host measures at once: the median of [`COPY_REPEATS`].
     pub memory_copy_gbps: Option<f64>,
@@ -58,6 +62,8 @@ pub struct HostCpus {
 
 /// Repeats of the memory copy; its spread is the uncertainty of a host's rate.
 pub const COPY_REPEATS: usize = 3;
+/// Reads of the clock, 10 ms apart; their spread is the uncertainty of a held-low clock.
+pub const CLOCK_READS: usize = 3;
 
 /// The bytes [`memory_copy_gbps`] copies, each way: past the last-level cache of most servers'
 /// sockets (not of the largest, which hold hundreds of MiB: there it is a cache rate, the same on
@@ -103,14 +109,38 @@ pub fn here(proc_root: &Path, sys_root: &Path) -> RankCpus {
     let khz = |c: usize, f: &str| {
         read(&cpu.join(format!("cpu{c}/cpufreq/{f}"))).and_then(|s| s.trim().parse::<f64>().ok()).filter(|k| *k > 0.0)
     };
-    let clocks: Option<Vec<(f64, f64)>> =
-        allowed.iter().map(|&c| Some((khz(c, "scaling_cur_freq")?, khz(c, "cpuinfo_max_freq")?))).collect();
-    let clock_mhz = clocks.filter(|v| !v.is_empty()).map(|v| {
+    // The mean clock of the allowed CPUs, read CLOCK_READS times (10 ms apart): the mean of the
+    // reads, and their spread (a clock moves with idle states and turbo).
+    let read_clocks = || -> Option<(f64, f64)> {
+        let v: Vec<(f64, f64)> = allowed
+            .iter()
+            .map(|&c| Some((khz(c, "scaling_cur_freq")?, khz(c, "cpuinfo_max_freq")?)))
+            .collect::<Option<Vec<_>>>()
+            .filter(|v| !v.is_empty())?;
         let n = v.len() as f64;
-        (v.iter().map(|x| x.0).sum::<f64>() / n / 1000.0, v.iter().map(|x| x.1).sum::<f64>() / n / 1000.0)
-    });
+        Some((v.iter().map(|x| x.0).sum::<f64>() / n / 1000.0, v.iter().map(|x| x.1).sum::<f64>() / n / 1000.0))
+    };
+    let mut reads = vec![];
+    for i in 0..CLOCK_READS {
+        match read_clocks() {
+            Some(r) => reads.push(r),
+            None => break,
+        }
+        if i + 1 < CLOCK_READS {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+    let (clock_mhz, clock_spread) = if reads.is_empty() {
+        (None, None)
+    } else {
+        let n = reads.len() as f64;
+        let cur = reads.iter().map(|r| r.0).sum::<f64>() / n;
+        let lo = reads.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
+        let hi = reads.iter().map(|r| r.0).fold(0.0, f64::max);
+        (Some((cur, reads[0].1)), Some((hi - lo) / cur))
+    };
     let machine = read(&proc_root.join("sys/kernel/random/boot_id")).map(|b| b.trim().to_string()).filter(|b| !b.is_empty());
-    RankCpus { online, allowed, clock_mhz, memory_copy_gbps: None, memory_copy_spread: None, machine }
+    RankCpus { online, allowed, clock_mhz, clock_spread, memory_copy_gbps: None, memory_copy_spread: None, machine }
 }
 
 /// Every host's CPUs, in order of first rank (rank 0; empty elsewhere). Collective.
@@ -129,7 +159,7 @@ pub fn gather(world: &World) -> Vec<HostCpus> {
         "{}\t{}\t{}\t{}\t{copy}",
         me.online.map(|o| o.to_string()).unwrap_or_default(),
         list.join(","),
-        me.clock_mhz.map(|(c, m)| format!("{c} {m}")).unwrap_or_default(),
+        me.clock_mhz.map(|(c, m)| format!("{c} {m} {}", me.clock_spread.unwrap_or(0.0))).unwrap_or_default(),
         me.machine.clone().unwrap_or_default()
     );
     let all = world.all_gather_bytes(text.as_bytes());
@@ -144,10 +174,11 @@ pub fn gather(world: &World) -> Vec<HostCpus> {
             let mut f = text.split('\t');
             let online = f.next().and_then(|o| o.parse().ok());
             let allowed = f.next().and_then(cpu_list).unwrap_or_default();
-            let clock_mhz = f.next().and_then(|c| {
-                let (a, b) = c.split_once(' ')?;
-                Some((a.parse().ok()?, b.parse().ok()?))
+            let clock = f.next().and_then(|c| {
+                let mut w = c.split(' ').map(|x| x.parse::<f64>().ok());
+                Some((w.next()??, w.next()??, w.next().flatten().unwrap_or(0.0)))
             });
+            let (clock_mhz, clock_spread) = (clock.map(|c| (c.0, c.1)), clock.map(|c| c.2));
             let machine = f.next().filter(|m| !m.is_empty()).map(str::to_string);
             let copy = f.next().and_then(|c| {
                 let (g, s) = c.split_once(' ')?;
@@ -156,7 +187,7 @@ pub fn gather(world: &World) -> Vec<HostCpus> {
             let (memory_copy_gbps, memory_copy_spread) = (copy.map(|c: (f64, f64)| c.0), copy.map(|c| c.1));
             (
                 world.hosts[rank].clone(),
-                RankCpus { online, allowed, clock_mhz, memory_copy_gbps, memory_copy_spread, machine },
+                RankCpus { online, allowed, clock_mhz, clock_spread, memory_copy_gbps, memory_copy_spread, machine },
             )
         })
         .collect();
@@ -181,6 +212,7 @@ pub fn per_host(ranks: &[(String, RankCpus)]) -> Vec<HostCpus> {
                         cores_usable: 0,
                         clock_mhz: None,
                         max_clock_mhz: None,
+                        clock_spread_pct: None,
                         memory_copy_gbps: None,
                         memory_copy_spread_pct: None,
                         boot_id: r.machine.clone(),
@@ -203,6 +235,9 @@ pub fn per_host(ranks: &[(String, RankCpus)]) -> Vec<HostCpus> {
             }
         }
         clocks.extend(r.clock_mhz);
+        if let Some(sp) = r.clock_spread {
+            h.clock_spread_pct = Some(h.clock_spread_pct.unwrap_or(0.0).max(sp * 100.0));
+        }
     }
     out.into_iter()
         .map(|(mut h, usable, clocks)| {
@@ -263,16 +298,34 @@ pub fn cpu_causes(hosts: &[HostCpus]) -> Vec<Cause> {
         }
         if let (Some(cur), Some(max)) = (h.clock_mhz, h.max_clock_mhz) {
             if cur < CLOCK_HELD_LOW * max {
-                out.push(cause(
+                let spread = h.clock_spread_pct.unwrap_or(0.0) / 100.0;
+                let told_apart = cur * (1.0 + spread) < CLOCK_HELD_LOW * max;
+                let mut c = cause(
                     1.0 - cur / max,
                     format!(
-                        "its ranks' cores run at {cur:.0} MHz of their {max:.0} MHz maximum (cpufreq scaling_cur_freq, cpuinfo_max_freq): a power-saving governor, or thermal or power capping"
+                        "its ranks' cores run at {cur:.0} MHz of their {max:.0} MHz maximum (cpufreq scaling_cur_freq, cpuinfo_max_freq; {CLOCK_READS} reads spread {:.0}%){}",
+                        spread * 100.0,
+                        if told_apart {
+                            ": a power-saving governor, or thermal or power capping"
+                        } else {
+                            ": within that spread of the bar, so not told apart from a clock that idles between reads"
+                        }
                     ),
-                    format!(
-                        "on {}: the performance governor (cpupower frequency-set -g performance); check throttling (turbostat, dmesg)",
-                        h.host
-                    ),
-                ));
+                    if told_apart {
+                        format!(
+                            "on {}: the performance governor (cpupower frequency-set -g performance); check throttling (turbostat, dmesg)",
+                            h.host
+                        )
+                    } else {
+                        format!("read {}'s clock under load (turbostat) before changing anything", h.host)
+                    },
+                );
+                c.share_uncertainty = Some(spread * cur / max);
+                if !told_apart {
+                    c.cause = "noise";
+                    c.subject = format!("{} clock", h.host);
+                }
+                out.push(c);
             }
         }
         // Only against hosts of other machines: hosts of one machine share its memory.
@@ -380,6 +433,13 @@ mod tests {
             [("a", 0.5), ("b", 0.5), ("c", 0.6)]
         );
         assert!(c[0].evidence.starts_with("4 ranks on 2 online cores"), "{}", c[0].evidence);
+        assert_eq!((c[2].cause, c[2].share_uncertainty), ("host", Some(0.0)));
+        // 2100 MHz of 3000 whose reads moved 20%: within reach of 80%, not told apart.
+        let mut moving = per_host(&[("c".to_string(), rank(8, &[0], Some((2100.0, 3000.0))))]);
+        moving[0].clock_spread_pct = Some(20.0);
+        let c = cpu_causes(&moving);
+        assert_eq!((c.len(), c[0].cause, c[0].subject.as_str()), (1, "noise", "c clock"), "{c:?}");
+        assert!(c[0].evidence.contains("3 reads spread 20%") && c[0].evidence.contains("not told apart"), "{c:?}");
         assert!(
             c[1].evidence.starts_with("its 2 ranks may run on 1 core(s) only (their binding), of 8 online"),
             "{}",

@@ -23,6 +23,9 @@ pub const SMALLEST_BYTES: u64 = 256 << 10;
 pub const FIXED_S: f64 = 2.0;
 /// The probe's sizes (each at most `-e`).
 pub const PROBE_BYTES: [u64; 2] = [64 << 10, 1 << 20];
+/// A third probe where the second took less than [`QUICK_PROBE_S`] per call (at most `-e`).
+pub const LARGE_PROBE_BYTES: u64 = 16 << 20;
+pub const QUICK_PROBE_S: f64 = 0.02;
 /// Rounds a tune cell takes, and how many cells get a second look (an allowance).
 const TUNE_ROUNDS: u64 = 3;
 const SECOND_LOOKS: u64 = 2;
@@ -43,10 +46,13 @@ impl Line {
         match p[..] {
             [] => Line { alpha_s: 0.0, bytes_per_s: f64::INFINITY },
             [(b, t)] => Line { alpha_s: 0.0, bytes_per_s: b as f64 / t },
-            [(b1, t1), .., (b2, t2)] => {
+            [(b0, t0), .., (b2, t2)] => {
+                let (b1, t1) = p[p.len() - 2];
+                // The rate from the two largest (what large messages get), the latency from the
+                // smallest.
                 if t2 > t1 {
                     let rate = (b2 - b1) as f64 / (t2 - t1);
-                    let alpha = (t1 - b1 as f64 / rate).max(0.0);
+                    let alpha = (t0 - b0 as f64 / rate).max(0.0);
                     Line { alpha_s: alpha, bytes_per_s: rate }
                 } else {
                     // The larger size no slower (noise): its rate, no latency (the pessimistic line).
@@ -298,6 +304,10 @@ mod tests {
         let l = Line::fit(&[(1 << 16, 0.002), (1 << 20, 0.001)]);
         assert_eq!((l.alpha_s, l.bytes_per_s), (0.0, (1 << 20) as f64 / 0.001));
         assert_eq!(Line::fit(&[(1024, 0.001)]).bytes_per_s, 1024.0 / 0.001);
+        // Three: the rate of the two largest (past the caches), the latency of the smallest.
+        let l = Line::fit(&[(1 << 16, 1.1e-5), (1 << 20, 1.5e-4), (16 << 20, 6.15e-3)]);
+        assert!((l.bytes_per_s - 2.62e9).abs() < 0.01e9, "{l:?}");
+        assert!(l.alpha_s == 0.0, "{l:?}");
     }
 
     /// A 50 Mbit/s link (the bed): 64 MiB would take most of an hour, so the size comes
