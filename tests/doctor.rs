@@ -202,9 +202,16 @@ fn a_limit_too_short_leaves_the_algorithms_out_and_says_so() {
     assert!(matches!(o.status.code(), Some(0 | 1)), "{out}\n{}", stderr(&o));
     let first = out.lines().next().unwrap_or_default();
     assert!(first.ends_with("time limit 2.0 s (--max-time)"), "{out}");
-    assert!(out.lines().any(|l| l.starts_with("# size: 256K: even 256K is estimated at")
-        && l.contains("the algorithms are not weighed")), "{out}");
-    assert!(stderr(&o).contains("# doctor: ") && stderr(&o).contains(": probe: sendrecv around the ring"), "{}", stderr(&o));
+    assert!(
+        out.lines().any(|l| l.starts_with("# size: 256K: even 256K is estimated at")
+            && l.contains("the algorithms are not weighed")),
+        "{out}"
+    );
+    assert!(
+        stderr(&o).contains("# doctor: ") && stderr(&o).contains(": probe: sendrecv around the ring"),
+        "{}",
+        stderr(&o)
+    );
     let j = json(dir.path(), "d.json");
     let plan = &j["run"]["plan"];
     assert_eq!((plan["asked_size_bytes"].as_u64(), plan["size_bytes"].as_u64()), (Some(64 << 20), Some(256 << 10)));

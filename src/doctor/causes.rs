@@ -149,8 +149,7 @@ pub fn link_causes(links: &[Link], nominal: &[Nominal], shares_machine: &dyn Fn(
     let within: Vec<&Link> = links.iter().filter(|l| l.a == l.b && l.gbps.is_finite()).collect();
     for l in &within {
         // The best of the hosts of other machines.
-        let Some(best) = within.iter().filter(|o| !shares_machine(&l.a, &o.a)).map(|o| o.gbps).reduce(f64::max)
-        else {
+        let Some(best) = within.iter().filter(|o| !shares_machine(&l.a, &o.a)).map(|o| o.gbps).reduce(f64::max) else {
             continue;
         };
         if l.gbps < SLOWER_THAN_PEERS * best {

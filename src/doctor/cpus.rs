@@ -139,7 +139,8 @@ pub fn here(proc_root: &Path, sys_root: &Path) -> RankCpus {
         let hi = reads.iter().map(|r| r.0).fold(0.0, f64::max);
         (Some((cur, reads[0].1)), Some((hi - lo) / cur))
     };
-    let machine = read(&proc_root.join("sys/kernel/random/boot_id")).map(|b| b.trim().to_string()).filter(|b| !b.is_empty());
+    let machine =
+        read(&proc_root.join("sys/kernel/random/boot_id")).map(|b| b.trim().to_string()).filter(|b| !b.is_empty());
     RankCpus { online, allowed, clock_mhz, clock_spread, memory_copy_gbps: None, memory_copy_spread: None, machine }
 }
 
@@ -341,11 +342,8 @@ pub fn cpu_causes(hosts: &[HostCpus]) -> Vec<Cause> {
                 let ratio = rate / best;
                 let off = ratio * (u(h) + u(b));
                 let told_apart = ratio + off < SLOWER_THAN_PEERS;
-                let spreads = format!(
-                    "their {COPY_REPEATS} repeats spread {:.0}% and {:.0}%",
-                    100.0 * u(h),
-                    100.0 * u(b)
-                );
+                let spreads =
+                    format!("their {COPY_REPEATS} repeats spread {:.0}% and {:.0}%", 100.0 * u(h), 100.0 * u(b));
                 let mut c = cause(
                     1.0 - ratio,
                     format!(
@@ -486,7 +484,8 @@ mod tests {
             c[0].evidence
         );
         // Repeats that spread 30%: 0.4 of the fastest is within reach of half, not told apart.
-        let noisy = per_host(&[("a".to_string(), rank(Some(20.0), 0.3, "m1")), ("c".to_string(), rank(Some(8.0), 0.3, "m3"))]);
+        let noisy =
+            per_host(&[("a".to_string(), rank(Some(20.0), 0.3, "m1")), ("c".to_string(), rank(Some(8.0), 0.3, "m3"))]);
         let c = cpu_causes(&noisy);
         assert_eq!((c.len(), c[0].cause, c[0].subject.as_str()), (1, "noise", "c memory"), "{c:?}");
         assert!(c[0].evidence.contains("not told apart"), "{}", c[0].evidence);

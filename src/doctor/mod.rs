@@ -16,11 +16,11 @@ pub mod causes;
 pub mod cpus;
 pub mod plan;
 
+use crate::collective::Kind;
 use crate::error::{exit, Error, Result};
+use crate::options::human_duration;
 use crate::options::Options;
 use crate::record::{Ceiling, Point, RunInfo};
-use crate::collective::Kind;
-use crate::options::human_duration;
 use crate::size::human;
 use crate::sweep::Sweep;
 use crate::world::World;
@@ -157,7 +157,12 @@ fn seen(p: &Point, info: &RunInfo, hosts: &[String]) -> Seen {
 
 /// The probe: the ceiling pass at [`plan::PROBE_BYTES`] (each at most `-e`), as seconds per
 /// sendrecv at each size, on every rank alike (the pass agrees its times).
-fn probe(world: &World, backend: &mut dyn crate::backend::Backend, opts: &Options, links: &'static str) -> Result<plan::Line> {
+fn probe(
+    world: &World,
+    backend: &mut dyn crate::backend::Backend,
+    opts: &Options,
+    links: &'static str,
+) -> Result<plan::Line> {
     let mut points: Vec<(u64, f64)> = vec![];
     for bytes in plan::PROBE_BYTES.map(|b| b.min(opts.max_bytes)) {
         if points.iter().any(|(b, _)| *b == bytes) {
@@ -242,7 +247,11 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
     let shape = plan::Shape {
         ranks: world.size,
         collectives: crate::tune::candidate_counts(world, &asked.collectives)?,
-        pair_rounds: if hosts.len() > 1 { crate::pairs::schedule::Pairing::rounds(&crate::pairs::schedule::ByHost::new(&world.hosts)) } else { 0 },
+        pair_rounds: if hosts.len() > 1 {
+            crate::pairs::schedule::Pairing::rounds(&crate::pairs::schedule::ByHost::new(&world.hosts))
+        } else {
+            0
+        },
         budget_s: asked.budget_s,
         warmup: asked.warmup,
         iters: asked.iters,
@@ -304,8 +313,8 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
     let alg_est = replanned.map(|r| r.1).unwrap_or_default();
     let mut alg_note = None;
     if choice.algorithms && alg_size != size {
-        let all: f64 = plan::algorithms_at(&shape, size, &calls, f64::INFINITY)
-            .map_or(0.0, |r| r.1.iter().map(|e| e.1).sum());
+        let all: f64 =
+            plan::algorithms_at(&shape, size, &calls, f64::INFINITY).map_or(0.0, |r| r.1.iter().map(|e| e.1).sum());
         alg_note = Some(format!(
             "the algorithms at {} would take about {} (from the collectives' calls), beyond the {} left of the {} limit: {}",
             human(size),
@@ -476,7 +485,11 @@ fn plan_line(c: &plan::Choice, limit_s: f64, probe_s: f64) -> String {
         .map(|p| format!("{} {}", p.name, human_duration(p.estimated_s)))
         .collect();
     let total = probe_s + c.estimate.total_s()
-        - if c.algorithms { 0.0 } else { c.estimate.phases.iter().find(|p| p.name == "algorithms").map_or(0.0, |p| p.estimated_s) };
+        - if c.algorithms {
+            0.0
+        } else {
+            c.estimate.phases.iter().find(|p| p.name == "algorithms").map_or(0.0, |p| p.estimated_s)
+        };
     format!(
         "# plan: at {}: probe {} (done), {}; estimated {}{}",
         human(c.estimate.size_bytes),

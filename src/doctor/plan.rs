@@ -321,7 +321,10 @@ mod tests {
         assert!(c.algorithms && c.estimate.total_s() <= 118.0, "{c:?}");
         assert!(c.estimate.size_bytes >= SMALLEST_BYTES && c.estimate.size_bytes <= 2 << 20, "{c:?}");
         let r = c.reason.unwrap();
-        assert!(r.starts_with("-e 64M is estimated at") && r.contains("the largest size that fits the 2.0 min limit"), "{r}");
+        assert!(
+            r.starts_with("-e 64M is estimated at") && r.contains("the largest size that fits the 2.0 min limit"),
+            "{r}"
+        );
         let fast = Line { alpha_s: 2e-6, bytes_per_s: 5e9 };
         let c = choose(&fast, &shape(), 64 << 20, 118.0, 120.0);
         assert_eq!((c.estimate.size_bytes, c.algorithms, c.reason), (64 << 20, true, None));

@@ -166,7 +166,16 @@ pub struct Sweep<'a> {
 impl<'a> Sweep<'a> {
     pub fn new(world: &'a World, backend: &'a mut dyn Backend, opts: &'a Options) -> Self {
         let watchdog = Watchdog::start(world, opts.timeout);
-        Sweep { world, backend, opts, member: Member::world(world), samples: vec![], watchdog, limits: None, in_place: true }
+        Sweep {
+            world,
+            backend,
+            opts,
+            member: Member::world(world),
+            samples: vec![],
+            watchdog,
+            limits: None,
+            in_place: true,
+        }
     }
 
     /// The sweep run in groups: the backend runs on this rank's group's communicator, sizes,

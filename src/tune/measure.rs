@@ -464,7 +464,6 @@ fn new_open(backend: usize) -> Open {
     }
 }
 
-
 /// Timed calls per round and calls per sample: `-n N` spreads N calls over the rounds (at least
 /// one each); otherwise the cell's time budget split over the rounds, at least one call per
 /// round (a 64 MiB call of a third of a second is timed [`ROUNDS`] times, not the sweep's
