@@ -43,9 +43,6 @@ pub struct DoctorOptions {
     pub progress: bool,
 }
 
-/// `--max-time` when not given.
-pub const DEFAULT_MAX_TIME_S: f64 = 120.0;
-
 /// doctor's JSON layout; a change that renames or removes a field changes it.
 pub const SCHEMA: &str = "coll-bench-doctor/1";
 
@@ -164,26 +161,24 @@ fn probe(
     links: &'static str,
 ) -> Result<plan::Line> {
     let mut points: Vec<(u64, f64)> = vec![];
-    for bytes in plan::PROBE_BYTES.map(|b| b.min(opts.max_bytes)) {
-        if points.iter().any(|(b, _)| *b == bytes) {
-            continue;
-        }
+    let mut at = |bytes: u64, points: &mut Vec<(u64, f64)>| -> Result<()> {
         let mut p = opts.clone();
         (p.min_bytes, p.max_bytes) = (bytes, bytes);
-        if let Some(c) = Sweep::new(world, backend, &p).ceiling(links, &mut vec![])? {
+        if let Some(c) = Sweep::new(world, &mut *backend, &p).ceiling(links, &mut vec![])? {
             points.push((c.size_bytes, c.time_us * 1e-6));
+        }
+        Ok(())
+    };
+    for bytes in plan::PROBE_BYTES.map(|b| b.min(opts.max_bytes)) {
+        if !points.iter().any(|(b, _)| *b == bytes) {
+            at(bytes, &mut points)?;
         }
     }
     // A third size where the second was quick: a large message's rate (past the caches) is what
     // a large -e gets, and a quick link probes it in a fraction of a second.
     let large = plan::LARGE_PROBE_BYTES.min(opts.max_bytes);
-    let quick = points.last().is_some_and(|(b, t)| *b < large && *t < plan::QUICK_PROBE_S);
-    if quick {
-        let mut p = opts.clone();
-        (p.min_bytes, p.max_bytes) = (large, large);
-        if let Some(c) = Sweep::new(world, backend, &p).ceiling(links, &mut vec![])? {
-            points.push((c.size_bytes, c.time_us * 1e-6));
-        }
+    if points.last().is_some_and(|(b, t)| *b < large && *t < plan::QUICK_PROBE_S) {
+        at(large, &mut points)?;
     }
     Ok(plan::Line::fit(&points))
 }
@@ -484,12 +479,7 @@ fn plan_line(c: &plan::Choice, limit_s: f64, probe_s: f64) -> String {
         .filter(|p| c.algorithms || p.name != "algorithms")
         .map(|p| format!("{} {}", p.name, human_duration(p.estimated_s)))
         .collect();
-    let total = probe_s + c.estimate.total_s()
-        - if c.algorithms {
-            0.0
-        } else {
-            c.estimate.phases.iter().find(|p| p.name == "algorithms").map_or(0.0, |p| p.estimated_s)
-        };
+    let total = probe_s + if c.algorithms { c.estimate.total_s() } else { c.estimate.without_algorithms_s() };
     format!(
         "# plan: at {}: probe {} (done), {}; estimated {}{}",
         human(c.estimate.size_bytes),

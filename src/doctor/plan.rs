@@ -110,6 +110,11 @@ impl Estimate {
     pub fn total_s(&self) -> f64 {
         self.phases.iter().map(|p| p.estimated_s).sum()
     }
+
+    /// The total less the algorithms (a plan that leaves them out).
+    pub fn without_algorithms_s(&self) -> f64 {
+        self.phases.iter().filter(|p| p.name != "algorithms").map(|p| p.estimated_s).sum()
+    }
 }
 
 /// Calls the sweep makes at one point and placement with a call of `t` seconds: the check call,
@@ -267,7 +272,7 @@ pub fn choose(line: &Line, shape: &Shape, max_bytes: u64, left_s: f64, limit_s: 
         }
     }
     let e = estimate(line, shape, size);
-    let without = e.total_s() - e.phases.iter().find(|p| p.name == "algorithms").map_or(0.0, |p| p.estimated_s);
+    let without = e.without_algorithms_s();
     let reason = format!(
         "even {} is estimated at {} over a ring of {} GB/s, beyond the {} limit (--max-time): the algorithms are not weighed{}",
         crate::size::human(size),
