@@ -71,6 +71,12 @@ pub trait Backend {
     /// the clock's own cost (tens of ns) out of sub-microsecond calls. For ping-pong the time is
     /// one way.
     fn run(&mut self, call: &Call, iters: usize, batch: usize, samples: &mut Vec<f64>) -> Result<()>;
+    /// Why the result of `call` is not checked on this backend (the row says N/A, as
+    /// nccl-tests'), or `None`: it is, where the check is on.
+    fn unchecked(&self, call: &Call) -> Option<&'static str> {
+        let _ = call;
+        None
+    }
     /// The library function one call of `kind` times, for the header (`MPI_Reduce_scatter_block`
     /// for reduce-scatter on MPI); `None` where this backend does not say.
     fn timed_function(&self, kind: Kind) -> Option<&'static str> {

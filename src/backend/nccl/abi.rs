@@ -118,26 +118,59 @@ pub fn constants() -> Vec<(String, i64)> {
         ("sizeof(ncclDataType_t)".into(), size(std::mem::size_of::<ffi::NcclDataType>())),
         ("sizeof(ncclRedOp_t)".into(), size(std::mem::size_of::<ffi::NcclRedOp>())),
     ];
-    // ncclConfig_t: where the fields we fill lie, and the values they are given.
-    use std::mem::offset_of;
-    for (field, at) in [
-        ("size", offset_of!(Config, size)),
-        ("magic", offset_of!(Config, magic)),
-        ("version", offset_of!(Config, version)),
-        ("blocking", offset_of!(Config, blocking)),
-        ("cgaClusterSize", offset_of!(Config, cga_cluster_size)),
-        ("minCTAs", offset_of!(Config, min_ctas)),
-        ("maxCTAs", offset_of!(Config, max_ctas)),
-        ("netName", offset_of!(Config, net_name)),
-        ("splitShare", offset_of!(Config, split_share)),
-    ] {
-        out.push((format!("offsetof(ncclConfig_t, {field})"), size(at)));
-    }
     out.push(("NCCL_CONFIG_UNDEF_INT".into(), ffi::CONFIG_UNDEF_INT as i64));
     out.push(("NCCL_API_MAGIC".into(), ffi::API_MAGIC as i64));
-    out.push(("NCCL_VERSION(2,14,0)".into(), ffi::CONFIG_VERSION as i64));
     out.extend(DType::ALL.iter().chain(&DType::FP8).map(|d| (dtype_name(*d).to_string(), ffi::datatype(*d) as i64)));
     out.extend(Op::ALL.iter().map(|o| (op_name(*o).to_string(), ffi::reduce_op(*o) as i64)));
+    out
+}
+
+/// `ncclConfig_t`'s fields as (C name, our offset, the NCCL version whose `nccl.h` has it first).
+pub fn config_fields() -> Vec<(&'static str, usize, (u32, u32, u32))> {
+    use std::mem::offset_of;
+    let (v14, v17, v18, v26, v27, v28, v29, v30, v31) =
+        ((2, 14, 0), (2, 17, 0), (2, 18, 0), (2, 26, 0), (2, 27, 0), (2, 28, 0), (2, 29, 0), (2, 30, 0), (2, 31, 0));
+    vec![
+        ("size", offset_of!(Config, size), v14),
+        ("magic", offset_of!(Config, magic), v14),
+        ("version", offset_of!(Config, version), v14),
+        ("blocking", offset_of!(Config, blocking), v14),
+        ("cgaClusterSize", offset_of!(Config, cga_cluster_size), v17),
+        ("minCTAs", offset_of!(Config, min_ctas), v17),
+        ("maxCTAs", offset_of!(Config, max_ctas), v17),
+        ("netName", offset_of!(Config, net_name), v17),
+        ("splitShare", offset_of!(Config, split_share), v18),
+        ("trafficClass", offset_of!(Config, traffic_class), v26),
+        ("commName", offset_of!(Config, comm_name), v27),
+        ("collnetEnable", offset_of!(Config, collnet_enable), v27),
+        ("CTAPolicy", offset_of!(Config, cta_policy), v27),
+        ("shrinkShare", offset_of!(Config, shrink_share), v27),
+        ("nvlsCTAs", offset_of!(Config, nvls_ctas), v27),
+        ("nChannelsPerNetPeer", offset_of!(Config, n_channels_per_net_peer), v28),
+        ("nvlinkCentricSched", offset_of!(Config, nvlink_centric_sched), v28),
+        ("graphUsageMode", offset_of!(Config, graph_usage_mode), v29),
+        ("numRmaCtx", offset_of!(Config, num_rma_ctx), v29),
+        ("maxP2pPeers", offset_of!(Config, max_p2p_peers), v30),
+        ("graphStreamOrdering", offset_of!(Config, graph_stream_ordering), (2, 30, 5)),
+        ("launchOrderImplicit", offset_of!(Config, launch_order_implicit), v31),
+        ("numRmaSig", offset_of!(Config, num_rma_sig), v31),
+        ("rmaEagerInit", offset_of!(Config, rma_eager_init), v31),
+        ("hostCftMode", offset_of!(Config, host_cft_mode), v31),
+        ("nvlsHostMode", offset_of!(Config, nvls_host_mode), v31),
+    ]
+}
+
+/// What the probe must print for a header of version `v` (its `NCCL_VERSION_CODE`, decoded):
+/// [`constants`], the offset of every config field that header has, and the config's size as
+/// [`ffi::config_size`] has it for that version (what we pass as `size`).
+pub fn expected(v: (u32, u32, u32)) -> Vec<(String, i64)> {
+    let mut out = constants();
+    for (field, at, since) in config_fields() {
+        if since <= v {
+            out.push((format!("offsetof(ncclConfig_t, {field})"), at as i64));
+        }
+    }
+    out.push(("sizeof(ncclConfig_t)".into(), ffi::config_size(v) as i64));
     out
 }
 
@@ -153,9 +186,15 @@ pub fn probe_source() -> Result<String, String> {
         s.push('\n');
     }
     s.push_str("\nint main(void) {\n");
+    let print = |expr: &str| format!("    printf(\"%s=%lld\\n\", \"{expr}\", (long long)({expr}));\n");
     for (expr, _) in constants() {
-        s.push_str(&format!("    printf(\"%s=%lld\\n\", \"{expr}\", (long long)({expr}));\n"));
+        s.push_str(&print(&expr));
     }
+    for (field, _, since) in config_fields() {
+        let guard = format!("NCCL_VERSION_CODE >= NCCL_VERSION({},{},{})", since.0, since.1, since.2);
+        s.push_str(&format!("#if {guard}\n{}#endif\n", print(&format!("offsetof(ncclConfig_t, {field})"))));
+    }
+    s.push_str(&print("sizeof(ncclConfig_t)"));
     s.push_str("    printf(\"NCCL_VERSION_CODE=%d\\n\", NCCL_VERSION_CODE);\n");
     s.push_str("    printf(\"version=%d.%d.%d\\n\", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);\n    return 0;\n}\n");
     Ok(s)
@@ -193,7 +232,11 @@ pub fn conflicts(diagnostics: &str) -> Vec<String> {
 /// and the items the probe did not print.
 pub fn compare(probe_output: &str) -> Vec<String> {
     let printed: Vec<(&str, &str)> = probe_output.lines().filter_map(|l| l.split_once('=')).collect();
-    constants()
+    let code = self::printed(probe_output, "NCCL_VERSION_CODE").and_then(|c| c.parse::<i32>().ok());
+    let Some(code) = code else {
+        return vec!["NCCL_VERSION_CODE: not printed by the probe".to_string()];
+    };
+    expected(ffi::decode_version(code))
         .into_iter()
         .filter_map(|(expr, ours)| match printed.iter().find(|(e, _)| *e == expr) {
             Some((_, v)) if v.trim().parse::<i64>() == Ok(ours) => None,
@@ -249,8 +292,13 @@ mod tests {
 
     #[test]
     fn values_are_compared_one_by_one() {
-        let mut out: String = constants().iter().map(|(e, v)| format!("{e}={v}\n")).collect();
-        assert!(compare(&out).is_empty());
+        let header = (2, 26, 2);
+        let mut out: String = expected(header).iter().map(|(e, v)| format!("{e}={v}\n")).collect();
+        out.push_str("NCCL_VERSION_CODE=22602\n");
+        assert!(compare(&out).is_empty(), "{:?}", compare(&out));
+        // 2.26's header has trafficClass (where 2.18-2.25 had padding) and no 2.27 field.
+        assert!(out.contains("offsetof(ncclConfig_t, trafficClass)=44\n"), "{out}");
+        assert!(out.contains("sizeof(ncclConfig_t)=48\n") && !out.contains("commName"), "{out}");
         out = out.replace("ncclInProgress=7", "ncclInProgress=9");
         out = out.replace("ncclAvg=4\n", "");
         assert_eq!(
@@ -258,5 +306,46 @@ mod tests {
             vec!["ncclInProgress: coll-bench 7, nccl.h 9", "ncclAvg: coll-bench 4, nccl.h (not printed by the probe)"]
         );
         assert_eq!(printed("version=2.32.3\nx=1\n", "version"), Some("2.32.3"));
+        assert_eq!(compare("x=1\n"), vec!["NCCL_VERSION_CODE: not printed by the probe"]);
+    }
+
+    #[test]
+    fn the_config_has_no_padding_and_each_version_its_own_size() {
+        // Every byte is a field (so none is left undefined for a library to read).
+        let fields = config_fields();
+        let ptr = std::mem::size_of::<*const u8>();
+        let sum: usize = fields
+            .iter()
+            .map(|(f, _, _)| match *f {
+                "size" => 8,
+                "netName" | "commName" => ptr,
+                _ => 4,
+            })
+            .sum::<usize>()
+            + 4; // the tail word
+        assert_eq!(sum, std::mem::size_of::<Config>());
+        assert_eq!(std::mem::size_of::<Config>(), 120);
+        let size = |v| ffi::config_size(v);
+        assert_eq!(
+            [
+                (2, 14, 3),
+                (2, 17, 1),
+                (2, 18, 3),
+                (2, 25, 1),
+                (2, 26, 2),
+                (2, 27, 3),
+                (2, 28, 3),
+                (2, 29, 2),
+                (2, 30, 7),
+                (2, 32, 3)
+            ]
+            .map(size),
+            [24, 40, 48, 48, 48, 72, 80, 88, 96, 120]
+        );
+        // A library newer than our newest layout gets that layout and its version.
+        let c = ffi::Config::non_blocking((2, 40, 1));
+        assert_eq!((c.size, c.version), (120, 23203));
+        let c = ffi::Config::non_blocking((2, 26, 5));
+        assert_eq!((c.size, c.version, c.traffic_class, c.blocking), (48, 22605, ffi::CONFIG_UNDEF_INT, 0));
     }
 }

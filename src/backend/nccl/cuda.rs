@@ -48,7 +48,6 @@ api! {
         mem_free: "cuMemFree_v2" => fn(CuDevicePtr) -> CuResult,
         memcpy_htod_async: "cuMemcpyHtoDAsync_v2" => fn(CuDevicePtr, *const c_void, usize, CuStream) -> CuResult,
         memcpy_dtoh_async: "cuMemcpyDtoHAsync_v2" => fn(*mut c_void, CuDevicePtr, usize, CuStream) -> CuResult,
-        memcpy_dtod_async: "cuMemcpyDtoDAsync_v2" => fn(CuDevicePtr, CuDevicePtr, usize, CuStream) -> CuResult,
         memset_d8_async: "cuMemsetD8Async" => fn(CuDevicePtr, c_uchar, usize, CuStream) -> CuResult,
         event_create: "cuEventCreate" => fn(*mut CuEvent, c_uint) -> CuResult,
         event_destroy: "cuEventDestroy_v2" => fn(CuEvent) -> CuResult,
@@ -284,11 +283,6 @@ impl Stream {
             unsafe { (self.drv.api.memcpy_dtoh_async)(dst.as_mut_ptr() as *mut c_void, src, dst.len(), self.raw) },
             "cuMemcpyDtoHAsync",
         )
-    }
-
-    pub fn copy_on_device(&self, dst: CuDevicePtr, src: CuDevicePtr, len: usize) -> Result<(), String> {
-        // SAFETY: both hold `len` bytes (the caller's buffers).
-        self.drv.check(unsafe { (self.drv.api.memcpy_dtod_async)(dst, src, len, self.raw) }, "cuMemcpyDtoDAsync")
     }
 
     /// Block until everything queued has run (used only outside the timed path, and on drop).

@@ -81,9 +81,9 @@ optional_api! {
 pub const CONFIG_UNDEF_INT: c_int = c_int::MIN;
 /// `NCCL_API_MAGIC`, the config's `magic`.
 pub const API_MAGIC: c_uint = 0xcafe_beef;
-/// The config layout we fill, NCCL 2.14's (`NCCL_VERSION(2,14,0)`); newer libraries read a config
-/// by its `size` and `version`, keeping their defaults for the fields it lacks.
-pub const CONFIG_VERSION: c_uint = 21400;
+/// The newest config layout we know, NCCL 2.32.3's (`ncclConfig_v23100`): a library newer than
+/// that gets this version, so it keeps its defaults for fields we do not know.
+pub const CONFIG_NEWEST: (u32, u32, u32) = (2, 32, 3);
 /// The oldest NCCL whose init we run non-blocking (`ncclCommInitRankConfig` with `blocking = 0`).
 pub const NON_BLOCKING_INIT: (u32, u32) = (2, 14);
 
@@ -94,8 +94,13 @@ pub const SPLIT_VERSION: (u32, u32) = (2, 18);
 /// `NCCL_SPLIT_NOCOLOR`: the colour of a rank that joins no group (its new comm is null).
 pub const SPLIT_NOCOLOR: c_int = -1;
 
-/// `ncclConfig_t`, the fields NCCL 2.14 has and 2.18's `splitShare` (the ABI test checks their
-/// offsets against a real `nccl.h`).
+/// `ncclConfig_t` in its newest layout we know (NCCL 2.32.3's `nccl.h`); every older layout is a
+/// prefix of it (the ABI test checks the offsets against the wheel's `nccl.h`). Every byte is a
+/// field, the tail padding included, and every field we do not set is `NCCL_CONFIG_UNDEF_INT` (or
+/// null), so whatever `size` bytes a library copies hold no garbage: NCCL 2.18-2.30 copy
+/// `min(size, their sizeof)` bytes over their defaults with no check of `size` (`src/init.cc`,
+/// `parseCommConfig`), and 2.26 reads the 4 bytes at 44, padding in 2.18-2.25's layout, as
+/// `trafficClass`, which reaches the network plugin (the InfiniBand service level).
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
 pub struct Config {
@@ -103,36 +108,106 @@ pub struct Config {
     pub magic: c_uint,
     pub version: c_uint,
     pub blocking: c_int,
+    /// 2.17
     pub cga_cluster_size: c_int,
     pub min_ctas: c_int,
     pub max_ctas: c_int,
     pub net_name: *const c_char,
+    /// 2.18
     pub split_share: c_int,
+    /// 2.26
+    pub traffic_class: c_int,
+    /// 2.27
+    pub comm_name: *const c_char,
+    pub collnet_enable: c_int,
+    pub cta_policy: c_int,
+    pub shrink_share: c_int,
+    pub nvls_ctas: c_int,
+    /// 2.28
+    pub n_channels_per_net_peer: c_int,
+    pub nvlink_centric_sched: c_int,
+    /// 2.29
+    pub graph_usage_mode: c_int,
+    pub num_rma_ctx: c_int,
+    /// 2.30
+    pub max_p2p_peers: c_int,
+    pub graph_stream_ordering: c_int,
+    /// 2.31 (`ncclConfig_v23100`)
+    pub launch_order_implicit: c_int,
+    pub num_rma_sig: c_int,
+    pub rma_eager_init: c_int,
+    pub host_cft_mode: c_int,
+    pub nvls_host_mode: c_int,
+    /// The C struct's tail padding (to its 8-byte alignment), written so no byte is undefined.
+    pub tail: c_int,
+}
+
+/// `NCCL_VERSION(X,Y,Z)` as `nccl.h` computes it from 2.9 on.
+pub fn version_code(v: (u32, u32, u32)) -> c_uint {
+    v.0 * 10_000 + v.1 * 100 + v.2
+}
+
+/// `sizeof(ncclConfig_t)` in the `nccl.h` of NCCL `v` (x86_64 and aarch64 alike): what a program
+/// built against that header passes as `size`. Layouts changed at 2.17, 2.18, 2.27, 2.28, 2.29,
+/// 2.30 and 2.31 (2.26 filled 2.18's padding, 2.30.5 2.30.3's).
+pub fn config_size(v: (u32, u32, u32)) -> usize {
+    match (v.0, v.1) {
+        (..=2, ..=16) => 24,
+        (2, 17) => 40,
+        (2, 18..=26) => 48,
+        (2, 27) => 72,
+        (2, 28) => 80,
+        (2, 29) => 88,
+        (2, 30) => 96,
+        _ => std::mem::size_of::<Config>(),
+    }
 }
 
 impl Config {
-    /// `NCCL_CONFIG_INITIALIZER` with `blocking = 0`.
-    pub fn non_blocking() -> Config {
+    /// `NCCL_CONFIG_INITIALIZER` as the `nccl.h` of the loaded library `v` writes it (its `size`
+    /// and `version`; a library newer than [`CONFIG_NEWEST`] gets that one's), with
+    /// `blocking = 0`.
+    pub fn non_blocking(v: (u32, u32, u32)) -> Config {
+        let v = v.min(CONFIG_NEWEST);
+        let u = CONFIG_UNDEF_INT;
         Config {
-            size: std::mem::size_of::<Config>(),
+            size: config_size(v),
             magic: API_MAGIC,
-            version: CONFIG_VERSION,
+            version: version_code(v),
             blocking: 0,
-            cga_cluster_size: CONFIG_UNDEF_INT,
-            min_ctas: CONFIG_UNDEF_INT,
-            max_ctas: CONFIG_UNDEF_INT,
+            cga_cluster_size: u,
+            min_ctas: u,
+            max_ctas: u,
             net_name: std::ptr::null(),
-            split_share: CONFIG_UNDEF_INT,
+            split_share: u,
+            traffic_class: u,
+            comm_name: std::ptr::null(),
+            collnet_enable: u,
+            cta_policy: u,
+            shrink_share: u,
+            nvls_ctas: u,
+            n_channels_per_net_peer: u,
+            nvlink_centric_sched: u,
+            graph_usage_mode: u,
+            num_rma_ctx: u,
+            max_p2p_peers: u,
+            graph_stream_ordering: u,
+            launch_order_implicit: u,
+            num_rma_sig: u,
+            rma_eager_init: u,
+            host_cft_mode: u,
+            nvls_host_mode: u,
+            tail: u,
         }
     }
 
     /// The config of a communicator split off a parent: blocking (the timed calls run on it,
     /// as nccl-tests' run on blocking communicators; the split itself still runs on NCCL's
-    /// thread and is polled, since the job belongs to the non-blocking parent's group), and
-    /// sharing no resources with it (`splitShare = 0`, NCCL's default, stated so the group's
-    /// timing is its own).
-    pub fn split() -> Config {
-        Config { split_share: 0, blocking: 1, ..Config::non_blocking() }
+    /// thread and is polled, since the job belongs to the non-blocking parent's group). Whether
+    /// it shares the parent's resources is the parent's `splitShare` (NCCL reads the parent's,
+    /// `src/init.cc`), left at the library's default (0), so the group's timing is its own.
+    pub fn split(v: (u32, u32, u32)) -> Config {
+        Config { blocking: 1, ..Config::non_blocking(v) }
     }
 }
 

@@ -28,9 +28,10 @@
 //! rest, as the `-T` watchdog does.
 //!
 //! In-place conventions are NCCL's (`Convention::Nccl`). Gather, scatter and all-to-all are
-//! grouped `ncclSend`/`ncclRecv`, as in nccl-tests; in-place all-to-all and sendrecv first copy
-//! the buffer to the (otherwise unused) send buffer on the device, since sends and receives of
-//! one group would otherwise overwrite data not yet sent (the copy is part of the timed call).
+//! grouped `ncclSend`/`ncclRecv` where the library has no native call, as in nccl-tests;
+//! in-place all-to-all and sendrecv pass one buffer as both sides, as nccl-tests does, and are
+//! not checked, as there: NCCL does not support them in place (its `ncclAlltoAll` docs), and a
+//! receive may overwrite data not yet sent.
 //! Barrier is an all-reduce of one int32 on a scratch buffer. sendrecv is nccl-tests' ring: one
 //! `ncclSend` to rank+1 and one `ncclRecv` from rank−1 in a group. ping-pong is OSU's: separate,
 //! ordered `ncclSend` and `ncclRecv` calls between pairs (one way = half the round trip); a rank
@@ -326,7 +327,7 @@ impl Comm {
             nccl.check(r, "ncclCommInitRank", std::ptr::null_mut())?;
             return Ok(Comm { nccl, raw, pending: false, blocking: true, filling: None });
         };
-        let mut config = ffi::Config::non_blocking();
+        let mut config = ffi::Config::non_blocking(nccl.version);
         // SAFETY: out-pointer and config are locals (NCCL copies the config before returning).
         let r = unsafe { init(&mut raw, nranks as c_int, id, rank as c_int, &mut config) };
         if r != NCCL_SUCCESS && r != NCCL_IN_PROGRESS {
@@ -368,7 +369,7 @@ impl Comm {
                 },
                 NCCL_IN_PROGRESS => {
                     if alarm.as_mut().is_some_and(|a| a.raised()) {
-                        return Err((true, format!("{what} given up: another rank's init failed")));
+                        return Err((true, format!("{what} given up: it failed on another rank")));
                     }
                     if limit_s.is_some_and(|l| t0.elapsed().as_secs_f64() > l) {
                         return Err((true, format!(
@@ -480,8 +481,6 @@ struct Prepared {
     partner: usize,
     /// sendrecv's ring neighbours: (to, from).
     ring: (usize, usize),
-    /// In-place all-to-all and sendrecv: copy `.2` bytes from `.1` to `.0` before the exchange.
-    stage: Option<(CuDevicePtr, CuDevicePtr, usize)>,
 }
 
 impl NcclBackend {
@@ -732,11 +731,10 @@ impl NcclBackend {
             (_, false) => (self.send.ptr, self.recv.ptr),
             (_, true) => (at(self.recv.ptr, l.in_place_input), at(self.recv.ptr, l.in_place_output)),
         };
-        let (send, stage) = if matches!(call.kind, Kind::AllToAll | Kind::SendRecv) && call.in_place {
-            (self.send.ptr, Some((self.send.ptr, self.recv.ptr, l.send_count * elem as usize)))
-        } else {
-            (send, None)
-        };
+        // In-place all-to-all and sendrecv: one buffer for both sides, as nccl-tests passes it
+        // (`alltoall.cu`, `sendrecv.cu`); NCCL does not support them in place, so their results
+        // are not checked ([`Backend::unchecked`]).
+        let send = if matches!(call.kind, Kind::AllToAll | Kind::SendRecv) && call.in_place { recv } else { send };
         Ok(Prepared {
             kind: call.kind,
             send,
@@ -748,7 +746,6 @@ impl NcclBackend {
             root: call.root as c_int,
             partner: partner(self.rank, self.nranks),
             ring: ring_peers(self.rank, self.nranks),
-            stage,
         })
     }
 
@@ -811,12 +808,9 @@ impl NcclBackend {
                 Kind::Scatter => {
                     o.scatter.map(|f| check(f(ptr(p.send), ptr(p.recv), p.count, p.dtype, p.root, c, s), "ncclScatter"))
                 }
-                Kind::AllToAll => o.all_to_all.map(|f| {
-                    if let Some((dst, src, len)) = p.stage {
-                        self.stream.copy_on_device(dst, src, len)?;
-                    }
-                    check(f(ptr(p.send), ptr(p.recv), p.count, p.dtype, c, s), "ncclAlltoAll")
-                }),
+                Kind::AllToAll => {
+                    o.all_to_all.map(|f| check(f(ptr(p.send), ptr(p.recv), p.count, p.dtype, c, s), "ncclAlltoAll"))
+                }
                 _ => None,
             }
         }
@@ -875,9 +869,6 @@ impl NcclBackend {
                     check((a.group_end)(), "ncclGroupEnd")
                 }
                 Kind::AllToAll => {
-                    if let Some((dst, src, len)) = p.stage {
-                        self.stream.copy_on_device(dst, src, len)?;
-                    }
                     check((a.group_start)(), "ncclGroupStart")?;
                     for r in 0..self.nranks {
                         let off = r as u64 * p.block;
@@ -887,9 +878,6 @@ impl NcclBackend {
                     check((a.group_end)(), "ncclGroupEnd")
                 }
                 Kind::SendRecv => {
-                    if let Some((dst, src, len)) = p.stage {
-                        self.stream.copy_on_device(dst, src, len)?;
-                    }
                     let (to, from) = (p.ring.0 as c_int, p.ring.1 as c_int);
                     check((a.group_start)(), "ncclGroupStart")?;
                     check((a.send)(ptr(p.send), p.count, p.dtype, to, c, s), "ncclSend")?;
@@ -1228,6 +1216,12 @@ impl Backend for NcclBackend {
         "nccl"
     }
 
+    fn unchecked(&self, call: &Call) -> Option<&'static str> {
+        (call.in_place && matches!(call.kind, Kind::AllToAll | Kind::SendRecv)).then_some(
+            "NCCL does not support all-to-all and sendrecv in place: timed with one buffer as both sides, as nccl-tests, and not checked (N/A)",
+        )
+    }
+
     fn convention(&self) -> Convention {
         Convention::Nccl
     }
@@ -1235,6 +1229,7 @@ impl Backend for NcclBackend {
     fn describe(&self) -> Vec<String> {
         let mut lines = self.details.clone();
         lines.push(self.timing_note());
+        lines.push("NCCL in place: all-to-all and sendrecv are timed with one buffer as both sides, as nccl-tests times them, and not checked (N/A): NCCL does not support them in place".to_string());
         lines.push(match &self.tuning {
             Ok(_) => "NCCL algorithm: its tuning line (NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=TUNING, to a file of rank 0's) for one more call after each point's timed calls, which run under your settings (ncclResetDebugInit)".to_string(),
             Err(why) => format!("NCCL algorithm: not reported: {why}"),

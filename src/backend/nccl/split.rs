@@ -188,7 +188,12 @@ impl NcclBackend {
         };
         let what = if matches!(self.split_via(), Via::CommSplit) { "ncclCommSplit" } else { "ncclCommInitRankConfig" };
         let comm = super::agreed(world, started.map_err(place))?;
-        let comm = super::agreed_ready(world, comm, limit_s, &place, what, None)?;
+        // As the world's init: a rank whose split fails on NCCL's thread tells the others at
+        // once, who would otherwise wait for it to join the child until -T's limit.
+        let mut alarm = super::Alarm::open(world);
+        let comm = super::agreed_ready(world, comm, limit_s, &place, what, Some(&mut alarm));
+        alarm.close(world);
+        let comm = comm?;
         // A split is complete only now: the child (or none, for NCCL_SPLIT_NOCOLOR) is known.
         let comm = match (comm, color) {
             (Some(c), Some(color)) if c.raw.is_null() => {
@@ -248,7 +253,7 @@ fn start_split(
     // (NVIDIA/nccl issue 1472): the slot lives on the heap until the parent says the split is
     // done ([`Comm::wait_ready`]), and is leaked where it never is.
     let mut slot: Box<NcclComm> = Box::new(std::ptr::null_mut());
-    let mut config = Config::split();
+    let mut config = Config::split(nccl.version);
     // SAFETY: the parent comm is ours and ready; the out-pointer is the heap slot above, which
     // outlives NCCL's use of it; the config is a local (NCCL copies it before returning); the
     // signature is nccl.h's (checked by the ABI test).

@@ -190,11 +190,6 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *s) {
     memcpy(dst, P(src), n);
     return 0;
 }
-CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void *s) {
-    (void)s;
-    memmove(P(dst), P(src), n);
-    return 0;
-}
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char c, size_t n, void *s) {
     (void)s;
     memset(P(dst), c, n);

@@ -21,8 +21,11 @@
  *                                ncclCommGetAsyncError reports a remote error once a collective
  *                                or send/recv has been called; p2p: ncclSend and ncclRecv fail (so only native
  *                                all-to-all/gather/scatter can run); split-key: ncclCommSplit
- *                                ignores the key (orders a group by parent rank alone)
- *   FAKE_NCCL_FAIL_RANK=R        the init and p2p failures above on rank R only (default: every
+ *                                ignores the key (orders a group by parent rank alone);
+ *                                split-async: ncclCommSplit on a non-blocking parent fails on
+ *                                NCCL's thread (the parent's ncclCommGetAsyncError reports it),
+ *                                while the other ranks wait for this one to join the child
+ *   FAKE_NCCL_FAIL_RANK=R        the init, split and p2p failures above on rank R only (default: every
  *                                rank); with p2p, the other ranks' sends and receives to R wait,
  *                                as NCCL's kernels do for a peer that never joins
  *   FAKE_NCCL_CHANNEL_BYTES=B    largest message between two ranks (default 1 MiB)
@@ -37,7 +40,8 @@
  *   FAKE_NCCL_TRACE=PATH         append a line per communicator made or ended to PATH:
  *                                "PID init N" (ncclCommInitRank(Config) of N ranks), "PID split",
  *                                "PID destroy", "PID abort"; "PID launch" per collective or group
- *                                of sends/receives handed over, "PID thread" per one of those
+ *                                of sends/receives handed over ("PID overlap" before it where a
+ *                                receive overlaps a send of the group), "PID thread" per one of those
  *                                run from a thread of its own (fake_cuda.c adds "PID sync" per
  *                                wait of the host for the device)
  *
@@ -56,7 +60,8 @@
  * proto SIMPLE channel{Lo..Hi}={0..1}", 22300 "AllReduce: N Bytes -> Algo 1 proto 2 time T",
  * 22000-22299 without the function's name, older none.
  *
- * ncclCommInitRankConfig (NCCL 2.14's config layout) with blocking = 0 returns ncclInProgress
+ * ncclCommInitRankConfig (the config read as the claimed version reads it: parse_config) with
+ * blocking = 0 returns ncclInProgress
  * and the communicator is ready once every rank has joined (ncclCommGetAsyncError says when),
  * so a rank whose init fails leaves the others in progress, as with the real NCCL; the blocking
  * ncclCommInitRank waits for every rank.
@@ -677,19 +682,97 @@ ncclResult_t ncclCommInitRank(ncclComm_t *out, int nranks, ncclUniqueId id, int 
     return ok;
 }
 
-/* NCCL 2.14's ncclConfig_t, the layout coll-bench fills. */
+/* ncclConfig_t in NCCL 2.32.3's layout; older layouts are prefixes of it. */
+#define UNDEF_INT (-2147483647 - 1)
 typedef struct {
     size_t size;
     unsigned int magic, version;
     int blocking, cgaClusterSize, minCTAs, maxCTAs;
     const char *netName;
-    int splitShare;
+    int splitShare, trafficClass;
+    const char *commName;
+    int collnetEnable, CTAPolicy, shrinkShare, nvlsCTAs, nChannelsPerNetPeer, nvlinkCentricSched,
+        graphUsageMode, numRmaCtx, maxP2pPeers, graphStreamOrdering, launchOrderImplicit, numRmaSig,
+        rmaEagerInit, hostCftMode, nvlsHostMode;
 } ncclConfig_t;
 
+/* sizeof(ncclConfig_t) in the claimed version's nccl.h. */
+static size_t config_size(int v) {
+    if (v < 21700) return 24;
+    if (v < 21800) return 40;
+    if (v < 22700) return 48;
+    if (v < 22800) return 72;
+    if (v < 22900) return 80;
+    if (v < 23000) return 88;
+    if (v < 23100) return 96;
+    return sizeof(ncclConfig_t);
+}
+
+/* NCCL's parseCommConfig (src/init.cc, the same steps from 2.18 to 2.32): min(size, its own
+ * sizeof) bytes of the caller's config copied over NCCL_CONFIG_INITIALIZER, with no check of
+ * size or version against the library's; the magic checked (from 2.22 a size that does not cover
+ * it fails too); fields newer than the caller's version reset to their defaults, as far as the
+ * claimed version has those resets (2.26 has none for trafficClass, so 2.18-2.25's padding at
+ * byte 44 is taken as the traffic class); then each value checked as NCCL checks it. The traffic
+ * class goes to the network plugin as the InfiniBand service level, where a value outside 0-15
+ * fails the queue pair's set-up (ibv_modify_qp): ncclSystemError at init. FAKE_NCCL_TRACE gets
+ * "PID config SIZE VERSION blocking=B splitShare=S trafficClass=T" (undef: UNDEF_INT). */
+static ncclResult_t parse_config(const ncclConfig_t *user, ncclConfig_t *out) {
+    int v = env_version();
+    size_t own = config_size(v), real;
+    ncclConfig_t c;
+    memset(&c, 0, sizeof c);
+    int *ints = &c.blocking;
+    for (int *i = ints; i < (int *)(&c + 1); i++) *i = UNDEF_INT;
+    c.netName = c.commName = NULL;
+    c.size = own;
+    c.magic = 0xcafebeef;
+    c.version = v;
+    if (v < 21700) c.blocking = 1;
+    if (v >= 22200) c.magic = 0;
+    memcpy(&real, user, sizeof real);
+    if (real > own) real = own;
+    memcpy(&c, user, real);
+    if (c.magic != 0xcafebeef) return error(invalid_argument, "ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER");
+    if (c.version < 21400) c.blocking = UNDEF_INT;
+    if (c.version < 21700) c.cgaClusterSize = c.minCTAs = c.maxCTAs = UNDEF_INT, c.netName = NULL;
+    if (v >= 22700 && c.version < 22500) c.trafficClass = UNDEF_INT;
+    if (v >= 22700 && c.version < 22700) c.collnetEnable = c.CTAPolicy = c.shrinkShare = c.nvlsCTAs = UNDEF_INT;
+    if (v >= 22800 && c.version < 22800) c.nChannelsPerNetPeer = c.nvlinkCentricSched = UNDEF_INT;
+    if (v >= 22900 && c.version < 22900) c.graphUsageMode = c.numRmaCtx = UNDEF_INT;
+    if (v >= 23000 && c.version < 23000) c.maxP2pPeers = UNDEF_INT;
+    if (v >= 23005 && c.version < 23005) c.graphStreamOrdering = UNDEF_INT;
+    if (v < 21700) c.cgaClusterSize = UNDEF_INT; /* 2.14-2.16: the padding word, no field */
+    if (v < 22600) c.trafficClass = UNDEF_INT;   /* before 2.26: padding or beyond the struct */
+    const char *path = getenv("FAKE_NCCL_TRACE");
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (f) {
+        fprintf(f, "%d config %zu %u blocking=", (int)getpid(), user->size, user->version);
+        if (c.blocking == UNDEF_INT) fprintf(f, "undef"); else fprintf(f, "%d", c.blocking);
+        fprintf(f, " splitShare=");
+        if (c.splitShare == UNDEF_INT) fprintf(f, "undef"); else fprintf(f, "%d", c.splitShare);
+        fprintf(f, " trafficClass=");
+        if (c.trafficClass == UNDEF_INT) fprintf(f, "undef\n"); else fprintf(f, "%d\n", c.trafficClass);
+        fclose(f);
+    }
+#define ONE_OF(x) ((x) == UNDEF_INT || (x) == 0 || (x) == 1)
+    if (!ONE_OF(c.blocking)) return error(invalid_argument, "blocking must be 0 or 1");
+    if (c.cgaClusterSize != UNDEF_INT && c.cgaClusterSize < 0) return error(invalid_argument, "cgaClusterSize must be >= 0");
+    if ((c.minCTAs != UNDEF_INT && c.minCTAs <= 0) || (c.maxCTAs != UNDEF_INT && c.maxCTAs <= 0))
+        return error(invalid_argument, "minCTAs and maxCTAs must be positive");
+    if (!ONE_OF(c.splitShare) || !ONE_OF(c.collnetEnable) || !ONE_OF(c.shrinkShare) || !ONE_OF(c.nvlinkCentricSched))
+        return error(invalid_argument, "splitShare, collnetEnable, shrinkShare and nvlinkCentricSched must be 0 or 1");
+    if (c.trafficClass != UNDEF_INT && (c.trafficClass < 0 || c.trafficClass > 15))
+        return error(system_error, "NET/IB: ibv_modify_qp failed with 22 Invalid argument (service level from trafficClass)");
+#undef ONE_OF
+    if (out) *out = c;
+    return ok;
+}
+
 ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id, int rank, ncclConfig_t *config) {
-    if (config && (config->magic != 0xcafebeef || config->version < 21400 || config->size < sizeof *config))
-        return error(invalid_argument, "bad ncclConfig_t (magic, version or size)");
-    if (!config || config->blocking != 0) return ncclCommInitRank(out, nranks, id, rank);
+    ncclConfig_t parsed;
+    if (config) CHECK(parse_config(config, &parsed));
+    if (!config || parsed.blocking != 0) return ncclCommInitRank(out, nranks, id, rank);
     trace("init", nranks);
     int fails = fails_here("init-async", rank), hangs = fails_here("init-hang", rank);
     if (fails || hangs) {
@@ -839,6 +922,12 @@ static ncclResult_t run_split(struct job *j) {
         }
     }
     bootstrap = 0;
+    if (fails_here("split-async", comm->rank)) {
+        /* After the exchange, as a peer's connection failing during the child's bootstrap: the
+         * parent reports it, the others wait for this rank to join the child. */
+        free(all);
+        return error(system_error, "split: bootstrap connection to a peer refused");
+    }
     int seq = comm->splits++, size = 0, rank = 0, ignore_key = !strcmp(fail(), "split-key");
     for (int p = 0; p < n; p++) {
         if (all[2 * p] != color) continue;
@@ -869,11 +958,11 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
     READY(comm);
     trace("split", -1);
     if (color < -1) return error(invalid_argument, "ncclCommSplit: negative colour other than NCCL_SPLIT_NOCOLOR");
-    if (config && (config->magic != 0xcafebeef || config->version < 21400 || config->size < sizeof *config))
-        return error(invalid_argument, "bad ncclConfig_t (magic, version or size)");
+    ncclConfig_t parsed;
+    if (config) CHECK(parse_config(config, &parsed));
     *newcomm = NULL; /* "*newcomm should be NCCL_COMM_NULL until comm split fully complete" */
     struct job j = {.fn = run_split, .c = comm, .color = color, .key = key, .newcomm = newcomm};
-    j.child_nonblocking = config ? config->blocking == 0 : comm->nonblocking;
+    j.child_nonblocking = config ? parsed.blocking == 0 : comm->nonblocking;
     if (!comm->nonblocking) return run_split(&j);
     /* The parent's group is non-blocking: the job runs on a thread; the call itself succeeds. */
     ncclResult_t r = spawn(&j, 0);
@@ -1071,8 +1160,21 @@ static ncclResult_t run_p2p(struct job *j) {
     return r;
 }
 
-/* The queued sends and receives as one job (copies of the queues). */
+/* The queued sends and receives as one job (copies of the queues). A receive whose buffer
+ * overlaps a send of the same group (other than a send to oneself from the very buffer received
+ * into, which NCCL skips: src/enqueue.cc) is traced "overlap": NCCL gives no order between them,
+ * so such a group (in-place all-to-all, in-place sendrecv) may receive over data not yet sent. */
 static ncclResult_t launch_p2p(void) {
+    int overlap = 0;
+    for (int i = 0; i < nrecv && !overlap; i++) {
+        char *rb = recvs[i].buf, *re = rb + recvs[i].bytes;
+        for (int k = 0; k < nsend && !overlap; k++) {
+            char *sb = sends[k].buf, *se = sb + sends[k].bytes;
+            int self = sends[k].peer == sends[k].comm->rank && recvs[i].peer == recvs[i].comm->rank && sb == rb;
+            overlap = !self && rb < se && sb < re;
+        }
+    }
+    if (overlap) trace("overlap", -1);
     struct job j = {.fn = run_p2p, .nsend = nsend, .nrecv = nrecv};
     j.c = nsend ? sends[0].comm : recvs[0].comm;
     j.sends = malloc(sizeof(struct p2p) * (size_t)(nsend ? nsend : 1));
