@@ -232,6 +232,14 @@ if [ -n "${NCCL_TESTS_DIR:-}" ]; then
       [ -x "$bin" ] || { echo "ci/gpu-validate.sh: $bin missing; skipped $coll" >&2; continue; }
       log=$out/nccl-tests-$coll-$n-ranks-$stamp.txt
       "${MPIRUN[@]}" -n "$n" "$bin" "${sizes[@]}" -g 1 -d float -o sum >"$log" 2>&1 || { rc=1; continue; }
+      # Built without MPI=1, each process under mpirun runs a 1-rank test of its own and prints
+      # its own header ("# nThread …", printed by rank 0 alone when built with MPI): its rows
+      # would be compared with our n-rank ones.
+      if [ "$(grep -c '^# nThread' "$log")" -gt 1 ]; then
+        echo "ci/gpu-validate.sh: $bin ran as $n separate 1-rank tests (build nccl-tests with make MPI=1); skipped $coll on $n ranks: $log" >&2
+        rc=1
+        continue
+      fi
       # nccl-tests rows: size count type redop root time algbw busbw #wrong (out of place) ...
       awk -v coll="$coll" -v n="$n" -v ours="$ours" '
         BEGIN {

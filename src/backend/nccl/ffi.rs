@@ -66,7 +66,7 @@ optional_api! {
         get_last_error: "ncclGetLastError" => fn(NcclComm) -> *const c_char,
         /// NCCL 2.14: init with a config (non-blocking).
         comm_init_rank_config: "ncclCommInitRankConfig" => fn(*mut NcclComm, c_int, UniqueId, c_int, *mut Config) -> NcclResult,
-        /// Newer NCCLs (2.32 has them): native all-to-all, gather and scatter.
+        /// NCCL 2.28.3 and newer (nccl.h declares them from then): native all-to-all, gather and scatter.
         all_to_all: "ncclAlltoAll" => fn(*const c_void, *mut c_void, usize, NcclDataType, NcclComm, CudaStream) -> NcclResult,
         gather: "ncclGather" => fn(*const c_void, *mut c_void, usize, NcclDataType, c_int, NcclComm, CudaStream) -> NcclResult,
         scatter: "ncclScatter" => fn(*const c_void, *mut c_void, usize, NcclDataType, c_int, NcclComm, CudaStream) -> NcclResult,

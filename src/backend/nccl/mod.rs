@@ -438,6 +438,9 @@ pub struct NcclBackend {
     start: Event,
     end: Event,
     sync: Event,
+    /// GPU events between the samples of a timed run (grown as needed); destroyed, as the
+    /// others, before the stream and the context they belong to.
+    marks: Vec<Event>,
     stream: Stream,
     _ctx: Context,
     /// Host view for `write` and `read`.
@@ -462,11 +465,10 @@ pub struct NcclBackend {
     /// `Ok(Some)` on comm rank 0 once its probe is made (at the first point), `Ok(None)` before
     /// and on the other ranks.
     tuning: std::result::Result<Option<tuning::Probe>, String>,
-    /// GPU events between the samples of a timed run (grown as needed).
-    marks: Vec<Event>,
 }
 
 /// Everything one call needs, resolved before the timed loop. Device addresses.
+#[derive(Clone, Copy)]
 struct Prepared {
     kind: Kind,
     send: CuDevicePtr,
@@ -481,6 +483,20 @@ struct Prepared {
     partner: usize,
     /// sendrecv's ring neighbours: (to, from).
     ring: (usize, usize),
+    /// nccl-tests' rotation (`common.cu`, `startColl`): call `i` of a run moves both buffers by
+    /// `shift · (i mod steps)` bytes, `shift` the larger of the bytes the call sends and
+    /// receives, as many steps as fit in the buffers (allocated for the largest size), so
+    /// mid-size messages are not L2-hot from one call to the next, as an application's are not.
+    shift: u64,
+    steps: u64,
+}
+
+impl Prepared {
+    /// Call `i` of a run, rotated.
+    fn at(&self, i: usize) -> Prepared {
+        let by = self.shift * (i as u64 % self.steps);
+        Prepared { send: self.send + by, recv: self.recv + by, ..*self }
+    }
 }
 
 impl NcclBackend {
@@ -663,7 +679,7 @@ impl NcclBackend {
         let how = if self.blocking {
             "-z 1: the host waits for each call, then an MPI barrier (as nccl-tests -z 1)"
         } else {
-            "each timed run's calls launched back to back, one host wait at its end, a GPU event between samples (as nccl-tests)"
+            "each timed run's calls launched back to back, one host wait at its end, a GPU event between samples, the buffers moved by one message from call to call within their allocation (as nccl-tests)"
         };
         format!("NCCL timing: on {on}; {how}")
     }
@@ -735,6 +751,14 @@ impl NcclBackend {
         // (`alltoall.cu`, `sendrecv.cu`); NCCL does not support them in place, so their results
         // are not checked ([`Backend::unchecked`]).
         let send = if matches!(call.kind, Kind::AllToAll | Kind::SendRecv) && call.in_place { recv } else { send };
+        let elem_b = elem as usize;
+        let (send_touch, recv_touch, room) = match (call.kind, call.in_place) {
+            (Kind::Barrier, _) => (0, 0, 0),
+            (_, false) => (l.send_count * elem_b, l.recv_count * elem_b, self.send.len.min(self.recv.len)),
+            (_, true) => (0, l.in_place_extent() * elem_b, self.recv.len),
+        };
+        let shift = send_touch.max(recv_touch) as u64;
+        let steps = if shift == 0 { 1 } else { (room as u64 / shift).max(1) };
         Ok(Prepared {
             kind: call.kind,
             send,
@@ -746,6 +770,8 @@ impl NcclBackend {
             root: call.root as c_int,
             partner: partner(self.rank, self.nranks),
             ring: ring_peers(self.rank, self.nranks),
+            shift,
+            steps,
         })
     }
 
@@ -1424,8 +1450,8 @@ impl Backend for NcclBackend {
         let timed = (|| -> std::result::Result<(), String> {
             self.marks[0].record(&self.stream)?;
             for s in 0..n {
-                for _ in 0..batch {
-                    self.call_once(&p)?;
+                for b in 0..batch {
+                    self.call_once(&p.at(s * batch + b))?;
                     if self.blocking {
                         self.wait_stream()?;
                         self.mpi_barrier(call);
