@@ -1081,6 +1081,34 @@ fn each_call_moves_its_buffers_by_one_message_as_nccl_tests() {
     assert_eq!(offsets_by_rank.len(), 4);
 }
 
+/// Issue 48, the stand-ins' strictness: as NCCL 2.22+, a communicator's first collective
+/// connects it on the host, inside the call, waiting for every rank's first collective (here
+/// 300 ms more, FAKE_NCCL_CONNECT_DELAY_MS), while the work of every call runs on the stream after
+/// the call has returned. The first point's first call carries the connection (its GPU time
+/// spans it, as the stream waited for the launch), the warm-up absorbs it, and no later point
+/// connects again.
+#[test]
+fn the_first_collective_connects_inside_the_call_and_the_warm_up_absorbs_it() {
+    let env = fake_env("2", &[("FAKE_NCCL_VERSION", "22403"), ("FAKE_NCCL_CONNECT_DELAY_MS", "300")]);
+    let args = ["all-reduce", "-d", "int32", "-b", "8", "-e", "64", "-f", "8", "--budget", "20ms", "--csv", "run.csv"];
+    let (o, d) = nccl_run(2, &args, &env);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let csv = std::fs::read_to_string(d.path().join("run.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let h = rd.headers().unwrap().clone();
+    let col = |name: &str| h.iter().position(|c| c == name).unwrap();
+    let (size, placement, first, time) = (col("size_bytes"), col("placement"), col("first_call_us"), col("time_us"));
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    let at = |bytes: &str, p: &str| rows.iter().find(|r| &r[size] == bytes && &r[placement] == p).unwrap().clone();
+    let us = |r: &csv::StringRecord, c: usize| r[c].parse::<f64>().unwrap_or_else(|_| panic!("{r:?}"));
+    let first_row = at("8", "out-of-place");
+    assert!(us(&first_row, first) >= 250_000.0, "{first_row:?}");
+    assert!(us(&first_row, time) < 50_000.0, "{first_row:?}");
+    for r in [at("8", "in-place"), at("64", "out-of-place"), at("64", "in-place")] {
+        assert!(us(&r, first) < 100_000.0, "{r:?}");
+    }
+}
+
 /// Issue 23, point 6: the wait for the device yields on every pass (as nccl-tests), so NCCL's
 /// proxy thread gets the core: one rank under strace, each event answering "not ready" 3000
 /// times after its record, makes at least that many sched_yield calls (the old wait spun 100 000

@@ -1,7 +1,15 @@
 /* A stand-in for libcuda.so.1, for coll-bench's tests on machines without a GPU (tests/nccl.rs
  * builds it and points COLL_BENCH_CUDA_LIBRARY at it). "Device memory" is host memory, copies
- * are memcpy, every operation is finished when it returns, events read CLOCK_MONOTONIC.
- * It exports exactly the entry points the nccl backend binds (src/backend/nccl/cuda.rs).
+ * are memcpy. As on a GPU, work on a stream runs after the call that queued it has returned, in
+ * order, on a thread of the stream's own (its "device"): cuMemsetD8Async, cuMemcpyHtoDAsync
+ * (which, from pageable memory, returns once it holds the source: a copy is queued),
+ * cuEventRecord (the event reads CLOCK_MONOTONIC when the stream reaches it; cuEventQuery says
+ * CUDA_ERROR_NOT_READY until then) and the fake NCCL's calls (fake_cuda_enqueue, found by dlsym);
+ * cuMemcpyDtoHAsync into pageable memory, cuStreamSynchronize and cuMemFree wait for the queued
+ * work (of every stream, for cuMemFree). So a host that reads a result before the stream has
+ * produced it reads stale data, as on a GPU.
+ * It exports the entry points the nccl backend binds (src/backend/nccl/cuda.rs), and
+ * fake_cuda_enqueue for the fake NCCL.
  *
  *   FAKE_CUDA_DEVICES=N       N devices in the machine (default 1); 0: cuInit fails as on a
  *                             machine with no GPU
@@ -23,6 +31,8 @@
  *                             device: the first cuEventQuery of each recorded event, and
  *                             cuStreamSynchronize
  */
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,8 +146,98 @@ CUresult cuCtxSetCurrent(void *ctx) {
     current = ctx ? (int)((uintptr_t)ctx - 0x1000) : -1;
     return 0;
 }
-CUresult cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = malloc(1); return 0; }
-CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
+/* A stream: work queued in order, run by a thread of its own. */
+struct op {
+    void (*fn)(void *);
+    void *arg;
+    struct op *next;
+};
+struct stream {
+    pthread_t thread;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    struct op *head, *tail;
+    unsigned long queued, done;
+    int stop;
+};
+enum { MAX_STREAMS = 64 };
+static struct stream *streams[MAX_STREAMS];
+static pthread_mutex_t streams_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *stream_main(void *arg) {
+    struct stream *st = arg;
+    pthread_mutex_lock(&st->mu);
+    for (;;) {
+        while (!st->head && !st->stop) pthread_cond_wait(&st->cv, &st->mu);
+        if (!st->head) break;
+        struct op *o = st->head;
+        st->head = o->next;
+        if (!st->head) st->tail = NULL;
+        pthread_mutex_unlock(&st->mu);
+        o->fn(o->arg);
+        free(o);
+        pthread_mutex_lock(&st->mu);
+        st->done++;
+        pthread_cond_broadcast(&st->cv);
+    }
+    pthread_mutex_unlock(&st->mu);
+    return NULL;
+}
+/* Queue fn(arg) on stream `s` (the fake NCCL's calls come here); -1 without a stream. */
+int fake_cuda_enqueue(void *s, void (*fn)(void *), void *arg) {
+    struct stream *st = s;
+    if (!st) return -1;
+    struct op *o = malloc(sizeof *o);
+    *o = (struct op){fn, arg, NULL};
+    pthread_mutex_lock(&st->mu);
+    if (st->tail) st->tail->next = o; else st->head = o;
+    st->tail = o;
+    st->queued++;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    return 0;
+}
+/* Wait until the stream has run everything queued so far. */
+static void drain(struct stream *st) {
+    pthread_mutex_lock(&st->mu);
+    unsigned long want = st->queued;
+    while (st->done < want) pthread_cond_wait(&st->cv, &st->mu);
+    pthread_mutex_unlock(&st->mu);
+}
+CUresult cuStreamCreate(void **s, unsigned flags) {
+    (void)flags;
+    struct stream *st = calloc(1, sizeof *st);
+    pthread_mutex_init(&st->mu, NULL);
+    pthread_cond_init(&st->cv, NULL);
+    if (pthread_create(&st->thread, NULL, stream_main, st) != 0) {
+        free(st);
+        return 2;
+    }
+    pthread_mutex_lock(&streams_mu);
+    for (int i = 0; i < MAX_STREAMS; i++)
+        if (!streams[i]) {
+            streams[i] = st;
+            break;
+        }
+    pthread_mutex_unlock(&streams_mu);
+    *s = st;
+    return 0;
+}
+CUresult cuStreamDestroy_v2(void *s) {
+    struct stream *st = s;
+    if (!st) return 0;
+    pthread_mutex_lock(&streams_mu);
+    for (int i = 0; i < MAX_STREAMS; i++)
+        if (streams[i] == st) streams[i] = NULL;
+    pthread_mutex_unlock(&streams_mu);
+    pthread_mutex_lock(&st->mu);
+    st->stop = 1;
+    pthread_cond_broadcast(&st->cv);
+    pthread_mutex_unlock(&st->mu);
+    pthread_join(st->thread, NULL);
+    free(st);
+    return 0;
+}
 static void trace_sync(void) {
     const char *path = getenv("FAKE_NCCL_TRACE");
     FILE *f = path ? fopen(path, "a") : NULL;
@@ -146,12 +246,14 @@ static void trace_sync(void) {
     fclose(f);
 }
 CUresult cuStreamSynchronize(void *s) {
-    (void)s;
     trace_sync();
+    if (s) drain(s);
     return 0;
 }
-/* Bytes held by cuMemAlloc in this process (each block records its size in a header). */
+/* Bytes held by cuMemAlloc in this process (each block records its size in a header); the fake
+ * NCCL allocates from its calls' threads too. */
 static size_t held;
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
 enum { HEADER = 256 };
 static size_t free_bytes(void) {
     size_t start = (size_t)env_long("FAKE_CUDA_FREE_BYTES", 1L << 32);
@@ -165,34 +267,70 @@ CUresult cuMemGetInfo_v2(size_t *free_, size_t *total) {
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t len) {
     void *m = NULL;
     if (len == 0) return 1; /* CUDA_ERROR_INVALID_VALUE, as the real one */
-    if (len > free_bytes()) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+    pthread_mutex_lock(&held_mu);
+    int fits = len <= free_bytes();
+    if (fits) held += len;
+    pthread_mutex_unlock(&held_mu);
+    if (!fits) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
     /* Untouched pages cost the host nothing, so a large "device" block is cheap. */
     if (posix_memalign(&m, 256, len + HEADER)) return 2;
     *(size_t *)m = len;
-    held += len;
     *p = (CUdeviceptr)(uintptr_t)((char *)m + HEADER);
     return 0;
 }
+/* As the real one, freeing waits for the device (every stream's queued work). */
 CUresult cuMemFree_v2(CUdeviceptr p) {
     if (!p) return 0;
+    pthread_mutex_lock(&streams_mu);
+    struct stream *all[MAX_STREAMS];
+    memcpy(all, streams, sizeof all);
+    pthread_mutex_unlock(&streams_mu);
+    for (int i = 0; i < MAX_STREAMS; i++)
+        if (all[i]) drain(all[i]);
     char *m = (char *)P(p) - HEADER;
+    pthread_mutex_lock(&held_mu);
     held -= *(size_t *)m;
+    pthread_mutex_unlock(&held_mu);
     free(m);
     return 0;
 }
+struct copy {
+    void *dst;
+    const void *src;
+    size_t n;
+    int byte; /* memset's, or -1: a copy (of `src`, owned) */
+};
+static void run_copy(void *arg) {
+    struct copy *c = arg;
+    if (c->byte >= 0) {
+        memset(c->dst, c->byte, c->n);
+    } else {
+        memcpy(c->dst, c->src, c->n);
+        free((void *)c->src);
+    }
+    free(c);
+}
+/* Queued, or done now on the NULL stream. */
+static void queue_copy(void *s, void *dst, const void *src, size_t n, int byte) {
+    struct copy *c = malloc(sizeof *c);
+    *c = (struct copy){dst, src, n, byte};
+    if (fake_cuda_enqueue(s, run_copy, c) != 0) run_copy(c);
+}
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *s) {
-    (void)s;
-    memcpy(P(dst), src, n);
+    /* From pageable memory the driver stages the source before returning. */
+    void *held_src = malloc(n ? n : 1);
+    memcpy(held_src, src, n);
+    queue_copy(s, P(dst), held_src, n, -1);
     return 0;
 }
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *s) {
-    (void)s;
+    /* Into pageable memory: returns once the copy is done, after the stream's earlier work. */
+    if (s) drain(s);
     memcpy(dst, P(src), n);
     return 0;
 }
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char c, size_t n, void *s) {
-    (void)s;
-    memset(P(dst), c, n);
+    queue_copy(s, P(dst), NULL, n, c);
     return 0;
 }
 
@@ -200,19 +338,34 @@ struct event {
     struct timespec t;
     long not_ready;
     int queried; /* since the last record */
+    int reached; /* the stream has reached the last record */
+    int pending; /* a record queued and not yet reached */
 };
+static void stamp(void *arg) {
+    struct event *ev = arg;
+    clock_gettime(CLOCK_MONOTONIC, &ev->t);
+    __atomic_store_n(&ev->reached, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&ev->pending, 0, __ATOMIC_RELEASE);
+}
 CUresult cuEventCreate(void **e, unsigned flags) {
     (void)flags;
     *e = calloc(1, sizeof(struct event));
     return 0;
 }
-CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
+CUresult cuEventDestroy_v2(void *e) {
+    /* A record the stream has not reached still writes the event: wait for it. */
+    struct event *ev = e;
+    while (ev && __atomic_load_n(&ev->pending, __ATOMIC_ACQUIRE)) sched_yield();
+    free(e);
+    return 0;
+}
 CUresult cuEventRecord(void *e, void *s) {
     struct event *ev = e;
-    (void)s;
-    clock_gettime(CLOCK_MONOTONIC, &ev->t);
     ev->not_ready = env_long("FAKE_CUDA_NOT_READY", 0);
     ev->queried = 0;
+    __atomic_store_n(&ev->reached, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&ev->pending, 1, __ATOMIC_RELEASE);
+    if (fake_cuda_enqueue(s, stamp, ev) != 0) stamp(ev);
     return 0;
 }
 CUresult cuEventQuery(void *e) {
@@ -221,6 +374,7 @@ CUresult cuEventQuery(void *e) {
         ev->queried = 1;
         trace_sync();
     }
+    if (!__atomic_load_n(&ev->reached, __ATOMIC_ACQUIRE)) return 600; /* CUDA_ERROR_NOT_READY */
     if (ev->not_ready > 0) {
         ev->not_ready--;
         return 600; /* CUDA_ERROR_NOT_READY */
@@ -229,6 +383,8 @@ CUresult cuEventQuery(void *e) {
 }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
     struct event *s = a, *e = b;
+    if (!__atomic_load_n(&s->reached, __ATOMIC_ACQUIRE) || !__atomic_load_n(&e->reached, __ATOMIC_ACQUIRE))
+        return 600;
     *ms = (float)((e->t.tv_sec - s->t.tv_sec) * 1e3 + (e->t.tv_nsec - s->t.tv_nsec) * 1e-6);
     return 0;
 }

@@ -1,7 +1,13 @@
 /* A stand-in for libnccl.so.2, for coll-bench's tests on machines without a GPU (tests/nccl.rs
  * builds it and points COLL_BENCH_NCCL_LIBRARY at it), used with fake_cuda.c, whose "device"
  * pointers are host pointers. It is a small, slow, real implementation for ranks on one host:
- * every call runs to completion before it returns, and data moves between processes through
+ * as NCCL's kernels, a call's work runs on the caller's stream after the call has returned
+ * (queued through fake_cuda.c's fake_cuda_enqueue; a failure there is the communicator's
+ * asynchronous error); from FAKE_NCCL_VERSION 22200 on a communicator's first call connects it
+ * on the host before returning, and its first collective waits there for every rank's first
+ * collective (FAKE_NCCL_CONNECT_DELAY_MS=M adds M ms), as NCCL 2.22+ connects at run time;
+ * ncclCommDestroy and ncclCommAbort wait for the queued work (aborted: it gives up). Data
+ * moves between processes through
  * one-slot channels (one per ordered pair of ranks) in a POSIX shared-memory segment that rank 0
  * names in the unique id. Collectives are built from those channels and reduce in rank order, so
  * every rank gets the same result. Avg is NCCL's: integers sum then divide, float32 and float64
@@ -122,7 +128,8 @@ struct segment {
     uint64_t joined;
     uint64_t nranks;
     uint64_t cap;
-    char pad[40];
+    uint64_t met; /* ranks that have made their first collective (see meet) */
+    char pad[32];
     /* then nranks * nranks channels, [src][dst] */
 };
 
@@ -147,6 +154,8 @@ struct comm {
     ncclResult_t sticky;   /* the first asynchronous error, reported from then on */
     int aborted;           /* ncclCommAbort: blocked transfers give up */
     unsigned long long conn; /* device memory of the lazy connection (FAKE_NCCL_CONNECT_BYTES), or 0 */
+    int met;               /* this rank has made its first collective (see meet) */
+    int queued;            /* calls queued on a stream and not yet run (atomic) */
 };
 typedef struct comm *ncclComm_t;
 
@@ -377,6 +386,21 @@ static ncclResult_t connect_(struct comm *c) {
         c->conn = 0;
         return error(1, "Cuda failure 'out of memory' allocating the connection buffers at the first collective");
     }
+    return ok;
+}
+/* NCCL 2.22+ connects at a communicator's first collective, in the call itself: the host waits
+ * there until its peers make theirs (FAKE_NCCL_CONNECT_DELAY_MS=M adds M ms, as connecting over a
+ * network takes). A rank whose peers never call waits for ever, as with NCCL. */
+static ncclResult_t meet(struct comm *c) {
+    if (c->met || !connected_lazily() || !c->seg) return ok;
+    const char *d = getenv("FAKE_NCCL_CONNECT_DELAY_MS");
+    if (d && *d) usleep((useconds_t)atol(d) * 1000);
+    __atomic_add_fetch(&c->seg->met, 1, __ATOMIC_ACQ_REL);
+    while (__atomic_load_n(&c->seg->met, __ATOMIC_ACQUIRE) < (uint64_t)c->nranks) {
+        if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE)) return error(remote_error, "aborted");
+        sched_yield();
+    }
+    c->met = 1;
     return ok;
 }
 static void disconnect(struct comm *c) {
@@ -799,6 +823,7 @@ struct p2p {
     void *buf;
     size_t bytes;
     int peer;
+    void *stream;
 };
 
 /* One call handed to NCCL: run before returning, or by a thread of its own (`spawn`). */
@@ -814,6 +839,7 @@ struct job {
     int color, key;            /* a split */
     ncclComm_t *newcomm;
     int child_nonblocking;
+    void *stream;              /* a collective's or group's: where its work is queued */
 };
 
 static void free_job(struct job *j) {
@@ -821,12 +847,53 @@ static void free_job(struct job *j) {
     free(j->recvs);
 }
 
-static void *worker_main(void *arg) {
+/* A call's work as the stream runs it: an error is the communicator's asynchronous error. */
+static void run_queued(void *arg) {
     struct job *j = arg;
     ncclComm_t c = j->c;
     ncclResult_t r = j->fn(j);
+    ncclResult_t none = ok;
+    if (r != ok) __atomic_compare_exchange_n(&c->sticky, &none, r, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     free_job(j);
     free(j);
+    __atomic_sub_fetch(&c->queued, 1, __ATOMIC_ACQ_REL);
+}
+
+/* Hand the heap job `h` (taken) to its stream, through the libcuda this process loaded
+ * (fake_cuda_enqueue), as NCCL's kernels run on the caller's stream after the call returns; where
+ * there is no such stream, run it now. */
+static ncclResult_t submit(struct job *h) {
+    void *lib = cuda_lib();
+    int (*enqueue)(void *, void (*)(void *), void *) =
+        lib ? (int (*)(void *, void (*)(void *), void *))dlsym(lib, "fake_cuda_enqueue") : NULL;
+    ncclComm_t c = h->c;
+    if (h->stream && enqueue) {
+        __atomic_add_fetch(&c->queued, 1, __ATOMIC_ACQ_REL);
+        if (enqueue(h->stream, run_queued, h) == 0) return ok;
+        __atomic_sub_fetch(&c->queued, 1, __ATOMIC_ACQ_REL);
+    }
+    ncclResult_t r = h->fn(h);
+    free_job(h);
+    free(h);
+    return r;
+}
+
+/* Wait until the calls queued on streams have run (or given up, once aborted). */
+static void settle(ncclComm_t c) {
+    while (__atomic_load_n(&c->queued, __ATOMIC_ACQUIRE) > 0) sched_yield();
+}
+
+static void *worker_main(void *arg) {
+    struct job *j = arg;
+    ncclComm_t c = j->c;
+    ncclResult_t r;
+    if (j->stream) {
+        r = submit(j); /* a launch: queued on its stream, then the communicator is ready */
+    } else {
+        r = j->fn(j);
+        free_job(j);
+        free(j);
+    }
     c->outcome = r;
     __atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
     return NULL;
@@ -882,9 +949,18 @@ static ncclResult_t launch(struct job *j) {
         trace(line, -1);
     }
     ncclComm_t c = j->c;
+    /* The lazy connection (NCCL 2.22+): made by the first call, on the host, before it returns:
+     * its buffers, and for a collective every rank's first collective. */
+    ncclResult_t r = connect_(c);
+    if (r == ok && j->r) r = meet(c);
+    if (r != ok) {
+        free_job(j);
+        return r;
+    }
     if (c->nonblocking && env_version() >= 22300) return spawn(j, 1);
-    ncclResult_t r = j->fn(j);
-    free_job(j);
+    struct job *h = malloc(sizeof *h);
+    *h = *j;
+    r = submit(h);
     return r == ok && c->nonblocking ? in_progress : r;
 }
 
@@ -989,6 +1065,7 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
     trace("destroy", -1);
     if (!comm) return ok;
     READY(comm);
+    settle(comm);
     return release(comm);
 }
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
@@ -997,6 +1074,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
     /* As NCCL's: set the abort flag, then wait for the comm's thread (which gives up). */
     __atomic_store_n(&comm->aborted, 1, __ATOMIC_RELEASE);
     if (comm->working) pthread_join(comm->worker, NULL);
+    settle(comm);
     return release(comm);
 }
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
@@ -1074,11 +1152,10 @@ static ncclResult_t run_all_reduce(struct job *j) {
     return res;
 }
 ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, ncclComm_t c, cudaStream_t st) {
-    (void)st;
     READY(c);
     if (bad(dt, op) || fp8_reduction_refused(dt)) return invalid_argument;
     CHECK(plan(c, 4, n, dt));
-    return launch(&(struct job){.fn = run_all_reduce, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op});
+    return launch(&(struct job){.stream = st, .fn = run_all_reduce, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op});
 }
 
 static ncclResult_t run_all_gather(struct job *j) {
@@ -1092,11 +1169,10 @@ static ncclResult_t run_all_gather(struct job *j) {
     return ok;
 }
 ncclResult_t ncclAllGather(const void *s, void *r, size_t n, int dt, ncclComm_t c, cudaStream_t st) {
-    (void)st;
     READY(c);
     if (bad(dt, 0)) return invalid_argument;
     CHECK(plan(c, 2, n, dt));
-    return launch(&(struct job){.fn = run_all_gather, .c = c, .s = s, .r = r, .n = n, .dt = dt});
+    return launch(&(struct job){.stream = st, .fn = run_all_gather, .c = c, .s = s, .r = r, .n = n, .dt = dt});
 }
 
 static ncclResult_t run_reduce_scatter(struct job *j) {
@@ -1111,11 +1187,10 @@ static ncclResult_t run_reduce_scatter(struct job *j) {
     return res;
 }
 ncclResult_t ncclReduceScatter(const void *s, void *r, size_t n, int dt, int op, ncclComm_t c, cudaStream_t st) {
-    (void)st;
     READY(c);
     if (bad(dt, op) || fp8_reduction_refused(dt)) return invalid_argument;
     CHECK(plan(c, 3, n, dt));
-    return launch(&(struct job){.fn = run_reduce_scatter, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op});
+    return launch(&(struct job){.stream = st, .fn = run_reduce_scatter, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op});
 }
 
 static ncclResult_t run_broadcast(struct job *j) {
@@ -1130,11 +1205,10 @@ static ncclResult_t run_broadcast(struct job *j) {
     return take(c, j->root, j->r, b);
 }
 ncclResult_t ncclBroadcast(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c, cudaStream_t st) {
-    (void)st;
     READY(c);
     if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
     CHECK(plan(c, 0, n, dt));
-    return launch(&(struct job){.fn = run_broadcast, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
+    return launch(&(struct job){.stream = st, .fn = run_broadcast, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
 }
 
 static ncclResult_t run_reduce(struct job *j) {
@@ -1144,12 +1218,11 @@ static ncclResult_t run_reduce(struct job *j) {
     return gather_reduce(c, j->s, j->r, j->n, j->dt, j->op);
 }
 ncclResult_t ncclReduce(const void *s, void *r, size_t n, int dt, int op, int root, ncclComm_t c, cudaStream_t st) {
-    (void)st;
     READY(c);
     if (bad(dt, op) || fp8_reduction_refused(dt) || root < 0 || root >= c->nranks) return invalid_argument;
     CHECK(plan(c, 1, n, dt));
     return launch(
-        &(struct job){.fn = run_reduce, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op, .root = root});
+        &(struct job){.stream = st, .fn = run_reduce, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op, .root = root});
 }
 
 /* Point-to-point. Outside a group a call is a group of its own; inside one, calls are queued and
@@ -1184,6 +1257,7 @@ static ncclResult_t launch_p2p(void) {
     if (overlap) trace("overlap", -1);
     struct job j = {.fn = run_p2p, .nsend = nsend, .nrecv = nrecv};
     j.c = nsend ? sends[0].comm : recvs[0].comm;
+    j.stream = nsend ? sends[0].stream : recvs[0].stream;
     j.sends = malloc(sizeof(struct p2p) * (size_t)(nsend ? nsend : 1));
     j.recvs = malloc(sizeof(struct p2p) * (size_t)(nrecv ? nrecv : 1));
     memcpy(j.sends, sends, sizeof(struct p2p) * (size_t)nsend);
@@ -1202,27 +1276,25 @@ ncclResult_t ncclGroupEnd(void) {
     if (!nsend && !nrecv) return ok;
     return launch_p2p();
 }
-static ncclResult_t queue(struct p2p *q, int *nq, ncclComm_t c, const void *buf, size_t bytes, int peer) {
+static ncclResult_t queue(struct p2p *q, int *nq, ncclComm_t c, const void *buf, size_t bytes, int peer, void *st) {
     if (*nq == MAXP2P) return error(invalid_usage, "too many sends or receives in a group");
-    q[(*nq)++] = (struct p2p){c, (void *)buf, bytes, peer};
+    q[(*nq)++] = (struct p2p){c, (void *)buf, bytes, peer, st};
     return ok;
 }
 ncclResult_t ncclSend(const void *s, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st) {
-    (void)st;
     if (c && fails_here("p2p", c->rank)) return error(invalid_usage, "point-to-point is off (FAKE_NCCL_FAIL=p2p)");
     READY(c);
     if (bad(dt, 0) || peer < 0 || peer >= c->nranks) return invalid_argument;
     if (depth == 0 && peer == c->rank) return error(invalid_usage, "a send to oneself outside a group would hang");
-    CHECK(queue(sends, &nsend, c, s, n * type_size[dt], peer));
+    CHECK(queue(sends, &nsend, c, s, n * type_size[dt], peer, st));
     return depth == 0 ? launch_p2p() : ok;
 }
 ncclResult_t ncclRecv(void *r, size_t n, int dt, int peer, ncclComm_t c, cudaStream_t st) {
-    (void)st;
     if (c && fails_here("p2p", c->rank)) return error(invalid_usage, "point-to-point is off (FAKE_NCCL_FAIL=p2p)");
     READY(c);
     if (bad(dt, 0) || peer < 0 || peer >= c->nranks) return invalid_argument;
     if (depth == 0 && peer == c->rank) return error(invalid_usage, "a receive from oneself outside a group would hang");
-    CHECK(queue(recvs, &nrecv, c, r, n * type_size[dt], peer));
+    CHECK(queue(recvs, &nrecv, c, r, n * type_size[dt], peer, st));
     return depth == 0 ? launch_p2p() : ok;
 }
 
@@ -1240,13 +1312,12 @@ static ncclResult_t run_all_to_all(struct job *j) {
     return ok;
 }
 ncclResult_t ncclAlltoAll(const void *s, void *r, size_t n, int dt, ncclComm_t c, cudaStream_t st) {
-    (void)st;
     READY(c);
     if (bad(dt, 0)) return invalid_argument;
     /* In place is not refused (NCCL 2.28-2.30's ncclAlltoAll has no such check: nccl-tests calls
      * it with one buffer), nor supported: its send and receive tasks have no order between them. */
     if (s == r && c->nranks > 1) trace("overlap", -1);
-    return launch(&(struct job){.fn = run_all_to_all, .c = c, .s = s, .r = r, .n = n, .dt = dt});
+    return launch(&(struct job){.stream = st, .fn = run_all_to_all, .c = c, .s = s, .r = r, .n = n, .dt = dt});
 }
 static ncclResult_t run_gather(struct job *j) {
     ncclComm_t c = j->c;
@@ -1258,10 +1329,9 @@ static ncclResult_t run_gather(struct job *j) {
     return ok;
 }
 ncclResult_t ncclGather(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c, cudaStream_t st) {
-    (void)st;
     READY(c);
     if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
-    return launch(&(struct job){.fn = run_gather, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
+    return launch(&(struct job){.stream = st, .fn = run_gather, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
 }
 static ncclResult_t run_scatter(struct job *j) {
     ncclComm_t c = j->c;
@@ -1273,9 +1343,8 @@ static ncclResult_t run_scatter(struct job *j) {
     return ok;
 }
 ncclResult_t ncclScatter(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c, cudaStream_t st) {
-    (void)st;
     READY(c);
     if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
-    return launch(&(struct job){.fn = run_scatter, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
+    return launch(&(struct job){.stream = st, .fn = run_scatter, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
 }
 #endif
