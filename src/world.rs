@@ -27,8 +27,8 @@ const NAME_LEN: usize = 256;
 /// This process's place in the job.
 pub struct World {
     // Field order is drop order: communicators are freed before the universe finalises MPI.
-    /// The node split (`MPI_Comm_split_type`, shared memory); only its rank and size are used,
-    /// but the communicator must live until it is freed, before MPI_Finalize.
+    /// The node split (`MPI_Comm_split_type`, shared memory); only its rank, size and lowest rank
+    /// are used, but the communicator must live until it is freed, before MPI_Finalize.
     #[allow(dead_code)]
     node: OwnedComm,
     world: SimpleCommunicator,
@@ -39,6 +39,10 @@ pub struct World {
     pub local_size: usize,
     /// Host name of every rank, indexed by rank.
     pub hosts: Vec<String>,
+    /// The node of every rank, indexed by rank: the lowest world rank of its node split. Two
+    /// ranks share a node exactly when these are equal; processor names can repeat across hosts
+    /// (containers, cloned images), so they cannot tell.
+    pub nodes: Vec<usize>,
     pub library_version: String,
 }
 
@@ -89,6 +93,34 @@ impl World {
         let rc = unsafe { ffi::MPI_Comm_size(node.0, &mut local_size) };
         mpi_error::check(rc, "MPI_Comm_size", rank, &name, || during("the node split"));
         let (local_rank, local_size) = (local_rank as usize, local_size as usize);
+        let (me, mut lowest) = (rank as u64, 0u64);
+        // SAFETY: one u64 in and out, at locals.
+        let rc = unsafe {
+            ffi::MPI_Allreduce(
+                (&me as *const u64).cast(),
+                (&mut lowest as *mut u64).cast(),
+                1,
+                ffi::RSMPI_UINT64_T,
+                ffi::RSMPI_MIN,
+                node.0,
+            )
+        };
+        mpi_error::check(rc, "MPI_Allreduce", rank, &name, || during("the node split"));
+        let mut nodes = vec![0u64; size];
+        // SAFETY: one u64 from each rank into `size` of them.
+        let rc = unsafe {
+            ffi::MPI_Allgather(
+                (&lowest as *const u64).cast(),
+                1,
+                ffi::RSMPI_UINT64_T,
+                nodes.as_mut_ptr().cast(),
+                1,
+                ffi::RSMPI_UINT64_T,
+                world.as_raw(),
+            )
+        };
+        mpi_error::check(rc, "MPI_Allgather", rank, &name, || during("the node split"));
+        let nodes = nodes.into_iter().map(|n| n as usize).collect();
 
         let mut mine = [0u8; NAME_LEN];
         let n = name.len().min(NAME_LEN - 1);
@@ -119,7 +151,7 @@ impl World {
                 v.trim_matches(|c: char| c == '\0' || c.is_whitespace()).lines().next().unwrap_or("").trim().to_string()
             })
             .unwrap_or_else(|_| "unknown MPI".into());
-        Ok(World { node, world, universe, rank, size, local_rank, local_size, hosts, library_version })
+        Ok(World { node, world, universe, rank, size, local_rank, local_size, hosts, nodes, library_version })
     }
 
     /// rsmpi's handle. Its safe calls discard MPI's return codes, which errors return here:

@@ -199,7 +199,7 @@ fn nccl_run_visible(n: usize, value: &str, args: &[&str], env: &[(&str, &str)]) 
 
 /// One GPU visible per rank (Slurm `--gpus-per-task=1`, `CUDA_VISIBLE_DEVICES=$LOCAL_RANK`):
 /// each rank takes ordinal 0, its own GPU, and the run measures; two ranks of a node shown the
-/// same GPU are refused by its PCI bus id before any communicator is made.
+/// same GPU are refused by its UUID before any communicator is made.
 #[test]
 fn one_gpu_visible_per_rank_takes_ordinal_0_and_a_shared_gpu_is_refused() {
     let env = fake_env("2", &[]);
@@ -210,7 +210,67 @@ fn one_gpu_visible_per_rank_takes_ordinal_0_and_a_shared_gpu_is_refused() {
     assert!(out.contains(": GPU 0 Fake GPU 0 (PCI 0000:01:00.0; "), "{out}");
     assert!(out.contains(": GPU 0 (CUDA_VISIBLE_DEVICES entry 1) Fake GPU 1 (PCI 0000:02:00.0; "), "{out}");
     let (o, d) = nccl_run_visible(2, "0", &["--csv", "run.csv"], &env);
-    refused(&o, d.path(), &["ranks 0 and 1 on ", "would share one GPU (PCI 0000:01:00.0)", "CUDA_VISIBLE_DEVICES"]);
+    refused(
+        &o,
+        d.path(),
+        &["ranks 0 and 1 on ", &format!("would share one GPU (PCI 0000:01:00.0, UUID {GPU0})"), "CUDA_VISIBLE_DEVICES"],
+    );
+}
+
+/// The stand-in's device 0, as `cuDeviceGetUuid` states it.
+const GPU0: &str = "5d1c0000-fa4e-0000-0000-000000000000";
+
+/// Slurm `--gpus-per-task=2`: each rank sees two GPUs of its own (`CUDA_VISIBLE_DEVICES` differs
+/// between the ranks of the node), so each takes its first, whatever its local rank, and three
+/// ranks on a node are no shortage; two ranks whose first GPUs are one GPU are still refused.
+#[test]
+fn ranks_shown_two_gpus_of_their_own_take_their_first() {
+    let env = fake_env("6", &[]);
+    let args = ["-c", "1", "-e", "1K", "--budget", "2ms", "--no-csv"];
+    let (o, _d) = nccl_run_visible(3, "$((2*LOCAL)),$((2*LOCAL+1))", &args, &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains(": GPU 0 Fake GPU 0 (PCI 0000:01:00.0; "), "{out}");
+    assert!(out.contains(": GPU 0 (CUDA_VISIBLE_DEVICES entry 2) Fake GPU 2 (PCI 0000:03:00.0; "), "{out}");
+    assert!(out.contains(": GPU 0 (CUDA_VISIBLE_DEVICES entry 4) Fake GPU 4 (PCI 0000:05:00.0; "), "{out}");
+    assert!(stderr(&o).trim().is_empty(), "{}", stderr(&o));
+    let (o, d) = nccl_run_visible(2, "0,$((LOCAL+1))", &["--csv", "run.csv"], &env);
+    refused(&o, d.path(), &["ranks 0 and 1 on ", &format!("would share one GPU (PCI 0000:01:00.0, UUID {GPU0})")]);
+}
+
+/// MIG: one instance per rank, on one GPU (one PCI bus id, a UUID each). NCCL from 2.30.7 tells
+/// them apart by UUID, so the sweep runs, exact; an older NCCL would refuse them as one GPU
+/// ("Duplicate GPU detected"), so we refuse first and say why; one instance on two ranks is
+/// refused whatever the NCCL.
+#[test]
+fn mig_instances_one_per_rank_run_where_nccl_tells_them_apart() {
+    let args = ["-c", "1", "-e", "1K", "--budget", "2ms", "--no-csv"];
+    let env = fake_env("1", &[("FAKE_NCCL_VERSION", "23007")]);
+    let (o, _d) = nccl_run_visible(2, "MIG-GPU-5d1c0000/$((LOCAL+1))/0", &args, &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    for g in 1..=2 {
+        let line = format!(
+            ": GPU 0 (CUDA_VISIBLE_DEVICES entry MIG-GPU-5d1c0000/{g}/0) Fake GPU 0 MIG {g}/0 (PCI 0000:01:00.0; "
+        );
+        assert!(out.contains(&line), "{line} not in\n{out}");
+    }
+    assert!(stderr(&o).trim().is_empty(), "{}", stderr(&o));
+    let env = fake_env("1", &[("FAKE_NCCL_VERSION", "23004")]);
+    let (o, d) = nccl_run_visible(2, "MIG-GPU-5d1c0000/$((LOCAL+1))/0", &["--csv", "run.csv"], &env);
+    refused(
+        &o,
+        d.path(),
+        &[
+            "ranks 0 and 1 on ",
+            "are on two instances (MIG) of one GPU (PCI 0000:01:00.0); NCCL 2.30.4 refuses",
+            "use NCCL 2.30.7 or newer",
+        ],
+    );
+    let env = fake_env("1", &[("FAKE_NCCL_VERSION", "23007")]);
+    let (o, d) = nccl_run_visible(2, "MIG-GPU-5d1c0000/1/0", &["--csv", "run.csv"], &env);
+    let mig = "5d1c0000-fa4e-0000-0000-4d0100000000";
+    refused(&o, d.path(), &["ranks 0 and 1 on ", &format!("would share one GPU (PCI 0000:01:00.0, UUID {mig})")]);
 }
 
 #[test]

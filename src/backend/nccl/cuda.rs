@@ -14,6 +14,12 @@ pub type CuDevicePtr = u64;
 pub type CuContext = *mut c_void;
 pub type CuStream = *mut c_void;
 pub type CuEvent = *mut c_void;
+/// `CUuuid` (cuda.h): 16 bytes.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct CuUuid {
+    pub bytes: [c_uchar; 16],
+}
 
 pub const CUDA_SUCCESS: CuResult = 0;
 pub const CUDA_ERROR_NO_DEVICE: CuResult = 100;
@@ -35,6 +41,7 @@ api! {
         device_get: "cuDeviceGet" => fn(*mut CuDevice, c_int) -> CuResult,
         device_get_name: "cuDeviceGetName" => fn(*mut c_char, c_int, CuDevice) -> CuResult,
         device_get_pci_bus_id: "cuDeviceGetPCIBusId" => fn(*mut c_char, c_int, CuDevice) -> CuResult,
+        device_get_uuid: "cuDeviceGetUuid" => fn(*mut CuUuid, CuDevice) -> CuResult,
         device_total_mem: "cuDeviceTotalMem_v2" => fn(*mut usize, CuDevice) -> CuResult,
         device_get_attribute: "cuDeviceGetAttribute" => fn(*mut c_int, c_int, CuDevice) -> CuResult,
         primary_ctx_retain: "cuDevicePrimaryCtxRetain" => fn(*mut CuContext, CuDevice) -> CuResult,
@@ -59,10 +66,21 @@ api! {
     }
 }
 
+optional_api! {
+    /// libcuda's entry points of newer drivers, used where the driver has them.
+    pub struct DriverOptional {
+        /// CUDA 11.4: a MIG instance's own UUID, where `cuDeviceGetUuid` gives its GPU's (so
+        /// instances of one GPU would look alike). What NCCL asks for (through
+        /// `cuGetProcAddress`) to tell GPUs apart.
+        device_get_uuid_v2: "cuDeviceGetUuid_v2" => fn(*mut CuUuid, CuDevice) -> CuResult,
+    }
+}
+
 /// The loaded driver. Leaked on purpose (`&'static`): libcuda is never unloaded while NCCL's
 /// threads may still reference it.
 pub struct Driver {
     api: DriverApi,
+    optional: DriverOptional,
     /// The file that was loaded, for the header.
     pub location: String,
 }
@@ -94,9 +112,11 @@ pub fn load(env: &dyn Fn(&str) -> Option<OsString>) -> Result<&'static Driver, S
             which.target().to_string_lossy()
         )
     })?;
+    // SAFETY: as above.
+    let optional = unsafe { DriverOptional::load(lib) };
     let location =
         super::ffi::library_path(api.init as usize).unwrap_or_else(|| which.target().to_string_lossy().into_owned());
-    Ok(Box::leak(Box::new(Driver { api, location })))
+    Ok(Box::leak(Box::new(Driver { api, optional, location })))
 }
 
 impl Driver {
@@ -184,6 +204,15 @@ impl Driver {
 
     pub fn pci_bus_id(&self, d: CuDevice) -> Result<String, String> {
         self.string("cuDeviceGetPCIBusId", self.api.device_get_pci_bus_id, d)
+    }
+
+    /// The device's UUID: a MIG instance's own where the driver can tell (`cuDeviceGetUuid_v2`).
+    pub fn uuid(&self, d: CuDevice) -> Result<[u8; 16], String> {
+        let mut u = CuUuid::default();
+        let get = self.optional.device_get_uuid_v2.unwrap_or(self.api.device_get_uuid);
+        // SAFETY: out-pointer to a local `CUuuid`; `d` came from cuDeviceGet.
+        self.check(unsafe { get(&mut u, d) }, "cuDeviceGetUuid")?;
+        Ok(u.bytes)
     }
 
     /// The device's memory in bytes (needs no context).

@@ -1,7 +1,21 @@
 //! Which GPU a rank drives: the one at its node-local rank among the GPUs the CUDA driver shows,
-//! which are those `CUDA_VISIBLE_DEVICES` lets through. The driver applies the variable itself
-//! (device ordinal 0 is its first entry); we parse it only to name the GPU in the header and to
-//! explain a shortage. Pure functions, so the rules are unit-tested without a GPU.
+//! which are those `CUDA_VISIBLE_DEVICES` lets through, or its first where each rank is shown
+//! GPUs of its own. The driver applies the variable itself (device ordinal 0 is its first
+//! entry); we parse it only to name the GPU in the header and to explain a shortage. Pure
+//! functions, so the rules are unit-tested without a GPU.
+
+use std::collections::HashMap;
+
+/// A GPU's UUID as `cuDeviceGetUuid_v2` states it: the same for every process that sees the
+/// device, whatever its ordinal there; a MIG instance has its own.
+pub type Uuid = [u8; 16];
+
+/// `5d1c0000-fa4e-0000-0000-000000000000` (nvidia-smi's prefix, `GPU-` or `MIG-`, is not in the
+/// bytes).
+pub fn uuid_text(u: &Uuid) -> String {
+    let hex: String = u.iter().map(|b| format!("{b:02x}")).collect();
+    format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
+}
 
 /// What `CUDA_VISIBLE_DEVICES` makes visible.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,17 +66,29 @@ impl Selection {
     }
 }
 
-/// One GPU per rank: local rank `local_rank` of `local_size` on `host` takes device ordinal
-/// `local_rank` of the `device_count` the driver reports, or ordinal 0 where it sees exactly one
-/// (Slurm's `--gpus-per-task=1`, or a wrapper setting `CUDA_VISIBLE_DEVICES=$LOCAL_RANK`: each
-/// rank is shown its own GPU; [`shared_gpu`] then refuses two ranks of a node on one). Otherwise a
-/// node with more ranks than visible GPUs is an error on every rank of the node (the message
-/// names the count and the variable).
+/// Whether every rank of node `node` sees the same GPUs in the same order, from every rank's
+/// `(node, the UUIDs of the GPUs it sees, by ordinal)`. A rank that sees none is left out (its
+/// own error is the message).
+pub fn sees_alike(node: usize, seen: &[(usize, Vec<Uuid>)]) -> bool {
+    let mut sets = seen.iter().filter(|(n, s)| *n == node && !s.is_empty()).map(|(_, s)| s);
+    let first = sets.next();
+    sets.all(|s| Some(s) == first)
+}
+
+/// One GPU per rank. Where every rank of the node sees the same GPUs (`alike`, [`sees_alike`]),
+/// local rank `local_rank` of `local_size` on `host` takes device ordinal `local_rank` of the
+/// `device_count` the driver reports, and a node with more ranks than visible GPUs is an error
+/// on every rank of the node (the message names the count and the variable). Where the ranks of
+/// a node see different GPUs (Slurm's `--gpus-per-task=N`, a wrapper setting
+/// `CUDA_VISIBLE_DEVICES` per rank), or a rank sees exactly one, the GPUs a rank sees are its
+/// own: it takes the first, ordinal 0, as nccl-tests does with one GPU per process; [`shared_gpu`]
+/// then refuses two ranks of a node on one.
 pub fn select(
     local_rank: usize,
     local_size: usize,
     visible: &Visible,
     device_count: usize,
+    alike: bool,
     host: &str,
 ) -> Result<Selection, String> {
     let cvd = match visible {
@@ -77,7 +103,7 @@ pub fn select(
             _ => format!("no GPU on {host}: the CUDA driver reports 0 devices{cvd}"),
         });
     }
-    if device_count == 1 {
+    if device_count == 1 || !alike {
         let entry = match visible {
             Visible::All => None,
             Visible::Listed(v) => v.first().cloned(),
@@ -98,13 +124,41 @@ pub fn select(
     Ok(Selection { ordinal, entry })
 }
 
-/// Two ranks of one node on the same GPU (the same host and PCI bus id, from every rank's
-/// `(rank, host, bus id)`): the message for the first such pair, or `None`.
-pub fn shared_gpu(ranks: &[(usize, String, String)]) -> Option<String> {
-    for (i, (a, host, bus)) in ranks.iter().enumerate() {
-        if let Some((b, _, _)) = ranks[i + 1..].iter().find(|(_, h, id)| h == host && id == bus) {
+/// The NCCL from which two ranks of a node are told apart by their GPUs' UUIDs (`init.cc`,
+/// "Multiple Ranks are using the same GPU/Partition"); before it, by host and PCI bus id
+/// ("Duplicate GPU detected"), which refuses two MIG instances of one GPU.
+pub const NCCL_BY_UUID: (u32, u32, u32) = (2, 30, 7);
+
+/// A rank's GPU, as the check for sharing compares them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Held {
+    pub rank: usize,
+    /// Its node ([`crate::world::World::nodes`]): the shared-memory split, not the host name.
+    pub node: usize,
+    pub host: String,
+    pub uuid: String,
+    pub bus_id: String,
+}
+
+/// Two ranks of one node on the same GPU (the same UUID), or, where `nccl` (the version loaded)
+/// predates [`NCCL_BY_UUID`], on one PCI bus id (MIG instances of one GPU, which that NCCL
+/// refuses): the message for the first such pair, or `None`.
+pub fn shared_gpu(ranks: &[Held], nccl: Option<(u32, u32, u32)>) -> Option<String> {
+    let by_bus = nccl.filter(|v| *v < NCCL_BY_UUID);
+    let (mut uuids, mut buses) = (HashMap::new(), HashMap::new());
+    for b in ranks {
+        if let Some(a) = uuids.insert((b.node, &b.uuid), b) {
             return Some(format!(
-                "ranks {a} and {b} on {host} would share one GPU (PCI {bus}); the nccl backend drives one GPU per rank: show each rank its own GPU (CUDA_VISIBLE_DEVICES, or Slurm's --gpus-per-task=1)"
+                "ranks {} and {} on {} would share one GPU (PCI {}, UUID {}); the nccl backend drives one GPU per rank: show each rank its own GPU or MIG instance (CUDA_VISIBLE_DEVICES, or Slurm's --gpus-per-task=1)",
+                a.rank, b.rank, a.host, a.bus_id, a.uuid
+            ));
+        }
+        if let (Some(v), Some(a)) = (by_bus, buses.insert((b.node, &b.bus_id), b)) {
+            let dotted = |v: (u32, u32, u32)| format!("{}.{}.{}", v.0, v.1, v.2);
+            let (old, new) = (dotted(v), dotted(NCCL_BY_UUID));
+            return Some(format!(
+                "ranks {} and {} on {} are on two instances (MIG) of one GPU (PCI {}); NCCL {old} refuses ranks of a node on one PCI bus id (from {new} it tells them apart by UUID): use NCCL {new} or newer, or show each rank a whole GPU of its own",
+                a.rank, b.rank, a.host, a.bus_id
             ));
         }
     }
@@ -217,60 +271,132 @@ mod tests {
     #[test]
     fn each_local_rank_takes_its_own_ordinal() {
         for r in 0..4 {
-            let s = select(r, 4, &Visible::All, 8, "n1").unwrap();
+            let s = select(r, 4, &Visible::All, 8, true, "n1").unwrap();
             assert_eq!(s, Selection { ordinal: r, entry: None });
             assert_eq!(s.label(), format!("GPU {r}"));
         }
-        let s = select(1, 2, &listed(&["6", "GPU-abc"]), 2, "n1").unwrap();
+        let s = select(1, 2, &listed(&["6", "GPU-abc"]), 2, true, "n1").unwrap();
         assert_eq!(s, Selection { ordinal: 1, entry: Some("GPU-abc".into()) });
         assert_eq!(s.label(), "GPU 1 (CUDA_VISIBLE_DEVICES entry GPU-abc)");
-        let s = select(0, 2, &listed(&["6", "7"]), 2, "n1").unwrap();
+        let s = select(0, 2, &listed(&["6", "7"]), 2, true, "n1").unwrap();
         assert_eq!(s.label(), "GPU 0 (CUDA_VISIBLE_DEVICES entry 6)");
-        let s = select(0, 1, &listed(&["0"]), 1, "n1").unwrap();
+        let s = select(0, 1, &listed(&["0"]), 1, true, "n1").unwrap();
         assert_eq!(s.label(), "GPU 0");
     }
 
     #[test]
     fn more_local_ranks_than_gpus_is_an_error_on_every_rank_of_the_node() {
         for r in 0..3 {
-            let e = select(r, 3, &listed(&["0", "1"]), 2, "n7").unwrap_err();
+            let e = select(r, 3, &listed(&["0", "1"]), 2, true, "n7").unwrap_err();
             assert_eq!(
                 e,
                 "3 ranks on n7 but only 2 GPU(s) visible there (CUDA_VISIBLE_DEVICES=0,1); the nccl backend drives one GPU per rank: run at most 2 ranks per node, or make more GPUs visible"
             );
         }
-        let e = select(0, 3, &Visible::All, 2, "n7").unwrap_err();
+        let e = select(0, 3, &Visible::All, 2, true, "n7").unwrap_err();
         assert!(e.starts_with("3 ranks on n7 but only 2 GPU(s) visible there;"), "{e}");
     }
 
     /// Slurm `--gpus-per-task=1` or `CUDA_VISIBLE_DEVICES=$LOCAL_RANK`: every rank sees one GPU,
-    /// its own, at ordinal 0; the bus ids then tell whether two ranks were given the same one.
+    /// its own, at ordinal 0; the UUIDs then tell whether two ranks were given the same one.
     #[test]
     fn one_visible_gpu_is_ordinal_0_for_any_local_rank() {
         for r in 0..4 {
-            assert_eq!(select(r, 4, &Visible::All, 1, "n1").unwrap(), Selection { ordinal: 0, entry: None });
+            assert_eq!(select(r, 4, &Visible::All, 1, true, "n1").unwrap(), Selection { ordinal: 0, entry: None });
         }
-        let s = select(3, 4, &listed(&["3"]), 1, "n1").unwrap();
+        let s = select(3, 4, &listed(&["3"]), 1, true, "n1").unwrap();
         assert_eq!(s.label(), "GPU 0 (CUDA_VISIBLE_DEVICES entry 3)");
-        let own = |v: &[(usize, &str, &str)]| -> Vec<(usize, String, String)> {
-            v.iter().map(|(r, h, b)| (*r, h.to_string(), b.to_string())).collect()
-        };
-        assert_eq!(
-            shared_gpu(&own(&[(0, "a", "0000:01:00.0"), (1, "a", "0000:02:00.0"), (2, "b", "0000:01:00.0")])),
-            None
+    }
+
+    fn held(v: &[(usize, usize, &str, &str, &str)]) -> Vec<Held> {
+        v.iter()
+            .map(|(rank, node, host, uuid, bus)| Held {
+                rank: *rank,
+                node: *node,
+                host: host.to_string(),
+                uuid: uuid.to_string(),
+                bus_id: bus.to_string(),
+            })
+            .collect()
+    }
+
+    /// Two ranks of a node on one GPU (one UUID) are refused, named with the host, bus id and
+    /// UUID; the node is the shared-memory split, so the same host name and bus id on two nodes
+    /// is no sharing.
+    #[test]
+    fn one_uuid_on_two_ranks_of_a_node_is_refused() {
+        let nccl = Some(NCCL_BY_UUID);
+        let two_nodes = held(&[
+            (0, 0, "a", "u1", "0000:01:00.0"),
+            (1, 0, "a", "u2", "0000:02:00.0"),
+            (2, 2, "a", "u1", "0000:01:00.0"),
+        ]);
+        assert_eq!(shared_gpu(&two_nodes, nccl), None);
+        assert_eq!(shared_gpu(&two_nodes, Some((2, 18, 5))), None);
+        let e = shared_gpu(
+            &held(&[
+                (0, 0, "a", "u1", "0000:01:00.0"),
+                (1, 1, "b", "u1", "0000:01:00.0"),
+                (2, 0, "a", "u1", "0000:01:00.0"),
+            ]),
+            nccl,
         );
-        let e = shared_gpu(&own(&[(0, "a", "0000:01:00.0"), (1, "b", "0000:01:00.0"), (2, "a", "0000:01:00.0")]));
         assert_eq!(
             e.unwrap(),
-            "ranks 0 and 2 on a would share one GPU (PCI 0000:01:00.0); the nccl backend drives one GPU per rank: show each rank its own GPU (CUDA_VISIBLE_DEVICES, or Slurm's --gpus-per-task=1)"
+            "ranks 0 and 2 on a would share one GPU (PCI 0000:01:00.0, UUID u1); the nccl backend drives one GPU per rank: show each rank its own GPU or MIG instance (CUDA_VISIBLE_DEVICES, or Slurm's --gpus-per-task=1)"
+        );
+        let same = held(&[(0, 0, "a", "u1", "0000:01:00.0"), (1, 0, "a", "u1", "0000:01:00.0")]);
+        assert!(shared_gpu(&same, None).unwrap().starts_with("ranks 0 and 1 on a would share one GPU"));
+    }
+
+    /// MIG instances of one GPU: one bus id, UUIDs of their own. NCCL from 2.30.7 tells them
+    /// apart by UUID; before, it refuses them as one GPU, and so do we, saying why.
+    #[test]
+    fn mig_instances_of_one_gpu_are_accepted_where_nccl_compares_uuids() {
+        let mig = held(&[(0, 0, "a", "m1", "0000:01:00.0"), (1, 0, "a", "m2", "0000:01:00.0")]);
+        assert_eq!(shared_gpu(&mig, Some(NCCL_BY_UUID)), None);
+        assert_eq!(shared_gpu(&mig, Some((2, 32, 3))), None);
+        assert_eq!(shared_gpu(&mig, None), None);
+        assert_eq!(
+            shared_gpu(&mig, Some((2, 30, 4))).unwrap(),
+            "ranks 0 and 1 on a are on two instances (MIG) of one GPU (PCI 0000:01:00.0); NCCL 2.30.4 refuses ranks of a node on one PCI bus id (from 2.30.7 it tells them apart by UUID): use NCCL 2.30.7 or newer, or show each rank a whole GPU of its own"
         );
     }
 
     #[test]
+    fn uuids_are_written_as_nvidia_smi_writes_them_without_the_prefix() {
+        let mut u = [0u8; 16];
+        u[0] = 0x5d;
+        u[15] = 0xab;
+        assert_eq!(uuid_text(&u), "5d000000-0000-0000-0000-0000000000ab");
+    }
+
+    /// Slurm `--gpus-per-task=2`: the ranks of a node each see two GPUs of their own, so each
+    /// takes its first, however many ranks the node has; where they all see the same GPUs, local
+    /// rank r takes ordinal r as before, and a shortage is still an error.
+    #[test]
+    fn ranks_shown_gpus_of_their_own_take_their_first() {
+        let (a, b, c, d) = ([1u8; 16], [2u8; 16], [3u8; 16], [4u8; 16]);
+        let own = [(0, vec![a, b]), (0, vec![c, d]), (2, vec![a, b]), (2, vec![a, b])];
+        assert!(!sees_alike(0, &own));
+        assert!(sees_alike(2, &own));
+        // A rank that sees no GPU is left out; its own error is the message.
+        assert!(sees_alike(0, &[(0, vec![a, b]), (0, vec![]), (0, vec![a, b])]));
+        // The same GPUs in another order are another set: each rank takes its own first.
+        assert!(!sees_alike(0, &[(0, vec![a, b]), (0, vec![b, a])]));
+        for r in 0..4 {
+            let s = select(r, 4, &listed(&["2", "3"]), 2, false, "n1").unwrap();
+            assert_eq!(s, Selection { ordinal: 0, entry: Some("2".into()) });
+        }
+        assert_eq!(select(1, 2, &Visible::All, 2, true, "n1").unwrap().ordinal, 1);
+        assert!(select(2, 4, &Visible::All, 2, true, "n1").is_err());
+    }
+
+    #[test]
     fn no_gpu_names_the_variable_when_it_hides_them() {
-        let e = select(0, 1, &listed(&[]), 0, "n1").unwrap_err();
+        let e = select(0, 1, &listed(&[]), 0, true, "n1").unwrap_err();
         assert!(e.contains("CUDA_VISIBLE_DEVICES is set but lists no valid device"), "{e}");
-        let e = select(0, 1, &Visible::All, 0, "n1").unwrap_err();
+        let e = select(0, 1, &Visible::All, 0, true, "n1").unwrap_err();
         assert_eq!(e, "no GPU on n1: the CUDA driver reports 0 devices");
     }
 

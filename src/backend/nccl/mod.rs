@@ -5,9 +5,10 @@
 //! `gpu` (which GPU a rank takes), `split` (group communicators).
 //!
 //! Bootstrap, each step agreed across ranks so a failure anywhere is one message from rank 0:
-//! 1. every rank: load libcuda, `cuInit`, pick the GPU at its node-local rank (honouring
-//!    `CUDA_VISIBLE_DEVICES`); load NCCL and check its version (both tried before either is
-//!    agreed on);
+//! 1. every rank: load libcuda, `cuInit`, pick its GPU ([`gpu::select`]: the one at its
+//!    node-local rank, or its first where the ranks of a node are shown GPUs of their own,
+//!    honouring `CUDA_VISIBLE_DEVICES`); load NCCL and check its version (both tried before
+//!    either is agreed on); two ranks of a node on one GPU (one UUID) are refused;
 //! 2. where NCCL loaded on every rank — which needs no driver — rank 0 makes the unique id
 //!    (`ncclGetUniqueId`), its 128 bytes are broadcast over MPI, and every rank checks it holds
 //!    the same 128 bytes as every other (an all-gather);
@@ -223,6 +224,7 @@ struct Gpu {
     selection: gpu::Selection,
     name: String,
     bus_id: String,
+    uuid: gpu::Uuid,
     driver_version: (u32, u32),
     /// Compute capability as major·10 + minor (90: Hopper).
     cc: u32,
@@ -230,23 +232,40 @@ struct Gpu {
     total_mem: usize,
 }
 
-/// Step 1's libcuda part: libcuda → `cuInit` → the GPU of this rank. The first failure is the
-/// message (no libcuda, no GPU, too few GPUs, a CUDA error).
-fn open_gpu(world: &World, env: &dyn Fn(&str) -> Option<OsString>) -> std::result::Result<Gpu, String> {
-    let host = world.host();
+/// What step 1 finds through libcuda before a GPU is chosen.
+struct Seen {
+    drv: &'static Driver,
+    visible: gpu::Visible,
+    /// The UUID of every GPU this rank sees, by ordinal.
+    uuids: Vec<gpu::Uuid>,
+}
+
+/// Step 1's libcuda part, first half: libcuda → `cuInit` → the GPUs this rank sees. The first
+/// failure is the message (no libcuda, no GPU, a CUDA error).
+fn see_gpus(world: &World, env: &dyn Fn(&str) -> Option<OsString>) -> std::result::Result<Seen, String> {
     let drv = cuda::load(env)?;
-    drv.init(host)?;
+    drv.init(world.host())?;
     let count = drv.device_count()?;
     let cvd = env("CUDA_VISIBLE_DEVICES");
     let visible = gpu::parse_visible(cvd.as_deref().map(|v| v.to_str().unwrap_or("")));
-    let selection = gpu::select(world.local_rank, world.local_size, &visible, count, host)?;
+    let uuids = (0..count).map(|o| drv.uuid(drv.device(o)?)).collect::<std::result::Result<_, _>>()?;
+    Ok(Seen { drv, visible, uuids })
+}
+
+/// Step 1's libcuda part, second half: the GPU of this rank (`alike`: whether every rank of its
+/// node sees the same GPUs, [`gpu::select`]). The first failure is the message (too few GPUs, a
+/// CUDA error).
+fn open_gpu(world: &World, seen: Seen, alike: bool) -> std::result::Result<Gpu, String> {
+    let Seen { drv, visible, uuids } = seen;
+    let selection = gpu::select(world.local_rank, world.local_size, &visible, uuids.len(), alike, world.host())?;
     let dev = drv.device(selection.ordinal)?;
     let name = drv.device_name(dev)?;
     let bus_id = drv.pci_bus_id(dev)?;
+    let uuid = uuids[selection.ordinal];
     let driver_version = drv.version()?;
     let (major, minor) = drv.compute_capability(dev)?;
     let total_mem = drv.total_mem(dev)?;
-    Ok(Gpu { drv, dev, selection, name, bus_id, driver_version, cc: major * 10 + minor, total_mem })
+    Ok(Gpu { drv, dev, selection, name, bus_id, uuid, driver_version, cc: major * 10 + minor, total_mem })
 }
 
 /// Step 3's local part: the GPU's context made current, a stream and the timing events.
@@ -526,29 +545,37 @@ impl NcclBackend {
         }
         avg_is_checkable(&opts.ops, &opts.dtypes, opts.check, runs_on).map_err(Error::usage)?;
         // Step 1: both libraries tried before either is agreed on.
-        let gpu = open_gpu(world, env);
-        // One GPU per rank: with one GPU visible per rank every rank takes ordinal 0, so the bus
-        // ids (gathered from every rank) tell whether two ranks of a node were given the same.
-        let bus = gpu.as_ref().map_or(String::new(), |g| format!("{}\n{}", world.host(), g.bus_id));
-        let mut rec = [0u8; RECORD];
-        let n = bus.len().min(RECORD - 1);
-        rec[..n].copy_from_slice(&bus.as_bytes()[..n]);
-        let ranks: Vec<(usize, String, String)> = world
-            .all_gather_same(&rec[..])
-            .chunks(RECORD)
+        // The GPUs each rank sees, so that each knows whether the ranks of its node share one set
+        // (local rank r then takes ordinal r) or each has its own (then each takes its first).
+        let seen = see_gpus(world, env);
+        let mine: Vec<u8> = seen.as_ref().map_or(vec![], |s| s.uuids.iter().flatten().copied().collect());
+        let sets: Vec<(usize, Vec<gpu::Uuid>)> = world
+            .all_gather_bytes(&mine)
+            .into_iter()
+            .zip(&world.nodes)
+            .map(|(b, n)| (*n, b.chunks_exact(16).map(|u| u.try_into().unwrap_or_default()).collect()))
+            .collect();
+        let gpu = seen.and_then(|s| open_gpu(world, s, gpu::sees_alike(world.nodes[world.rank], &sets)));
+        let nccl = ffi::load(env);
+        // One GPU per rank: where each rank sees GPUs of its own every rank takes ordinal 0, so the
+        // UUIDs (gathered from every rank) tell whether two ranks of a node were given the same
+        // (and the bus ids whether an NCCL that compares those would refuse two MIG instances).
+        let held = gpu.as_ref().map_or(String::new(), |g| format!("{}\n{}", g.bus_id, gpu::uuid_text(&g.uuid)));
+        let ranks: Vec<gpu::Held> = world
+            .all_gather_bytes(held.as_bytes())
+            .into_iter()
             .enumerate()
             .filter_map(|(r, c)| {
-                let end = c.iter().position(|b| *b == 0).unwrap_or(c.len());
-                let text = String::from_utf8_lossy(&c[..end]).into_owned();
-                let (host, id) = text.split_once('\n')?;
-                Some((r, host.to_string(), id.to_string()))
+                let text = String::from_utf8_lossy(&c).into_owned();
+                let (bus_id, uuid) = text.split_once('\n')?;
+                let (node, host) = (world.nodes[r], world.hosts[r].clone());
+                Some(gpu::Held { rank: r, node, host, uuid: uuid.to_string(), bus_id: bus_id.to_string() })
             })
             .collect();
-        let gpu = match (gpu, gpu::shared_gpu(&ranks)) {
+        let gpu = match (gpu, gpu::shared_gpu(&ranks, nccl.as_ref().ok().map(|n| n.version))) {
             (Ok(_), Some(e)) => Err(e),
             (g, _) => g,
         };
-        let nccl = ffi::load(env);
         // Step 2: NCCL needs no driver for its unique id.
         let loaded = world.sum_u64(nccl.is_ok() as u64) as usize == world.size;
         let shared = match &nccl {

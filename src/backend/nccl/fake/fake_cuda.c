@@ -17,8 +17,14 @@
  *                             the machine's device indices or UUIDs; the first entry that names
  *                             no device there hides itself and every entry after it. Ordinal i
  *                             is the i-th listed device, with that device's PCI bus id (device k:
- *                             0000:(k+1):00.0, name "Fake GPU k", UUID GPU-5d1c00kk-fake, matched
- *                             by a unique prefix), so two processes listing the same one share it.
+ *                             0000:(k+1):00.0, name "Fake GPU k", UUID
+ *                             GPU-5d1c000k-fa4e-0000-0000-000000000000, k in decimal digits,
+ *                             matched by a unique prefix), so two processes listing the same one
+ *                             share it. An entry MIG-GPU-<prefix>/G/C (the driver's older MIG
+ *                             form) is MIG instance G/C of that device: its bus id, name "Fake
+ *                             GPU k MIG G/C", and a UUID of its own (the device's with 4d G C in
+ *                             bytes 10-12) from cuDeviceGetUuid_v2, the device's from
+ *                             cuDeviceGetUuid, as the real driver in MIG mode
  *   FAKE_CUDA_FREE_BYTES=B    free memory before this process allocates (default 4 GiB):
  *                             cuMemGetInfo reports it less what cuMemAlloc holds (the fake NCCL's
  *                             own buffers included, as on a GPU)
@@ -54,13 +60,26 @@ static long env_long(const char *name, long dflt) {
 
 static int machine_devices(void) { return (int)env_long("FAKE_CUDA_DEVICES", 1); }
 
-/* Device k's UUID is GPU-5d1c00kk-fake; a CUDA_VISIBLE_DEVICES entry "GPU-..." names the one
- * device whose UUID starts with it, as the driver matches a unique prefix. */
+/* Device k's UUID, and MIG instance g/c's (mig: 1 + g * 256 + c; 0: the whole device). */
+static void uuid_bytes(unsigned char b[16], int k, int mig) {
+    memset(b, 0, 16);
+    b[0] = 0x5d, b[1] = 0x1c, b[4] = 0xfa, b[5] = 0x4e;
+    b[2] = (unsigned char)((k / 1000 % 10) << 4 | (k / 100 % 10));
+    b[3] = (unsigned char)((k / 10 % 10) << 4 | (k % 10));
+    if (mig) {
+        b[10] = 0x4d; /* 'M' */
+        b[11] = (unsigned char)((mig - 1) >> 8);
+        b[12] = (unsigned char)(mig - 1);
+    }
+}
+
+/* A CUDA_VISIBLE_DEVICES entry "GPU-..." names the one device whose UUID starts with it, as
+ * the driver matches a unique prefix. */
 static int by_uuid(const char *e, size_t len) {
     int found = -1;
     for (int k = 0; k < machine_devices(); k++) {
-        char uuid[32];
-        snprintf(uuid, sizeof uuid, "GPU-5d1c%04d-fake", k);
+        char uuid[48];
+        snprintf(uuid, sizeof uuid, "GPU-5d1c%04d-fa4e-0000-0000-000000000000", k);
         if (len <= strlen(uuid) && !strncasecmp(uuid, e, len)) {
             if (found >= 0) return -1; /* ambiguous */
             found = k;
@@ -69,10 +88,26 @@ static int by_uuid(const char *e, size_t len) {
     return found;
 }
 
+/* "MIG-GPU-<prefix>/G/C" of `len` bytes: the device (or -1), and the instance in *mig. */
+static int by_mig(const char *e, size_t len, int *mig) {
+    const char *slash = memchr(e, '/', len);
+    unsigned g, c;
+    char tail[32];
+    int n = 0;
+    if (!slash || (size_t)(e + len - slash) >= sizeof tail) return -1;
+    memcpy(tail, slash, (size_t)(e + len - slash));
+    tail[e + len - slash] = 0;
+    if (sscanf(tail, "/%u/%u%n", &g, &c, &n) != 2 || tail[n] || g > 255 || c > 255) return -1;
+    *mig = 1 + (int)(g * 256 + c);
+    return by_uuid(e + 4, (size_t)(slash - e - 4));
+}
+
 /* The machine's index of visible ordinal `ordinal`, or -1: CUDA_VISIBLE_DEVICES as the driver
- * reads it. */
-static int physical(int ordinal) {
+ * reads it. `mig` (may be NULL): the MIG instance the entry names, 0 for a whole device. */
+static int physical_mig(int ordinal, int *mig) {
     const char *v = getenv("CUDA_VISIBLE_DEVICES");
+    int m = 0;
+    if (mig) *mig = 0;
     if (!v) return ordinal < machine_devices() ? ordinal : -1;
     for (int seen = 0; *v; seen++) {
         while (*v == ' ') v++;
@@ -80,18 +115,25 @@ static int physical(int ordinal) {
         while (len && v[len - 1] == ' ') len--;
         char *end;
         long k = strtol(v, &end, 10);
-        if (len > 4 && !strncasecmp(v, "GPU-", 4)) {
+        m = 0;
+        if (len > 8 && !strncasecmp(v, "MIG-GPU-", 8)) {
+            k = by_mig(v, len, &m);
+        } else if (len > 4 && !strncasecmp(v, "GPU-", 4)) {
             k = by_uuid(v, len);
         } else if (len == 0 || (size_t)(end - v) != len || k >= machine_devices()) {
             k = -1;
         }
         if (k < 0) return -1;
-        if (seen == ordinal) return (int)k;
+        if (seen == ordinal) {
+            if (mig) *mig = m;
+            return (int)k;
+        }
         v += strcspn(v, ",");
         if (*v) v++;
     }
     return -1;
 }
+static int physical(int ordinal) { return physical_mig(ordinal, NULL); }
 static int devices(void) {
     int n = 0;
     while (n < 64 && physical(n) >= 0) n++;
@@ -126,8 +168,29 @@ CUresult cuDeviceGet(CUdevice *d, int ordinal) {
     return 0;
 }
 CUresult cuDeviceGetName(char *name, int len, CUdevice d) {
+    int mig;
     if (d < 0 || d >= devices()) return 101;
-    snprintf(name, (size_t)len, "Fake GPU %d", physical(d));
+    int k = physical_mig(d, &mig);
+    if (mig) {
+        snprintf(name, (size_t)len, "Fake GPU %d MIG %d/%d", k, (mig - 1) >> 8, (mig - 1) & 255);
+    } else {
+        snprintf(name, (size_t)len, "Fake GPU %d", k);
+    }
+    return 0;
+}
+typedef struct { unsigned char bytes[16]; } CUuuid;
+/* The device's UUID, a MIG instance's parent's (the driver's first version). */
+CUresult cuDeviceGetUuid(CUuuid *u, CUdevice d) {
+    if (d < 0 || d >= devices()) return 101;
+    uuid_bytes(u->bytes, physical(d), 0);
+    return 0;
+}
+/* The device's UUID, a MIG instance's own (CUDA 11.4). */
+CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d) {
+    int mig;
+    if (d < 0 || d >= devices()) return 101;
+    int k = physical_mig(d, &mig);
+    uuid_bytes(u->bytes, k, mig);
     return 0;
 }
 CUresult cuDeviceGetPCIBusId(char *id, int len, CUdevice d) {
