@@ -785,7 +785,7 @@ impl NcclBackend {
             (_, true) => (0, l.in_place_extent() * elem_b, self.recv.len),
         };
         let shift = send_touch.max(recv_touch) as u64;
-        let steps = if shift == 0 { 1 } else { (room as u64 / shift).max(1) };
+        let steps = (room as u64).checked_div(shift).unwrap_or(1).max(1);
         Ok(Prepared {
             kind: call.kind,
             send,
