@@ -201,11 +201,22 @@ impl Config {
         }
     }
 
+    /// The config of the world's communicator (non-blocking), which exists to be split: the
+    /// blocking copy the timed calls run on, and the groups. `splitShare = 1` from 2.18, so its
+    /// children share its resources (NCCL reads the parent's setting, `src/init.cc`): proxy
+    /// thread, connections and buffers. The parent runs no call of its own after the split, so
+    /// nothing is shared in use, and NCCL's init work and, where it connects at init (before
+    /// 2.22, or `NCCL_RUNTIME_CONNECT=0`), its buffers are not doubled.
+    pub fn parent(v: (u32, u32, u32)) -> Config {
+        let share = (v.0, v.1) >= SPLIT_VERSION;
+        Config { split_share: if share { 1 } else { CONFIG_UNDEF_INT }, ..Config::non_blocking(v) }
+    }
+
     /// The config of a communicator split off a parent: blocking (the timed calls run on it,
     /// as nccl-tests' run on blocking communicators; the split itself still runs on NCCL's
     /// thread and is polled, since the job belongs to the non-blocking parent's group). Whether
-    /// it shares the parent's resources is the parent's `splitShare` (NCCL reads the parent's,
-    /// `src/init.cc`), left at the library's default (0), so the group's timing is its own.
+    /// it shares the parent's resources is the parent's `splitShare` ([`Config::parent`]); its
+    /// own only applies to splits of it, which are not made.
     pub fn split(v: (u32, u32, u32)) -> Config {
         Config { blocking: 1, ..Config::non_blocking(v) }
     }

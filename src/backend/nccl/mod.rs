@@ -346,7 +346,7 @@ impl Comm {
             nccl.check(r, "ncclCommInitRank", std::ptr::null_mut())?;
             return Ok(Comm { nccl, raw, pending: false, blocking: true, filling: None });
         };
-        let mut config = ffi::Config::non_blocking(nccl.version);
+        let mut config = ffi::Config::parent(nccl.version);
         // SAFETY: out-pointer and config are locals (NCCL copies the config before returning).
         let r = unsafe { init(&mut raw, nranks as c_int, id, rank as c_int, &mut config) };
         if r != NCCL_SUCCESS && r != NCCL_IN_PROGRESS {

@@ -155,6 +155,8 @@ struct comm {
     int aborted;           /* ncclCommAbort: blocked transfers give up */
     unsigned long long conn; /* device memory of the lazy connection (FAKE_NCCL_CONNECT_BYTES), or 0 */
     int met;               /* this rank has made its first collective (see meet) */
+    int share;             /* made with splitShare = 1: its children use its connection */
+    struct comm *shares;   /* the parent whose connection this one uses, or NULL */
     int queued;            /* calls queued on a stream and not yet run (atomic) */
 };
 typedef struct comm *ncclComm_t;
@@ -371,11 +373,14 @@ static int compute_capability(void) {
     return major * 10 + minor;
 }
 
-/* NCCL 2.22+ connects a communicator at its first collective or send/receive, allocating its
- * buffers then: out of device memory, the call fails (ncclUnhandledCudaError). */
+/* A communicator's connection: its buffers (FAKE_NCCL_CONNECT_BYTES), traced "connect". NCCL
+ * 2.22+ makes it at the first collective or send/receive (out of device memory, that call fails:
+ * ncclUnhandledCudaError); older NCCLs, or NCCL_RUNTIME_CONNECT=0, at init. A communicator split
+ * from a parent made with splitShare = 1 uses its parent's (NCCL's shared resources). */
 static int connected_lazily(void);
 static ncclResult_t connect_(struct comm *c) {
-    if (c->conn || !connected_lazily()) return ok;
+    if (c->shares) c = c->shares;
+    if (c->conn) return ok;
     void *lib = cuda_lib();
     int (*alloc)(unsigned long long *, size_t) = lib ? (int (*)(unsigned long long *, size_t))dlsym(lib, "cuMemAlloc_v2") : NULL;
     if (!alloc) return ok;
@@ -384,8 +389,9 @@ static ncclResult_t connect_(struct comm *c) {
     if (bytes == 0) return ok;
     if (alloc(&c->conn, bytes) != 0) {
         c->conn = 0;
-        return error(1, "Cuda failure 'out of memory' allocating the connection buffers at the first collective");
+        return error(1, "Cuda failure 'out of memory' allocating the connection buffers");
     }
+    trace("connect", -1);
     return ok;
 }
 /* NCCL 2.22+ connects at a communicator's first collective, in the call itself: the host waits
@@ -406,7 +412,7 @@ static ncclResult_t meet(struct comm *c) {
 static void disconnect(struct comm *c) {
     void *lib = cuda_lib();
     int (*release)(unsigned long long) = lib ? (int (*)(unsigned long long))dlsym(lib, "cuMemFree_v2") : NULL;
-    if (c->conn && release) release(c->conn);
+    if (c->conn && release && !c->shares) release(c->conn);
     c->conn = 0;
 }
 
@@ -422,7 +428,7 @@ static void pause_(void) { sched_yield(); }
 /* Write one message from this rank to `dst`: waits until the previous one was taken. */
 static int bootstrap; /* put/take on behalf of ncclCommSplit: no connection made */
 static ncclResult_t put(struct comm *c, int dst, const void *data, size_t bytes) {
-    if (!bootstrap) CHECK(connect_(c));
+    if (!bootstrap && connected_lazily()) CHECK(connect_(c));
     if (bytes > c->cap) return error(invalid_usage, "message larger than FAKE_NCCL_CHANNEL_BYTES");
     struct channel *ch = chan(c, c->rank, dst);
     uint64_t sent = __atomic_load_n(&ch->sent, __ATOMIC_RELAXED);
@@ -438,7 +444,7 @@ static ncclResult_t put(struct comm *c, int dst, const void *data, size_t bytes)
 
 /* Read the next message from `src` into `data` (at most `bytes`). */
 static ncclResult_t take(struct comm *c, int src, void *data, size_t bytes) {
-    if (!bootstrap) CHECK(connect_(c));
+    if (!bootstrap && connected_lazily()) CHECK(connect_(c));
     struct channel *ch = chan(c, src, c->rank);
     uint64_t taken = __atomic_load_n(&ch->taken, __ATOMIC_RELAXED);
     while (__atomic_load_n(&ch->sent, __ATOMIC_ACQUIRE) == taken) {
@@ -605,7 +611,10 @@ static int env_version(void) {
     const char *e = getenv("FAKE_NCCL_VERSION");
     return e && *e ? atoi(e) : 21805;
 }
-static int connected_lazily(void) { return env_version() >= 22200; }
+static int connected_lazily(void) {
+    const char *rc = getenv("NCCL_RUNTIME_CONNECT");
+    return env_version() >= 22200 && !(rc && !strcmp(rc, "0"));
+}
 ncclResult_t ncclGetVersion(int *v) {
     *v = env_version();
     return ok;
@@ -698,6 +707,8 @@ static int joined(ncclComm_t c) {
         shm_unlink(c->name);
     }
     c->joining = 0;
+    /* Connected at init before NCCL 2.22 (an error there is the init's). */
+    if (!connected_lazily() && connect_(c) != ok && c->sticky == ok) c->sticky = 1;
     return 1;
 }
 
@@ -813,6 +824,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *out, int nranks, ncclUniqueId id
     }
     CHECK(join(out, nranks, id, rank));
     (*out)->nonblocking = 1;
+    (*out)->share = parsed.splitShare == 1;
     return in_progress;
 }
 
@@ -951,7 +963,7 @@ static ncclResult_t launch(struct job *j) {
     ncclComm_t c = j->c;
     /* The lazy connection (NCCL 2.22+): made by the first call, on the host, before it returns:
      * its buffers, and for a collective every rank's first collective. */
-    ncclResult_t r = connect_(c);
+    ncclResult_t r = connected_lazily() ? connect_(c) : ok;
     if (r == ok && j->r) r = meet(c);
     if (r != ok) {
         free_job(j);
@@ -1027,6 +1039,7 @@ static ncclResult_t run_split(struct job *j) {
     snprintf(id.internal + PATTERN, sizeof id.internal - PATTERN, "%.40s-s%d-c%d", comm->name, seq, color);
     ncclComm_t child = NULL;
     CHECK(join(&child, size, id, rank));
+    if (comm->share) child->shares = comm->shares ? comm->shares : comm;
     while (!joined(child)) {
         if (__atomic_load_n(&comm->aborted, __ATOMIC_ACQUIRE)) return error(remote_error, "aborted");
         pause_();
