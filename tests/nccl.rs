@@ -341,12 +341,21 @@ fn nccl_errors_at_bootstrap() {
 
 #[test]
 fn buffers_larger_than_gpu_memory() {
-    let env = fake_env("2", &[("FAKE_CUDA_FREE_BYTES", "1000000")]);
+    // NCCL 2.22+, which connects at the first collective: our own check speaks first.
+    let env = fake_env("2", &[("FAKE_CUDA_FREE_BYTES", "1000000"), ("FAKE_NCCL_VERSION", "22403")]);
     let (o, d) = nccl_run(2, &["-e", "1M", "--csv", "run.csv"], &env);
     refused(
         &o,
         d.path(),
         &["not even the smallest size fits in GPU memory beside the 2G kept free for NCCL's own buffers"],
+    );
+    // Before 2.22 NCCL connects at init, where its buffers do not fit: the init's error.
+    let env = fake_env("2", &[("FAKE_CUDA_FREE_BYTES", "1000000")]);
+    let (o, d) = nccl_run(2, &["-e", "1M", "--csv", "run.csv"], &env);
+    refused(
+        &o,
+        d.path(),
+        &["NCCL error in ncclCommInitRankConfig: unhandled cuda error", "allocating the connection buffers"],
     );
 }
 
@@ -1473,7 +1482,7 @@ fn groups_make_at_most_one_world_communicator_and_end_every_communicator() {
         for l in text.lines() {
             let (pid, what) = l.split_once(' ').unwrap();
             // Communicators made and ended only (not the calls' launches, threads and waits).
-            if !matches!(what, "launch" | "thread" | "sync") && !what.starts_with("config ") {
+            if !matches!(what, "launch" | "thread" | "sync" | "connect") && !what.starts_with("config ") {
                 by_pid.entry(pid).or_default().push(what);
             }
         }
@@ -1670,7 +1679,7 @@ fn step_on_nccl_makes_one_world_communicator_for_the_whole_run() {
         for l in text.lines() {
             let (pid, what) = l.split_once(' ').unwrap();
             // Communicators made and ended only (not the calls' launches, threads and waits).
-            if !matches!(what, "launch" | "thread" | "sync") && !what.starts_with("config ") {
+            if !matches!(what, "launch" | "thread" | "sync" | "connect") && !what.starts_with("config ") {
                 by_pid.entry(pid).or_default().push(what);
             }
         }

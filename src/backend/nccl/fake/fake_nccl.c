@@ -708,7 +708,7 @@ static int joined(ncclComm_t c) {
     }
     c->joining = 0;
     /* Connected at init before NCCL 2.22 (an error there is the init's). */
-    if (!connected_lazily() && connect_(c) != ok && c->sticky == ok) c->sticky = 1;
+    if (!connected_lazily() && connect_(c) != ok && c->sticky == ok) c->sticky = 1; /* ncclUnhandledCudaError */
     return 1;
 }
 
@@ -1096,7 +1096,7 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *state) {
         if (comm->init_fails) {
             *state = error(system_error, "bootstrap: connection to a peer refused");
         } else {
-            *state = joined(comm) ? ok : in_progress;
+            *state = joined(comm) ? comm->sticky : in_progress; /* connected at init: its error */
         }
         return ok;
     }
