@@ -225,13 +225,19 @@ if [ -n "${NCCL_TESTS_DIR:-}" ]; then
                    [gather]=gather_perf [scatter]=scatter_perf [sendrecv]=sendrecv_perf)
   echo >>"$summary"
   echo "## coll-bench / nccl-tests busbw (float, sum, out of place)" >>"$summary"
+  echo >>"$summary"
+  echo "nccl-tests run with NCCL_NVLINK_UTIL_CENTRIC_SCHED_ENABLE=0 NCCL_P2P_MAX_PEERS=<ranks>: NCCL's defaults, which coll-bench keeps, over the nvlinkCentricSched and maxP2pPeers nccl-tests sets." >>"$summary"
   for n in $(seq 1 "$n_max"); do
     ours=$out/checked-$n-ranks-$stamp.csv
     for coll in "${!perf[@]}"; do
       bin=$NCCL_TESTS_DIR/${perf[$coll]}
       [ -x "$bin" ] || { echo "ci/gpu-validate.sh: $bin missing; skipped $coll" >&2; continue; }
       log=$out/nccl-tests-$coll-$n-ranks-$stamp.txt
-      "${MPIRUN[@]}" -n "$n" "$bin" "${sizes[@]}" -g 1 -d float -o sum >"$log" 2>&1 || { rc=1; continue; }
+      # nccl-tests sets nvlinkCentricSched = 1 (built against NCCL 2.28+) and, for sendrecv,
+      # maxP2pPeers = 2 (2.30+) in its config; coll-bench leaves NCCL's defaults, as an
+      # application does. NCCL's variables override any config: compare at the defaults.
+      NCCL_NVLINK_UTIL_CENTRIC_SCHED_ENABLE=0 NCCL_P2P_MAX_PEERS=$n \
+        "${MPIRUN[@]}" -n "$n" "$bin" "${sizes[@]}" -g 1 -d float -o sum >"$log" 2>&1 || { rc=1; continue; }
       # Built without MPI=1, each process under mpirun runs a 1-rank test of its own and prints
       # its own header ("# nThread …", printed by rank 0 alone when built with MPI): its rows
       # would be compared with our n-rank ones.
