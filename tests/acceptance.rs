@@ -253,8 +253,21 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
     let gate = std::fs::read_to_string(dir.path().join("gate.toml")).unwrap();
     let knee = gate.contains("name = \"all-reduce float sum knee\"");
     assert!(line[wrote.len()..].starts_with(if knee { "4 rules;" } else { "3 rules;" }), "{line}\n{gate}");
-    // The latency band starts at the smallest size.
-    assert!(gate.contains("plateau = \"128K..1M\"") && gate.contains("sizes = \"64K.."), "{gate}");
+    // The latency band starts at the smallest size. Unless a scheduler tick slowed a point of
+    // this baseline (a busy machine): then spec from-run leaves that point out and names it in
+    // its header, and the bands start past it (seen in a fresh-machine run: 64K at 763 us
+    // against 1M's 198 us).
+    let left_out: Vec<&str> = gate
+        .lines()
+        .filter(|l| l.starts_with("# Warning: left out"))
+        .flat_map(|l| l.split(" at ").skip(1).map(|t| t.split(' ').next().unwrap_or("")))
+        .collect();
+    if left_out.is_empty() {
+        assert!(gate.contains("plateau = \"128K..1M\"") && gate.contains("sizes = \"64K.."), "{gate}");
+    } else {
+        let first = ["64K", "128K", "256K", "512K", "1M"].into_iter().find(|s| !left_out.contains(s)).unwrap();
+        assert!(gate.contains(&format!("sizes = \"{first}..")), "{left_out:?}\n{gate}");
+    }
     assert!(gate.contains("ranks_per_node = 2") && gate.contains("bus bandwidth >= baseline / 1.3"), "{gate}");
     // The sweep measured a ceiling: the plateau also gets a rule on it, portable to other links.
     assert!(
