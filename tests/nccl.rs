@@ -129,6 +129,16 @@ fn refused(o: &Output, dir: &Path, needles: &[&str]) -> String {
     lines[0].to_string()
 }
 
+/// The CSV's `wrong` cell of an exact run: 0, but empty for in-place all-to-all and sendrecv,
+/// which NCCL does not support (timed as nccl-tests, not checked: N/A).
+fn wrong_cell(placement: &str, collective: &str) -> &'static str {
+    if placement == "in-place" && ["all-to-all", "sendrecv"].contains(&collective) {
+        ""
+    } else {
+        "0"
+    }
+}
+
 /// Is there a real libcuda the dynamic linker would find? (Then the GPU-less expectations do not
 /// hold.)
 fn real_library(soname: &str) -> bool {
@@ -437,8 +447,7 @@ fn sixteen_bit_and_fp8_results_are_checked_within_a_tolerance() {
         let mut seen = std::collections::BTreeSet::new();
         for r in rd.records() {
             let r = r.unwrap();
-            let unsupported = &r[placement] == "in-place" && ["all-to-all", "sendrecv"].contains(&&r[coll]);
-            assert_eq!(&r[wrong], if unsupported { "" } else { "0" }, "{r:?}");
+            assert_eq!(&r[wrong], wrong_cell(&r[placement], &r[coll]), "{r:?}");
             seen.insert(r[dtype].to_string());
         }
         assert!(dtypes.split(',').all(|t| seen.contains(t)), "{seen:?}");
@@ -494,8 +503,7 @@ fn exact_sweep(n: usize, dtypes: &str, ops: &str) {
         assert_eq!(&r[backend], "nccl");
         // In-place all-to-all and sendrecv: one buffer for both sides, as nccl-tests, and no
         // check (NCCL does not support them in place): N/A, an empty cell.
-        let unsupported = &r[placement] == "in-place" && ["all-to-all", "sendrecv"].contains(&&r[collective]);
-        assert_eq!(&r[wrong], if unsupported { "" } else { "0" }, "{r:?}");
+        assert_eq!(&r[wrong], wrong_cell(&r[placement], &r[collective]), "{r:?}");
         placements.insert(r[placement].to_string());
         collectives.insert(r[collective].to_string());
     }
@@ -686,8 +694,7 @@ fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
             let r = r.unwrap();
             // Every run is checked (the narrow floats within their tolerance), but in-place
             // all-to-all and sendrecv, which NCCL does not support (N/A, as nccl-tests).
-            let unsupported = &r[placement] == "in-place" && ["all-to-all", "sendrecv"].contains(&&r[coll]);
-            assert_eq!(&r[wrong], if unsupported { "" } else { "0" }, "{c:?}: {r:?}");
+            assert_eq!(&r[wrong], wrong_cell(&r[placement], &r[coll]), "{c:?}: {r:?}");
             seen.insert(r[coll].to_string());
         }
         assert_eq!(seen.len(), 11, "{c:?}: {seen:?}");
@@ -782,8 +789,7 @@ fn native_gather_scatter_and_all_to_all_where_the_library_has_them() {
         let mut placements = std::collections::BTreeSet::new();
         for r in rd.records() {
             let r = r.unwrap();
-            let unsupported = &r[placement] == "in-place" && ["all-to-all", "sendrecv"].contains(&&r[coll]);
-            assert_eq!(&r[wrong], if unsupported { "" } else { "0" }, "{r:?}");
+            assert_eq!(&r[wrong], wrong_cell(&r[placement], &r[coll]), "{r:?}");
             placements.insert(r[placement].to_string());
         }
         assert_eq!(placements.len(), 2, "{placements:?}");
@@ -878,19 +884,24 @@ fn an_init_that_never_completes_ends_at_the_timeout() {
 /// rank leaves with one line from rank 0 naming rank 1 and NCCL's error, exit 2.
 #[test]
 fn an_init_that_fails_later_on_one_rank_ends_every_rank_at_once() {
-    let env = fake_env("3", &[("FAKE_NCCL_FAIL", "init-async"), ("FAKE_NCCL_FAIL_RANK", "1")]);
-    let t0 = std::time::Instant::now();
-    // Killed after 150 s: far beyond a few seconds even on a loaded machine, far below -T.
-    let (o, d) = nccl_run_within(150, 3, &["-T", "600", "--csv", "run.csv"], &env);
-    let took = t0.elapsed().as_secs_f64();
-    let line = refused(
-        &o,
-        d.path(),
+    fails_later_on_rank_1(
+        "init-async",
         &[
             "NCCL error in ncclCommInitRankConfig: unhandled system error",
             "fake NCCL: bootstrap: connection to a peer refused (rank 1 on ",
         ],
     );
+}
+
+/// 3 ranks, `FAKE_NCCL_FAIL=fail` on rank 1 and `-T 600`: one line from rank 0 with every needle,
+/// naming rank 1's GPU, exit 2, well before the launcher's 150 s kill (far beyond a few seconds
+/// even on a loaded machine, far below -T).
+fn fails_later_on_rank_1(fail: &str, needles: &[&str]) {
+    let env = fake_env("3", &[("FAKE_NCCL_FAIL", fail), ("FAKE_NCCL_FAIL_RANK", "1")]);
+    let t0 = std::time::Instant::now();
+    let (o, d) = nccl_run_within(150, 3, &["-T", "600", "--csv", "run.csv"], &env);
+    let took = t0.elapsed().as_secs_f64();
+    let line = refused(&o, d.path(), needles);
     assert!(line.ends_with(", GPU 1)"), "{line}");
     assert!(took < 150.0, "took {took:.1} s");
 }
@@ -902,20 +913,13 @@ fn an_init_that_fails_later_on_one_rank_ends_every_rank_at_once() {
 /// for -T (here 600 s) and the launcher's 150 s kill ended the run.
 #[test]
 fn a_split_that_fails_later_on_one_rank_ends_every_rank_at_once() {
-    let env = fake_env("3", &[("FAKE_NCCL_FAIL", "split-async"), ("FAKE_NCCL_FAIL_RANK", "1")]);
-    let t0 = std::time::Instant::now();
-    let (o, d) = nccl_run_within(150, 3, &["-T", "600", "--csv", "run.csv"], &env);
-    let took = t0.elapsed().as_secs_f64();
-    let line = refused(
-        &o,
-        d.path(),
+    fails_later_on_rank_1(
+        "split-async",
         &[
             "NCCL error in ncclCommSplit: unhandled system error",
             "fake NCCL: split: bootstrap connection to a peer refused (rank 1 on ",
         ],
     );
-    assert!(line.ends_with(", GPU 1)"), "{line}");
-    assert!(took < 150.0, "took {took:.1} s");
 }
 
 /// Issue 23, point 9, before NCCL 2.14 (a blocking init): one rank's init fails at once while the

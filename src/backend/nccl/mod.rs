@@ -486,6 +486,12 @@ pub struct NcclBackend {
     tuning: std::result::Result<Option<tuning::Probe>, String>,
 }
 
+/// In-place all-to-all and sendrecv, which NCCL does not support: one buffer as both sides, as
+/// nccl-tests times them, and not checked.
+fn one_buffer_in_place(call: &Call) -> bool {
+    call.in_place && matches!(call.kind, Kind::AllToAll | Kind::SendRecv)
+}
+
 /// Everything one call needs, resolved before the timed loop. Device addresses.
 #[derive(Clone, Copy)]
 struct Prepared {
@@ -777,7 +783,7 @@ impl NcclBackend {
         // In-place all-to-all and sendrecv: one buffer for both sides, as nccl-tests passes it
         // (`alltoall.cu`, `sendrecv.cu`); NCCL does not support them in place, so their results
         // are not checked ([`Backend::unchecked`]).
-        let send = if matches!(call.kind, Kind::AllToAll | Kind::SendRecv) && call.in_place { recv } else { send };
+        let send = if one_buffer_in_place(call) { recv } else { send };
         let elem_b = elem as usize;
         let (send_touch, recv_touch, room) = match (call.kind, call.in_place) {
             (Kind::Barrier, _) => (0, 0, 0),
@@ -1270,7 +1276,7 @@ impl Backend for NcclBackend {
     }
 
     fn unchecked(&self, call: &Call) -> Option<&'static str> {
-        (call.in_place && matches!(call.kind, Kind::AllToAll | Kind::SendRecv)).then_some(
+        one_buffer_in_place(call).then_some(
             "NCCL does not support all-to-all and sendrecv in place: timed with one buffer as both sides, as nccl-tests, and not checked (N/A)",
         )
     }
