@@ -77,6 +77,9 @@ pub mod exit {
     pub const OK: i32 = 0;
     pub const WRONG: i32 = 1;
     pub const ERROR: i32 = 2;
+    /// `check`: no rule failed, but some check could not be judged (NOISY: the machine changed
+    /// speed under its measurement).
+    pub const NOISY: i32 = 3;
 }
 
 /// A path as every message and output line quotes it: control characters (a newline, a tab, an

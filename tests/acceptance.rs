@@ -382,7 +382,7 @@ fn spec_from_run_learns_from_a_sweep_with_zero_byte_rows() {
     assert!(stdout(&o).contains("# 6 passed, 0 failed, 0 skipped: PASS"), "{}", stdout(&o));
 }
 
-/// `min_pct_of_ceiling`: the ceiling measured once per rule that asks for it, the rule judged
+/// `min_pct_of_ceiling`: the ceiling measured before and after each rule that asks for it, judged
 /// against it (a modest share passes, an impossible one fails, naming the ceiling), and that
 /// rule's CSV rows carry it; a rule without it measures none.
 #[test]
@@ -416,19 +416,26 @@ max_time_us = 100000.0
     let s = spec(dir.path(), text);
     let o = mpirun_in(dir.path(), 2, &["check", &s], 300);
     let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}{}", stderr(&o));
     let verdict = |rule: &str| {
         out.lines()
             .find(|l| l.trim_start().starts_with(rule) && l.contains(" ceiling "))
             .unwrap_or_else(|| panic!("{rule}:\n{out}"))
     };
+    // Measured before and after the rule's sweeps, the faster pass kept. Where the machine
+    // changed speed between them (a CI run beside another job read 0.131 GB/s before, where
+    // 8-13 are usual, and passed "beyond the links" at 388%), a share the band between them
+    // cannot settle is NOISY, saying so (src/acceptance judge_ceiling).
+    let noisy = |l: &str| l.trim_end().ends_with("NOISY") && l.contains("check again when it is quiet");
+    let judged =
+        |l: &str, verdict: &str| l.trim_end().ends_with(verdict) && l.contains("% of ") && l.contains(" GB/s at 1M");
     let near = verdict("near the links");
-    assert!(near.contains(">= 0.1% of the ceiling") && near.trim_end().ends_with("PASS"), "{near}");
-    assert!(near.contains("% of ") && near.contains(" GB/s at 1M"), "{near}");
+    assert!(near.contains(">= 0.1% of the ceiling") && (judged(near, "PASS") || noisy(near)), "{near}");
     let beyond = verdict("beyond the links");
     // reduce-scatter of 1 MiB on 2 ranks: about a quarter of the ceiling here (its busbw counts
     // half the buffer, and the library reduces it on one rank), never all of it.
-    assert!(beyond.contains(">= 100% of the ceiling") && beyond.trim_end().ends_with("FAIL"), "{beyond}");
+    assert!(beyond.contains(">= 100% of the ceiling") && (judged(beyond, "FAIL") || noisy(beyond)), "{beyond}");
+    let want = if judged(beyond, "FAIL") { 1 } else { 3 };
+    assert_eq!(o.status.code(), Some(want), "{out}{}", stderr(&o));
     let mut r = csv::Reader::from_path(written_csv(&o)).unwrap();
     let h = r.headers().unwrap().clone();
     let col = |n: &str| h.iter().position(|c| c == n).unwrap();

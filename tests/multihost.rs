@@ -629,10 +629,15 @@ fn a_ceiling_rule_fails_on_a_capped_link_and_names_it() {
             .unwrap_or_else(|| panic!("no {check} line:\n{out}"))
             .to_string()
     };
+    // The ceiling's passes before and after the sweeps may disagree on a busy machine (CI beside
+    // another job): NOISY (exit 3), saying so; the links are judged all the same.
+    let noisy = |l: &str| l.ends_with("NOISY") && l.contains("check again when it is quiet");
     let o = bed.mpirun(3, "node", &[BIN], &["check", "spec.toml", "--no-csv"], 180);
     let out = stdout(&o);
-    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
-    assert!(check_line(&out, "links").ends_with("PASS"), "{out}");
+    assert!(check_line(&out, "links").ends_with("PASS"), "{out}\n{}", stderr(&o));
+    let ceiling = check_line(&out, "ceiling");
+    assert!(ceiling.ends_with("PASS") || noisy(&ceiling), "{out}");
+    assert_eq!(o.status.code(), Some(if noisy(&ceiling) { 3 } else { 0 }), "{out}\n{}", stderr(&o));
     bed.run(&["slow", "2", "50mbit"]);
     let o = bed.mpirun(3, "node", &[BIN], &["check", "spec.toml", "--no-csv"], 180);
     let out = stdout(&o);
@@ -640,5 +645,5 @@ fn a_ceiling_rule_fails_on_a_capped_link_and_names_it() {
     let line = check_line(&out, "links");
     assert!(line.ends_with("FAIL") && line.contains(&format!("{}'s best link", bed.host(2))), "{line}");
     let ceiling = check_line(&out, "ceiling");
-    assert!(ceiling.ends_with("PASS"), "the collective against the capped ceiling: {ceiling}");
+    assert!(ceiling.ends_with("PASS") || noisy(&ceiling), "the collective against the capped ceiling: {ceiling}");
 }

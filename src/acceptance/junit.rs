@@ -17,7 +17,8 @@ fn esc(s: &str) -> String {
 /// `context`: (name, value) pairs for the testsuite's `<properties>` (spec, CSV, ranks, …).
 pub fn render(spec: &str, verdicts: &[CheckResult], context: &[(&str, String)]) -> String {
     let failures = verdicts.iter().filter(|v| v.outcome == Outcome::Fail).count();
-    let skipped = verdicts.iter().filter(|v| v.outcome == Outcome::Skip).count();
+    // NOISY is written as skipped (it was not judged), with its reason in the message.
+    let skipped = verdicts.iter().filter(|v| matches!(v.outcome, Outcome::Skip | Outcome::Noisy)).count();
     let time: f64 = verdicts.iter().map(|v| v.seconds).sum();
     let mut x = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     // junit-10.xsd: <testsuites> takes name, time, tests, failures, errors (no skipped).
@@ -57,6 +58,9 @@ pub fn render(spec: &str, verdicts: &[CheckResult], context: &[(&str, String)]) 
             }
             Outcome::Skip => {
                 let _ = writeln!(x, "      <skipped message=\"{}\"/>", esc(&what));
+            }
+            Outcome::Noisy => {
+                let _ = writeln!(x, "      <skipped message=\"{}\"/>", esc(&format!("NOISY: {what}")));
             }
         }
         let mut out = format!("measured: {}\nrequired: {}\n", v.measured, v.required);
@@ -128,6 +132,16 @@ mod tests {
             "{pass}"
         );
         assert_eq!(x.matches("<system-out>").count(), 3);
+    }
+
+    /// NOISY is a `skipped` testcase (the schema has no other word for "not judged"), its
+    /// message saying NOISY and why, counted with the skipped.
+    #[test]
+    fn a_noisy_check_is_skipped_with_its_reason() {
+        let x = render("s.toml", &[v("ceiling", Outcome::Noisy), v("time", Outcome::Skip)], &[]);
+        super::junit10::validate(&x).unwrap_or_else(|e| panic!("{e}\n{x}"));
+        assert!(x.contains("failures=\"0\" errors=\"0\" skipped=\"2\""), "{x}");
+        assert!(x.contains("<skipped message=\"NOISY: measured 1 GB/s, required &gt;= 2 GB/s\"/>"), "{x}");
     }
 
     /// The validator itself fails on what junit-10.xsd refuses (a check that cannot fail proves

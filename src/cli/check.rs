@@ -14,7 +14,7 @@ use std::path::PathBuf;
     version,
     after_help = "Launch with MPI: mpirun -n N coll-bench check SPEC.toml [OPTIONS]\n\
 Example: mpirun -n 16 --map-by ppr:8:node coll-bench check ci/acceptance/multi-node.toml --junit verdicts.xml\n\
-Exit codes: 0 every rule passed, 1 a rule failed, 2 usage or setup error."
+Exit codes: 0 every rule passed, 1 a rule failed, 3 none failed but one could not be judged (NOISY: the machine changed speed under it), 2 usage or setup error."
 )]
 pub struct CheckArgs {
     /// The acceptance spec (TOML; see ci/acceptance/ and docs/check.md)
