@@ -68,11 +68,13 @@ fn interrupt(sig: i32, to_launcher: bool) -> (Option<i32>, String, String) {
     };
     // SAFETY: kill(2) on a process this test started.
     assert_eq!(unsafe { libc::kill(target, sig) }, 0);
+    // The rest of stdout goes with stderr into the failure messages: Hydra says there what it
+    // saw of each rank's end (a fresh run once got exit 1 and an empty stderr, not understood).
     let rest: Vec<String> = lines.map_while(|l| l.ok()).collect();
-    let _ = rest;
     let out = child.wait_with_output().unwrap();
     let csv = std::fs::read_to_string(dir.path().join("run.csv")).unwrap_or_default();
-    (out.status.code(), stderr(&out), csv)
+    let said = format!("{}\n-- stdout after the signal --\n{}", stderr(&out), rest.join("\n"));
+    (out.status.code(), said, csv)
 }
 
 fn one_line_naming_the_csv(err: &str, csv: &str) {
