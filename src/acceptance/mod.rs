@@ -183,6 +183,21 @@ pub fn judge_rule(
     let per_size = |size: u64, f: &dyn Fn(&Point) -> f64| -> f64 {
         crate::stats::median_of(&points.iter().filter(|p| p.size_bytes == size).map(f).collect::<Vec<f64>>())
     };
+    // Each repeat on its own: every repeat sweeps the same sizes in order, so repeat k's point
+    // of a size is that size's k-th. `extreme` picks a repeat's weakest or slowest size.
+    let repeats = sizes.iter().map(|s| points.iter().filter(|p| p.size_bytes == *s).count()).max().unwrap_or(0);
+    let by_repeat = |in_sizes: &dyn Fn(u64) -> bool, f: &dyn Fn(&Point) -> f64, extreme: fn(f64, f64) -> f64| {
+        (0..repeats)
+            .map(|k| {
+                sizes
+                    .iter()
+                    .filter(|s| in_sizes(**s))
+                    .filter_map(|s| points.iter().filter(|p| p.size_bytes == *s).nth(k).map(f))
+                    .reduce(extreme)
+            })
+            .collect::<Vec<Option<f64>>>()
+    };
+    let in_plateau = |s: u64| s >= rule.plateau.0 && s <= rule.plateau.1;
 
     // Slow ranks: counted over every measurement of the rule.
     let mut counts: Vec<(usize, usize)> = vec![];
@@ -237,13 +252,17 @@ pub fn judge_rule(
             .map(|s| (*s, per_size(*s, &|p| placed(rule.in_place, p).busbw_gbps)))
             .collect();
         match plateau.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
-            Some(&(size, bw)) => out.push(base(
-                "busbw",
-                ("busbw_gbps", bw),
-                format!("{bw:.3} GB/s at {}", crate::size::human(size)),
-                format!(">= {min} GB/s"),
-                bw >= min,
-            )),
+            Some(&(size, bw)) => {
+                let c = base(
+                    "busbw",
+                    ("busbw_gbps", bw),
+                    format!("{bw:.3} GB/s at {}", crate::size::human(size)),
+                    format!(">= {min} GB/s"),
+                    bw >= min,
+                );
+                let met = by_repeat(&in_plateau, &|p| placed(rule.in_place, p).busbw_gbps, f64::min);
+                out.push(consistent(c, met.iter().map(|w| w.is_some_and(|w| w >= min))))
+            }
             None => out.push(CheckResult {
                 outcome: Outcome::Skip,
                 value: None,
@@ -259,9 +278,12 @@ pub fn judge_rule(
             .filter(|s| **s >= rule.plateau.0 && **s <= rule.plateau.1)
             .map(|s| (*s, per_size(*s, &|p| placed(rule.in_place, p).busbw_gbps)))
             .min_by(|a, b| a.1.total_cmp(&b.1));
-        match weakest.and_then(|(size, bw)| judge_ceiling(ceilings, size, bw, min)) {
-            Some((outcome, pct, measured)) => {
-                out.push(CheckResult { outcome, ..base("ceiling", ("pct_of_ceiling", pct), measured, required, false) })
+        match weakest.and_then(|(size, bw)| judge_ceiling(ceilings, size, bw, min).map(|j| (bw, j))) {
+            Some((bw, (outcome, pct, measured))) => {
+                let c = CheckResult { outcome, ..base("ceiling", ("pct_of_ceiling", pct), measured, required, false) };
+                // Each repeat's weakest plateau size against the same ceiling.
+                let met = by_repeat(&in_plateau, &|p| placed(rule.in_place, p).busbw_gbps, f64::min);
+                out.push(consistent(c, met.iter().map(|w| w.is_some_and(|w| w / bw * pct >= min))))
             }
             None => {
                 let why = if ceilings.is_empty() { "no ceiling (one rank: no ring)" } else { "no size in the plateau" };
@@ -307,13 +329,15 @@ pub fn judge_rule(
             .map(|s| (*s, per_size(*s, &|p| of(placed(rule.in_place, p)))))
             .max_by(|a, b| a.1.total_cmp(&b.1));
         if let Some((size, t)) = worst {
-            out.push(base(
+            let c = base(
                 check,
                 (column, t),
                 format!("{t:.2} us at {}", crate::size::human(size)),
                 format!("<= {max} us"),
                 t <= max,
-            ));
+            );
+            let met = by_repeat(&|_| true, &|p| of(placed(rule.in_place, p)), f64::max);
+            out.push(consistent(c, met.iter().map(|w| w.is_some_and(|w| w <= max))));
         }
     }
     if rule.fail_on_slow_rank {
@@ -327,6 +351,24 @@ pub fn judge_rule(
         ));
     }
     out
+}
+
+/// A FAIL stands only when every repeat of the rule fell short on its own: a rule that fails
+/// on the median over repeats while one of them met the bound is NOISY (the machine changed
+/// speed between repeats; which of them is the cluster cannot be told). `met`: each repeat's
+/// own verdict. PASS, SKIP and a rule of one repeat are left as they are.
+fn consistent(mut c: CheckResult, met: impl Iterator<Item = bool>) -> CheckResult {
+    let met: Vec<bool> = met.collect();
+    let passed = met.iter().filter(|m| **m).count();
+    if c.outcome == Outcome::Fail && passed > 0 {
+        c.outcome = Outcome::Noisy;
+        c.measured = format!(
+            "{}; its repeats disagree ({passed} of {} met it): the machine changed speed; check again when it is quiet",
+            c.measured,
+            met.len()
+        );
+    }
+    c
 }
 
 /// The knee of a curve of (size, bus bandwidth), sizes ascending: the best bandwidth over the
@@ -808,6 +850,44 @@ mod tests {
             [("wrong", Outcome::Pass), ("busbw", Outcome::Pass), ("time", Outcome::Pass)]
         );
         assert!(v[1].measured.starts_with("2.500 GB/s at 4K"), "{}", v[1].measured);
+    }
+
+    /// FAIL only when every repeat fell short on its own; a median short of the bound while a
+    /// repeat met it is NOISY, saying how many met it. Repeat k is each size's k-th point.
+    #[test]
+    fn a_fail_needs_every_repeat_to_fall_short() {
+        let hosts = vec!["h".to_string(); 2];
+        let r = one_rule("sizes = \"4K..8K\"\nplateau = \"4K..8K\"\nmin_busbw_gbps = 2.0\nmax_time_us = 20.0\n");
+        let repeats = |bw: [f64; 3], us: [f64; 3]| -> Vec<Point> {
+            (0..3)
+                .flat_map(|k| {
+                    [4096, 8192].map(|size| Point {
+                        out_of_place: Measurement { time_us: us[k], ..point(size, bw[k], 0, &[]).out_of_place },
+                        ..point(size, bw[k], 0, &[])
+                    })
+                })
+                .collect()
+        };
+        let judged = |pts: &[Point], check: &str| {
+            let v = judge_rule(&r, pts, &hosts, &[], 1.0);
+            let c = v.into_iter().find(|v| v.check == check).unwrap();
+            (c.outcome, c.measured)
+        };
+        // Two repeats at 1 GB/s and 30 us, one at 3 GB/s and 10 us: the medians fail, one met.
+        let noisy = repeats([1.0, 3.0, 1.0], [30.0, 10.0, 30.0]);
+        for check in ["busbw", "time"] {
+            let (outcome, measured) = judged(&noisy, check);
+            assert_eq!(outcome, Outcome::Noisy, "{measured}");
+            assert!(
+                measured.contains("; its repeats disagree (1 of 3 met it): the machine changed speed"),
+                "{measured}"
+            );
+        }
+        // Every repeat short: FAIL; every repeat but one met: the median passes.
+        let short = repeats([1.0, 1.5, 1.0], [30.0, 25.0, 30.0]);
+        assert_eq!((judged(&short, "busbw").0, judged(&short, "time").0), (Outcome::Fail, Outcome::Fail));
+        let met = repeats([3.0, 1.0, 3.0], [10.0, 30.0, 10.0]);
+        assert_eq!((judged(&met, "busbw").0, judged(&met, "time").0), (Outcome::Pass, Outcome::Pass));
     }
 
     #[test]
