@@ -306,7 +306,19 @@ pub fn judge_rule(
                     None => format!("never half the plateau's {best:.3} GB/s"),
                 };
                 let value = knee.map_or(f64::INFINITY, |k| k as f64);
-                out.push(base("knee", ("knee_bytes", value), measured, required, knee.is_some_and(|k| k <= max)))
+                let c = base("knee", ("knee_bytes", value), measured, required, knee.is_some_and(|k| k <= max));
+                // Each repeat's own curve and knee.
+                let met = (0..repeats).map(|k| {
+                    let curve: Vec<(u64, f64)> = sizes
+                        .iter()
+                        .filter_map(|s| {
+                            let p = points.iter().filter(|p| p.size_bytes == *s).nth(k)?;
+                            Some((*s, placed(rule.in_place, p).busbw_gbps))
+                        })
+                        .collect();
+                    matches!(self::knee(&curve, rule.plateau), Some((_, Some(k))) if k <= max)
+                });
+                out.push(consistent(c, met))
             }
             None => out.push(CheckResult {
                 outcome: Outcome::Skip,
@@ -937,6 +949,11 @@ mod tests {
         // Both ends unchanged, the middle later: 8K, fail.
         let v = judged(&curve([0.5, 1.0, 1.5, 3.0, 4.0]));
         assert_eq!((v.outcome, v.required.as_str()), (Outcome::Fail, "<= 4K"));
+        // Three repeats, the median curve's knee at 8K while one repeat's was at 4K: NOISY.
+        let late = curve([0.5, 1.0, 1.5, 3.0, 4.0]);
+        let v = judged(&[late.clone(), curve([0.5, 1.0, 2.0, 3.5, 4.0]), late].concat());
+        assert_eq!(v.outcome, Outcome::Noisy, "{}", v.measured);
+        assert!(v.measured.contains("its repeats disagree (1 of 3 met it)"), "{}", v.measured);
         assert_eq!(knee(&[(8, 0.0)], (8, 8)), None);
         assert_eq!(knee(&[(8, 1.0), (16, 4.0)], (16, 16)), Some((4.0, Some(16))));
     }
