@@ -52,6 +52,9 @@ fn a_spec_that_passes_exits_0_and_writes_junit() {
     let out = stdout(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
     assert!(out.contains("# 4 passed, 0 failed, 0 skipped: PASS"), "{out}");
+    // The plan before the first rule, as the sweep's: the points of every rule and repeat.
+    let plan = out.lines().nth(1).unwrap_or_default();
+    assert!(plan.starts_with("# plan: ") && plan.contains(" points over every rule and repeat, estimated "), "{out}");
     // One line per rule as it finishes; the bar on stderr (asked for: under mpirun it is a pipe).
     let done: Vec<&str> = out.lines().filter(|l| l.starts_with("# rule '")).collect();
     assert_eq!(done.len(), 2, "{out}");

@@ -435,14 +435,15 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     let (mut csv, csv_path) = open_csv(world, opts)?;
 
     let by_host = world.ranks_by_host();
-    // Rank 0: a bar over every rule's points (each repeat counts), and stdout through it.
-    let progress = if world.rank == 0 {
-        let total = spec.rules.iter().map(|r| sweep_options(r, &spec).point_count(u64::MAX - 1)).sum::<u64>()
-            * spec.repeats as u64;
-        crate::report::progress::ProgressReport::new(total, opts.progress)
-    } else {
-        None
-    };
+    // Every rule's points (each repeat counts) and what they should take, as the sweep's plan.
+    let (total, estimated_s) = spec.rules.iter().fold((0u64, 0.0), |(n, t), r| {
+        let o = sweep_options(r, &spec);
+        let points = o.point_count(u64::MAX - 1) * spec.repeats as u64;
+        (n + points, t + o.estimated_s(points).unwrap_or(0.0))
+    });
+    // Rank 0: a bar over them, and stdout through it.
+    let progress =
+        if world.rank == 0 { crate::report::progress::ProgressReport::new(total, opts.progress) } else { None };
     let mut out = BarAwareWriter::new(std::io::stdout(), progress.as_ref().and_then(|p| p.bar()));
     if world.rank == 0 {
         let _ = writeln!(
@@ -455,11 +456,17 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
             world.size,
             by_host.len()
         );
+        let _ = writeln!(
+            out,
+            "# plan: {total} points over every rule and repeat, estimated {} from the budget (more on a busy machine)",
+            crate::options::human_duration(estimated_s)
+        );
         if let Some(p) = &csv_path {
             let _ = writeln!(out, "# measurements: {}", crate::error::shown(p));
         }
     }
-    let judged = run_rules(world, opts, &spec, &by_host, &mut csv, progress.as_ref(), &mut out);
+    let mut noise = Noise::default();
+    let judged = run_rules(world, opts, &spec, &by_host, &mut csv, progress.as_ref(), &mut out, &mut noise);
     if let Some(bar) = &progress {
         bar.finish();
     }
@@ -480,6 +487,9 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
         return world.agree(Ok(exit::OK));
     }
     print_verdicts(&verdicts);
+    if let Some(line) = noise.line() {
+        println!("{line}");
+    }
     let written = write_junit(world, opts, &spec, &by_host, csv_path.as_deref(), &verdicts);
     let code = match overall(&verdicts) {
         Outcome::Fail => exit::WRONG,
@@ -588,8 +598,39 @@ fn write_junit(
     written
 }
 
+/// The measurements of a check and how many of them carry a noise warning (`noisy`,
+/// `mean_off_median`: the CSV's `warnings`), for the line under the verdict table.
+#[derive(Debug, Default, PartialEq)]
+pub struct Noise {
+    pub measurements: usize,
+    pub warned: usize,
+}
+
+impl Noise {
+    fn add(&mut self, p: &Point) {
+        use crate::stats::Warning;
+        for m in p.measurements() {
+            self.measurements += 1;
+            self.warned +=
+                m.warnings.iter().any(|w| matches!(w, Warning::Noisy { .. } | Warning::MeanOffMedian { .. })) as usize;
+        }
+    }
+
+    /// `None` when no measurement was warned about.
+    pub fn line(&self) -> Option<String> {
+        (self.warned > 0).then(|| {
+            format!(
+                "# noise: {} of {} measurements carry a noise warning (noisy or mean_off_median, as the CSV's warnings column names them)",
+                self.warned, self.measurements
+            )
+        })
+    }
+}
+
 /// Run and judge every rule, each measurement appended to `csv` (rank 0) as it comes, the bar
-/// advanced and one line per rule printed to `out` (rank 0) as each finishes.
+/// advanced and one line per rule printed to `out` (rank 0) as each finishes; `noise` counts
+/// the measurements' noise warnings.
+#[allow(clippy::too_many_arguments)]
 fn run_rules(
     world: &World,
     opts: &CheckOptions,
@@ -598,6 +639,7 @@ fn run_rules(
     csv: &mut Option<CsvReport>,
     progress: Option<&ProgressReport>,
     out: &mut impl Write,
+    noise: &mut Noise,
 ) -> Result<Vec<CheckResult>> {
     let mut verdicts = vec![];
     for rule in &spec.rules {
@@ -659,6 +701,7 @@ fn run_rules(
                 // Judged at the end: kept without each rank's time (only the slow ranks are
                 // judged), so the repeats' points do not grow with the ranks.
                 points.push(p.without_rank_times());
+                noise.add(p);
                 csv.as_mut().map(|c| c.point(&info, p)).unwrap_or(Ok(()))
             })?;
         }
@@ -1012,6 +1055,22 @@ mod tests {
         assert_eq!(overall(&[v(Outcome::Skip), v(Outcome::Pass)]), Outcome::Pass);
         let table = verdict_table(&[v(Outcome::Pass)]);
         assert!(table.ends_with("# 1 passed, 0 failed, 0 skipped: PASS\n"), "{table}");
+    }
+
+    #[test]
+    fn the_noise_line_counts_the_warned_measurements() {
+        use crate::stats::Warning;
+        let mut noise = Noise::default();
+        let mut p = point(4096, 1.0, 0, &[]);
+        noise.add(&p);
+        assert_eq!((noise.line(), noise.measurements), (None, 2));
+        p.in_place.warnings = vec![Warning::Noisy { relative_ci: 0.5 }];
+        p.out_of_place.warnings = vec![Warning::PageFaults { faults_per_call: 1.0, fault_cost_us: 1.0, share: 0.5 }];
+        noise.add(&p);
+        assert_eq!(
+            noise.line().unwrap(),
+            "# noise: 1 of 4 measurements carry a noise warning (noisy or mean_off_median, as the CSV's warnings column names them)"
+        );
     }
 
     #[test]
