@@ -632,12 +632,14 @@ fn a_ceiling_rule_fails_on_a_capped_link_and_names_it() {
     // The ceiling's passes before and after the sweeps may disagree on a busy machine (CI beside
     // another job): NOISY (exit 3), saying so; the links are judged all the same.
     let noisy = |l: &str| l.ends_with("NOISY") && l.contains("check again when it is quiet");
+    // So may the links' two measurements (a host slow in one only: NOISY, both named).
     let o = bed.mpirun(3, "node", &[BIN], &["check", "spec.toml", "--no-csv"], 180);
     let out = stdout(&o);
-    assert!(check_line(&out, "links").ends_with("PASS"), "{out}\n{}", stderr(&o));
-    let ceiling = check_line(&out, "ceiling");
+    let (links, ceiling) = (check_line(&out, "links"), check_line(&out, "ceiling"));
+    assert!(links.ends_with("PASS") || noisy(&links), "{out}\n{}", stderr(&o));
     assert!(ceiling.ends_with("PASS") || noisy(&ceiling), "{out}");
-    assert_eq!(o.status.code(), Some(if noisy(&ceiling) { 3 } else { 0 }), "{out}\n{}", stderr(&o));
+    let code = if noisy(&links) || noisy(&ceiling) { 3 } else { 0 };
+    assert_eq!(o.status.code(), Some(code), "{out}\n{}", stderr(&o));
     bed.run(&["slow", "2", "50mbit"]);
     let o = bed.mpirun(3, "node", &[BIN], &["check", "spec.toml", "--no-csv"], 180);
     let out = stdout(&o);

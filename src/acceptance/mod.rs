@@ -160,6 +160,31 @@ pub fn judge_ceiling(passes: &[Ceiling], size: u64, busbw: f64, min_pct: f64) ->
     })
 }
 
+/// The hosts whose every link is slower than their peers ([`judge_links`]'s FAIL), by name.
+fn slow_hosts(links: &[crate::pairs::links::Link]) -> Vec<String> {
+    crate::pairs::links::Peers::of(links).map(|p| p.slow().map(|h| h.host.clone()).collect()).unwrap_or_default()
+}
+
+/// A links FAIL stands when each host it names was named by both measurements, each on its
+/// own; else (one measurement named it, the other not) the machine changed speed between them
+/// and the check is NOISY. `named`: whether both named every host of the FAIL, and the slow
+/// hosts of the first and of the second measurement (`None`: measured once, none read slow).
+fn links_agree(mut c: CheckResult, named: Option<(bool, Vec<String>, Vec<String>)>) -> CheckResult {
+    if let (Outcome::Fail, Some((both, first, again))) = (c.outcome, named) {
+        if !both {
+            let said = |h: &[String]| if h.is_empty() { "none".to_string() } else { h.join(", ") };
+            c.outcome = Outcome::Noisy;
+            c.measured = format!(
+                "{}; the two measurements name different slow hosts ({}; then {}): the machine changed speed; check again when it is quiet",
+                c.measured,
+                said(&first),
+                said(&again)
+            );
+        }
+    }
+    c
+}
+
 /// Judge one rule on the points of its repeats (all repeats' points together); `ceilings`: the
 /// ceiling passes measured before and after the rule's sweeps, for `min_pct_of_ceiling`
 /// ([`judge_ceiling`]).
@@ -714,13 +739,17 @@ fn run_rules(
         // kept (load slows a transfer, nothing speeds one up): a burst during one pass is not
         // a slow host. The decision is rank 0's (it alone holds the links), agreed.
         let slow = judge_links(rule, &links).is_some_and(|l| l.outcome == Outcome::Fail);
+        let mut named = None;
         if world.max_f64(if slow { 1.0 } else { 0.0 }) > 0.0 {
             let again = crate::pairs::links::measure(world, rule.max_bytes, spec.budget_s, opts.files);
+            let (first, second) = (slow_hosts(&links), slow_hosts(&again));
             links = crate::pairs::links::faster_of(&links, &again);
+            let both = slow_hosts(&links).iter().all(|h| first.contains(h) && second.contains(h));
+            named = Some((both, first, second));
         }
         let seconds = mpi::time() - t0;
         let mut judged = judge_rule(rule, &points, &world.hosts, &ceilings, seconds);
-        judged.extend(judge_links(rule, &links));
+        judged.extend(judge_links(rule, &links).map(|l| links_agree(l, named)));
         if world.rank == 0 {
             rule_done(out, rule, &judged, seconds);
         }
@@ -1070,6 +1099,35 @@ mod tests {
         assert_eq!(
             noise.line().unwrap(),
             "# noise: 1 of 4 measurements carry a noise warning (noisy or mean_off_median, as the CSV's warnings column names them)"
+        );
+    }
+
+    /// A links FAIL stands only when both measurements named the same slow hosts.
+    #[test]
+    fn a_links_fail_needs_both_measurements_to_name_the_host() {
+        let fail = CheckResult {
+            rule: "r".into(),
+            line: 1,
+            collective: "all-reduce".into(),
+            check: "links",
+            measured: "b's best link 0.0100 GB/s (point-to-point)".into(),
+            required: "q".into(),
+            outcome: Outcome::Fail,
+            value: None,
+            slow_ranks: vec![],
+            seconds: 0.0,
+        };
+        let b = || vec!["b".to_string()];
+        assert_eq!(links_agree(fail.clone(), Some((true, b(), b()))).outcome, Outcome::Fail);
+        assert_eq!(links_agree(fail.clone(), None).outcome, Outcome::Fail);
+        let v = links_agree(fail, Some((false, b(), vec![])));
+        assert_eq!(v.outcome, Outcome::Noisy);
+        assert!(
+            v.measured.ends_with(
+                "name different slow hosts (b; then none): the machine changed speed; check again when it is quiet"
+            ),
+            "{}",
+            v.measured
         );
     }
 
