@@ -33,6 +33,9 @@ pub struct CheckOptions {
     pub debug_slow_rank: Option<(usize, u64)>,
 }
 
+/// What every NOISY line ends with.
+const NOISY_ADVICE: &str = "the machine changed speed; check again when it is quiet";
+
 /// PASS, FAIL, NOISY or SKIP of one check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Outcome {
@@ -140,7 +143,7 @@ pub fn judge_ceiling(passes: &[Ceiling], size: u64, busbw: f64, min_pct: f64) ->
     } else {
         (1.0, String::new())
     };
-    let advice = "the machine changed speed; check again when it is quiet";
+    let advice = NOISY_ADVICE;
     if busbw > kept.gbps * Ceiling::FAR_ABOVE {
         let busy = format!("over {}x the ceiling, which was measured while the machine was busy", Ceiling::FAR_ABOVE);
         return Some((Outcome::Noisy, pct, format!("{of}; {busy}: {advice}")));
@@ -175,7 +178,7 @@ fn links_agree(mut c: CheckResult, named: Option<(bool, Vec<String>, Vec<String>
             let said = |h: &[String]| if h.is_empty() { "none".to_string() } else { h.join(", ") };
             c.outcome = Outcome::Noisy;
             c.measured = format!(
-                "{}; the two measurements name different slow hosts ({}; then {}): the machine changed speed; check again when it is quiet",
+                "{}; the two measurements name different slow hosts ({}; then {}): {NOISY_ADVICE}",
                 c.measured,
                 said(&first),
                 said(&again)
@@ -211,18 +214,19 @@ pub fn judge_rule(
     // Each repeat on its own: every repeat sweeps the same sizes in order, so repeat k's point
     // of a size is that size's k-th. `extreme` picks a repeat's weakest or slowest size.
     let repeats = sizes.iter().map(|s| points.iter().filter(|p| p.size_bytes == *s).count()).max().unwrap_or(0);
+    let at = |size: u64, k: usize| points.iter().filter(|p| p.size_bytes == size).nth(k);
     let by_repeat = |in_sizes: &dyn Fn(u64) -> bool, f: &dyn Fn(&Point) -> f64, extreme: fn(f64, f64) -> f64| {
         (0..repeats)
-            .map(|k| {
-                sizes
-                    .iter()
-                    .filter(|s| in_sizes(**s))
-                    .filter_map(|s| points.iter().filter(|p| p.size_bytes == *s).nth(k).map(f))
-                    .reduce(extreme)
-            })
+            .map(|k| sizes.iter().filter(|s| in_sizes(**s)).filter_map(|s| at(*s, k).map(f)).reduce(extreme))
             .collect::<Vec<Option<f64>>>()
     };
     let in_plateau = |s: u64| s >= rule.plateau.0 && s <= rule.plateau.1;
+    let busbw = |p: &Point| placed(rule.in_place, p).busbw_gbps;
+    // The weakest plateau size on the median over repeats, and each repeat's weakest plateau
+    // busbw: `min_busbw_gbps` and `min_pct_of_ceiling` both judge them.
+    let weakest =
+        sizes.iter().filter(|s| in_plateau(**s)).map(|s| (*s, per_size(*s, &busbw))).min_by(|a, b| a.1.total_cmp(&b.1));
+    let weakest_by_repeat = by_repeat(&in_plateau, &busbw, f64::min);
 
     // Slow ranks: counted over every measurement of the rule.
     let mut counts: Vec<(usize, usize)> = vec![];
@@ -271,13 +275,8 @@ pub fn judge_rule(
     ));
     if let Some(min) = rule.min_busbw_gbps {
         // The weakest plateau size, each size judged on its median over repeats.
-        let plateau: Vec<(u64, f64)> = sizes
-            .iter()
-            .filter(|s| **s >= rule.plateau.0 && **s <= rule.plateau.1)
-            .map(|s| (*s, per_size(*s, &|p| placed(rule.in_place, p).busbw_gbps)))
-            .collect();
-        match plateau.iter().min_by(|a, b| a.1.total_cmp(&b.1)) {
-            Some(&(size, bw)) => {
+        match weakest {
+            Some((size, bw)) => {
                 let c = base(
                     "busbw",
                     ("busbw_gbps", bw),
@@ -285,8 +284,7 @@ pub fn judge_rule(
                     format!(">= {min} GB/s"),
                     bw >= min,
                 );
-                let met = by_repeat(&in_plateau, &|p| placed(rule.in_place, p).busbw_gbps, f64::min);
-                out.push(consistent(c, met.iter().map(|w| w.is_some_and(|w| w >= min))))
+                out.push(consistent(c, weakest_by_repeat.iter().map(|w| w.is_some_and(|w| w >= min))))
             }
             None => out.push(CheckResult {
                 outcome: Outcome::Skip,
@@ -298,17 +296,11 @@ pub fn judge_rule(
     if let Some(min) = rule.min_pct_of_ceiling {
         // As busbw: the weakest plateau size, its median over repeats, as a share of the ceiling.
         let required = format!(">= {min}% of the ceiling");
-        let weakest = sizes
-            .iter()
-            .filter(|s| **s >= rule.plateau.0 && **s <= rule.plateau.1)
-            .map(|s| (*s, per_size(*s, &|p| placed(rule.in_place, p).busbw_gbps)))
-            .min_by(|a, b| a.1.total_cmp(&b.1));
         match weakest.and_then(|(size, bw)| judge_ceiling(ceilings, size, bw, min).map(|j| (bw, j))) {
             Some((bw, (outcome, pct, measured))) => {
                 let c = CheckResult { outcome, ..base("ceiling", ("pct_of_ceiling", pct), measured, required, false) };
                 // Each repeat's weakest plateau size against the same ceiling.
-                let met = by_repeat(&in_plateau, &|p| placed(rule.in_place, p).busbw_gbps, f64::min);
-                out.push(consistent(c, met.iter().map(|w| w.is_some_and(|w| w / bw * pct >= min))))
+                out.push(consistent(c, weakest_by_repeat.iter().map(|w| w.is_some_and(|w| w / bw * pct >= min))))
             }
             None => {
                 let why = if ceilings.is_empty() { "no ceiling (one rank: no ring)" } else { "no size in the plateau" };
@@ -321,10 +313,9 @@ pub fn judge_rule(
         }
     }
     if let Some(max) = rule.max_knee_bytes {
-        let busbw: Vec<(u64, f64)> =
-            sizes.iter().map(|s| (*s, per_size(*s, &|p| placed(rule.in_place, p).busbw_gbps))).collect();
+        let curve: Vec<(u64, f64)> = sizes.iter().map(|s| (*s, per_size(*s, &busbw))).collect();
         let required = format!("<= {}", crate::size::human(max));
-        match knee(&busbw, rule.plateau) {
+        match knee(&curve, rule.plateau) {
             Some((best, knee)) => {
                 let measured = match knee {
                     Some(k) => format!("half the plateau's {best:.3} GB/s at {}", crate::size::human(k)),
@@ -334,13 +325,7 @@ pub fn judge_rule(
                 let c = base("knee", ("knee_bytes", value), measured, required, knee.is_some_and(|k| k <= max));
                 // Each repeat's own curve and knee.
                 let met = (0..repeats).map(|k| {
-                    let curve: Vec<(u64, f64)> = sizes
-                        .iter()
-                        .filter_map(|s| {
-                            let p = points.iter().filter(|p| p.size_bytes == *s).nth(k)?;
-                            Some((*s, placed(rule.in_place, p).busbw_gbps))
-                        })
-                        .collect();
+                    let curve: Vec<(u64, f64)> = sizes.iter().filter_map(|s| Some((*s, busbw(at(*s, k)?)))).collect();
                     matches!(self::knee(&curve, rule.plateau), Some((_, Some(k))) if k <= max)
                 });
                 out.push(consistent(c, met))
@@ -399,11 +384,7 @@ fn consistent(mut c: CheckResult, met: impl Iterator<Item = bool>) -> CheckResul
     let passed = met.iter().filter(|m| **m).count();
     if c.outcome == Outcome::Fail && passed > 0 {
         c.outcome = Outcome::Noisy;
-        c.measured = format!(
-            "{}; its repeats disagree ({passed} of {} met it): the machine changed speed; check again when it is quiet",
-            c.measured,
-            met.len()
-        );
+        c.measured = format!("{}; its repeats disagree ({passed} of {} met it): {NOISY_ADVICE}", c.measured, met.len());
     }
     c
 }
