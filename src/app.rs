@@ -462,6 +462,12 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
 
     let mut totals = sweep.run(&mut |p| reports.iter_mut().try_for_each(|r| r.point(&info, p)))?;
     totals.peak_rss_bytes = world.max_u64(memory::peak_rss_bytes());
+    // Points only the later ones show to be above the trend (rank 0's medians), and what to
+    // suspect of them.
+    let crowded = crate::sweep::trend::crowded(world);
+    let flags = sweep.above_trend(crowded.as_ref());
+    let amended: Result<()> = reports.iter_mut().try_for_each(|r| r.amend(&info, &flags));
+    world.agree(amended)?;
     let mut ended: Result<()> = reports.iter_mut().try_for_each(|r| r.end(&info, &totals));
     drop(reports); // closes the CSV
     if let (Some(plot), Some(csv), 0, Ok(())) = (&opts.plot, &csv_file, world.rank, &ended) {

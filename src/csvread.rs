@@ -94,6 +94,8 @@ pub struct Row {
     /// Measured with `--order size` (every collective at one size, then the next size): the
     /// `order` column says `size`. Files without the column were measured in collective order.
     pub size_order: bool,
+    /// The run's `--budget`, seconds, where the file has the column (`budget_s`).
+    pub budget_s: Option<f64>,
 }
 
 impl Row {
@@ -154,6 +156,7 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
 
     let timestamp_col = col("timestamp");
     let order_col = col("order");
+    let budget_col = col("budget_s");
     let mut rows: Vec<Row> = vec![];
     // Each series' latest row (index into `rows`) and its run's timestamp: where a twin is found.
     let mut latest: std::collections::HashMap<Series, (usize, String)> = std::collections::HashMap::new();
@@ -218,6 +221,7 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
             busbw_gbps: num(busbw_gbps, "busbw_gbps")?,
             median_ci95_us: ci_cols.and_then(|(lo, hi)| opt_num(lo).zip(opt_num(hi))),
             pct_of_ceiling: pct_col.and_then(opt_num),
+            budget_s: budget_col.and_then(opt_num).filter(|b| *b > 0.0),
             ranks: opt_int(ranks_col),
             hosts: opt_int(hosts_col),
             line,

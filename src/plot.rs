@@ -722,6 +722,7 @@ mod tests {
             hosts: Some(1),
             line: 2,
             size_order: false,
+            budget_s: None,
         }
     }
 

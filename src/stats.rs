@@ -170,6 +170,32 @@ pub enum Warning {
     /// (faults per call × one fault's cost on this host, measured at start): the time includes
     /// the allocator's work, as it does in an application on the same allocator.
     PageFaults { faults_per_call: f64, fault_cost_us: f64, share: f64 },
+    /// The median is over [`crate::sweep::trend::FACTOR`]× that of a size
+    /// [`crate::sweep::trend::SIZES`]× larger or more of the same series in the same run: no
+    /// collective slows as its message shrinks, so the machine's scheduler timed this point, not
+    /// the collective (ranks taking turns on a core at the scheduler's tick, 4 ms on many
+    /// kernels; or other processes). Found after the sweep, by comparing its points.
+    AboveTrend {
+        median_us: f64,
+        larger_bytes: u64,
+        larger_median_us: f64,
+        /// What is suspected: `more_ranks_than_cores` or `other_processes`.
+        cause: &'static str,
+        /// The cause in words (the host, its ranks and the cores they may run on).
+        suspect: String,
+    },
+    /// The run's times sit on whole multiples of one scheduler tick (1, 3.3, 4 or 10 ms: the
+    /// kernel's HZ), and this point's median is a tick or more: its ranks waited for the
+    /// scheduler, not for each other (two spinning ranks on one core take a tick per exchange:
+    /// 8 B all-reduce at 4 000 us and 1 MiB at 16 000 us, each size steady, none faster than a
+    /// smaller one). Found after the sweep, over all its points.
+    SchedulerTick {
+        median_us: f64,
+        tick_us: f64,
+        /// `more_ranks_than_cores` or `other_processes`, as [`Warning::AboveTrend`]'s.
+        cause: &'static str,
+        suspect: String,
+    },
 }
 
 /// Share of a call's time, estimated from its page faults, beyond which they are said to cost
@@ -231,6 +257,15 @@ impl Warning {
                 "minor page faults cost more than {:.0}% of the time (the MPI library's per-call buffers under the default allocator: an application with any MPI calls before its loop gets them too, one whose heap top happens to be pinned does not, docs/sweep.md \"The heap\"; minor_faults_per_call in the CSV; run with --malloc kept to compare)",
                 PAGE_FAULT_SHARE * 100.0
             ),
+            Warning::SchedulerTick { tick_us, .. } => format!(
+                "the time is a whole number of the scheduler's ticks ({:.1} ms), as most of the run's are: the ranks waited for the scheduler, not for each other (more ranks than free cores spin in turns, or other processes), so it is no measurement of the collective; scheduler_tick in the CSV's warnings; spec from-run learns nothing from it",
+                tick_us / 1e3
+            ),
+            Warning::AboveTrend { .. } => format!(
+                "slower than {}x a size {}x larger of the same collective in this run, which no collective is: the machine's scheduler timed it, not the collective (more ranks than free cores take turns at its tick, or other processes); above_trend in the CSV's warnings; spec from-run learns nothing from it",
+                crate::sweep::trend::FACTOR,
+                crate::sweep::trend::SIZES
+            ),
         }
     }
 }
@@ -253,6 +288,18 @@ impl fmt::Display for Warning {
                 f,
                 "page faults: {faults_per_call:.0} minor page faults per call, ~{fault_cost_us:.2} us each on this host: about {:.0}% of the time; run with --malloc kept to see the time without them",
                 share * 100.0
+            ),
+            Warning::SchedulerTick { median_us, tick_us, suspect, .. } => write!(
+                f,
+                "scheduler tick: median {median_us:.1} us, {:.1} ticks of {:.1} ms; suspect {suspect}",
+                median_us / tick_us,
+                tick_us / 1e3
+            ),
+            Warning::AboveTrend { median_us, larger_bytes, larger_median_us, suspect, .. } => write!(
+                f,
+                "above the trend: median {median_us:.1} us, against {larger_median_us:.1} us at {} (a size {}x larger or more); suspect {suspect}",
+                crate::size::human(*larger_bytes),
+                crate::sweep::trend::SIZES
             ),
         }
     }

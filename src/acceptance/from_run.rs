@@ -237,7 +237,8 @@ pub fn render(runs: &[Run], margin: f64, margin_text: &str) -> Result<(String, O
     let mut t = String::new();
     write_header(&mut t, runs, margin, margin_text, (ranks, hosts), &skipped);
     let header_end = t.len();
-    let _ = writeln!(t, "\n[settings]\nrepeats = 3\nbudget = \"50ms\"");
+    let (budget, said) = budget(runs);
+    let _ = writeln!(t, "\n[settings]\nrepeats = 3\nbudget = \"{budget}\"{said}");
     // Rows the rules learn from that the run warned about: (warning, series label, size).
     let mut noisy: Vec<(String, String, u64)> = vec![];
     for s in &series {
@@ -249,6 +250,13 @@ pub fn render(runs: &[Run], margin: f64, margin_text: &str) -> Result<(String, O
         (None, Some(i)) => Some(i),
         (Some(n), Some(i)) => Some(format!("{i}; {n}")),
     };
+    if !t.contains("[[rule]]") {
+        return Err(Error::usage(format!(
+            "no rule could be learned from {}: {}",
+            runs.iter().map(|r| format!("'{}'", r.shown)).collect::<Vec<_>>().join(", "),
+            noise.as_deref().unwrap_or("no series had points to learn from")
+        )));
+    }
     if let Some(n) = &noise {
         t.insert_str(header_end, &format!("# Warning: {n}\n"));
     }
@@ -256,6 +264,31 @@ pub fn render(runs: &[Run], margin: f64, margin_text: &str) -> Result<(String, O
     spec::parse("the written spec", &t)
         .map_err(|e| Error::setup(format!("internal error, the spec is invalid: {e}")))?;
     Ok((t, noise))
+}
+
+/// The baselines' `--budget` for the spec's `budget` (the sweep's 50 ms default where the CSVs
+/// predate the `budget_s` column), and a comment after it where the runs did not all say one: a
+/// time measured with another budget is another number (fewer samples, another warm-up).
+fn budget(runs: &[Run]) -> (String, String) {
+    let each: Vec<Option<f64>> = runs.iter().map(|r| r.rows.iter().find_map(|x| x.budget_s)).collect();
+    let known: Vec<f64> = each.iter().flatten().copied().collect();
+    // Whole milliseconds as `20ms`; anything finer as plain seconds (both parse back).
+    let text = |s: f64| {
+        let ms = s * 1e3;
+        if (ms - ms.round()).abs() < 1e-9 {
+            format!("{}ms", ms.round())
+        } else {
+            format!("{s}")
+        }
+    };
+    match known.iter().copied().reduce(f64::max) {
+        None => ("50ms".into(), "  # the baselines' CSVs do not say their --budget: the sweep's default".into()),
+        Some(max) if known.len() == each.len() && known.iter().all(|b| *b == max) => (text(max), String::new()),
+        Some(max) => (
+            text(max),
+            format!("  # the baselines ran with different --budget (or did not say): the longest, {}", text(max)),
+        ),
+    }
 }
 
 /// The runs' out-of-place rows of the mpi backend, by series (collective, type, op), and the
@@ -304,18 +337,34 @@ fn gather(runs: &[Run]) -> Result<(Vec<Series<'_>>, Vec<String>)> {
 
 /// A point slower than this many times a size at least [`INCREDIBLE_SIZES`]× larger of the same
 /// series in the same run is not a measurement of the collective (a scheduler tick: 4 ms at 8 B
-/// when more ranks than free cores take turns; docs/check.md).
-const INCREDIBLE_FACTOR: f64 = 3.0;
-const INCREDIBLE_SIZES: u64 = 16;
+/// when more ranks than free cores take turns; docs/check.md). The sweep's rule
+/// (`above_trend` in its warnings column), applied again here to CSVs of any version.
+const INCREDIBLE_FACTOR: f64 = crate::sweep::trend::FACTOR;
+const INCREDIBLE_SIZES: u64 = crate::sweep::trend::SIZES;
 
 /// Leave out the rows no rule may learn from: a point whose median is over
 /// [`INCREDIBLE_FACTOR`]× the median of a size [`INCREDIBLE_SIZES`]× larger or more in the same
-/// run. Returns the warning naming them (`None` when every point is credible).
+/// run, or that its run warned was timed by the machine (`above_trend`, `scheduler_tick`).
+/// Returns the warning naming them (`None` when every point is credible).
 fn drop_incredible(series: &mut [Series], runs: &[Run]) -> Option<String> {
     let mut named: Vec<String> = vec![];
+    let mut ticked: Vec<String> = vec![];
     for s in series.iter_mut() {
         let rows = s.rows.clone();
         s.rows.retain(|(i, r)| {
+            let warned = runs[*i].warnings.get(&r.line).map(String::as_str).unwrap_or("");
+            if warned.split(';').any(|w| w == "scheduler_tick") {
+                ticked.push(format!(
+                    "{} {}{} at {} in {} (median {:.1} us)",
+                    s.kind.name(),
+                    s.dtype.name(),
+                    s.op.map(|o| format!(" {}", o.name())).unwrap_or_default(),
+                    crate::size::human(r.key.size_bytes),
+                    runs[*i].shown,
+                    r.median_us
+                ));
+                return false;
+            }
             let faster = rows.iter().filter(|(j, q)| {
                 j == i
                     && q.key.size_bytes > 0
@@ -338,15 +387,30 @@ fn drop_incredible(series: &mut [Series], runs: &[Run]) -> Option<String> {
         });
     }
     const SHOWN: usize = 4;
-    (!named.is_empty()).then(|| {
-        let more = named.len().saturating_sub(SHOWN);
+    let list = |v: &[String]| {
+        let more = v.len().saturating_sub(SHOWN);
         format!(
-            "left out {} point(s) slower than {INCREDIBLE_FACTOR}x a size {INCREDIBLE_SIZES}x larger of the same run, which no collective is (a scheduler tick: more ranks than free cores, or other processes): {}{}; take the baseline on a quieter machine",
-            named.len(),
-            named[..named.len().min(SHOWN)].join(", "),
+            "{}{}",
+            v[..v.len().min(SHOWN)].join(", "),
             if more > 0 { format!(" and {more} more") } else { String::new() }
         )
-    })
+    };
+    let mut said = vec![];
+    if !ticked.is_empty() {
+        said.push(format!(
+            "left out {} point(s) its run timed on the scheduler's tick (scheduler_tick in its warnings: the ranks waited for the scheduler, not for each other): {}",
+            ticked.len(),
+            list(&ticked)
+        ));
+    }
+    if !named.is_empty() {
+        said.push(format!(
+            "left out {} point(s) slower than {INCREDIBLE_FACTOR}x a size {INCREDIBLE_SIZES}x larger of the same run, which no collective is (a scheduler tick: more ranks than free cores, or other processes): {}",
+            named.len(),
+            list(&named)
+        ));
+    }
+    (!said.is_empty()).then(|| format!("{}; take the baseline on a quieter machine", said.join("; ")))
 }
 
 /// The runs' ranks and hosts: every run must have had the same layout (a gate from mixed
@@ -693,6 +757,7 @@ mod tests {
             hosts: Some(2),
             line: 2,
             size_order: false,
+            budget_s: None,
         }
     }
 
@@ -729,6 +794,36 @@ mod tests {
             })
             .collect();
         assert_eq!(render(&[run(flat)], 0.25, "25%").unwrap().1, None);
+    }
+
+    /// The spec times with the baselines' --budget (issue 47: it wrote 50ms after --budget 20ms).
+    #[test]
+    fn the_spec_keeps_the_baselines_budget() {
+        let with = |b: Option<f64>| {
+            let rows: Vec<Row> = (3..=20u32)
+                .map(|e| {
+                    let size = 1u64 << e;
+                    Row {
+                        budget_s: b,
+                        ..row("all-reduce", "float", "sum", "out_of_place", size, 1.0, size as f64 / 1e3)
+                    }
+                })
+                .collect();
+            run(rows)
+        };
+        let budget = |runs: &[Run]| {
+            let text = render(runs, 0.25, "25%").unwrap().0;
+            (
+                spec::parse("s", &text).unwrap().budget_s,
+                text.lines().find(|l| l.starts_with("budget")).unwrap().to_string(),
+            )
+        };
+        assert_eq!(budget(&[with(Some(0.02)), with(Some(0.02))]), (0.02, "budget = \"20ms\"".to_string()));
+        assert_eq!(budget(&[with(Some(0.0125))]).0, 0.0125);
+        let (b, line) = budget(&[with(None)]);
+        assert!(b == 0.05 && line.contains("do not say their --budget"), "{line}");
+        let (b, line) = budget(&[with(Some(0.02)), with(Some(0.1))]);
+        assert!(b == 0.1 && line.contains("different --budget") && line.contains("100ms"), "{line}");
     }
 
     #[test]
@@ -921,6 +1016,41 @@ mod tests {
         b.shown = "/r/big.csv".into();
         let e = render(&[a, b], 0.3, "30%").unwrap_err().to_string();
         assert!(e.contains("'/r/good.csv' ran 4 ranks on 2 host(s) but '/r/big.csv' 8 ranks on 2 host(s)"), "{e}");
+    }
+
+    /// A run the sweep warned was on the scheduler's tick (`scheduler_tick`): those rows are left
+    /// out and named; a run of nothing else is refused, with that reason (exit 2, no spec).
+    #[test]
+    fn rows_on_the_scheduler_tick_are_left_out_and_a_run_of_them_refused() {
+        let rows: Vec<Row> = (3..=20u32)
+            .map(|e| {
+                let size = 1u64 << e;
+                let t = if e < 10 { 4000.0 } else { 8000.0 };
+                Row {
+                    line: e as u64,
+                    ..row("all-reduce", "float", "sum", "out_of_place", size, t, size as f64 / t / 1e3)
+                }
+            })
+            .collect();
+        let mut all = run(rows.clone());
+        all.warnings = (3..=20u64).map(|l| (l, "noisy;scheduler_tick".to_string())).collect();
+        let e = render(&[all], 0.3, "30%").unwrap_err();
+        let text = e.to_string();
+        assert!(text.contains("no rule could be learned from '/r/good.csv'"), "{text}");
+        assert!(text.contains("left out 18 point(s) its run timed on the scheduler's tick"), "{text}");
+        assert!(matches!(e, Error::Usage(_)), "{e:?}");
+        // Only the small sizes on the tick: the rest is learned from, and the header says so.
+        let mut some = run(rows);
+        some.warnings = (3..=9u64).map(|l| (l, "scheduler_tick".to_string())).collect();
+        let (text, noise) = render(&[some], 0.3, "30%").unwrap();
+        let noise = noise.unwrap();
+        assert!(noise.contains("left out 7 point(s) its run timed on the scheduler's tick"), "{noise}");
+        assert!(
+            noise.contains("all-reduce float sum at 8 in /r/good.csv (median 4000.0 us)")
+                && noise.contains("and 3 more"),
+            "{noise}"
+        );
+        assert!(text.contains("[[rule]]") && text.contains(&format!("# Warning: {noise}")), "{text}");
     }
 
     #[test]

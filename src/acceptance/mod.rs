@@ -10,7 +10,7 @@ pub mod spec;
 
 use crate::error::{exit, Error, Result};
 use crate::options::{Aggregation, CsvTarget, Options, Step};
-use crate::record::{Ceiling, Point};
+use crate::record::{Ceiling, Placement, Point};
 use crate::report::csv::CsvReport;
 use crate::report::progress::{BarAwareWriter, ProgressReport};
 use crate::report::Report as _;
@@ -488,6 +488,11 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
             return Err(e);
         }
     };
+    // The warnings found after each sweep go into their rows (rank 0 alone holds the CSV); a
+    // failed rewrite leaves the rows as they were, and says so.
+    if let Some(Err(e)) = csv.as_mut().map(CsvReport::finish) {
+        eprintln!("coll-bench check: {e}; its rows stay as measured, without the above_trend warnings");
+    }
     drop(csv); // closes the CSV
     if world.rank != 0 {
         return world.agree(Ok(exit::OK));
@@ -605,7 +610,8 @@ fn write_junit(
 }
 
 /// The measurements of a check and how many of them carry a noise warning (`noisy`,
-/// `mean_off_median`: the CSV's `warnings`), for the line under the verdict table.
+/// `mean_off_median`, `above_trend`, `scheduler_tick`: the CSV's `warnings`), for the line under
+/// the verdict table.
 #[derive(Debug, Default, PartialEq)]
 pub struct Noise {
     pub measurements: usize,
@@ -617,8 +623,7 @@ impl Noise {
         use crate::stats::Warning;
         for m in p.measurements() {
             self.measurements += 1;
-            self.warned +=
-                m.warnings.iter().any(|w| matches!(w, Warning::Noisy { .. } | Warning::MeanOffMedian { .. })) as usize;
+            self.warned += m.warnings.iter().any(|w| !matches!(w, Warning::PageFaults { .. })) as usize;
         }
     }
 
@@ -626,7 +631,7 @@ impl Noise {
     pub fn line(&self) -> Option<String> {
         (self.warned > 0).then(|| {
             format!(
-                "# noise: {} of {} measurements carry a noise warning (noisy or mean_off_median, as the CSV's warnings column names them)",
+                "# noise: {} of {} measurements carry a noise warning (noisy, mean_off_median, above_trend or scheduler_tick, as the CSV's warnings column names them)",
                 self.warned, self.measurements
             )
         })
@@ -648,6 +653,8 @@ fn run_rules(
     noise: &mut Noise,
 ) -> Result<Vec<CheckResult>> {
     let mut verdicts = vec![];
+    // What a point above the trend suspects (collective: once, before the first rule).
+    let crowded = crate::sweep::trend::crowded(world);
     for rule in &spec.rules {
         if let Some(want) = rule.ranks_per_node {
             if by_host.iter().any(|(_, r)| r.len() != want) {
@@ -694,11 +701,13 @@ fn run_rules(
                 links = crate::pairs::links::measure(world, rule.max_bytes, spec.budget_s, opts.files);
             }
         }
-        let mut points = vec![];
+        let mut points: Vec<Point> = vec![];
         for repeat in 1..=spec.repeats {
             if let Some(c) = csv.as_mut() {
                 c.set_extra(vec![rule.name.clone(), repeat.to_string()]);
+                c.next_sweep();
             }
+            let first = points.len();
             let mut sweep = Sweep::new(world, backend.as_mut(), &sweep_opts);
             sweep.run(&mut |p| {
                 if let Some(bar) = progress {
@@ -707,9 +716,19 @@ fn run_rules(
                 // Judged at the end: kept without each rank's time (only the slow ranks are
                 // judged), so the repeats' points do not grow with the ranks.
                 points.push(p.without_rank_times());
-                noise.add(p);
                 csv.as_mut().map(|c| c.point(&info, p)).unwrap_or(Ok(()))
             })?;
+            // The points above the trend of their series, known once the sweep is through:
+            // warned of in the CSV's rows and counted in the noise line.
+            let flags = sweep.above_trend(crowded.as_ref());
+            for f in &flags {
+                if let Some(p) = points.get_mut(first + f.seen.point) {
+                    let m = if f.seen.placement == Placement::InPlace { &mut p.in_place } else { &mut p.out_of_place };
+                    m.warnings.push(f.warning.clone());
+                }
+            }
+            points[first..].iter().for_each(|p| noise.add(p));
+            world.agree(csv.as_mut().map(|c| c.amend(&info, &flags)).unwrap_or(Ok(())))?;
         }
         if !ceilings.is_empty() {
             let mut notes = vec![];
@@ -1079,7 +1098,7 @@ mod tests {
         noise.add(&p);
         assert_eq!(
             noise.line().unwrap(),
-            "# noise: 1 of 4 measurements carry a noise warning (noisy or mean_off_median, as the CSV's warnings column names them)"
+            "# noise: 1 of 4 measurements carry a noise warning (noisy, mean_off_median, above_trend or scheduler_tick, as the CSV's warnings column names them)"
         );
     }
 

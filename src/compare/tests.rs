@@ -33,6 +33,7 @@ fn row(coll: &str, size: u64, median: f64, line: u64) -> Row {
         hosts: Some(1),
         line,
         size_order: false,
+        budget_s: None,
     }
 }
 

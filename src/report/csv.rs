@@ -62,6 +62,7 @@ pub const COLUMNS: &[&str] = &[
     "ceiling_source",
     "pct_of_ceiling",
     "order",
+    "budget_s",
 ];
 
 #[derive(Serialize)]
@@ -129,6 +130,8 @@ struct Row<'a> {
     pct_of_ceiling: String,
     /// The order the run measured its points in (`--order`): `collective` or `size`.
     order: &'a str,
+    /// The run's `--budget` (each size and placement's time budget), seconds.
+    budget_s: f64,
 }
 
 /// Which row of a measurement: the combined one, one rank's (`--per-rank`) or one group's
@@ -150,13 +153,21 @@ struct Shared {
 }
 
 pub struct CsvReport {
-    file: AppendFile,
+    /// `None` once [`CsvReport::finish`] has written the warnings found after the sweep.
+    file: Option<AppendFile>,
+    path: std::path::PathBuf,
     /// Columns appended after [`COLUMNS`] by a caller that writes several sweeps to one file
     /// (`check`: `rule`, `repeat`), and their values for the rows written next.
     extra_columns: &'static [&'static str],
     extra: Vec<String>,
     /// Data rows written so far.
     rows: u64,
+    /// The data rows of each point given to [`Report::point`], by placement, in order.
+    points: Vec<Vec<(crate::record::Placement, std::ops::Range<u64>)>>,
+    /// Where the current sweep's points start in `points` ([`CsvReport::next_sweep`]).
+    sweep_start: usize,
+    /// Warnings found after the rows were written ([`Report::amend`]): data row -> CSV kinds.
+    amended: std::collections::BTreeMap<u64, Vec<&'static str>>,
 }
 
 fn opt(v: Option<u64>) -> String {
@@ -175,13 +186,22 @@ fn num(v: f64) -> String {
 impl CsvReport {
     /// Write to a file created before the run (see [`super::outfile`]).
     pub fn new(file: AppendFile) -> CsvReport {
-        CsvReport { file, extra_columns: &[], extra: vec![], rows: 0 }
+        CsvReport::with_extra_columns(file, &[])
     }
 
     /// As [`CsvReport::new`], with `columns` appended to every row; their values are set by
     /// [`CsvReport::set_extra`] (empty until then).
     pub fn with_extra_columns(file: AppendFile, columns: &'static [&'static str]) -> CsvReport {
-        CsvReport { file, extra_columns: columns, extra: vec![String::new(); columns.len()], rows: 0 }
+        CsvReport {
+            path: file.path().to_path_buf(),
+            file: Some(file),
+            extra_columns: columns,
+            extra: vec![String::new(); columns.len()],
+            rows: 0,
+            points: vec![],
+            sweep_start: 0,
+            amended: Default::default(),
+        }
     }
 
     /// The values of the extra columns for the rows written from now on.
@@ -192,7 +212,7 @@ impl CsvReport {
 
     /// The path as given or chosen.
     pub fn path(&self) -> &Path {
-        self.file.path()
+        &self.path
     }
 
     /// The header row: [`COLUMNS`], then the extra columns.
@@ -245,11 +265,61 @@ impl CsvReport {
 
     /// Remove the file: the run never started.
     pub fn remove(self) {
-        self.file.remove()
+        if let Some(f) = self.file {
+            f.remove()
+        }
+    }
+
+    /// The points given from now on are another sweep's (`check` writes one per rule and
+    /// repeat): [`Report::amend`]'s flags count from its first point.
+    pub fn next_sweep(&mut self) {
+        self.sweep_start = self.points.len();
+    }
+
+    /// Add the warnings found after the sweep to its rows, rewriting the file in one step
+    /// ([`AppendFile::replace_from_records`]: a reader never sees half of it, and a failed
+    /// rewrite leaves the file as it was). Nothing to add: the file is left alone. No row is
+    /// appended after this.
+    pub fn finish(&mut self) -> Result<()> {
+        if self.amended.is_empty() {
+            return Ok(());
+        }
+        let Some(file) = self.file.take() else { return Ok(()) };
+        let amended = std::mem::take(&mut self.amended);
+        let col = COLUMNS.iter().position(|c| *c == "warnings").expect("a warnings column");
+        file.replace_from_records(|records, out| {
+            let mut rd = csv::ReaderBuilder::new().has_headers(false).flexible(true).from_reader(records);
+            let mut wr = csv::WriterBuilder::new().has_headers(false).flexible(true).from_writer(out);
+            for (i, record) in rd.records().enumerate() {
+                let record = record.map_err(std::io::Error::other)?;
+                // Record 0 is the header; data row k is record k + 1.
+                match i.checked_sub(1).and_then(|k| amended.get(&(k as u64))) {
+                    Some(kinds) => {
+                        let mut fields: Vec<String> = record.iter().map(str::to_string).collect();
+                        if let Some(w) = fields.get_mut(col) {
+                            for k in kinds {
+                                if !w.split(';').any(|x| x == *k) {
+                                    if !w.is_empty() {
+                                        w.push(';');
+                                    }
+                                    w.push_str(k);
+                                }
+                            }
+                        }
+                        wr.write_record(&fields).map_err(std::io::Error::other)?;
+                    }
+                    None => wr.write_record(&record).map_err(std::io::Error::other)?,
+                }
+            }
+            wr.flush()
+        })
     }
 
     fn write<S: Serialize>(&mut self, record: S) -> Result<()> {
-        append_record(&mut self.file, "--csv", record)
+        match self.file.as_mut() {
+            Some(f) => append_record(f, "--csv", record),
+            None => Err(Error::setup(format!("--csv: '{}' was already finished", crate::error::shown(&self.path)))),
+        }
     }
 
     fn row(&mut self, info: &RunInfo, shared: &Shared, p: &Point, m: &Measurement, which: Which) -> Result<()> {
@@ -311,6 +381,7 @@ impl CsvReport {
             ceiling_source: info.ceiling.as_ref().map_or("", |c| c.source),
             pct_of_ceiling: String::new(),
             order: info.options.order.name(),
+            budget_s: info.options.budget_s,
         };
         let mut row = row;
         // A rank's (group's) row names the host(s) it covers, and leaves the slow ranks (a fact
@@ -375,6 +446,8 @@ fn warning_kind(w: &crate::stats::Warning) -> &'static str {
         Warning::Noisy { .. } => "noisy",
         Warning::MeanOffMedian { .. } => "mean_off_median",
         Warning::PageFaults { .. } => "page_faults",
+        Warning::AboveTrend { .. } => "above_trend",
+        Warning::SchedulerTick { .. } => "scheduler_tick",
     }
 }
 
@@ -384,14 +457,30 @@ impl Report for CsvReport {
     }
 
     fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()> {
+        let mut rows = vec![];
         for m in p.measurements() {
+            let first = self.rows;
             self.measurement(info, p, m)?;
+            rows.push((m.placement, first..self.rows));
+        }
+        self.points.push(rows);
+        Ok(())
+    }
+
+    fn amend(&mut self, _info: &RunInfo, flags: &[crate::sweep::trend::Flag]) -> Result<()> {
+        for f in flags {
+            let Some(rows) = self.points.get(self.sweep_start + f.seen.point) else { continue };
+            for (_, range) in rows.iter().filter(|(p, _)| *p == f.seen.placement) {
+                for r in range.clone() {
+                    self.amended.entry(r).or_default().push(warning_kind(&f.warning));
+                }
+            }
         }
         Ok(())
     }
 
     fn end(&mut self, _info: &RunInfo, _totals: &Totals) -> Result<()> {
-        Ok(())
+        self.finish()
     }
 }
 

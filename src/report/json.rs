@@ -19,7 +19,12 @@ pub const SCHEMA: &str = "coll-bench/2";
 
 pub struct JsonReport {
     file: Option<AppendFile>,
+    /// Warnings found after the points were written ([`Report::amend`]): by point, each
+    /// placement's key (`out_of_place`, `in_place`) and the warning as JSON.
+    amended: Amended,
 }
+
+type Amended = std::collections::BTreeMap<usize, Vec<(&'static str, serde_json::Value)>>;
 
 /// The finished document as `serde_json::to_vec_pretty` writes it (the form the tests compare
 /// with); the writer streams the same bytes ([`write_document`]).
@@ -73,7 +78,7 @@ fn point_value(info: &RunInfo, p: &Point) -> serde_json::Value {
 impl JsonReport {
     /// Write to a file created before the run (see [`super::outfile`]).
     pub fn new(file: AppendFile) -> JsonReport {
-        JsonReport { file: Some(file) }
+        JsonReport { file: Some(file), amended: Amended::new() }
     }
 
     pub fn path(&self) -> Option<&Path> {
@@ -106,11 +111,26 @@ impl Report for JsonReport {
         self.line(&point_value(info, p))
     }
 
+    fn amend(&mut self, _info: &RunInfo, flags: &[crate::sweep::trend::Flag]) -> Result<()> {
+        for f in flags {
+            let key = match f.seen.placement {
+                crate::record::Placement::OutOfPlace => "out_of_place",
+                crate::record::Placement::InPlace => "in_place",
+            };
+            let w = serde_json::to_value(&f.warning).expect("a warning serialises");
+            self.amended.entry(f.seen.point).or_default().push((key, w));
+        }
+        Ok(())
+    }
+
     fn end(&mut self, info: &RunInfo, totals: &Totals) -> Result<()> {
         let run = serde_json::to_vec(&run_value(info)).expect("the run serialises");
         let totals = serde_json::to_vec(totals).expect("records serialise");
         match self.file.take() {
-            Some(f) => f.replace_from_records(|lines, out| write_document(&run, lines, &totals, out)),
+            Some(f) => {
+                let amended = std::mem::take(&mut self.amended);
+                f.replace_from_records(|lines, out| write_document(&run, lines, &totals, &amended, out))
+            }
             None => Ok(()),
         }
     }
@@ -123,6 +143,7 @@ fn write_document(
     run: &[u8],
     lines: &mut dyn std::io::BufRead,
     totals: &[u8],
+    amended: &Amended,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     let mut pretty = Pretty::new(out);
@@ -134,7 +155,7 @@ fn write_document(
     let mut first = true;
     // The head line, then the points.
     lines.read_until(b'\n', &mut line)?;
-    loop {
+    for point in 0.. {
         line.clear();
         if lines.read_until(b'\n', &mut line)? == 0 {
             break;
@@ -143,7 +164,24 @@ fn write_document(
             pretty.feed(b",")?;
         }
         first = false;
-        pretty.feed(line.strip_suffix(b"\n").unwrap_or(&line))?;
+        let compact = line.strip_suffix(b"\n").unwrap_or(&line);
+        match amended.get(&point) {
+            // A point with a warning found after it was written: its line parsed, the warning
+            // added to its placement's list, written compact again (serde_json writes each
+            // number as it read it).
+            Some(add) => {
+                let mut v: serde_json::Value = serde_json::from_slice(compact)?;
+                for (key, w) in add {
+                    if let Some(list) =
+                        v.get_mut(*key).and_then(|m| m.get_mut("warnings")).and_then(|l| l.as_array_mut())
+                    {
+                        list.push(w.clone());
+                    }
+                }
+                pretty.feed(&serde_json::to_vec(&v)?)?;
+            }
+            None => pretty.feed(compact)?,
+        }
     }
     pretty.feed(br#"],"totals":"#)?;
     pretty.feed(totals)?;
@@ -380,6 +418,13 @@ mod tests {
             Warning::Noisy { relative_ci: 0.2 },
             Warning::MeanOffMedian { time_us: 2.0, median_us: 1.5, outliers: 3, samples: 100 },
             Warning::PageFaults { faults_per_call: 256.0, fault_cost_us: 0.5, share: 0.2 },
+            Warning::AboveTrend {
+                median_us: 4000.0,
+                larger_bytes: 65536,
+                larger_median_us: 250.0,
+                cause: "more_ranks_than_cores",
+                suspect: "the scheduler's tick".into(),
+            },
         ];
         p.out_of_place.minor_faults_per_call = Some(256.0);
         p.in_place = p.out_of_place.clone();

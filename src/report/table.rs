@@ -69,6 +69,16 @@ impl<W: Write> TableReport<W> {
         self.out
     }
 
+    /// Count a warning of the measurement `at` for the footer (the first of its kind is its
+    /// example).
+    fn warn(&mut self, w: &crate::stats::Warning, at: &str) {
+        let kind = format!("{:?}", std::mem::discriminant(w));
+        match self.warnings.iter_mut().find(|(k, _, _, _)| *k == kind) {
+            Some((_, _, n, _)) => *n += 1,
+            None => self.warnings.push((kind, w.headline(), 1, format!("{at}: {w}"))),
+        }
+    }
+
     // A closed stdout (`| head`) must not stop the measurement: write errors are ignored.
     fn line(&mut self, s: &str) {
         let _ = writeln!(self.out, "{s}");
@@ -257,11 +267,7 @@ impl<W: Write> Report for TableReport<W> {
                 }
             }
             for w in &m.warnings {
-                let kind = format!("{:?}", std::mem::discriminant(w));
-                match self.warnings.iter_mut().find(|(k, _, _, _)| *k == kind) {
-                    Some((_, _, n, _)) => *n += 1,
-                    None => self.warnings.push((kind, w.headline(), 1, format!("{at}: {w}"))),
-                }
+                self.warn(w, &at);
             }
             for o in &m.slow_ranks {
                 let e = self.slow.entry(o.rank).or_insert_with(|| {
@@ -286,6 +292,13 @@ impl<W: Write> Report for TableReport<W> {
         }
         if sized {
             self.current.push((label, p.size_bytes, p.out_of_place.busbw_gbps));
+        }
+        Ok(())
+    }
+
+    fn amend(&mut self, _info: &RunInfo, flags: &[crate::sweep::trend::Flag]) -> Result<()> {
+        for f in flags {
+            self.warn(&f.warning, &f.label());
         }
         Ok(())
     }

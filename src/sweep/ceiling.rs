@@ -1,5 +1,6 @@
 //! The ceiling pass, before the sweep: sendrecv around the ring of each group's ranks at the
-//! run's largest size that fits the buffers it already has (at most [`Ceiling::MAX_BYTES`]),
+//! run's largest size (at most [`Ceiling::MAX_BYTES`]; [`super::buffer_bytes`] makes room for
+//! it, so the transfer does not depend on which collectives the run measures),
 //! timed as any point is (warm-up, budget, every rank's mean combined by `-a`, watched by `-T`).
 //! Its bus bandwidth is what each link carries one way with every link busy, the bandwidth
 //! nccl-tests' busbw is meant to be read against; the reports give every point's busbw as a

@@ -4,6 +4,7 @@
 
 pub mod ceiling;
 pub mod timing;
+pub mod trend;
 
 pub use timing::{iterations, MIN_SAMPLE_S};
 
@@ -65,6 +66,17 @@ pub fn buffer_bytes(opts: &Options, nranks: usize, rank: usize, conv: Convention
             send = send.max(l.send_count * elem);
             recv = recv.max(l.recv_count.max(l.in_place_extent()) * elem);
         }
+    }
+    // The ceiling pass's sendrecv at the run's largest size (at most its cap): every run of
+    // those sizes measures its ceiling at one transfer size, whichever collectives it runs (an
+    // all-gather's send buffer alone is 1/n of its size, and sendrecv at half the size reads
+    // another rate: 24-27 GB/s against 19 here, which failed a gate learned from a full sweep).
+    let sized = opts.collectives.iter().any(|k| k.spec().sized());
+    if let (true, true, Some(&largest)) = (opts.ceiling, sized, opts.sizes().iter().max()) {
+        let bytes = largest.min(crate::record::Ceiling::MAX_BYTES) as usize;
+        let l = Kind::SendRecv.spec().layout(bytes, 1, nranks, rank, conv);
+        send = send.max(l.send_count);
+        recv = recv.max(l.recv_count);
     }
     (send, recv + GUARD_BYTES)
 }
@@ -161,6 +173,9 @@ pub struct Sweep<'a> {
     /// Whether each point is also measured in place (the sweep's columns); doctor reads out of
     /// place only ([`Sweep::out_of_place_only`]).
     in_place: bool,
+    /// Each measurement's median as run: after the last point, those above the trend of their
+    /// series are named ([`Sweep::above_trend`]).
+    seen: Vec<trend::Seen>,
 }
 
 impl<'a> Sweep<'a> {
@@ -175,6 +190,7 @@ impl<'a> Sweep<'a> {
             watchdog,
             limits: None,
             in_place: true,
+            seen: vec![],
         }
     }
 
@@ -204,6 +220,7 @@ impl<'a> Sweep<'a> {
             watchdog: None,
             limits: None,
             in_place: true,
+            seen: vec![],
         }
     }
 
@@ -226,7 +243,8 @@ impl<'a> Sweep<'a> {
         let mut totals = Totals::default();
         let conv = self.backend.convention();
         let (n, rank) = (self.member.size, self.member.rank);
-        for (kind, dtype, op, size) in points(self.opts) {
+        self.seen.clear();
+        for (ordinal, (kind, dtype, op, size)) in points(self.opts).into_iter().enumerate() {
             let spec = kind.spec();
             let elems = (size / dtype.size() as u64) as usize;
             let layout = spec.layout(elems, dtype.size(), n, rank, conv);
@@ -254,12 +272,20 @@ impl<'a> Sweep<'a> {
                 algorithm_source: source.to_string(),
             };
             totals.add(&point);
+            self.seen.extend(trend::Seen::of(ordinal, &point));
             self.world.agree(sink(&point))?;
             if let Some(w) = &self.watchdog {
                 w.disarm();
             }
         }
         Ok(totals)
+    }
+
+    /// The measurements of the last [`Sweep::run`] slower than a much larger size of their series
+    /// ([`trend::above_trend`]; rank 0's, empty elsewhere), suspecting `crowded` where a host
+    /// has more ranks than cores ([`trend::crowded`]).
+    pub fn above_trend(&self, crowded: Option<&trend::Crowded>) -> Vec<trend::Flag> {
+        trend::above_trend(&self.seen, crowded)
     }
 
     /// Warm up, choose the iteration count, time, combine across ranks, check. With
@@ -473,9 +499,13 @@ mod tests {
     fn buffers_hold_the_largest_layout_and_the_guard() {
         let o = opts(&[Kind::AllReduce], &[DType::Float32], &[Op::Sum]);
         assert_eq!(buffer_bytes(&o, 2, 0, Convention::Mpi), (1 << 20, (1 << 20) + GUARD_BYTES));
-        // all-gather alone: each rank sends a quarter of the buffer on 4 ranks.
-        let o = opts(&[Kind::AllGather], &[DType::Float32], &[Op::Sum]);
+        // all-gather alone: each rank sends a quarter of the buffer on 4 ranks; the ceiling pass
+        // sends the largest size whole (its transfer is the run's largest size, whatever the
+        // collectives), so with the ceiling the send buffer holds it.
+        let o = Options { ceiling: false, ..opts(&[Kind::AllGather], &[DType::Float32], &[Op::Sum]) };
         assert_eq!(buffer_bytes(&o, 4, 3, Convention::Mpi), (1 << 18, (1 << 20) + GUARD_BYTES));
+        let o = Options { ceiling: true, ..o };
+        assert_eq!(buffer_bytes(&o, 4, 3, Convention::Mpi), (1 << 20, (1 << 20) + GUARD_BYTES));
     }
 }
 

@@ -481,6 +481,79 @@ fn the_csv_and_json_rows_carry_the_model_numbers() {
     );
 }
 
+/// The 4 ms case (issue 47): 8 B a thousand times its model time, as if its ranks took turns at
+/// the scheduler's tick. Only 128 B and larger, measured after it, show it; the reports add
+/// `above_trend` to what they already wrote of 8 B (both placements), and nothing else.
+#[test]
+fn a_point_slower_than_a_much_larger_size_is_warned_of_in_every_report() {
+    let o = Options {
+        warmup: Some(1),
+        iters: Some(10),
+        ..opts(&[Kind::AllReduce], &[DType::Float32], &[Op::Sum], 8, 65536)
+    };
+    // The calls 8 B takes (both placements), counted on a sweep of 8 B alone.
+    let mut alone = SimBackend::new(2e-6, 1e9);
+    sweep(&mut alone, &Options { max_bytes: 8, ..o.clone() });
+    let slow = alone.calls() as usize;
+    let mut script = vec![1000.0; slow];
+    script.extend(std::iter::repeat_n(1.0, 100_000));
+    let mut sim = SimBackend::new(2e-6, 1e9).with_noise(Noise::Script(script));
+    allocate(&mut sim, &o);
+    let info = info(&o);
+    let d = tempfile::tempdir().unwrap();
+    let (csv_path, json_path) = (d.path().join("r.csv"), d.path().join("r.json"));
+    let mut csv = CsvReport::new(AppendFile::create("--csv", &csv_path, Policy::default()).unwrap());
+    let mut json = JsonReport::new(AppendFile::create("--json", &json_path, Policy::default()).unwrap());
+    let mut table = TableReport::new(Vec::new());
+    let mut reports: Vec<&mut dyn Report> = vec![&mut csv, &mut json, &mut table];
+    reports.iter_mut().for_each(|r| r.begin(&info).unwrap());
+    let mut sw = Sweep::without_watchdog(&Alone, &mut sim, &o);
+    let totals = sw.run(&mut |p| reports.iter_mut().try_for_each(|r| r.point(&info, p))).unwrap();
+    let flags = sw.above_trend(None);
+    assert_eq!(
+        flags.iter().map(|f| (f.seen.size_bytes, f.seen.placement)).collect::<Vec<_>>(),
+        [(8, Placement::OutOfPlace), (8, Placement::InPlace)],
+        "{flags:?}"
+    );
+    for r in reports.iter_mut() {
+        r.amend(&info, &flags).unwrap();
+        r.end(&info, &totals).unwrap();
+    }
+    drop(reports);
+
+    let mut rd = ::csv::Reader::from_path(&csv_path).unwrap();
+    let header = rd.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap();
+    let rows: Vec<::csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 2 * 14);
+    for r in &rows {
+        let flagged = &r[col("size_bytes")] == "8";
+        assert_eq!(r[col("warnings")].split(';').any(|w| w == "above_trend"), flagged, "{r:?}");
+    }
+    assert_eq!(&rows[5][col("budget_s")], "0.05");
+
+    let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap()).unwrap();
+    let ps = doc["points"].as_array().unwrap();
+    let kinds = |p: &serde_json::Value, key: &str| -> Vec<String> {
+        p[key]["warnings"].as_array().unwrap().iter().map(|w| w["kind"].as_str().unwrap().to_string()).collect()
+    };
+    assert!(kinds(&ps[0], "out_of_place").contains(&"above_trend".to_string()), "{}", ps[0]);
+    assert!(kinds(&ps[0], "in_place").contains(&"above_trend".to_string()), "{}", ps[0]);
+    let w = ps[0]["out_of_place"]["warnings"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!((w["larger_bytes"].as_u64(), w["cause"].as_str()), (Some(128), Some("other_processes")), "{w}");
+    assert!(ps[1..].iter().all(|p| !kinds(p, "out_of_place").contains(&"above_trend".to_string())));
+
+    let out = String::from_utf8(table.into_inner()).unwrap();
+    let line = out.lines().find(|l| l.starts_with("# Warning: slower than 3x a size 16x larger")).expect(&out);
+    assert!(line.contains(" at 2 of 28 measurements "), "{line}");
+    assert!(
+        line.contains(
+            "e.g. all-reduce float sum 8 B out-of-place: above the trend: median 2008.0 us, against 2.1 us at 128"
+        ),
+        "{line}"
+    );
+}
+
 #[test]
 fn the_simulated_clock_is_deterministic() {
     let run = || {

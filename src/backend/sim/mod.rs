@@ -99,6 +99,11 @@ impl SimBackend {
         self
     }
 
+    /// Calls made so far (what [`Noise::Script`] counts).
+    pub fn calls(&self) -> u64 {
+        self.calls
+    }
+
     /// The model's time of one call, before noise.
     pub fn model_s(&self, call: &Call) -> f64 {
         self.latency_s + alg_bytes(call) as f64 / self.bandwidth
