@@ -162,8 +162,10 @@ for n in (4, 2):
         continue
     print(f"## The 4 ms case: {n} ranks on one core (`mpirun -n {n} taskset -c 0 coll-bench -e 1M`)\n")
     t = read(f"{out}/tick{n}.out").splitlines()
-    print("all-reduce out of place, time per call (us) by size: " + ", ".join(
-        f"{l.split()[0]}: {l.split()[5]}" for l in t[[i for i, x in enumerate(t) if x.startswith('# Collective: all-reduce')][0]:] if l.strip() and l.strip()[0].isdigit())[:8] + " …\n") if any(x.startswith('# Collective: all-reduce') for x in t) else None
+    start = [i for i, x in enumerate(t) if x.startswith("# Collective: all-reduce")]
+    if start:
+        rows = [l.split() for l in t[start[0] + 1:] if l.strip() and l.strip()[0].isdigit()]
+        print("all-reduce out of place, time per call (us) by size: " + ", ".join(f"{r[0]}: {r[5]}" for r in rows[:18]) + "\n")
     print("The footer's warnings (`# Warning: …` lines of the table):\n\n```")
     print("\n".join(l for l in t if l.startswith("# Warning")))
     print("```\n")

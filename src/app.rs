@@ -464,7 +464,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
     totals.peak_rss_bytes = world.max_u64(memory::peak_rss_bytes());
     // Points only the later ones show to be above the trend (rank 0's medians), and what to
     // suspect of them.
-    let crowded = crate::sweep::trend::crowded(world);
+    let crowded = crate::info::facts::crowded(world);
     let flags = sweep.above_trend(crowded.as_ref());
     let amended: Result<()> = reports.iter_mut().try_for_each(|r| r.amend(&info, &flags));
     world.agree(amended)?;

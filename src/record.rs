@@ -603,6 +603,75 @@ impl Totals {
     }
 }
 
+// Warnings found after a run, by comparing its points (`crate::sweep::trend`); the reports
+// add them to what they wrote (`crate::report::Report::amend`).
+
+/// One measurement's median, as the sweep saw it (rank 0's summaries; NaN elsewhere): what `crate::sweep::trend` compares.
+#[derive(Clone, Copy, Debug)]
+pub struct Seen {
+    /// The point's place in the run (0 for the first point the reports were given).
+    pub point: usize,
+    pub collective: Kind,
+    pub dtype: DType,
+    pub op: Option<Op>,
+    pub size_bytes: u64,
+    pub placement: Placement,
+    pub median_us: f64,
+}
+
+impl Seen {
+    /// The measured placements of the `point`-th point.
+    pub fn of(point: usize, p: &Point) -> Vec<Seen> {
+        p.measurements()
+            .into_iter()
+            .map(|m| Seen {
+                point,
+                collective: p.collective,
+                dtype: p.dtype,
+                op: p.op,
+                size_bytes: p.size_bytes,
+                placement: m.placement,
+                median_us: m.summary.median_us,
+            })
+            .collect()
+    }
+
+    pub fn series(&self) -> (Kind, DType, Option<Op>, Placement) {
+        (self.collective, self.dtype, self.op, self.placement)
+    }
+}
+
+/// A measurement found above the trend, with its warning.
+#[derive(Clone, Debug)]
+pub struct Flag {
+    pub seen: Seen,
+    pub warning: Warning,
+}
+
+impl Flag {
+    /// As the table names a measurement: `all-reduce float sum 8 B out-of-place`.
+    pub fn label(&self) -> String {
+        let s = &self.seen;
+        format!(
+            "{} {}{} {} B {}",
+            s.collective.name(),
+            s.dtype.name(),
+            s.op.map(|o| format!(" {o}")).unwrap_or_default(),
+            s.size_bytes,
+            s.placement.name()
+        )
+    }
+}
+
+/// A host whose ranks outnumber the cores they may run on (the union of their bindings), so
+/// they take turns at the scheduler's tick.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Crowded {
+    pub host: String,
+    pub ranks: usize,
+    pub cores: usize,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

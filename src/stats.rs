@@ -170,8 +170,7 @@ pub enum Warning {
     /// (faults per call × one fault's cost on this host, measured at start): the time includes
     /// the allocator's work, as it does in an application on the same allocator.
     PageFaults { faults_per_call: f64, fault_cost_us: f64, share: f64 },
-    /// The median is over [`crate::sweep::trend::FACTOR`]× that of a size
-    /// [`crate::sweep::trend::SIZES`]× larger or more of the same series in the same run: no
+    /// The median is over [`TREND_FACTOR`]× that of a size [`TREND_SIZES`]× larger or more of the same series in the same run: no
     /// collective slows as its message shrinks, so the machine's scheduler timed this point, not
     /// the collective (ranks taking turns on a core at the scheduler's tick, 4 ms on many
     /// kernels; or other processes). Found after the sweep, by comparing its points.
@@ -197,6 +196,13 @@ pub enum Warning {
         suspect: String,
     },
 }
+
+/// A point slower than this many times a size at least [`TREND_SIZES`]× larger of its series is
+/// above the trend (`crate::sweep::trend`).
+pub const TREND_FACTOR: f64 = 3.0;
+/// How much larger the faster size must be (a factor of 16 in bytes: 4 steps of the default
+/// doubling sweep, far beyond where a size's time can fall for a change of algorithm).
+pub const TREND_SIZES: u64 = 16;
 
 /// Share of a call's time, estimated from its page faults, beyond which they are said to cost
 /// time.
@@ -263,8 +269,8 @@ impl Warning {
             ),
             Warning::AboveTrend { .. } => format!(
                 "slower than {}x a size {}x larger of the same collective in this run, which no collective is: the machine's scheduler timed it, not the collective (more ranks than free cores take turns at its tick, or other processes); above_trend in the CSV's warnings; spec from-run learns nothing from it",
-                crate::sweep::trend::FACTOR,
-                crate::sweep::trend::SIZES
+                TREND_FACTOR,
+                TREND_SIZES
             ),
         }
     }
@@ -297,9 +303,7 @@ impl fmt::Display for Warning {
             ),
             Warning::AboveTrend { median_us, larger_bytes, larger_median_us, suspect, .. } => write!(
                 f,
-                "above the trend: median {median_us:.1} us, against {larger_median_us:.1} us at {} (a size {}x larger or more); suspect {suspect}",
-                crate::size::human(*larger_bytes),
-                crate::sweep::trend::SIZES
+                "above the trend: median {median_us:.1} us, against {larger_median_us:.1} us at {larger_bytes} B (a size {TREND_SIZES}x larger or more); suspect {suspect}"
             ),
         }
     }

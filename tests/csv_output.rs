@@ -53,6 +53,7 @@ const COLUMNS: &[&str] = &[
     "ceiling_source",
     "pct_of_ceiling",
     "order",
+    "budget_s",
 ];
 
 #[test]
@@ -88,6 +89,7 @@ fn csv_reads_back_with_stable_columns() {
     assert_eq!(rows.len(), 32 + 16);
     let col = |name: &str| COLUMNS.iter().position(|c| *c == name).unwrap();
     for r in &rows {
+        assert_eq!(&r[col("budget_s")], "0.05", "the run's --budget, seconds: {r:?}");
         assert_eq!(&r[col("backend")], "mpi");
         assert_eq!(&r[col("ranks")], "2");
         assert_eq!(&r[col("hosts")], "1");

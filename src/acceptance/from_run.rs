@@ -18,8 +18,9 @@
 //! per repeat of a `check` CSV. Its spread is the larger of the spread between those rows
 //! ((max − min) / median) and one row's own uncertainty (half its median's 95% interval; for
 //! bandwidth, two standard errors of the mean). A rule's margin is `--margin` or
-//! [`SPREAD_FACTOR`] times that spread, whichever is wider, and the rule says which: a gate
-//! tighter than the baseline's own noise fails the same machine minutes later. Rows the run
+//! [`SPREAD_FACTOR`] times that spread (at most [`MAX_SPREAD_MARGIN`], so a halving is still
+//! caught), whichever is wider, and the rule says which: a gate tighter than the baseline's own
+//! noise fails the same machine minutes later. Rows the run
 //! warned about (`noisy`, `mean_off_median` in its `warnings` column) are named on stderr and in
 //! the spec's header. The rules carry `ranks_per_node` of the baseline, so the gate is skipped,
 //! not misjudged, on another layout. The text is parsed back as a spec before it is written:
@@ -56,6 +57,13 @@ pub const LATENCY_FLOOR_US: f64 = 1.0;
 /// A rule's margin is at least this many times the baseline's measured spread: a run repeated
 /// on the same machine lands within about that much of it.
 pub const SPREAD_FACTOR: f64 = 3.0;
+
+/// The widest margin the spread gives a rule (100%: bus bandwidth >= half the baseline, time <=
+/// twice it), so that a gate learned from runs that disagree still catches a halving; `--margin`
+/// may ask for more. Where 3x the spread is wider, the rule says the runs disagree (one quiet
+/// VM's ceiling pass read 10 GB/s in one baseline and 17-20 in two: 3x their spread allowed a
+/// ceiling share 3.7x below the baseline).
+pub const MAX_SPREAD_MARGIN: f64 = 1.0;
 
 /// Warnings of the sweep that say a row's number is uncertain (see `stats::Warning`).
 const NOISE_WARNINGS: &[&str] = &["noisy", "mean_off_median"];
@@ -215,9 +223,20 @@ fn pct(x: f64) -> String {
 /// The margin a rule gets from the baseline's spread, and the comment that says why when it is
 /// wider than `--margin`.
 fn widened(margin: f64, b: &Baseline) -> (f64, String) {
-    let m = margin.max(SPREAD_FACTOR * b.spread);
-    if m > margin {
-        let over = if b.rows >= 2 { format!("between its {} rows", b.rows) } else { "within its row".to_string() };
+    let wide = SPREAD_FACTOR * b.spread;
+    let m = margin.max(wide.min(MAX_SPREAD_MARGIN));
+    let over = if b.rows >= 2 { format!("between its {} rows", b.rows) } else { "within its row".to_string() };
+    if wide > MAX_SPREAD_MARGIN && m < wide {
+        (
+            m,
+            format!(
+                "; margin {}, the most the spread gives: the baseline's spread of {} {over} (3x would be {}, which would not catch a halving); its runs disagree, so take the baseline again on a quiet machine",
+                pct(m),
+                pct(b.spread),
+                pct(wide)
+            ),
+        )
+    } else if m > margin {
         (m, format!("; margin {}: {SPREAD_FACTOR}x the baseline's spread of {} {over}", pct(m), pct(b.spread)))
     } else {
         (m, String::new())
@@ -466,7 +485,8 @@ fn write_header(
     );
     let _ = writeln!(
         t,
-        "# or {SPREAD_FACTOR}x the baseline's measured spread where that is wider (the rule then says so)."
+        "# or {SPREAD_FACTOR}x the baseline's measured spread where that is wider, up to {} (the rule then says so).",
+        pct(MAX_SPREAD_MARGIN)
     );
     let _ = writeln!(
         t,
@@ -982,6 +1002,22 @@ mod tests {
         r.median_ci95_us = Some((8.0, 12.0));
         let (text, _) = render(&[run(vec![r])], 0.3, "30%").unwrap();
         assert!(text.contains("max_median_us = 16.0   # baseline median 10.0 us at 8; margin 60%: 3x the baseline's spread of 20% within its row"), "{text}");
+
+        // Runs that disagree (bandwidth 10, 17 and 20 at 1 MiB: a spread of 59%): the margin
+        // stops at 100%, a halving, and the rule says the runs disagree; --margin 150% is kept.
+        let runs: Vec<Run> = [10.0, 17.0, 20.0]
+            .iter()
+            .map(|bw| run(vec![row("all-reduce", "float", "sum", "out-of-place", 1 << 20, 100.0, *bw)]))
+            .collect();
+        let (text, _) = render(&runs, 0.3, "30%").unwrap();
+        let bw = |text: &str| {
+            let spec = spec::parse("s", text).unwrap();
+            spec.rules.iter().find(|r| r.name.ends_with("bandwidth")).unwrap().min_busbw_gbps
+        };
+        assert_eq!(bw(&text), Some(8.5), "{text}");
+        assert!(text.contains("margin 100%, the most the spread gives: the baseline's spread of 58.8% between its 3 rows (3x would be 176.5%"), "{text}");
+        assert!(text.contains("its runs disagree, so take the baseline again on a quiet machine"), "{text}");
+        assert_eq!(bw(&render(&runs, 1.5, "150%").unwrap().0), Some(6.8));
     }
 
     #[test]

@@ -384,7 +384,14 @@ fn consistent(mut c: CheckResult, met: impl Iterator<Item = bool>) -> CheckResul
     let passed = met.iter().filter(|m| **m).count();
     if c.outcome == Outcome::Fail && passed > 0 {
         c.outcome = Outcome::Noisy;
-        c.measured = format!("{}; its repeats disagree ({passed} of {} met it): {NOISY_ADVICE}", c.measured, met.len());
+        // Every repeat met it on its own while their median did not (a knee: the median curve's
+        // can fall later than each repeat's): not a disagreement, but no FAIL either.
+        let why = if passed == met.len() {
+            format!("each of its {passed} repeats met it on its own, their median did not")
+        } else {
+            format!("its repeats disagree ({passed} of {} met it)", met.len())
+        };
+        c.measured = format!("{}; {why}: {NOISY_ADVICE}", c.measured);
     }
     c
 }
@@ -654,7 +661,7 @@ fn run_rules(
 ) -> Result<Vec<CheckResult>> {
     let mut verdicts = vec![];
     // What a point above the trend suspects (collective: once, before the first rule).
-    let crowded = crate::sweep::trend::crowded(world);
+    let crowded = crate::info::facts::crowded(world);
     for rule in &spec.rules {
         if let Some(want) = rule.ranks_per_node {
             if by_host.iter().any(|(_, r)| r.len() != want) {
@@ -972,6 +979,28 @@ mod tests {
         assert_eq!((judged(&short, "busbw").0, judged(&short, "time").0), (Outcome::Fail, Outcome::Fail));
         let met = repeats([3.0, 1.0, 3.0], [10.0, 30.0, 10.0]);
         assert_eq!((judged(&met, "busbw").0, judged(&met, "time").0), (Outcome::Pass, Outcome::Pass));
+        // Every repeat met, their median not (a knee can do that): NOISY, and said as such.
+        let c = consistent(
+            CheckResult { outcome: Outcome::Fail, measured: "knee at 256K".into(), ..judged_result() },
+            [true, true, true].into_iter(),
+        );
+        assert_eq!(c.outcome, Outcome::Noisy);
+        assert!(c.measured.contains("each of its 3 repeats met it on its own, their median did not"), "{}", c.measured);
+    }
+
+    fn judged_result() -> CheckResult {
+        CheckResult {
+            rule: "r".into(),
+            line: 1,
+            collective: "all-reduce".into(),
+            check: "knee",
+            measured: String::new(),
+            required: String::new(),
+            outcome: Outcome::Pass,
+            value: None,
+            slow_ranks: vec![],
+            seconds: 0.0,
+        }
     }
 
     #[test]

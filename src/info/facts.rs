@@ -496,6 +496,63 @@ pub fn json_fields(field: &str, value: &str) -> Vec<(&'static str, serde_json::V
     }
 }
 
+/// The most crowded host of the run, where its ranks outnumber the cores they may run on; hosts
+/// of one machine (the same kernel boot id: network namespaces, containers) count together.
+/// Collective; the answer is rank 0's (`None` elsewhere).
+pub fn crowded(world: &crate::world::World) -> Option<crate::record::Crowded> {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let allowed = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .map(|l| l.trim().to_string())
+        .unwrap_or_default();
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    let all = world.all_gather_bytes(format!("{}\t{allowed}", boot.trim()).as_bytes());
+    if world.rank != 0 {
+        return None;
+    }
+    let views: Vec<(String, String, Vec<usize>)> = all
+        .iter()
+        .zip(&world.hosts)
+        .map(|(b, host)| {
+            let text = String::from_utf8_lossy(b);
+            let (machine, list) = text.split_once('\t').unwrap_or(("", ""));
+            let machine = if machine.is_empty() { host.clone() } else { machine.to_string() };
+            (machine, host.clone(), cpu_list(list).unwrap_or_default())
+        })
+        .collect();
+    most_crowded(&views)
+}
+
+/// [`crowded`]'s sum over each rank's (machine, host, allowed CPUs).
+fn most_crowded(views: &[(String, String, Vec<usize>)]) -> Option<crate::record::Crowded> {
+    let mut machines: Vec<(&str, Vec<&str>, usize, Vec<usize>)> = vec![];
+    for (machine, host, cpus) in views {
+        let at = match machines.iter().position(|m| m.0 == machine) {
+            Some(i) => i,
+            None => {
+                machines.push((machine, vec![], 0, vec![]));
+                machines.len() - 1
+            }
+        };
+        let m = &mut machines[at];
+        if !m.1.contains(&host.as_str()) {
+            m.1.push(host);
+        }
+        m.2 += 1;
+        for c in cpus {
+            if !m.3.contains(c) {
+                m.3.push(*c);
+            }
+        }
+    }
+    machines
+        .into_iter()
+        .filter(|m| !m.3.is_empty() && m.2 > m.3.len())
+        .max_by(|a, b| (a.2 as f64 / a.3.len() as f64).total_cmp(&(b.2 as f64 / b.3.len() as f64)))
+        .map(|m| crate::record::Crowded { host: m.1.join("+"), ranks: m.2, cores: m.3.len() })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -658,5 +715,24 @@ mod tests {
         assert_eq!(tasks_on_node("2(x3),1", 2), Some(2));
         assert_eq!(tasks_on_node("2(x3),1", 3), Some(1));
         assert_eq!(tasks_on_node("2(x3),1", 4), None);
+    }
+
+    #[test]
+    fn a_machine_is_crowded_when_its_ranks_outnumber_their_cores() {
+        let v = |m: &str, h: &str, c: &[usize]| (m.to_string(), h.to_string(), c.to_vec());
+        // taskset -c 0 around 4 ranks.
+        assert_eq!(
+            most_crowded(&[v("a", "vm", &[0]), v("a", "vm", &[0]), v("a", "vm", &[0]), v("a", "vm", &[0])]),
+            Some(crate::record::Crowded { host: "vm".into(), ranks: 4, cores: 1 })
+        );
+        // Two ranks, each bound to its own core: not crowded.
+        assert_eq!(most_crowded(&[v("a", "vm", &[0]), v("a", "vm", &[1])]), None);
+        // Three namespace hosts of one 2-core machine.
+        assert_eq!(
+            most_crowded(&[v("b", "n1", &[0, 1]), v("b", "n2", &[0, 1]), v("b", "n3", &[0, 1])]),
+            Some(crate::record::Crowded { host: "n1+n2+n3".into(), ranks: 3, cores: 2 })
+        );
+        // Unknown bindings say nothing.
+        assert_eq!(most_crowded(&[v("c", "x", &[]), v("c", "x", &[])]), None);
     }
 }

@@ -467,7 +467,7 @@ impl Report for CsvReport {
         Ok(())
     }
 
-    fn amend(&mut self, _info: &RunInfo, flags: &[crate::sweep::trend::Flag]) -> Result<()> {
+    fn amend(&mut self, _info: &RunInfo, flags: &[crate::record::Flag]) -> Result<()> {
         for f in flags {
             let Some(rows) = self.points.get(self.sweep_start + f.seen.point) else { continue };
             for (_, range) in rows.iter().filter(|(p, _)| *p == f.seen.placement) {

@@ -111,7 +111,7 @@ impl Report for JsonReport {
         self.line(&point_value(info, p))
     }
 
-    fn amend(&mut self, _info: &RunInfo, flags: &[crate::sweep::trend::Flag]) -> Result<()> {
+    fn amend(&mut self, _info: &RunInfo, flags: &[crate::record::Flag]) -> Result<()> {
         for f in flags {
             let key = match f.seen.placement {
                 crate::record::Placement::OutOfPlace => "out_of_place",
@@ -422,6 +422,12 @@ mod tests {
                 median_us: 4000.0,
                 larger_bytes: 65536,
                 larger_median_us: 250.0,
+                cause: "more_ranks_than_cores",
+                suspect: "the scheduler's tick".into(),
+            },
+            Warning::SchedulerTick {
+                median_us: 8000.0,
+                tick_us: 4000.0,
                 cause: "more_ranks_than_cores",
                 suspect: "the scheduler's tick".into(),
             },

@@ -27,9 +27,9 @@ pub trait Report {
     /// Called as each point is measured: write and flush, so a killed run loses nothing.
     fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()>;
     /// Called once after the last point, before `end`, with the measurements found above the
-    /// trend of their series ([`crate::sweep::trend`]: only the run's later points show it):
+    /// trend of their series (`crate::sweep::trend`: only the run's later points show it):
     /// each report adds the warning to what it wrote of them.
-    fn amend(&mut self, _info: &RunInfo, _flags: &[crate::sweep::trend::Flag]) -> Result<()> {
+    fn amend(&mut self, _info: &RunInfo, _flags: &[crate::record::Flag]) -> Result<()> {
         Ok(())
     }
     fn end(&mut self, info: &RunInfo, totals: &Totals) -> Result<()>;

@@ -296,7 +296,7 @@ impl<W: Write> Report for TableReport<W> {
         Ok(())
     }
 
-    fn amend(&mut self, _info: &RunInfo, flags: &[crate::sweep::trend::Flag]) -> Result<()> {
+    fn amend(&mut self, _info: &RunInfo, flags: &[crate::record::Flag]) -> Result<()> {
         for f in flags {
             self.warn(&f.warning, &f.label());
         }

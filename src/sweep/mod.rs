@@ -175,7 +175,7 @@ pub struct Sweep<'a> {
     in_place: bool,
     /// Each measurement's median as run: after the last point, those above the trend of their
     /// series are named ([`Sweep::above_trend`]).
-    seen: Vec<trend::Seen>,
+    seen: Vec<crate::record::Seen>,
 }
 
 impl<'a> Sweep<'a> {
@@ -272,7 +272,7 @@ impl<'a> Sweep<'a> {
                 algorithm_source: source.to_string(),
             };
             totals.add(&point);
-            self.seen.extend(trend::Seen::of(ordinal, &point));
+            self.seen.extend(crate::record::Seen::of(ordinal, &point));
             self.world.agree(sink(&point))?;
             if let Some(w) = &self.watchdog {
                 w.disarm();
@@ -283,8 +283,8 @@ impl<'a> Sweep<'a> {
 
     /// The measurements of the last [`Sweep::run`] slower than a much larger size of their series
     /// ([`trend::above_trend`]; rank 0's, empty elsewhere), suspecting `crowded` where a host
-    /// has more ranks than cores ([`trend::crowded`]).
-    pub fn above_trend(&self, crowded: Option<&trend::Crowded>) -> Vec<trend::Flag> {
+    /// has more ranks than cores (`crate::info::facts::crowded`).
+    pub fn above_trend(&self, crowded: Option<&crate::record::Crowded>) -> Vec<crate::record::Flag> {
         trend::above_trend(&self.seen, crowded)
     }
 

@@ -548,7 +548,7 @@ fn a_point_slower_than_a_much_larger_size_is_warned_of_in_every_report() {
     assert!(line.contains(" at 2 of 28 measurements "), "{line}");
     assert!(
         line.contains(
-            "e.g. all-reduce float sum 8 B out-of-place: above the trend: median 2008.0 us, against 2.1 us at 128"
+            "e.g. all-reduce float sum 8 B out-of-place: above the trend: median 2008.0 us, against 2.1 us at 128 B"
         ),
         "{line}"
     );

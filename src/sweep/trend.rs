@@ -8,83 +8,10 @@
 //! the trend ([`above_trend`]); the reports add [`Warning::AboveTrend`] to their rows
 //! ([`crate::report::Report::amend`]). `spec from-run` leaves out such points by the same rule.
 
-use crate::collective::Kind;
-use crate::dtype::{DType, Op};
-use crate::record::{Placement, Point};
+use crate::record::{Crowded, Flag, Placement, Seen};
 use crate::stats::Warning;
-use crate::world::World;
 
-/// A point slower than this many times a size at least [`SIZES`]× larger of its series.
-pub const FACTOR: f64 = 3.0;
-/// How much larger the faster size must be (a factor of 16 in bytes: 4 steps of the default
-/// doubling sweep, far beyond where a size's time can fall for a change of algorithm).
-pub const SIZES: u64 = 16;
-
-/// One measurement's median, as the sweep saw it (rank 0's summaries; NaN elsewhere).
-#[derive(Clone, Copy, Debug)]
-pub struct Seen {
-    /// The point's place in the run (0 for the first point the reports were given).
-    pub point: usize,
-    pub collective: Kind,
-    pub dtype: DType,
-    pub op: Option<Op>,
-    pub size_bytes: u64,
-    pub placement: Placement,
-    pub median_us: f64,
-}
-
-impl Seen {
-    /// The measured placements of the `point`-th point.
-    pub fn of(point: usize, p: &Point) -> Vec<Seen> {
-        p.measurements()
-            .into_iter()
-            .map(|m| Seen {
-                point,
-                collective: p.collective,
-                dtype: p.dtype,
-                op: p.op,
-                size_bytes: p.size_bytes,
-                placement: m.placement,
-                median_us: m.summary.median_us,
-            })
-            .collect()
-    }
-
-    fn series(&self) -> (Kind, DType, Option<Op>, Placement) {
-        (self.collective, self.dtype, self.op, self.placement)
-    }
-}
-
-/// A measurement found above the trend, with its warning.
-#[derive(Clone, Debug)]
-pub struct Flag {
-    pub seen: Seen,
-    pub warning: Warning,
-}
-
-impl Flag {
-    /// As the table names a measurement: `all-reduce float sum 8 B out-of-place`.
-    pub fn label(&self) -> String {
-        let s = &self.seen;
-        format!(
-            "{} {}{} {} B {}",
-            s.collective.name(),
-            s.dtype.name(),
-            s.op.map(|o| format!(" {o}")).unwrap_or_default(),
-            s.size_bytes,
-            s.placement.name()
-        )
-    }
-}
-
-/// A host whose ranks outnumber the cores they may run on (the union of their bindings), so
-/// they take turns at the scheduler's tick.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Crowded {
-    pub host: String,
-    pub ranks: usize,
-    pub cores: usize,
-}
+pub use crate::stats::{TREND_FACTOR as FACTOR, TREND_SIZES as SIZES};
 
 /// What a flagged point's warning suspects: the most crowded host, or other processes.
 fn suspect(crowded: Option<&Crowded>) -> (&'static str, String) {
@@ -176,66 +103,11 @@ pub fn above_trend(seen: &[Seen], crowded: Option<&Crowded>) -> Vec<Flag> {
     flags
 }
 
-/// The most crowded host of the run, where its ranks outnumber the cores they may run on; hosts
-/// of one machine (the same kernel boot id: network namespaces, containers) count together.
-/// Collective; the answer is rank 0's (`None` elsewhere).
-pub fn crowded(world: &World) -> Option<Crowded> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let allowed = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .map(|l| l.trim().to_string())
-        .unwrap_or_default();
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let all = world.all_gather_bytes(format!("{}\t{allowed}", boot.trim()).as_bytes());
-    if world.rank != 0 {
-        return None;
-    }
-    let views: Vec<(String, String, Vec<usize>)> = all
-        .iter()
-        .zip(&world.hosts)
-        .map(|(b, host)| {
-            let text = String::from_utf8_lossy(b);
-            let (machine, list) = text.split_once('\t').unwrap_or(("", ""));
-            let machine = if machine.is_empty() { host.clone() } else { machine.to_string() };
-            (machine, host.clone(), crate::info::facts::cpu_list(list).unwrap_or_default())
-        })
-        .collect();
-    most_crowded(&views)
-}
-
-/// [`crowded`]'s sum over each rank's (machine, host, allowed CPUs).
-fn most_crowded(views: &[(String, String, Vec<usize>)]) -> Option<Crowded> {
-    let mut machines: Vec<(&str, Vec<&str>, usize, Vec<usize>)> = vec![];
-    for (machine, host, cpus) in views {
-        let at = match machines.iter().position(|m| m.0 == machine) {
-            Some(i) => i,
-            None => {
-                machines.push((machine, vec![], 0, vec![]));
-                machines.len() - 1
-            }
-        };
-        let m = &mut machines[at];
-        if !m.1.contains(&host.as_str()) {
-            m.1.push(host);
-        }
-        m.2 += 1;
-        for c in cpus {
-            if !m.3.contains(c) {
-                m.3.push(*c);
-            }
-        }
-    }
-    machines
-        .into_iter()
-        .filter(|m| !m.3.is_empty() && m.2 > m.3.len())
-        .max_by(|a, b| (a.2 as f64 / a.3.len() as f64).total_cmp(&(b.2 as f64 / b.3.len() as f64)))
-        .map(|m| Crowded { host: m.1.join("+"), ranks: m.2, cores: m.3.len() })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collective::Kind;
+    use crate::dtype::{DType, Op};
 
     fn seen(point: usize, size: u64, median_us: f64) -> Seen {
         Seen {
@@ -267,7 +139,9 @@ mod tests {
         assert_eq!(f[0].label(), "all-reduce float sum 8 B out-of-place");
         // 1 KiB is 2.4x 64 KiB's time: within the factor.
         assert!(
-            f[0].warning.to_string().contains("median 3991.9 us, against 250.0 us at 64K (a size 16x larger or more)"),
+            f[0].warning
+                .to_string()
+                .contains("median 3991.9 us, against 250.0 us at 65536 B (a size 16x larger or more)"),
             "{}",
             f[0].warning
         );
@@ -316,24 +190,5 @@ mod tests {
         assert_eq!((tick_bound(&real), above_trend(&real, None).len()), (None, 0));
         // Two on a tick are not enough to say so.
         assert_eq!(tick_bound(&s[..2]), None);
-    }
-
-    #[test]
-    fn a_machine_is_crowded_when_its_ranks_outnumber_their_cores() {
-        let v = |m: &str, h: &str, c: &[usize]| (m.to_string(), h.to_string(), c.to_vec());
-        // taskset -c 0 around 4 ranks.
-        assert_eq!(
-            most_crowded(&[v("a", "vm", &[0]), v("a", "vm", &[0]), v("a", "vm", &[0]), v("a", "vm", &[0])]),
-            Some(Crowded { host: "vm".into(), ranks: 4, cores: 1 })
-        );
-        // Two ranks, each bound to its own core: not crowded.
-        assert_eq!(most_crowded(&[v("a", "vm", &[0]), v("a", "vm", &[1])]), None);
-        // Three namespace hosts of one 2-core machine.
-        assert_eq!(
-            most_crowded(&[v("b", "n1", &[0, 1]), v("b", "n2", &[0, 1]), v("b", "n3", &[0, 1])]),
-            Some(Crowded { host: "n1+n2+n3".into(), ranks: 3, cores: 2 })
-        );
-        // Unknown bindings say nothing.
-        assert_eq!(most_crowded(&[v("c", "x", &[]), v("c", "x", &[])]), None);
     }
 }
