@@ -652,15 +652,13 @@ impl Flag {
     /// As the table names a measurement: `all-reduce float sum 8 B out-of-place`.
     pub fn label(&self) -> String {
         let s = &self.seen;
-        format!(
-            "{} {}{} {} B {}",
-            s.collective.name(),
-            s.dtype.name(),
-            s.op.map(|o| format!(" {o}")).unwrap_or_default(),
-            s.size_bytes,
-            s.placement.name()
-        )
+        format!("{} {} B {}", series_label(s.collective, s.dtype, s.op), s.size_bytes, s.placement.name())
     }
+}
+
+/// A collective × type × op as the table's blocks and warnings name it: `all-reduce float sum`.
+pub fn series_label(collective: Kind, dtype: DType, op: Option<Op>) -> String {
+    format!("{} {}{}", collective.name(), dtype.name(), op.map(|o| format!(" {o}")).unwrap_or_default())
 }
 
 /// A host whose ranks outnumber the cores they may run on (the union of their bindings), so

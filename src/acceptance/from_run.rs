@@ -371,37 +371,28 @@ fn drop_incredible(series: &mut [Series], runs: &[Run]) -> Option<String> {
     for s in series.iter_mut() {
         let rows = s.rows.clone();
         s.rows.retain(|(i, r)| {
-            let warned = runs[*i].warnings.get(&r.line).map(String::as_str).unwrap_or("");
-            if warned.split(';').any(|w| w == "scheduler_tick") {
-                ticked.push(format!(
-                    "{} {}{} at {} in {} (median {:.1} us)",
+            // The row as the warning names it, up to its median.
+            let at = || {
+                format!(
+                    "{} {}{} at {} in {} (median {:.1} us",
                     s.kind.name(),
                     s.dtype.name(),
                     s.op.map(|o| format!(" {}", o.name())).unwrap_or_default(),
                     crate::size::human(r.key.size_bytes),
                     runs[*i].shown,
                     r.median_us
-                ));
+                )
+            };
+            let warned = runs[*i].warnings.get(&r.line).map(String::as_str).unwrap_or("");
+            if warned.split(';').any(|w| w == "scheduler_tick") {
+                ticked.push(format!("{})", at()));
                 return false;
             }
             let faster = rows.iter().filter(|(j, q)| {
-                j == i
-                    && q.key.size_bytes > 0
-                    && q.key.size_bytes >= r.key.size_bytes.max(1).saturating_mul(INCREDIBLE_SIZES)
-                    && r.median_us > INCREDIBLE_FACTOR * q.median_us
+                j == i && crate::sweep::trend::above(r.key.size_bytes, r.median_us, q.key.size_bytes, q.median_us)
             });
             let Some((_, q)) = faster.min_by(|a, b| a.1.median_us.total_cmp(&b.1.median_us)) else { return true };
-            named.push(format!(
-                "{} {}{} at {} in {} (median {:.1} us, above {}'s {:.1} us)",
-                s.kind.name(),
-                s.dtype.name(),
-                s.op.map(|o| format!(" {}", o.name())).unwrap_or_default(),
-                crate::size::human(r.key.size_bytes),
-                runs[*i].shown,
-                r.median_us,
-                crate::size::human(q.key.size_bytes),
-                q.median_us
-            ));
+            named.push(format!("{}, above {}'s {:.1} us)", at(), crate::size::human(q.key.size_bytes), q.median_us));
             false
         });
     }

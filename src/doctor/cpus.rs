@@ -103,9 +103,7 @@ pub fn here(proc_root: &Path, sys_root: &Path) -> RankCpus {
     let read = |p: &Path| std::fs::read_to_string(p).ok();
     let cpu = sys_root.join("devices/system/cpu");
     let online = read(&cpu.join("online")).and_then(|l| count_cpu_list(&l));
-    let allowed = read(&proc_root.join("self/status"))
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:").and_then(cpu_list)))
-        .unwrap_or_default();
+    let allowed = crate::info::facts::allowed_cpus(proc_root);
     let khz = |c: usize, f: &str| {
         read(&cpu.join(format!("cpu{c}/cpufreq/{f}"))).and_then(|s| s.trim().parse::<f64>().ok()).filter(|k| *k > 0.0)
     };
@@ -139,8 +137,7 @@ pub fn here(proc_root: &Path, sys_root: &Path) -> RankCpus {
         let hi = reads.iter().map(|r| r.0).fold(0.0, f64::max);
         (Some((cur, reads[0].1)), Some((hi - lo) / cur))
     };
-    let machine =
-        read(&proc_root.join("sys/kernel/random/boot_id")).map(|b| b.trim().to_string()).filter(|b| !b.is_empty());
+    let machine = crate::info::facts::boot_id(proc_root);
     RankCpus { online, allowed, clock_mhz, clock_spread, memory_copy_gbps: None, memory_copy_spread: None, machine }
 }
 

@@ -496,18 +496,32 @@ pub fn json_fields(field: &str, value: &str) -> Vec<(&'static str, serde_json::V
     }
 }
 
+/// The CPUs this process may run on (`Cpus_allowed_list` of `proc_root/self/status`); empty
+/// where it does not say.
+pub fn allowed_cpus(proc_root: &Path) -> Vec<usize> {
+    std::fs::read_to_string(proc_root.join("self/status"))
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:").and_then(cpu_list)))
+        .unwrap_or_default()
+}
+
+/// The kernel's boot id (`proc_root/sys/kernel/random/boot_id`): processes that read the same
+/// one run on one machine, whatever their host names (network namespaces, containers).
+pub fn boot_id(proc_root: &Path) -> Option<String> {
+    std::fs::read_to_string(proc_root.join("sys/kernel/random/boot_id"))
+        .ok()
+        .map(|b| b.trim().to_string())
+        .filter(|b| !b.is_empty())
+}
+
 /// The most crowded host of the run, where its ranks outnumber the cores they may run on; hosts
 /// of one machine (the same kernel boot id: network namespaces, containers) count together.
 /// Collective; the answer is rank 0's (`None` elsewhere).
 pub fn crowded(world: &crate::world::World) -> Option<crate::record::Crowded> {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    let allowed = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .map(|l| l.trim().to_string())
-        .unwrap_or_default();
-    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    let all = world.all_gather_bytes(format!("{}\t{allowed}", boot.trim()).as_bytes());
+    let proc_root = Path::new("/proc");
+    let allowed: Vec<String> = allowed_cpus(proc_root).iter().map(|c| c.to_string()).collect();
+    let boot = boot_id(proc_root).unwrap_or_default();
+    let all = world.all_gather_bytes(format!("{boot}\t{}", allowed.join(",")).as_bytes());
     if world.rank != 0 {
         return None;
     }

@@ -205,8 +205,7 @@ impl<W: Write> Report for TableReport<W> {
     }
 
     fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()> {
-        let label =
-            format!("{} {}{}", p.collective.name(), p.dtype.name(), p.op.map(|o| format!(" {o}")).unwrap_or_default());
+        let label = crate::record::series_label(p.collective, p.dtype, p.op);
         let new_block = self.block.as_ref() != Some(&label);
         if new_block {
             self.close_block();

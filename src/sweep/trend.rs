@@ -27,6 +27,13 @@ fn suspect(crowded: Option<&Crowded>) -> (&'static str, String) {
     }
 }
 
+/// Whether a point of `size` bytes and `median_us` is above the trend against a point of its
+/// series of `larger` bytes and `larger_median_us`: that size is [`SIZES`]× or more larger and
+/// over [`FACTOR`]× faster. The one rule, for the sweep's points and for `spec from-run`'s rows.
+pub fn above(size: u64, median_us: f64, larger: u64, larger_median_us: f64) -> bool {
+    larger > 0 && larger >= size.max(1).saturating_mul(SIZES) && median_us > FACTOR * larger_median_us
+}
+
 /// The scheduler ticks a kernel may have (1 / HZ for HZ of 100, 250, 300 and 1000), µs, the
 /// longest first (a time on a 4 ms tick is on the 1 ms one too).
 pub const TICKS_US: [f64; 4] = [10_000.0, 4000.0, 10_000.0 / 3.0, 1000.0];
@@ -81,12 +88,7 @@ pub fn above_trend(seen: &[Seen], crowded: Option<&Crowded>) -> Vec<Flag> {
     flags.extend(seen.iter().filter(|s| !ticked(s)).filter_map(|s| {
         let faster = seen
             .iter()
-            .filter(|q| {
-                q.series() == s.series()
-                    && q.size_bytes > 0
-                    && q.size_bytes >= s.size_bytes.max(1).saturating_mul(SIZES)
-                    && s.median_us > FACTOR * q.median_us
-            })
+            .filter(|q| q.series() == s.series() && above(s.size_bytes, s.median_us, q.size_bytes, q.median_us))
             .min_by(|a, b| a.median_us.total_cmp(&b.median_us))?;
         Some(Flag {
             seen: *s,
