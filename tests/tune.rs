@@ -163,9 +163,19 @@ fn check_reduce_scatter_tune(n: usize, full: bool) {
     let (out, err) = (stdout(&o), stderr(&o));
     // The verdict is timing (exit 0 or 1); correctness is not.
     assert!(matches!(o.status.code(), Some(0 | 1)), "{out}\n{err}");
-    assert!(!out.contains("WRONG"), "{out}");
-    let verdicts = out.lines().filter(|l| l.contains("ok (") || l.contains("MISSED (")).count();
-    assert_eq!(verdicts, sizes, "{out}");
+    assert!(!out.contains("WRONG") && !out.contains("FAILED"), "{out}");
+    let verdicts: Vec<&str> =
+        out.lines().filter(|l| !l.starts_with('#') && (l.contains(" ok (") || l.contains(" MISSED ("))).collect();
+    assert_eq!(verdicts.len(), sizes, "{out}");
+    // A size the file leaves to the library is the library's default in both runs: never MISSED;
+    // every other is timed beside the default (a speed-up is shown).
+    for (line, m) in verdicts.iter().zip(rules.lines().filter(|l| l.starts_with("# coll-bench-measured"))) {
+        if m.split_whitespace().nth(4) == Some("default") {
+            assert!(line.ends_with("ok (the file keeps the library's default here)"), "{line}\n{out}");
+        } else {
+            assert!(line.split_whitespace().nth(3).is_some_and(|x| x.ends_with('x')), "{line}\n{out}");
+        }
+    }
 }
 
 #[test]
@@ -205,12 +215,19 @@ fn open_mpi_applies_the_rules_file() {
     assert_ne!(with.status.code(), Some(0), "the two-process rule was not applied: {}", stdout(&with));
     let without = mpirun_env(dir.path(), 4, &args, &env[..1], 120);
     assert_eq!(without.status.code(), Some(0), "{}", stderr(&without));
-    // `tune --verify` applies the file itself, before MPI_Init: the same rule breaks its run.
+    // `tune --verify` runs the file's choice at each size beside the default, as the library
+    // picks it from the file: the same rule fails its run, and the verdict names it.
     let mut text = std::fs::read_to_string(&file).unwrap();
     text.push_str("# coll-bench-measured all-gather 1024 two_proc 10 10\n");
     std::fs::write(&file, text).unwrap();
     let verify = tune(dir.path(), 4, &["--verify", file.to_str().unwrap(), "-n", "2", "--no-csv"], &[]);
-    assert_ne!(verify.status.code(), Some(0), "--verify did not apply the file: {}", stdout(&verify));
+    assert_eq!(verify.status.code(), Some(1), "--verify did not run the file's choice: {}", stdout(&verify));
+    assert!(stdout(&verify).contains("FAILED (two_proc: the library refused it)"), "{}", stdout(&verify));
+    // A job that already has a rules file applied has no default to compare with: refused first.
+    let applied = tune(dir.path(), 2, &["--verify", file.to_str().unwrap(), "--no-csv"], &env);
+    assert_eq!(applied.status.code(), Some(2), "{}", stdout(&applied));
+    assert!(stdout(&applied).is_empty(), "{}", stdout(&applied));
+    assert!(stderr(&applied).contains("a rules file is applied to this job"), "{}", stderr(&applied));
 
     let o = tune(
         dir.path(),
@@ -280,32 +297,55 @@ fn open_mpi_applies_the_rules_file() {
     }
 }
 
-/// A file whose measured line has no time for the chosen algorithm (a cell tune did not run:
-/// `NaN`, as files written before the skip rule was taken into MPICH's choice have): --verify
-/// judges that size against the default's time before and says so; no NaN reaches the table.
+/// `--verify` times the file's choice beside the library's default in one run: a size the file
+/// leaves to the library is `ok` without a comparison (it runs what it ran), a size where it
+/// selects another algorithm shows both times and the speed-up; a file's measured line without
+/// a time for the chosen one (`NaN`, a cell tune did not run) reaches no table. A job whose
+/// variable already selects an algorithm is refused before anything is measured.
 #[test]
-fn verify_judges_a_size_tune_did_not_run_against_the_default() {
+fn verify_times_the_files_choice_beside_the_default_in_one_run() {
     let dir = tempfile::tempdir().unwrap();
+    let var = "MPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM";
     let rules = match FAMILY {
-        "mpich" => "# coll-bench-rules mpich\nMPIR_CVAR_REDUCE_SCATTER_BLOCK_INTRA_ALGORITHM=pairwise\n",
-        _ => "# coll-bench-rules openmpi\n1\n13\n1\n2\n1\n0 0 0 0\n",
+        "mpich" => format!("# coll-bench-rules mpich\n{var}=pairwise\n"),
+        // The default below 128 KiB; from it, algorithm 1 (basic_linear).
+        _ => "# coll-bench-rules openmpi\n1\n13\n1\n2\n2\n0 0 0 0\n131072 1 0 0\n".to_string(),
     };
-    // Times no run of this machine comes near: the verdicts cannot depend on its load.
+    let chosen = if FAMILY == "mpich" { "pairwise" } else { "basic_linear" };
     let text = format!(
-        "{rules}# coll-bench-measured reduce-scatter 65536 pairwise 1000000 1000000 1000000\n# coll-bench-measured reduce-scatter 131072 pairwise 1000000 NaN NaN\n"
+        "{rules}# coll-bench-measured reduce-scatter 65536 default 1000000 1000000 1000000\n# coll-bench-measured reduce-scatter 131072 {chosen} 1000000 NaN NaN\n"
     );
     std::fs::write(dir.path().join("old.rules"), text).unwrap();
     let o = tune(dir.path(), 2, &["--verify", "old.rules", "-n", "3", "-w", "1", "--no-csv"], &[]);
     let (out, err) = (stdout(&o), stderr(&o));
-    assert_eq!(o.status.code(), Some(0), "{out}\n{err}");
+    // Which is faster is this machine's business (exit 0 or 1); what ran is not.
+    assert!(matches!(o.status.code(), Some(0 | 1)), "{out}\n{err}");
     assert!(!out.to_lowercase().contains("nan"), "{out}");
     let row = |size: &str| {
         out.lines().find(|l| l.split_whitespace().next() == Some(size)).unwrap_or_else(|| panic!("no {size}: {out}"))
     };
-    assert!(row("65536").ends_with("ok (pairwise)"), "{out}");
+    let r = row("65536");
+    if FAMILY == "mpich" {
+        // MPICH's line holds for every size.
+        assert!(r.contains(&format!("({chosen}")), "{out}");
+    } else {
+        assert!(r.ends_with("ok (the file keeps the library's default here)"), "{out}");
+        assert_eq!(r.split_whitespace().nth(2), Some("(default)"), "{r}");
+    }
     let r = row("131072");
-    assert!(r.contains("ok (pairwise; tune did not run it at this size: against the default before)"), "{out}");
-    assert_eq!(r.split_whitespace().nth(2), Some("-"), "the chosen time is shown as '-': {r}");
+    let f: Vec<&str> = r.split_whitespace().collect();
+    assert!(f[1].parse::<f64>().is_ok() && f[2].parse::<f64>().is_ok(), "both timed in this run: {r}");
+    assert!(f[3].ends_with('x') && f[4] == "-", "the speed-up now, none recorded: {r}");
+    assert!(r.contains(&format!("ok ({chosen}")) || r.contains(&format!("MISSED ({chosen} slower")), "{r}");
+    // A variable that already selects an algorithm: no default to compare with.
+    let (set, value) = match FAMILY {
+        "mpich" => (var, "pairwise"),
+        _ => ("OMPI_MCA_coll_tuned_reduce_scatter_block_algorithm", "2"),
+    };
+    let o = tune(dir.path(), 2, &["--verify", "old.rules", "--no-csv"], &[(set, value)]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(stdout(&o).is_empty(), "measured before refusing: {}", stdout(&o));
+    assert!(stderr(&o).contains("is set to") && stderr(&o).contains("run it without that setting"), "{}", stderr(&o));
 }
 
 /// By default the library runs on the application's heap (no mallopt) and tune's file and

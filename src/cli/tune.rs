@@ -25,7 +25,7 @@ use std::path::PathBuf;
 Launch with MPI, on the layout you will run: mpirun -n 16 -H node1:8,node2:8 coll-bench tune [OPTIONS] [COLLECTIVE]...
 The sweep's flags apply (-b, -e, -f, -d and -o: the first type and op, --csv, --plot, ...), with tune's defaults above.
 Example: mpirun -n 2 coll-bench tune reduce-scatter -b 64K -e 4M --write-rules rs.rules
-Then:    mpirun -n 2 coll-bench tune --verify rs.rules   (the library's default with the file applied)
+Then:    mpirun -n 2 coll-bench tune --verify rs.rules   (the file's choices against the library's default, in one run)
 Exit codes: 0 ok, 1 a wrong result (that algorithm is disqualified) or --verify missed, 2 usage or setup error."
 )]
 pub struct TuneArgs {
@@ -34,8 +34,8 @@ pub struct TuneArgs {
     /// Write the library's own tuning file (Open MPI dynamic rules; MPICH CVAR lines) to FILE
     #[arg(long = "write-rules", value_name = "FILE")]
     pub write_rules: Option<PathBuf>,
-    /// Time the library's default with FILE (from --write-rules) applied, at the sizes it was
-    /// tuned at, against the times recorded in it
+    /// Time FILE's choices (from --write-rules) against the library's default, interleaved in
+    /// one run, at the sizes it was tuned at (run without the file applied)
     #[arg(long = "verify", value_name = "FILE", conflicts_with = "write_rules")]
     pub verify: Option<PathBuf>,
     /// Time in place too (reported, not chosen on: the library's file selects one algorithm for

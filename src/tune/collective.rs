@@ -1,6 +1,6 @@
 //! One collective of `coll-bench tune`: its candidates and their communicators, the sizes
 //! measured in interleaved rounds under the skip rule, the CSV rows, the table, and the choice
-//! the rules file takes from it (or, with `--verify`, the file's default against its record).
+//! the rules file takes from it (or, with `--verify`, the file's choice against the default).
 //!
 //! Every `world.agree` here runs on every rank in the same order (forcing a candidate, making
 //! its communicator, restoring the variable): the candidates, sizes and skip decisions are the
@@ -197,14 +197,19 @@ impl Job<'_> {
     ) -> Result<()> {
         let world = self.world;
         let mut d = discover(self.tool, self.library, kind, world.size, all_vars);
-        if self.verify.is_some() {
-            d.candidates.truncate(1);
-        } else if !self.quiet {
-            announce(world, kind, &d);
-        }
+        let sizes = crate::sweep::sizes_for(kind.spec(), &self.one(kind));
         let original = match &d.var {
             Some(v) => Some(world.agree(self.tool.read(v))?),
             None => None,
+        };
+        let plan = match self.verify {
+            Some(file) => Some(world.agree(self.verify_plan(kind, &mut d, file, &sizes, original))?),
+            None => {
+                if !self.quiet {
+                    announce(world, kind, &d);
+                }
+                None
+            }
         };
         let forcing = Forcing { tool: self.tool, var: d.var.as_ref(), original };
         // One communicator per candidate, made with its algorithm forced: Open MPI reads the
@@ -222,21 +227,120 @@ impl Job<'_> {
             world.agree(forcing.restore())?;
         }
         let comm_s = started.elapsed().as_secs_f64();
-        let m = self.measure(kind, &d, &forcing, &comms, csv, found, started)?;
+        let m = self.measure(kind, &d, &forcing, &comms, (&sizes, plan.as_deref()), csv, found, started)?;
         if !self.quiet {
             self.say_time(kind, &m, comm_s);
         }
         drop(comms);
-        if let Some(v) = self.verify {
-            found.missed |= print_verify(world, kind, &m.sizes, &m.cells[0], v);
+        if let (Some(v), Some(plan)) = (self.verify, &plan) {
+            let names: Vec<&str> = d.candidates.iter().map(|c| c.name.as_str()).collect();
+            found.missed |= print_verify(world, kind, &m.sizes, plan, &m.cells, &names, v);
             return Ok(());
         }
         self.choose(kind, &d, &m.sizes, &m.cells, found);
         Ok(())
     }
 
+    /// `--verify`: each collective's plan ([`Job::verify_plan`]) before anything is printed or
+    /// measured, so that a file this job cannot verify is refused first.
+    pub(super) fn check_verify(&self, all_vars: &[Cvar]) -> Result<()> {
+        let Some(file) = self.verify else { return Ok(()) };
+        for &kind in &self.opts.collectives {
+            let mut d = discover(self.tool, self.library, kind, self.world.size, all_vars);
+            let sizes = crate::sweep::sizes_for(kind.spec(), &self.one(kind));
+            let original = match &d.var {
+                Some(v) => Some(self.world.agree(self.tool.read(v))?),
+                None => None,
+            };
+            self.world.agree(self.verify_plan(kind, &mut d, file, &sizes, original))?;
+        }
+        Ok(())
+    }
+
+    /// The sweep's options for `kind` alone.
+    fn one(&self, kind: Kind) -> Options {
+        let mut one = self.opts.clone();
+        one.collectives = vec![kind];
+        one
+    }
+
+    /// `--verify`: which candidates each size runs, the default (index 0) and the file's choice
+    /// where it is another; `d`'s candidates are cut to those. Refused where the job already
+    /// runs something else than the library's default (an algorithm forced or a rules file
+    /// applied: the comparison would be the file against itself), and where the file names an
+    /// algorithm this library does not list or cannot be made to run.
+    fn verify_plan(
+        &self,
+        kind: Kind,
+        d: &mut Discovered,
+        file: &rules::RulesFile,
+        sizes: &[u64],
+        original: Option<i32>,
+    ) -> Result<Vec<Vec<usize>>> {
+        let var_name = d.var.as_ref().map(|v| v.name.clone());
+        if let (Some(name), Some(value)) = (&var_name, original) {
+            let is_default = match self.library {
+                Library::OpenMpi => value == 0,
+                _ => d
+                    .var
+                    .as_ref()
+                    .and_then(|v| v.items.as_ref())
+                    .map_or(value == 0, |items| items.iter().any(|(v, n)| *v == value && n == "auto")),
+            };
+            if !is_default {
+                return Err(Error::usage(format!(
+                    "tune --verify: {name} is set to {value} in this job: --verify times the library's default against the file's choices, so run it without that setting"
+                )));
+            }
+        }
+        if self.library == Library::OpenMpi {
+            let applied = self.tool.cvars(&|n| n == "coll_tuned_dynamic_rules_filename");
+            if let Some(path) = applied.first().and_then(|c| self.tool.read_text(c)).filter(|p| !p.trim().is_empty()) {
+                return Err(Error::usage(format!(
+                    "tune --verify: a rules file is applied to this job (coll_tuned_dynamic_rules_filename={path}): --verify times the library's default against the file's choices, so run it without one"
+                )));
+            }
+        }
+        let mut keep = vec![0usize];
+        let mut plan = vec![];
+        for &size in sizes {
+            let choice = file.choice(kind, self.world.size, size, var_name.as_deref());
+            let found = match &choice {
+                rules::Choice::Default => Some(0),
+                rules::Choice::Id(v) => d.candidates.iter().position(|c| c.source == Source::Library(*v)),
+                rules::Choice::Name(n) => {
+                    d.candidates.iter().position(|c| c.name == *n && matches!(c.source, Source::Library(_)))
+                }
+            };
+            let Some(c) = found else {
+                let what = match &choice {
+                    rules::Choice::Id(v) => format!("algorithm {v}"),
+                    rules::Choice::Name(n) => format!("'{n}'"),
+                    rules::Choice::Default => unreachable!("the default is candidate 0"),
+                };
+                let why = match (&d.var, &d.note) {
+                    (None, Some(note)) => format!("{note}, so it cannot be set"),
+                    _ => "this library does not list it".to_string(),
+                };
+                return Err(Error::usage(format!(
+                    "tune --verify: the file selects {what} for {kind} at {size} B on {} ranks: {why}",
+                    self.world.size
+                )));
+            };
+            if !keep.contains(&c) {
+                keep.push(c);
+            }
+            let at = keep.iter().position(|k| *k == c).unwrap_or(0);
+            plan.push(if at == 0 { vec![0] } else { vec![0, at] });
+        }
+        let mut all = std::mem::take(&mut d.candidates).into_iter().map(Some).collect::<Vec<_>>();
+        d.candidates = keep.iter().filter_map(|&k| all[k].take()).collect();
+        Ok(plan)
+    }
+
     /// Every size of `kind` in interleaved rounds of the live candidates, the skip rule after
-    /// each size, each size's rows written as it ends.
+    /// each size, each size's rows written as it ends. With `plan` (`--verify`), each size
+    /// runs the candidates its entry names, and no skip rule.
     #[allow(clippy::too_many_arguments)]
     fn measure(
         &self,
@@ -244,13 +348,13 @@ impl Job<'_> {
         d: &Discovered,
         forcing: &Forcing,
         comms: &[DupComm],
+        (sizes, plan): (&[u64], Option<&[Vec<usize>]>),
         csv: &mut Option<CsvReport>,
         found: &mut Found,
         started: Instant,
     ) -> Result<Measured> {
         let world = self.world;
-        let mut one = self.opts.clone();
-        one.collectives = vec![kind];
+        let one = self.one(kind);
         let per_call = self.library != Library::OpenMpi && d.var.is_some();
         let implementations: Vec<Implementation> = d
             .candidates
@@ -262,7 +366,6 @@ impl Job<'_> {
             .collect();
         let mut bench = Bench::new(world, &one, &implementations, self.o.in_place)?;
         let sources: Vec<Source> = d.candidates.iter().map(|c| c.source.clone()).collect();
-        let sizes = crate::sweep::sizes_for(kind.spec(), &one);
         let n = d.candidates.len();
         let mut cells: Vec<Vec<Cell>> = vec![vec![]; n];
         let mut skip = Skip::new(n);
@@ -270,7 +373,7 @@ impl Job<'_> {
         if self.verify.is_none() && !self.o.no_skip && n > 1 && !self.quiet {
             say(world, &format!("# {kind}: {SKIP_RULE}"));
         }
-        for &size in &sizes {
+        for (i, &size) in sizes.iter().enumerate() {
             let size_started = Instant::now();
             let mut select = |c: usize| if per_call { world.agree(forcing.force(&d.candidates[c])) } else { Ok(()) };
             let mut failed = |c: usize, e: &Error| {
@@ -290,9 +393,26 @@ impl Job<'_> {
                 }
                 choose::second_look(&sources, &outcomes, &bands)
             };
-            let measured = bench.size(size, &skip.live(), comms, &implementations, &mut select, &mut failed, &look);
+            let live = match plan {
+                Some(p) => p[i].clone(),
+                None => skip.live(),
+            };
+            let measured = bench.size(size, &live, comms, &implementations, &mut select, &mut failed, &look);
             if per_call && forcing.original.is_some() {
                 world.agree(forcing.restore())?;
+            }
+            if plan.is_some() {
+                // Only what ran: the candidates this size does not run have no cell to show.
+                let mut row = vec![Cell::Skipped("not the file's choice at this size".into()); n];
+                for (c, cell) in measured {
+                    self.record(kind, size, &d.candidates[c], &cell, &bench, csv, found)?;
+                    row[c] = cell;
+                }
+                for (c, cell) in row.into_iter().enumerate() {
+                    cells[c].push(cell);
+                }
+                size_s.push((size, size_started.elapsed().as_secs_f64()));
+                continue;
             }
             let row = skip.row(measured);
             skip.update(&row, size, &sources, self.o.no_skip);
@@ -302,7 +422,13 @@ impl Job<'_> {
             }
             size_s.push((size, size_started.elapsed().as_secs_f64()));
         }
-        Ok(Measured { sizes, cells, spent: bench.spent, size_s, total_s: started.elapsed().as_secs_f64() })
+        Ok(Measured {
+            sizes: sizes.to_vec(),
+            cells,
+            spent: bench.spent,
+            size_s,
+            total_s: started.elapsed().as_secs_f64(),
+        })
     }
 
     /// A cell as it ends: WRONG said at once, its row(s) in the CSV.

@@ -2,7 +2,7 @@
 //! (forced through its control variable and a fresh communicator) and coll-bench's own
 //! implementations, exactly as the sweep times and checks; report the fastest per size and the
 //! speed-up over the library's default; write the library's own tuning file (`--write-rules`);
-//! and, with `--verify FILE`, time the library's default with that file applied.
+//! and, with `--verify FILE`, time that file's choices against the library's default in one run.
 //!
 //! algorithms.rs: what the library reports; choose.rs: the choice per size; rules.rs: the file.
 
@@ -41,9 +41,9 @@ pub struct TuneOptions {
     pub no_skip: bool,
 }
 
-/// How much slower than tune's time the default with the file may be and still count as
-/// reaching it (timings of a loaded machine taken minutes apart).
-pub const VERIFY_TOLERANCE: f64 = 0.25;
+/// How much slower than the default the file's choice may be, beyond the two noise bands of the
+/// same run, and still not count as slower (`--verify`; tune-app's bar: an application ≥ 0.95).
+pub const VERIFY_TOLERANCE: f64 = 0.05;
 
 /// tune's time budget per size, placement and candidate when `--budget` is not given (the
 /// sweep's is 50 ms): 20 ms still gives hundreds of calls at small sizes.
@@ -55,17 +55,16 @@ fn truthy(v: &str) -> bool {
 
 /// Before `MPI_Init`, on every rank: what the library reads only at start-up. Open MPI forces
 /// algorithms only with `coll_tuned_use_dynamic_rules` on (read-only once MPI runs), which
-/// changes nothing else (algorithm 0 is its default decision); `--verify FILE` applies the
-/// file (Open MPI: its rules file; MPICH: its variables). A variable the user set is left alone.
-/// Returns one line on an unreadable `--verify` file.
+/// changes nothing else (algorithm 0 is its default decision). A variable the user set is left
+/// alone. `--verify FILE` is read here, so that an unreadable file is one line before MPI
+/// starts; it is not applied: verify forces the file's algorithms size by size, as tune did,
+/// beside the library's default in the same run (a file applied to the job would make the
+/// default the file's). Returns one line on an unreadable `--verify` file.
 pub fn prepare_environment(argv: &[String]) -> std::result::Result<(), String> {
-    let set = |k: &str, v: &str| {
-        if std::env::var_os(k).is_none() {
-            // SAFETY (edition 2021: safe): single-threaded, before MPI_Init starts any thread.
-            std::env::set_var(k, v);
-        }
-    };
-    set("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
+    if std::env::var_os("OMPI_MCA_coll_tuned_use_dynamic_rules").is_none() {
+        // SAFETY (edition 2021: safe): single-threaded, before MPI_Init starts any thread.
+        std::env::set_var("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
+    }
     let verify = argv
         .iter()
         .position(|a| a == "--verify")
@@ -73,19 +72,7 @@ pub fn prepare_environment(argv: &[String]) -> std::result::Result<(), String> {
         .map(PathBuf::from)
         .or_else(|| argv.iter().find_map(|a| a.strip_prefix("--verify=")).map(PathBuf::from));
     if let Some(path) = verify {
-        let file = rules::read(&path).map_err(|e| e.to_string())?;
-        match file.library {
-            Library::OpenMpi => {
-                let abs = std::fs::canonicalize(&path).unwrap_or(path);
-                std::env::set_var("OMPI_MCA_coll_tuned_use_dynamic_rules", "1");
-                std::env::set_var("OMPI_MCA_coll_tuned_dynamic_rules_filename", abs);
-            }
-            _ => {
-                for (k, v) in &file.environment {
-                    std::env::set_var(k, v);
-                }
-            }
-        }
+        rules::read(&path).map_err(|e| e.to_string())?;
     }
     Ok(())
 }
@@ -206,10 +193,6 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     let all_vars = tool.cvars(&|n| n.contains("algorithm") || n.contains("ALGORITHM"));
     let now = chrono::Utc::now();
     let info = run_info(world, &opts, &now);
-    let mut csv = open_csv(world, &opts, &now, &info)?;
-    let csv_path = csv.as_ref().map(|c| c.path().to_path_buf());
-    print_header(world, &opts, o, verify.is_some());
-
     let job = collective::Job {
         world,
         o,
@@ -220,6 +203,11 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
         info: &info,
         quiet: false,
     };
+    job.check_verify(&all_vars)?;
+    let mut csv = open_csv(world, &opts, &now, &info)?;
+    let csv_path = csv.as_ref().map(|c| c.path().to_path_buf());
+    print_header(world, &opts, o, verify.is_some());
+
     let mut found = collective::Found::default();
     for &kind in &opts.collectives {
         job.tune(kind, &all_vars, &mut csv, &mut found)?;
@@ -419,7 +407,7 @@ fn print_header(world: &World, opts: &Options, o: &TuneOptions, verify: bool) {
         ),
     );
     if verify {
-        say(world, "# --verify: the library's default with the file applied, against the times the file records");
+        say(world, "# --verify: the file's choice at each size it records, against the library's default, in one run (the file is read as the library reads it; tune forces its algorithms as it did when tuning)");
     }
 }
 
@@ -561,60 +549,76 @@ fn print_table(
     }
 }
 
-/// The verify table: per size the time recorded before (the default), the time of the file's
-/// choice, and the default now with the file applied (the median of its rounds, and its fastest
-/// round). A size is slower beyond noise (MISSED) when even the fastest round now is slower than
-/// the chosen algorithm's slowest round in tune's run by more than [`VERIFY_TOLERANCE`] (the
-/// runs are separate jobs). Where tune has no time of the chosen one (a cell not run: NaN), the
-/// default's time recorded before is the reference. Returns whether any size missed.
-fn print_verify(world: &World, kind: Kind, sizes: &[u64], now: &[Cell], file: &rules::RulesFile) -> bool {
-    say(world, &format!("# {kind}: the library's default with the file applied (us); MISSED: its fastest round now is over tune's slowest round of the chosen algorithm by more than {:.0}%", VERIFY_TOLERANCE * 100.0));
+/// One size of `--verify` where the file selects `name`: the speed-up of `ours` over the
+/// default `d` (medians) and the verdict ([`print_verify`]).
+fn judge(d: &Cell, ours: &Cell, name: &str) -> (String, String) {
+    match (d.outcome(), ours) {
+        (_, Cell::Failed) => ("-".into(), format!("FAILED ({name}: the library refused it)")),
+        (_, o) if matches!(o.outcome(), Outcome::Wrong(_)) => ("-".into(), format!("WRONG ({name})")),
+        (Outcome::Time(dt), o) => {
+            let Outcome::Time(ot) = o.outcome() else { return ("-".into(), "-".into()) };
+            let (Some(db), Some(ob)) = (choose::band(d.rounds()), choose::band(o.rounds())) else {
+                return ("-".into(), "-".into());
+            };
+            let speed = format!("{:.2}x", dt / ot);
+            if ob.0 > db.1 * (1.0 + VERIFY_TOLERANCE) {
+                (speed, format!("MISSED ({name} slower than the default)"))
+            } else if ob.1 < db.0 {
+                (speed, format!("ok ({name}: faster)"))
+            } else {
+                (speed, format!("ok ({name}: within noise of the default)"))
+            }
+        }
+        _ => ("-".into(), "-".into()),
+    }
+}
+
+/// The verify table, from one run: per size the library's default and, where the file selects
+/// another algorithm, that algorithm, timed in the same interleaved rounds; the speed-up now
+/// beside the one tune recorded. A size is MISSED when the file's algorithm is slower than the
+/// default beyond noise: its fastest round over the default's slowest by more than
+/// [`VERIFY_TOLERANCE`]; FAILED when the library refused it; WRONG on a wrong result. Where the
+/// file keeps the default there is nothing to compare: the application runs what it ran.
+/// Returns whether any size missed (or failed).
+fn print_verify(
+    world: &World,
+    kind: Kind,
+    sizes: &[u64],
+    plan: &[Vec<usize>],
+    cells: &[Vec<Cell>],
+    names: &[&str],
+    file: &rules::RulesFile,
+) -> bool {
+    say(world, &format!("# {kind}: the library's default and the file's choice, timed in the same interleaved rounds (us; median of the rounds); MISSED: the file's choice slower than the default beyond noise (its fastest round over the default's slowest by more than {:.0}%)", VERIFY_TOLERANCE * 100.0));
     say(
         world,
         &format!(
-            "# {:>11}  {:>10}  {:>10}  {:>10}  {:>11}  {:>8}  verdict",
-            "size (B)", "before", "chosen", "now", "now fastest", "speed-up"
+            "# {:>11}  {:>10}  {:>12}  {:>8}  {:>8}  verdict",
+            "size (B)", "default", "file's choice", "speed-up", "tune's"
         ),
     );
     let mut missed = false;
     for (i, &size) in sizes.iter().enumerate() {
-        let Some(m) = file.measured.iter().find(|m| m.kind == kind && m.size_bytes == size) else { continue };
-        let Some(p) = now.get(i) else { continue };
-        let (now_s, lo_s, verdict) = match p.outcome() {
-            Outcome::Time(t) => {
-                let lo = choose::band(p.rounds()).map(|b| b.0).unwrap_or(t);
-                let reference = [m.chosen_hi_us, m.chosen_us, m.default_us].into_iter().find(|x| x.is_finite());
-                let verdict = match reference {
-                    Some(r) if lo > r * (1.0 + VERIFY_TOLERANCE) => {
-                        missed = true;
-                        format!("MISSED ({} expected)", m.algorithm)
-                    }
-                    Some(_) if !m.chosen_us.is_finite() => {
-                        format!("ok ({}; tune did not run it at this size: against the default before)", m.algorithm)
-                    }
-                    Some(_) => format!("ok ({})", m.algorithm),
-                    None => format!("ok ({}; no time from tune to compare with)", m.algorithm),
-                };
-                (shown_us(t), shown_us(lo), verdict)
-            }
-            o => {
-                missed = true;
-                (fmt_outcome(o), "-".to_string(), "WRONG".to_string())
-            }
+        let Some(row) = plan.get(i) else { continue };
+        let chosen = row.get(1).copied();
+        let cell = |c: usize| cells.get(c).and_then(|r| r.get(i));
+        let (default, ours) = (cell(0), chosen.and_then(cell));
+        let recorded = file.measured.iter().find(|m| m.kind == kind && m.size_bytes == size);
+        let tunes = recorded
+            .map(|m| m.default_us / m.chosen_us)
+            .filter(|x| x.is_finite() && chosen.is_some())
+            .map(|x| format!("{x:.2}x"))
+            .unwrap_or_else(|| "-".into());
+        let time = |c: Option<&Cell>| c.map(|c| fmt_outcome(c.outcome())).unwrap_or_else(|| "-".into());
+        let (speed, verdict) = match (default, chosen.zip(ours)) {
+            (Some(d), _) if matches!(d.outcome(), Outcome::Wrong(_)) => ("-".into(), "WRONG (default)".to_string()),
+            (Some(d), Some((c, ours))) => judge(d, ours, names[c]),
+            (None, Some(_)) => ("-".into(), "-".into()),
+            (_, None) => ("-".into(), "ok (the file keeps the library's default here)".to_string()),
         };
-        let speed = match p.outcome() {
-            Outcome::Time(t) if t > 0.0 && m.default_us.is_finite() => format!("{:.2}x", m.default_us / t),
-            _ => "-".into(),
-        };
-        let num = shown_us;
-        say(
-            world,
-            &format!(
-                "  {size:>11}  {:>10}  {:>10}  {now_s:>10}  {lo_s:>11}  {speed:>8}  {verdict}",
-                num(m.default_us),
-                num(m.chosen_us)
-            ),
-        );
+        missed |= verdict.starts_with("MISSED") || verdict.starts_with("FAILED") || verdict.starts_with("WRONG");
+        let theirs = if chosen.is_some() { time(ours) } else { "(default)".into() };
+        say(world, &format!("  {size:>11}  {:>10}  {theirs:>12}  {speed:>8}  {tunes:>8}  {verdict}", time(default)));
     }
     missed
 }

@@ -11,8 +11,8 @@
 //! MPICH: `MPIR_CVAR_<COLL>_INTRA_ALGORITHM=name` lines (one algorithm for every size: MPICH's
 //! per-size selection lives in its JSON tuning file, which tune does not write).
 //!
-//! Both carry tune's measurements as `# coll-bench-measured` comment lines, which `--verify`
-//! compares the library's default against.
+//! Both carry tune's measurements as `# coll-bench-measured` comment lines: `--verify` shows
+//! the speed-up they record beside the one it measures.
 
 use super::algorithms::Library;
 use crate::collective::Kind;
@@ -54,6 +54,53 @@ pub struct RulesFile {
     /// MPICH: the environment lines (variable, algorithm name).
     pub environment: Vec<(String, String)>,
     pub measured: Vec<Measured>,
+}
+
+/// What a file selects for one collective at one size, as the library reads it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Choice {
+    /// The library's own decision: Open MPI's algorithm 0 (or no rule), MPICH's `auto` (or no
+    /// line for the collective's variable).
+    Default,
+    /// Open MPI: a value of the collective's algorithm variable.
+    Id(i32),
+    /// MPICH: the algorithm the variable's line names.
+    Name(String),
+}
+
+impl RulesFile {
+    /// The file's choice for `kind` at `size_bytes` (the sweep's size column, the message size
+    /// the rules are written in) on `n` ranks: Open MPI's rule as `coll_tuned` picks it
+    /// ([`crate::backend::ompi_rules::choose`]); MPICH's line for `variable`, every size alike.
+    pub fn choice(&self, kind: Kind, n: usize, size_bytes: u64, variable: Option<&str>) -> Choice {
+        use crate::backend::ompi_rules::{choose, Collective, CommRules, MessageRule};
+        match self.library {
+            Library::OpenMpi => {
+                let Some(id) = open_mpi_id(kind) else { return Choice::Default };
+                let comm_sizes = self
+                    .collectives
+                    .iter()
+                    .filter(|c| c.kind == kind)
+                    .map(|c| CommRules {
+                        comm_size: c.comm_size as u64,
+                        rules: c
+                            .rules
+                            .iter()
+                            .map(|r| MessageRule { from_bytes: r.from_bytes, algorithm: r.algorithm })
+                            .collect(),
+                    })
+                    .collect();
+                match choose(&[Collective { id, comm_sizes }], id, n as u64, size_bytes) {
+                    0 => Choice::Default,
+                    alg => Choice::Id(alg),
+                }
+            }
+            _ => match variable.and_then(|v| self.environment.iter().find(|(k, _)| k == v)) {
+                Some((_, name)) if name != "auto" => Choice::Name(name.clone()),
+                _ => Choice::Default,
+            },
+        }
+    }
 }
 
 /// Open MPI's collective ids (`COLLTYPE_T`), as the library's reader has them.
@@ -258,6 +305,29 @@ mod tests {
         let r = &sample().collectives[0].rules;
         let got: Vec<(u64, i32)> = r.iter().map(|r| (r.from_bytes, r.algorithm)).collect();
         assert_eq!(got, [(0, 0), (262144, 2), (1048576, 3)]);
+    }
+
+    #[test]
+    fn the_choice_at_a_size_is_the_rule_the_library_picks() {
+        let f = sample();
+        let at = |kind, n, size| f.choice(kind, n, size, None);
+        assert_eq!(at(Kind::ReduceScatter, 4, 65536), Choice::Default);
+        assert_eq!(at(Kind::ReduceScatter, 4, 262144), Choice::Id(2));
+        assert_eq!(at(Kind::ReduceScatter, 4, 524288), Choice::Id(2));
+        assert_eq!(at(Kind::ReduceScatter, 4, 4 << 20), Choice::Id(3));
+        // Open MPI 4.1 applies a communicator size's rules to larger ones, and its first to smaller.
+        assert_eq!(at(Kind::ReduceScatter, 8, 1 << 20), Choice::Id(3));
+        assert_eq!(at(Kind::ReduceScatter, 2, 1 << 20), Choice::Id(3));
+        assert_eq!(at(Kind::AllGather, 4, 1 << 20), Choice::Default);
+        let mpich = RulesFile {
+            library: Library::Mpich,
+            collectives: vec![],
+            environment: vec![("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM".into(), "ring".into())],
+            measured: vec![],
+        };
+        let var = |v| mpich.choice(Kind::AllReduce, 4, 8, Some(v));
+        assert_eq!(var("MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM"), Choice::Name("ring".into()));
+        assert_eq!(var("MPIR_CVAR_BCAST_INTRA_ALGORITHM"), Choice::Default);
     }
 
     #[test]
