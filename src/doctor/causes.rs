@@ -2,6 +2,7 @@
 //! the causes of a shortfall, each with its evidence and the share of the time it accounts for,
 //! ranked. Every number here comes from a measurement of the run, or is named an estimate.
 
+use super::heap::HeapKept;
 use crate::collective::Kind;
 pub use crate::pairs::links::{Link, Nominal};
 use crate::pairs::links::{Peers, SLOWER_THAN_PEERS};
@@ -176,26 +177,80 @@ pub fn link_causes(links: &[Link], nominal: &[Nominal], shares_machine: &dyn Fn(
     out
 }
 
+/// The kept heap counts as a gain only beyond this (its time at most 90% of the default's).
+pub const HEAP_GAIN: f64 = 0.9;
+
+/// A collective's page faults: with the heap measured kept against the defaults in this run,
+/// its measured share and, only where keeping it was faster, the variables that give an
+/// application that time; without, the faults' estimated share and advice to measure.
+fn fault_cause(s: &Seen, f: f64, heap: Option<&HeapKept>, fault_us: Option<f64>) -> Option<Cause> {
+    let what = format!(
+        "{f:.0} minor page faults per call at {} (the rank with most): the library's temporaries are given back to the system and taken again on every call under the C library's defaults, as in an application that made other MPI calls first (docs/sweep.md, \"The heap\")",
+        human(s.size_bytes)
+    );
+    let faults = |x: Option<f64>| x.map(|f| format!("{f:.0}")).unwrap_or_else(|| "?".into());
+    let cause = |share: f64, share_source: &'static str, evidence: String, remedy: Option<String>| Cause {
+        cause: "host",
+        subject: format!("{} page faults", s.collective),
+        share,
+        share_source,
+        share_uncertainty: None,
+        evidence,
+        remedy,
+        short: false,
+    };
+    match heap {
+        Some(h) => {
+            let side = format!(
+                "measured in this run, back to back: {:.1} us per call with freed memory kept in the heap ({} faults per call) against {:.1} us under the defaults ({} faults per call)",
+                h.kept_us,
+                faults(h.kept_faults_per_call),
+                h.default_us,
+                faults(h.default_faults_per_call)
+            );
+            if h.kept_us <= HEAP_GAIN * h.default_us {
+                Some(cause(
+                    (1.0 - h.kept_us / h.default_us).clamp(0.0, 1.0),
+                    "measured",
+                    format!("{what}; {side}"),
+                    Some(format!(
+                        "an application gets the kept time ({:.2}x here) with {} in its environment (glibc), or by chance when one of the library's small allocations pins its heap top",
+                        h.speedup(),
+                        crate::backend::host::KEPT_HEAP_ENV
+                    )),
+                ))
+            } else {
+                Some(cause(0.0, "measured", format!("{what}; {side}: keeping the heap gained nothing here"), None))
+            }
+        }
+        None => {
+            let cost = fault_us?;
+            Some(cause(
+                (f * cost / s.time_us).min(1.0),
+                "estimated",
+                format!("{what}; at {cost:.2} us each (one fault on this host, measured at start)"),
+                Some("measure with the heap kept (coll-bench --malloc kept) before changing the allocator: doctor did not measure it in this run".into()),
+            ))
+        }
+    }
+}
+
 /// The causes seen in the collectives' own measurements and in the algorithms' comparison;
-/// `fault_us`: one minor page fault's cost on this host (`memory::fault_cost_us`), for the
-/// share of the page faults (none without it).
-pub fn point_causes(seen: &[Seen], alternatives: &[Alternative], fault_us: Option<f64>) -> Vec<Cause> {
+/// `heap`: the heap kept against the defaults where doctor measured it (heap.rs), the only
+/// ground for allocator advice; `fault_us`: one minor page fault's cost on this host
+/// (`memory::fault_cost_us`), for the share of the page faults where the heap was not measured.
+pub fn point_causes(
+    seen: &[Seen],
+    alternatives: &[Alternative],
+    heap: &[HeapKept],
+    fault_us: Option<f64>,
+) -> Vec<Cause> {
     let mut out: Vec<Cause> = alternatives.iter().filter_map(|a| algorithm_cause(a, seen)).collect();
     for s in seen {
-        if let (Some(f), Some(cost)) = (s.minor_faults_per_call.filter(|f| *f >= FAULTS_NOTED), fault_us) {
-            out.push(Cause {
-                cause: "host",
-                subject: format!("{} page faults", s.collective),
-                share: (f * cost / s.time_us).min(1.0),
-                share_source: "estimated",
-                share_uncertainty: None,
-                evidence: format!(
-                    "{f:.0} minor page faults per call at {} (the rank with most), at {cost:.2} us each (one fault on this host, measured at start): the library's temporaries are given back to the system and taken again on every call under the C library's defaults, as in an application that made other MPI calls first (docs/sweep.md, \"The heap\")",
-                    human(s.size_bytes)
-                ),
-                remedy: Some("measure with the heap kept (coll-bench --malloc kept) before changing anything: an application gets that time with MALLOC_TRIM_THRESHOLD_=4294967295 MALLOC_MMAP_MAX_=0 in its environment, or by chance when one of the library's small allocations pins its heap top".into()),
-                short: false,
-            });
+        if let Some(f) = s.minor_faults_per_call.filter(|f| *f >= FAULTS_NOTED) {
+            if let Some(c) = fault_cause(s, f, heap.iter().find(|h| h.collective == s.collective), fault_us) {
+                out.push(c);
+            }
         }
         for SlowRank { rank, host, time_us: t, median_us: med } in &s.slow_ranks {
             out.push(Cause {
@@ -406,6 +461,54 @@ mod tests {
         assert!(link_causes(&links[1..2], &[], &|a, b| a == b).is_empty());
     }
 
+    /// Allocator advice only where this run measured the kept heap faster; without a
+    /// measurement, the faults' estimated share and advice to measure, no variables.
+    #[test]
+    fn the_allocator_is_advised_only_where_the_kept_heap_measured_faster() {
+        let seen = Seen {
+            collective: Kind::ReduceScatter,
+            size_bytes: 1 << 20,
+            time_us: 550.0,
+            busbw_gbps: 1.0,
+            pct_of_ceiling: Some(20.0),
+            algorithm: "basic_linear".into(),
+            algorithm_source: "fixed rules".into(),
+            minor_faults_per_call: Some(225.0),
+            median_us: 550.0,
+            p95_us: 560.0,
+            samples: 20,
+            slow_ranks: vec![],
+        };
+        let kept = |kept_us: f64| HeapKept {
+            collective: Kind::ReduceScatter,
+            size_bytes: 1 << 20,
+            default_us: 540.0,
+            default_faults_per_call: Some(225.0),
+            kept_us,
+            kept_faults_per_call: Some(0.0),
+        };
+        let faults = |heap: &[HeapKept]| {
+            let c = point_causes(std::slice::from_ref(&seen), &[], heap, Some(0.7));
+            c.into_iter().find(|c| c.subject == "reduce-scatter page faults").expect("a fault cause")
+        };
+        let env = crate::backend::host::KEPT_HEAP_ENV;
+        let gain = faults(&[kept(145.0)]);
+        assert_eq!(gain.share_source, "measured");
+        assert!((gain.share - (1.0 - 145.0 / 540.0)).abs() < 1e-9, "{gain:?}");
+        assert!(
+            gain.evidence.contains("145.0 us per call with freed memory kept") && gain.evidence.contains("540.0 us")
+        );
+        assert!(gain.remedy.as_deref().is_some_and(|r| r.contains(env) && r.contains("3.72x")), "{gain:?}");
+        // Within 10% of the default: no gain, no advice, ranked last.
+        let none = faults(&[kept(500.0)]);
+        assert_eq!((none.share, none.share_source, none.remedy.is_none()), (0.0, "measured", true), "{none:?}");
+        assert!(none.evidence.contains("gained nothing"), "{none:?}");
+        // Not measured (the time limit): estimated, and no variable named.
+        let est = faults(&[]);
+        assert_eq!(est.share_source, "estimated");
+        assert!(est.remedy.as_deref().is_some_and(|r| !r.contains("MALLOC") && r.contains("--malloc kept")), "{est:?}");
+    }
+
     #[test]
     fn an_algorithm_counts_only_beyond_noise_and_causes_rank_by_share() {
         let seen = Seen {
@@ -434,17 +537,17 @@ mod tests {
             median_fastest_slowest_round_us: Some(hi),
             default_fastest_round_us: Some(900.0),
         };
-        assert!(point_causes(std::slice::from_ref(&seen), &[alt("default", 1000.0, 1100.0)], Some(0.7))
+        assert!(point_causes(std::slice::from_ref(&seen), &[alt("default", 1000.0, 1100.0)], &[], Some(0.7))
             .iter()
             .all(|c| c.cause != "algorithm"));
-        let overlapped = point_causes(std::slice::from_ref(&seen), &[alt("ring", 400.0, 1200.0)], Some(0.7));
+        let overlapped = point_causes(std::slice::from_ref(&seen), &[alt("ring", 400.0, 1200.0)], &[], Some(0.7));
         assert!(overlapped.iter().all(|c| c.cause != "algorithm"), "{overlapped:?}");
         // A faster median whose rounds overlapped the default's is noise, not "no faster
         // algorithm": named, with what it would save; tune keeping the default (`fastest`
         // `default`) the same. Within 5% of the default, nothing.
         let mut kept = alt("default", 1000.0, 1000.0);
         (kept.median_fastest_us, kept.median_fastest_slowest_round_us) = (Some(700.0), Some(1150.0));
-        for causes in [overlapped, point_causes(std::slice::from_ref(&seen), &[kept.clone()], Some(0.7))] {
+        for causes in [overlapped, point_causes(std::slice::from_ref(&seen), &[kept.clone()], &[], Some(0.7))] {
             let n = causes.iter().find(|c| c.cause == "noise").unwrap_or_else(|| panic!("{causes:?}"));
             assert!(n.evidence.contains("ring's median") && n.evidence.contains("not told apart"), "{}", n.evidence);
             assert!(
@@ -455,17 +558,17 @@ mod tests {
             assert!(n.share > 0.29 && n.remedy.as_deref().unwrap().starts_with("a longer --budget"), "{n:?}");
         }
         kept.median_fastest_us = Some(960.0);
-        assert!(point_causes(std::slice::from_ref(&seen), &[kept.clone()], Some(0.7))
+        assert!(point_causes(std::slice::from_ref(&seen), &[kept.clone()], &[], Some(0.7))
             .iter()
             .all(|c| c.cause != "noise"));
         // doctor's rule, not tune's (10%, bands apart): 30% faster, its slowest round under the
         // default's median, is an algorithm cause where tune would keep the default.
         (kept.median_fastest_us, kept.median_fastest_slowest_round_us) = (Some(700.0), Some(950.0));
-        let c = point_causes(std::slice::from_ref(&seen), &[kept], Some(0.7));
+        let c = point_causes(std::slice::from_ref(&seen), &[kept], &[], Some(0.7));
         let alg = c.iter().find(|c| c.cause == "algorithm").unwrap_or_else(|| panic!("{c:?}"));
         assert!(alg.evidence.contains("ring measured 700 us (1.43x faster)"), "{}", alg.evidence);
         assert!(c.iter().all(|c| c.cause != "noise"), "{c:?}");
-        let c = rank(point_causes(std::slice::from_ref(&seen), &[alt("ring", 400.0, 450.0)], Some(0.7)));
+        let c = rank(point_causes(std::slice::from_ref(&seen), &[alt("ring", 400.0, 450.0)], &[], Some(0.7)));
         assert_eq!(c[0].cause, "algorithm");
         assert!(
             c[0].evidence.contains("basic_linear (forced)") && c[0].evidence.contains("2.50x"),

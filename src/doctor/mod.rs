@@ -8,12 +8,14 @@
 //! (the spread of the samples).
 //!
 //! The order: the ceiling pass and the sweep at `-e` (as the sweep runs them), the pairs between
-//! hosts (as `pairs` runs them, more than one host), the hosts' NICs and CPUs, then tune's
-//! comparison of every collective's algorithms. causes.rs draws the conclusions, without MPI;
-//! cpus.rs reads the CPUs.
+//! hosts (as `pairs` runs them, more than one host), the hosts' NICs and CPUs, tune's
+//! comparison of every collective's algorithms; right after the sweep, for a collective that
+//! page-faulted, its point with the heap kept against the defaults (heap.rs). causes.rs draws
+//! the conclusions, without MPI; cpus.rs reads the CPUs.
 
 pub mod causes;
 pub mod cpus;
+pub mod heap;
 pub mod plan;
 
 use crate::collective::Kind;
@@ -117,6 +119,8 @@ struct Findings<'a> {
     cpus: &'a [cpus::HostCpus],
     alternatives: &'a [Alternative],
     calls: &'a [crate::tune::OtherCall],
+    /// The heap kept against the defaults, per collective that page-faulted (heap.rs).
+    heap: &'a [heap::HeapKept],
     causes: &'a [Cause],
     /// `ok` or `short`.
     verdict: &'static str,
@@ -274,8 +278,36 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
 
     progress(&format!("ceiling and collectives at {}", human(size)));
     let (points, wrong) = sweep(world, backend.as_mut(), &opts, &mut info)?;
-    drop(backend);
     lap("ceiling and collectives", &mut spent);
+    // The heap kept against the defaults, for the collectives that page-faulted, before any
+    // allocator advice (heap.rs): at once, on the same buffers, while the process's heap is the
+    // one the faults were counted in (later phases change it), and only within the time left.
+    // Decided on rank 0.
+    let faulted = |p: &Point| p.out_of_place.minor_faults_per_call.is_some_and(|f| f >= causes::FAULTS_NOTED);
+    let heap_est: f64 = points
+        .iter()
+        .filter(|p| faulted(p))
+        .map(|p| 2.0 * (1.3 * opts.budget_s + 20.0 * p.out_of_place.time_us * 1e-6))
+        .sum();
+    let heap_go = elapsed(world, t0) + heap_est <= limit_s;
+    let mine: Vec<u8> =
+        points.iter().enumerate().filter(|(_, p)| heap_go && faulted(p)).map(|(i, _)| i as u8).collect();
+    let heap_kinds: Vec<Kind> = world
+        .broadcast_bytes(0, mine)
+        .iter()
+        .filter_map(|&i| points.get(usize::from(i)).map(|p| p.collective))
+        .collect();
+    if !heap_kinds.is_empty() {
+        progress(&format!(
+            "the heap kept against the defaults at {} (estimated {})",
+            human(size),
+            human_duration(heap_est)
+        ));
+    }
+    let heap = heap::measure(world, backend.as_mut(), &opts, &heap_kinds)?;
+    let heap_ran = !heap_kinds.is_empty();
+    lap("heap", &mut spent);
+    drop(backend);
     let links = if hosts.len() > 1 {
         progress(&format!("pairs between hosts at {}", human(size.min(crate::pairs::links::LINK_BYTES))));
         crate::pairs::links::measure(world, size, opts.budget_s, opts.files)
@@ -366,7 +398,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
     let shares_machine = |a: &str, b: &str| a == b || boot_id(a).is_some_and(|x| Some(x) == boot_id(b));
     let mut all = causes::link_causes(&links, &nominal, &shares_machine);
     all.extend(cpus::cpu_causes(&host_cpus));
-    all.extend(causes::point_causes(&seen, &alternatives, crate::memory::fault_cost_us()));
+    all.extend(causes::point_causes(&seen, &alternatives, &heap, crate::memory::fault_cost_us()));
     all.extend(causes::call_causes(&calls));
     let ranked = causes::rank(all);
     let below: Vec<&Seen> =
@@ -414,6 +446,11 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
                                 estimated_s: p.estimated_s,
                                 seconds: spent.iter().find(|s| s.0 == p.name).map_or(0.0, |s| s.1),
                             })
+                            .chain(heap_ran.then(|| PhaseJson {
+                                name: "heap",
+                                estimated_s: heap_est,
+                                seconds: spent.iter().find(|s| s.0 == "heap").map_or(0.0, |s| s.1),
+                            }))
                             .collect(),
                         algorithms_left_out: left_out.iter().map(|k| k.to_string()).collect(),
                     },
@@ -424,6 +461,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
                 cpus: &host_cpus,
                 alternatives: &alternatives,
                 calls: &calls,
+                heap: &heap,
                 causes: &ranked,
                 verdict: if code == exit::OK { "ok" } else { "short" },
                 exit_code: code,
