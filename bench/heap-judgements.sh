@@ -6,7 +6,11 @@
 # (3 by default): the bare loops as a fresh process with nothing before the loop, and after 20
 # one-double MPI_Allreduce calls (an application's history; docs/sweep.md, "The heap"). Each
 # round's ratios are taken within the round, so a change of the machine's speed between rounds
-# cancels. Under glibc's defaults. Writes bench/heap-judgements-<host>.md (NAME=x to rename).
+# cancels. Under glibc's defaults; and, for doctor's heap measurement (the heap kept against the
+# defaults, back to back, in its own run), the history loop of MPI_Reduce_scatter_block again with
+# the variables doctor advises (MALLOC_MMAP_MAX_=0 MALLOC_TRIM_THRESHOLD_=4294967295): the gain an
+# application gets from the advice, beside the gain doctor measured. Writes
+# bench/heap-judgements-<host>.md (NAME=x to rename).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash ci/setup.sh
@@ -24,6 +28,9 @@ for i in $(seq 1 "$REPS"); do
       mpirun -q -n 2 "$out/bare_loop" $S 0.05 $S $c 2 $h | tail -1 > "$out/bare-$h-$c-$i.csv"
     done
   done
+  # The allocator doctor advises, in an application with history: its gain, beside doctor's.
+  mpirun -q -x MALLOC_MMAP_MAX_=0 -x MALLOC_TRIM_THRESHOLD_=4294967295 -n 2 "$out/bare_loop" $S 0.05 $S reduce-scatter 2 20 \
+    | tail -1 > "$out/bare-kept-$i.csv"
   mpirun -q -n 2 "$COLL_BENCH_BIN" doctor -e 1M --json "$out/doctor-$i.json" > "$out/doctor-$i.txt" || true
 done
 NAME=${NAME:-$(hostname)}
@@ -52,4 +59,25 @@ for i in range(1, reps + 1):
     print(f"| {i} | {db:.0f} | {dc:.0f} | {dr:.2f} | {fb[0]:.0f} ({fb[1]:.0f}) | {fc[0]:.0f} | {fr:.2f} | {hb[0]:.0f} ({hb[1]:.0f}) | {hc[0]:.0f} | {hr:.2f} | {dr / hr:.2f} |")
 med = lambda k: statistics.median(r[k] for r in ratios)
 print(f"\nMedians: doctor {med(0):.2f}, fresh {med(1):.2f}, history {med(2):.2f}; doctor ÷ history {med(0) / med(2):.2f}, doctor ÷ fresh {med(0) / med(1):.2f}.")
+print("\n## The heap: doctor's measurement against an application's\n")
+print("doctor: reduce-scatter under the defaults and with the heap kept, back to back in its run (`heap[]` of its JSON), and whether it advised the variables; application: the history loop of MPI_Reduce_scatter_block without and with them (µs per call, faults per call).\n")
+print("| round | doctor default (faults) | doctor kept (faults) | doctor gain | advised | app default (faults) | app with the variables (faults) | app gain |")
+print("|---|---:|---:|---:|---|---:|---:|---:|")
+gains = []
+for i in range(1, reps + 1):
+    j = json.load(open(f"{d}/doctor-{i}.json"))
+    h = next((x for x in j.get("heap", []) if x["collective"] == "reduce-scatter"), None)
+    cause = next((c for c in j["causes"] if c["subject"] == "reduce-scatter page faults"), None)
+    advised = "yes" if cause and "MALLOC_" in (cause.get("remedy") or "") else "no"
+    hb = bare(20, "reduce-scatter", i)
+    row = open(f"{d}/bare-kept-{i}.csv").read().strip().split(",")
+    kb = (float(row[4]), float(row[5]))
+    if h:
+        dg, ag = h["default_us"] / h["kept_us"], hb[0] / kb[0]
+        gains.append((dg, ag))
+        print(f"| {i} | {h['default_us']:.0f} ({h['default_faults_per_call']:.0f}) | {h['kept_us']:.0f} ({h['kept_faults_per_call']:.0f}) | {dg:.2f}x | {advised} | {hb[0]:.0f} ({hb[1]:.0f}) | {kb[0]:.0f} ({kb[1]:.0f}) | {ag:.2f}x |")
+    else:
+        print(f"| {i} | not measured | | | {advised} | {hb[0]:.0f} ({hb[1]:.0f}) | {kb[0]:.0f} ({kb[1]:.0f}) | {hb[0] / kb[0]:.2f}x |")
+if gains:
+    print(f"\nMedians: doctor's gain {statistics.median(g[0] for g in gains):.2f}x, the application's {statistics.median(g[1] for g in gains):.2f}x.")
 PY

@@ -193,6 +193,7 @@ fn bad_input_to_doctor_is_one_line_before_anything_is_measured() {
         (&["doctor", "-b", "1K"][..], "doctor -b: doctor measures at one size; expected -e/--maxbytes SIZE only"),
         (&["doctor", "--min-pct-of-ceiling", "120"][..], "doctor --min-pct-of-ceiling: '120' is not a percentage"),
         (&["doctor", "--csv", "x.csv"][..], "doctor --csv: the sweep's, not doctor's"),
+        (&["doctor", "-f", "4"][..], "doctor -f/--stepfactor: doctor measures at one size"),
         (&["doctor", "--max-time", "soon"][..], "doctor --max-time: 'soon' is not a duration; expected a duration"),
         (&["doctor", "-e", "1M", "--json", "kept.json"][..], "kept.json"),
     ] {

@@ -266,6 +266,10 @@ fn open_mpi_applies_the_rules_file() {
     );
     assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
     assert!(rows(&o).iter().all(|r| r[8] == "0" && r[12] == "0"), "{}", stdout(&o));
+    // tune in a job with a rules file applied says that its `default` is the file's choice.
+    let o = tune(dir.path(), 2, &["all-reduce", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1", "--no-csv"], &env);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("# note: a rules file is applied to this job"), "{}", stdout(&o));
     // The sweep names, at each size, the algorithm tune chose there (its rules' comments:
     // `from N B: name`), or the fixed rules where tune kept the library's default.
     let text = std::fs::read_to_string(&rules).unwrap();

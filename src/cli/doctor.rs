@@ -34,6 +34,20 @@ pub struct DoctorArgs {
     pub min_pct_of_ceiling: String,
 }
 
+/// The sweep's arguments (clap ids) doctor refuses: not in its help.
+const NOT_DOCTOR_ARGS: [&str; 10] = [
+    "csv",
+    "no_csv",
+    "markdown",
+    "plot",
+    "no_ceiling",
+    "per_rank",
+    "stepfactor",
+    "stepbytes",
+    "backend",
+    "implementation",
+];
+
 /// Parse `doctor …` (`argv[0]` is "doctor").
 pub fn parse(argv: &[String]) -> Result<Clap<DoctorOptions>> {
     // doctor measures at one size: -b would be a second; said before clap sees it.
@@ -62,8 +76,9 @@ pub fn parse(argv: &[String]) -> Result<Clap<DoctorOptions>> {
             )
         })
         .mut_arg("progress", |a| a.help("A line on stderr as each of doctor's phases starts"))
-        .mut_arg("minbytes", |a| a.hide(true))
-        .mut_arg("no_ceiling", |a| a.hide(true));
+        .mut_arg("minbytes", |a| a.hide(true));
+    // The sweep's flags doctor refuses (below) are not in its help.
+    let cmd = NOT_DOCTOR_ARGS.iter().fold(cmd, |cmd, id| cmd.mut_arg(*id, |a| a.hide(true)));
     let a: DoctorArgs = match super::clap_parse_with(cmd, argv)? {
         Clap::Args(a) => a,
         Clap::Info(t) => return Ok(Clap::Info(t)),
@@ -77,6 +92,16 @@ pub fn parse(argv: &[String]) -> Result<Clap<DoctorOptions>> {
             )))
         }
     };
+    if let Some(flag) =
+        [("-f/--stepfactor", a.sweep.stepfactor.is_some()), ("-i/--stepbytes", a.sweep.stepbytes.is_some())]
+            .iter()
+            .find(|(_, given)| *given)
+    {
+        return Err(Error::usage(format!(
+            "doctor {}: doctor measures at one size; expected -e/--maxbytes SIZE only (e.g. -e 64M)",
+            flag.0
+        )));
+    }
     let named = !a.sweep.collectives.is_empty();
     let json = a.sweep.json.clone();
     let not_doctor = [
@@ -147,6 +172,11 @@ mod tests {
         assert_eq!((o.sweep.min_bytes, o.sweep.max_bytes, o.min_pct_of_ceiling), (1 << 20, 1 << 20, 80.0));
         let Clap::Info(help) = parse(&args(&["doctor", "--help"])).unwrap() else { panic!("help") };
         assert!(help.contains("--min-pct-of-ceiling") && help.contains("[default: the first three]"), "{help}");
+        // What doctor refuses is not offered.
+        for flag in ["--csv", "--no-csv", "--markdown", "--plot", "--per-rank", "--stepfactor", "--stepbytes", "--impl"]
+        {
+            assert!(!help.contains(flag), "{flag} in doctor's help: {help}");
+        }
     }
 
     #[test]
@@ -159,6 +189,8 @@ mod tests {
             (&["doctor", "--min-pct-of-ceiling", "abc"][..], "expected a number above 0 and at most 100"),
             (&["doctor", "barrier"][..], "doctor COLLECTIVE: barrier has no algorithms"),
             (&["doctor", "--impl", "ring"][..], "doctor: --backend and --impl"),
+            (&["doctor", "-f", "4"][..], "doctor -f/--stepfactor: doctor measures at one size"),
+            (&["doctor", "-i", "1M"][..], "doctor -i/--stepbytes: doctor measures at one size"),
         ] {
             let e = parse(&args(a)).unwrap_err().to_string();
             assert!(e.contains(want) && !e.contains('\n'), "{a:?}: {e}");

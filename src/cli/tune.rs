@@ -61,8 +61,11 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
             a.help("Time budget for the timed iterations of each candidate, size and placement (e.g. 20ms, 1s)")
                 .default_value(TUNE_BUDGET)
         })
-        .mut_arg("csv", |a| a.help("Write results as CSV to PATH [default: results/coll-bench-tune-<UTC time>.csv]"))
-        .mut_arg("no_ceiling", |a| a.hide(true));
+        .mut_arg("csv", |a| a.help("Write results as CSV to PATH [default: results/coll-bench-tune-<UTC time>.csv]"));
+    // The sweep's flags tune refuses (below) are not in its help.
+    let cmd = ["json", "markdown", "progress", "no_ceiling", "backend", "implementation"]
+        .iter()
+        .fold(cmd, |cmd, id| cmd.mut_arg(*id, |a| a.hide(true)));
     let a: TuneArgs = match super::clap_parse_with(cmd, argv)? {
         Clap::Args(a) => a,
         Clap::Info(t) => return Ok(Clap::Info(t)),
@@ -118,6 +121,10 @@ mod tests {
         assert!(help.contains("[default: the first five]") && !help.contains("the first three"), "{help}");
         assert!(help.contains("[default: 20ms]") && !help.contains("50ms"), "{help}");
         assert!(help.contains("results/coll-bench-tune-<UTC time>.csv"), "{help}");
+        // What tune refuses is not offered.
+        for flag in ["--json", "--markdown", "--progress", "--no-ceiling", "--backend", "--impl"] {
+            assert!(!help.contains(flag), "{flag} in tune's help: {help}");
+        }
         let Clap::Args(o) = parse(&args(&["tune"])).unwrap() else { panic!("args") };
         assert_eq!(o.sweep.budget_s, crate::tune::DEFAULT_BUDGET_S);
         assert_eq!(o.sweep.collectives.len(), 5);

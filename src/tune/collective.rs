@@ -241,6 +241,16 @@ impl Job<'_> {
         Ok(())
     }
 
+    /// Open MPI: the rules file applied to this job (`coll_tuned_dynamic_rules_filename`, read
+    /// only with dynamic rules on, as tune runs), whose rules then are the `default` candidate.
+    pub(super) fn applied_rules_file(&self) -> Option<String> {
+        if self.library != Library::OpenMpi {
+            return None;
+        }
+        let var = self.tool.cvars(&|n| n == "coll_tuned_dynamic_rules_filename");
+        var.first().and_then(|c| self.tool.read_text(c)).filter(|p| !p.trim().is_empty())
+    }
+
     /// `--verify`: each collective's plan ([`Job::verify_plan`]) before anything is printed or
     /// measured, so that a file this job cannot verify is refused first.
     pub(super) fn check_verify(&self, all_vars: &[Cvar]) -> Result<()> {
@@ -293,13 +303,10 @@ impl Job<'_> {
                 )));
             }
         }
-        if self.library == Library::OpenMpi {
-            let applied = self.tool.cvars(&|n| n == "coll_tuned_dynamic_rules_filename");
-            if let Some(path) = applied.first().and_then(|c| self.tool.read_text(c)).filter(|p| !p.trim().is_empty()) {
-                return Err(Error::usage(format!(
-                    "tune --verify: a rules file is applied to this job (coll_tuned_dynamic_rules_filename={path}): --verify times the library's default against the file's choices, so run it without one"
-                )));
-            }
+        if let Some(path) = self.applied_rules_file() {
+            return Err(Error::usage(format!(
+                "tune --verify: a rules file is applied to this job (coll_tuned_dynamic_rules_filename={path}): --verify times the library's default against the file's choices, so run it without one"
+            )));
         }
         let mut keep = vec![0usize];
         let mut plan = vec![];

@@ -207,6 +207,9 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     let mut csv = open_csv(world, &opts, &now, &info)?;
     let csv_path = csv.as_ref().map(|c| c.path().to_path_buf());
     print_header(world, &opts, o, verify.is_some());
+    if let Some(path) = job.applied_rules_file().filter(|_| !job.quiet) {
+        say(world, &format!("# note: a rules file is applied to this job (coll_tuned_dynamic_rules_filename={path}): `default` below is the library's choice with it, not its built-in rules"));
+    }
 
     let mut found = collective::Found::default();
     for &kind in &opts.collectives {
