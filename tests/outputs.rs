@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
-use std::process::Output;
+use std::process::{Command, Output};
 
 /// Every entry under `dir` (not following links): its kind and, for a file, its bytes; for a
 /// link, where it points.
@@ -312,6 +312,32 @@ fn a_full_disk_leaves_whole_rows_and_no_temporary_files() {
     let mut sorted = left.clone();
     sorted.sort();
     assert_eq!(sorted, ["run.csv", "run.json"], "{left:?}");
+}
+
+/// A plot on a full disk: one line naming the user's path (not the temporary file it was
+/// written through), exit 2, nothing left behind.
+#[test]
+fn a_plot_on_a_full_disk_names_its_path_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(dir.path(), 2, &["all-reduce", "-e", "1K", "-n", "1", "-w", "0", "--csv", "r.csv"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let mnt = dir.path().join("small");
+    let Some(_disk) = small_disk("a_plot_on_a_full_disk_names_its_path_and_leaves_nothing", &mnt, "64k") else {
+        return;
+    };
+    // Fill it, but for less than the plot needs.
+    std::fs::write(mnt.join("fill"), vec![0u8; 60 * 1024]).unwrap();
+    let o = Command::new(BIN).current_dir(dir.path()).args(["plot", "r.csv", "-o", "small/p.svg"]).output().unwrap();
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(lines[0].contains("'small/p.svg'") && lines[0].contains("No space left on device"), "{err}");
+    assert!(!lines[0].contains(".tmp"), "names the temporary file: {err}");
+    let mut left: Vec<String> =
+        std::fs::read_dir(&mnt).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
+    left.sort();
+    assert_eq!(left, ["fill"], "{left:?}");
 }
 
 #[test]

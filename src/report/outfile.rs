@@ -333,7 +333,7 @@ impl AppendFile {
     pub fn replace_with(self, bytes: &[u8]) -> Result<()> {
         let dir = self.target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
         let mut tmp = temp_in(&self.flag, &self.path, &dir)?;
-        tmp.write_all(bytes).map_err(|e| {
+        tmp.as_file_mut().write_all(bytes).map_err(|e| {
             Error::setup(format!("{}: writing '{}' failed: {e}", self.flag, crate::error::shown(&self.path)))
         })?;
         replace_checked(&self.flag, &self.path, &self.target, tmp)
@@ -406,7 +406,8 @@ fn temp_in(flag: &str, shown: &Path, dir: &Path) -> Result<tempfile::NamedTempFi
         .prefix(&format!(".{stem}."))
         .suffix(".tmp")
         .tempfile_in(dir)
-        .map_err(|e| cannot(flag, shown, e))
+        // tempfile names its own file in the message; the user's path is the one to name.
+        .map_err(|e| cannot(flag, shown, e.raw_os_error().map(std::io::Error::from_raw_os_error).unwrap_or(e)))
 }
 
 /// Rename `tmp` over `target` if that is a regular file or absent; otherwise remove `tmp`.
@@ -436,7 +437,8 @@ pub fn replace(flag: &str, path: &Path, bytes: &[u8], policy: Policy, make_dirs:
         std::fs::create_dir_all(&dir).map_err(|e| cannot(flag, path, e))?;
     }
     let result = temp_in(flag, path, &dir).and_then(|mut tmp| {
-        tmp.write_all(bytes)
+        tmp.as_file_mut()
+            .write_all(bytes)
             .map_err(|e| Error::setup(format!("{flag}: writing '{}' failed: {e}", crate::error::shown(path))))?;
         replace_checked(flag, path, &target, tmp)
     });
