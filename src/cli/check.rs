@@ -30,12 +30,8 @@ pub struct CheckArgs {
     /// Write no CSV of the measurements
     #[arg(long = "no-csv")]
     pub no_csv: bool,
-    /// Replace the JUnit file or the CSV if it exists (a regular file only)
-    #[arg(long = "force", visible_alias = "overwrite")]
-    pub force: bool,
-    /// Write to the file a symbolic link at the JUnit path points at (refused by default)
-    #[arg(long = "follow-symlinks")]
-    pub follow_symlinks: bool,
+    #[command(flatten)]
+    pub files: super::FileFlags,
     /// Show a progress bar on stderr over every rule's points (automatic when rank 0's stderr
     /// is a terminal; under mpirun it is a pipe, so ask)
     #[arg(long = "progress")]
@@ -56,7 +52,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<CheckOptions>> {
                 (Some(p), false) => CsvTarget::Path(p),
                 (None, false) => CsvTarget::Default,
             },
-            files: crate::options::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
+            files: a.files.policy(),
             progress: a.progress,
             debug_slow_rank: a.debug_slow_rank.as_deref().map(super::values::slow_rank).transpose()?,
         }),

@@ -23,6 +23,24 @@ use crate::error::{Error, Result};
 use crate::options::Options;
 use clap::Parser;
 
+/// The flags of every subcommand that writes files, defined once: how an output that exists, or
+/// a symbolic link at an output path, is treated (`crate::options::Policy`).
+#[derive(clap::Args, Debug, Clone, Copy)]
+pub struct FileFlags {
+    /// Replace output files that already exist (regular files only)
+    #[arg(long = "force", visible_alias = "overwrite")]
+    pub force: bool,
+    /// Write to the file an output path's symbolic link points at (refused by default)
+    #[arg(long = "follow-symlinks")]
+    pub follow_symlinks: bool,
+}
+
+impl FileFlags {
+    pub fn policy(self) -> crate::options::Policy {
+        crate::options::Policy { force: self.force, follow_symlinks: self.follow_symlinks }
+    }
+}
+
 /// What parsing the command line led to.
 #[derive(Debug)]
 pub enum Parsed {

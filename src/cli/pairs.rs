@@ -39,12 +39,8 @@ pub struct PairsArgs {
     /// Write no CSV
     #[arg(long = "no-csv")]
     pub no_csv: bool,
-    /// Replace the CSV if it exists (a regular file only)
-    #[arg(long = "force", visible_alias = "overwrite")]
-    pub force: bool,
-    /// Write to the file a symbolic link at the CSV path points at (refused by default)
-    #[arg(long = "follow-symlinks")]
-    pub follow_symlinks: bool,
+    #[command(flatten)]
+    pub files: super::FileFlags,
 }
 
 /// Parse `pairs …` (`argv[0]` is "pairs").
@@ -68,6 +64,6 @@ pub fn parse(argv: &[String]) -> Result<Clap<PairsOptions>> {
         sequential: a.sequential,
         // None: no CSV; Some(None): the default path; Some(Some(p)): this path.
         csv: if a.no_csv { None } else { Some(a.csv) },
-        files: crate::options::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
+        files: a.files.policy(),
     }))
 }

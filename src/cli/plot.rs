@@ -2,7 +2,6 @@
 
 use super::Clap;
 use crate::error::Result;
-use crate::options::Policy;
 use crate::plot::{PlacementChoice, PlotOptions, Stat, Style, FORM, MAX_SIDE, MIN_SIDE};
 use clap::ValueEnum;
 use std::path::PathBuf;
@@ -37,12 +36,8 @@ pub struct PlotArgs {
     /// Title (default: the files, ranks and hosts).
     #[arg(long)]
     title: Option<String>,
-    /// Replace the image if it exists (a regular file only)
-    #[arg(long = "force", visible_alias = "overwrite")]
-    force: bool,
-    /// Write to the file a symbolic link at the output path points at (refused by default)
-    #[arg(long = "follow-symlinks")]
-    follow_symlinks: bool,
+    #[command(flatten)]
+    outputs: super::FileFlags,
 }
 
 /// `--placement`'s spellings.
@@ -83,7 +78,7 @@ impl PlotArgs {
             height: self.height,
             title: self.title,
         };
-        let files = Policy { force: self.force, follow_symlinks: self.follow_symlinks };
+        let files = self.outputs.policy();
         PlotOptions { files: self.files, output: self.output, style, policy: files }
     }
 }
@@ -106,6 +101,7 @@ fn try_parse(argv: &[&str]) -> std::result::Result<PlotOptions, crate::error::Er
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Policy;
 
     #[test]
     fn placement_has_one_spelling_and_reads_the_old_ones() {

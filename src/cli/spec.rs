@@ -3,7 +3,6 @@
 use super::Clap;
 use crate::acceptance::from_run::{FromRunOptions, FORM};
 use crate::error::{Error, Result};
-use crate::options::Policy;
 use std::path::PathBuf;
 
 #[derive(clap::Parser, Debug)]
@@ -43,12 +42,8 @@ struct FromRunArgs {
     /// Write the spec here [default: standard output]
     #[arg(short = 'o', long = "output", value_name = "SPEC.toml")]
     output: Option<PathBuf>,
-    /// Replace the output if it exists (a regular file only)
-    #[arg(long = "force", visible_alias = "overwrite")]
-    force: bool,
-    /// Write to the file a symbolic link at the output path points at (refused by default)
-    #[arg(long = "follow-symlinks")]
-    follow_symlinks: bool,
+    #[command(flatten)]
+    files: super::FileFlags,
 }
 
 /// Parse `spec …` (`argv[0]` is "spec"). A bad flag is one line, `spec: …; expected FORM`; a
@@ -60,7 +55,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<FromRunOptions>> {
             margin_text: a.margin,
             runs: a.runs,
             output: a.output,
-            policy: Policy { force: a.force, follow_symlinks: a.follow_symlinks },
+            policy: a.files.policy(),
         }),
         Clap::Info(t) => Clap::Info(t),
     })
@@ -79,6 +74,7 @@ fn margin(v: &str) -> Result<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Policy;
 
     fn argv(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()

@@ -95,12 +95,8 @@ pub struct StepArgs {
     /// 20x the longest step so far)]
     #[arg(short = 'T', long = "timeout", value_name = "SECONDS")]
     pub timeout: Option<String>,
-    /// Replace output files that exist (regular files only)
-    #[arg(long = "force", visible_alias = "overwrite")]
-    pub force: bool,
-    /// Write to the file a symbolic link at an output path points at (refused by default)
-    #[arg(long = "follow-symlinks")]
-    pub follow_symlinks: bool,
+    #[command(flatten)]
+    pub files: super::FileFlags,
     /// Testing only: flip a bit of every output this rank receives in the check pass
     #[arg(long = "debug-corrupt-rank", value_name = "RANK", hide = true)]
     pub debug_corrupt_rank: Option<usize>,
@@ -225,7 +221,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
         check: super::values::bool_flag("step -c/--check", &a.check)?,
         csv: if a.no_csv { None } else { Some(a.csv) },
         json: a.json,
-        files: crate::options::Policy { force: a.force, follow_symlinks: a.follow_symlinks },
+        files: a.files.policy(),
         timeout: a.timeout.as_deref().map(|v| timeout("step -T/--timeout", v)).transpose()?.unwrap_or(Timeout::Auto),
         debug_corrupt_rank: a.debug_corrupt_rank,
         debug_stop_rank: a.debug_stop_rank.as_deref().map(stop_rank).transpose()?,

@@ -8,9 +8,7 @@ use crate::collective::Kind;
 use crate::dtype::{DType, Op};
 use crate::duration;
 use crate::error::{Error, Result};
-use crate::options::{
-    Aggregation, BackendKind, CsvTarget, Implementation, Malloc, Options, Order, Policy, Step, Timeout,
-};
+use crate::options::{Aggregation, BackendKind, CsvTarget, Implementation, Malloc, Options, Order, Step, Timeout};
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -153,12 +151,8 @@ pub struct Args {
     /// 20x the step's expected time)]
     #[arg(short = 'T', long = "timeout", value_name = "SECONDS", allow_hyphen_values = true)]
     pub timeout: Option<String>,
-    /// Replace output files that already exist (regular files only)
-    #[arg(long = "force", visible_alias = "overwrite")]
-    pub force: bool,
-    /// Write to the file an output path's symbolic link points at (refused by default)
-    #[arg(long = "follow-symlinks")]
-    pub follow_symlinks: bool,
+    #[command(flatten)]
+    pub files: super::FileFlags,
     /// Refuse a plan of more points (collective × type × op × size) than this; 0: no limit
     #[arg(long = "max-points", value_name = "N", default_value = "10000")]
     pub max_points: String,
@@ -268,7 +262,7 @@ impl Args {
             markdown: self.markdown,
             plot: self.plot,
             timeout,
-            files: Policy { force: self.force, follow_symlinks: self.follow_symlinks },
+            files: self.files.policy(),
             max_points,
             max_time_s,
             debug_slow_rank,
