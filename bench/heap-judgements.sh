@@ -37,9 +37,10 @@ NAME=${NAME:-$(hostname)}
 python3 - "$out" "$REPS" <<'PY' | tee "bench/heap-judgements-$NAME.md"
 import json, platform, statistics, subprocess, sys
 d, reps = sys.argv[1], int(sys.argv[2])
-def bare(h, c, i):
-    row = open(f"{d}/bare-{h}-{c}-{i}.csv").read().strip().split(",")
+def loop(name):
+    row = open(f"{d}/{name}.csv").read().strip().split(",")
     return float(row[4]), float(row[5])
+bare = lambda h, c, i: loop(f"bare-{h}-{c}-{i}")
 mpi = subprocess.run(["mpirun", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
 print(f"# doctor's call cause against an application's bare loops ({platform.node()}, {mpi})\n")
 print("2 ranks, reduce-scatter at 1 MiB, float sum. µs per call; faults: minor page faults per call of")
@@ -70,8 +71,7 @@ for i in range(1, reps + 1):
     cause = next((c for c in j["causes"] if c["subject"] == "reduce-scatter page faults"), None)
     advised = "yes" if cause and "MALLOC_" in (cause.get("remedy") or "") else "no"
     hb = bare(20, "reduce-scatter", i)
-    row = open(f"{d}/bare-kept-{i}.csv").read().strip().split(",")
-    kb = (float(row[4]), float(row[5]))
+    kb = loop(f"bare-kept-{i}")
     if h:
         dg, ag = h["default_us"] / h["kept_us"], hb[0] / kb[0]
         gains.append((dg, ag))
