@@ -18,6 +18,11 @@ case "$COLL_BENCH_MPI" in
     MPIRUN=("$(command -v mpiexec.mpich || command -v mpiexec || echo mpiexec)")
     export CARGO_TARGET_DIR=target/mpich
     COLL_BENCH_BIN=target/mpich/release/coll-bench
+    # A fallback mpicc that is not MPICH's (MPICH not installed: Open MPI's on the PATH) would
+    # build and test Open MPI under MPICH's name; say so (ci/setup.sh mpich installs it).
+    if ! "$MPICC" -show 2>/dev/null | grep -qi mpich; then
+      echo "ci/env.sh: warning: COLL_BENCH_MPI=mpich, but $MPICC is not MPICH's compiler wrapper (bash ci/setup.sh mpich installs MPICH)" >&2
+    fi
     ;;
   *)
     echo "ci/env.sh: COLL_BENCH_MPI=$COLL_BENCH_MPI is not a family this project builds (accepted: openmpi, mpich)" >&2
