@@ -25,22 +25,23 @@ use crate::sweep::Sweep;
 use crate::world::World;
 use serde::Serialize;
 
-/// The pieces the free region is made of: below glibc's smallest mmap threshold (128 KiB), so
-/// each comes from the heap, and above its tcache and fastbin sizes, so freed neighbours merge.
+/// The pieces the free region is made of, and the pin: below glibc's smallest mmap threshold
+/// (128 KiB), so each comes from the heap, and above its tcache and fastbin sizes, so freed
+/// neighbours merge (and the freed pin merges the region with the heap top again).
 const PIECE: usize = 64 * 1024;
-/// The pin: also above the tcache and fastbin sizes, so that freeing it merges the region with
-/// the heap top again.
-const PIN: usize = 4096;
 
 /// A free region of the heap held below a pinned chunk (main arena, this thread's allocations).
 struct Pin(*mut libc::c_void);
 
 impl Pin {
-    /// Hold about `bytes` free below a pin; `None` where malloc refuses.
+    /// Hold about `bytes` free below a pin: pieces taken one after another (from the heap top,
+    /// where no free chunk fits them), the last one kept as the pin, so it lies above the others;
+    /// `None` where malloc refuses.
     fn hold(bytes: usize) -> Option<Pin> {
-        let n = bytes.div_ceil(PIECE);
+        let n = bytes.div_ceil(PIECE) + 1;
         let mut pieces: Vec<*mut libc::c_void> = Vec::with_capacity(n);
-        // SAFETY: plain malloc/free of blocks this function owns; each freed once.
+        // SAFETY: plain malloc/free of blocks this function owns; each freed once (the pin by
+        // `drop`).
         unsafe {
             for _ in 0..n {
                 let p = libc::malloc(PIECE);
@@ -50,9 +51,9 @@ impl Pin {
                 }
                 pieces.push(p);
             }
-            let pin = libc::malloc(PIN);
+            let pin = pieces.pop()?;
             pieces.iter().for_each(|p| libc::free(*p));
-            (!pin.is_null()).then_some(Pin(pin))
+            Some(Pin(pin))
         }
     }
 }
