@@ -131,10 +131,16 @@ fn the_library_s_other_call_is_timed_and_named_where_it_is_faster() {
     // page-faulted, and the allocator advised only where that was faster by 10% or more.
     let faults = j["collectives"][0]["minor_faults_per_call"].as_f64().unwrap_or(0.0);
     let heap = j["heap"].as_array().unwrap_or_else(|| panic!("{j}"));
-    assert_eq!(heap.len(), usize::from(faults >= 16.0), "{j}");
+    // At most the one collective, and only where it faulted (a kept run that still faulted is
+    // dropped: then the cause's share is estimated and nothing is advised).
+    assert!(heap.len() <= usize::from(faults >= 16.0), "{j}");
     let fault_cause =
         j["causes"].as_array().unwrap().iter().find(|x| x["subject"] == "reduce-scatter page faults").cloned();
     assert_eq!(fault_cause.is_some(), faults >= 16.0, "{j}");
+    if let (None, Some(cause)) = (heap.first(), &fault_cause) {
+        assert_eq!(cause["share_source"], "estimated", "{cause}");
+        assert!(!cause["remedy"].as_str().unwrap_or("").contains("MALLOC_"), "advice not measured: {cause}");
+    }
     if let (Some(h), Some(cause)) = (heap.first(), fault_cause) {
         let t = |k: &str| h[k].as_f64().unwrap_or_else(|| panic!("{k}: {h}"));
         assert!(t("kept_faults_per_call") < 16.0 && t("default_faults_per_call") >= 16.0, "{h}");
@@ -238,9 +244,12 @@ fn a_limit_too_short_leaves_the_algorithms_out_and_says_so() {
     assert_eq!(j["alternatives"].as_array().map(|a| a.len()), Some(0));
     assert_eq!(j["run"]["options"]["max_time_s"].as_f64(), Some(2.0));
     let mut phases: Vec<&str> = plan["phases"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
-    // The heap's phase, after the planned ones, where a collective page-faulted.
-    let heap_ran = !j["heap"].as_array().unwrap().is_empty();
-    assert_eq!(phases.last() == Some(&"heap"), heap_ran, "{plan}");
+    // The heap's phase, after the planned ones: only where a collective page-faulted, and
+    // present wherever it gave a measurement (a kept run that still faulted gives none).
+    let faulted = |c: &serde_json::Value| c["minor_faults_per_call"].as_f64().is_some_and(|f| f >= 16.0);
+    let heap_phase = phases.last() == Some(&"heap");
+    assert!(!heap_phase || j["collectives"].as_array().unwrap().iter().any(faulted), "{j}");
+    assert!(heap_phase || j["heap"].as_array().unwrap().is_empty(), "{j}");
     phases.retain(|p| *p != "heap");
     assert_eq!(phases, ["ceiling and collectives", "pairs", "hosts", "algorithms"]);
     assert!(j["seconds"].as_f64().unwrap() < 10.0, "{out}");

@@ -114,9 +114,14 @@ fn a_signal_to_the_launcher_names_the_files() {
         if FAMILY == "mpich" {
             // Hydra (MPICH 4.0.2) forwards the signal; its own status is 130/143 or 0 while
             // every rank ends with 128 + the signal: its proxy records 0 for a process it reaps
-            // after forwarding a signal (docs/watchdog.md, "Ctrl-C under Hydra"). The line
-            // below is what tells the user.
-            assert!(status == Some(code) || status == Some(0), "signal {sig}: exit {status:?}: {err}");
+            // after forwarding a signal (docs/watchdog.md, "Ctrl-C under Hydra"). Now and then
+            // (1 fresh-machine run in about 10) its proxy SIGKILLs a rank still in its 0.3 s
+            // pause after rank 0 has ended, and returns 9 with its BAD TERMINATION banner. The
+            // line below is what tells the user, and it is there in every case.
+            assert!(
+                status == Some(code) || status == Some(0) || status == Some(9),
+                "signal {sig}: exit {status:?}: {err}"
+            );
         } else {
             assert_eq!(status, Some(1), "Open MPI's mpirun changed its code: update docs/output.md; {err}");
             // mpirun follows its SIGTERM to the ranks with a SIGKILL soon after, so rank 0's
