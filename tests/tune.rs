@@ -317,7 +317,7 @@ fn verify_times_the_files_choice_beside_the_default_in_one_run() {
     };
     let chosen = if FAMILY == "mpich" { "pairwise" } else { "basic_linear" };
     let text = format!(
-        "{rules}# coll-bench-measured reduce-scatter 65536 default 1000000 1000000 1000000\n# coll-bench-measured reduce-scatter 131072 {chosen} 1000000 NaN NaN\n"
+        "{rules}# coll-bench-measured reduce-scatter 65536 default 1000000 1000000 1000000\n# coll-bench-measured reduce-scatter 262144 {chosen} 1000000 NaN NaN\n"
     );
     std::fs::write(dir.path().join("old.rules"), text).unwrap();
     let o = tune(dir.path(), 2, &["--verify", "old.rules", "-n", "3", "-w", "1", "--no-csv"], &[]);
@@ -336,7 +336,11 @@ fn verify_times_the_files_choice_beside_the_default_in_one_run() {
         assert!(r.ends_with("ok (the file keeps the library's default here)"), "{out}");
         assert_eq!(r.split_whitespace().nth(2), Some("(default)"), "{r}");
     }
-    let r = row("131072");
+    // The sizes the file records, not the steps between them.
+    let timed: Vec<&str> =
+        out.lines().filter(|l| !l.starts_with('#')).filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(timed, ["65536", "262144"], "{out}");
+    let r = row("262144");
     let f: Vec<&str> = r.split_whitespace().collect();
     assert!(f[1].parse::<f64>().is_ok() && f[2].parse::<f64>().is_ok(), "both timed in this run: {r}");
     assert!(f[3].ends_with('x') && f[4] == "-", "the speed-up now, none recorded: {r}");

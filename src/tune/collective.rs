@@ -197,7 +197,7 @@ impl Job<'_> {
     ) -> Result<()> {
         let world = self.world;
         let mut d = discover(self.tool, self.library, kind, world.size, all_vars);
-        let sizes = crate::sweep::sizes_for(kind.spec(), &self.one(kind));
+        let sizes = self.sizes(kind);
         let original = match &d.var {
             Some(v) => Some(world.agree(self.tool.read(v))?),
             None => None,
@@ -257,7 +257,7 @@ impl Job<'_> {
         let Some(file) = self.verify else { return Ok(()) };
         for &kind in &self.opts.collectives {
             let mut d = discover(self.tool, self.library, kind, self.world.size, all_vars);
-            let sizes = crate::sweep::sizes_for(kind.spec(), &self.one(kind));
+            let sizes = self.sizes(kind);
             let original = match &d.var {
                 Some(v) => Some(self.world.agree(self.tool.read(v))?),
                 None => None,
@@ -265,6 +265,23 @@ impl Job<'_> {
             self.world.agree(self.verify_plan(kind, &mut d, file, &sizes, original))?;
         }
         Ok(())
+    }
+
+    /// The sizes of `kind` to measure: the sweep's; with `--verify`, those the file records for
+    /// it (each as the sweep makes it on this world), not the steps between them.
+    fn sizes(&self, kind: Kind) -> Vec<u64> {
+        let Some(file) = self.verify else { return crate::sweep::sizes_for(kind.spec(), &self.one(kind)) };
+        let mut recorded: Vec<u64> = file.measured.iter().filter(|m| m.kind == kind).map(|m| m.size_bytes).collect();
+        recorded.sort_unstable();
+        recorded.dedup();
+        let mut out: Vec<u64> = vec![];
+        for size in recorded {
+            let mut one = self.one(kind);
+            (one.min_bytes, one.max_bytes) = (size, size);
+            out.extend(crate::sweep::sizes_for(kind.spec(), &one));
+        }
+        out.dedup();
+        out
     }
 
     /// The sweep's options for `kind` alone.
