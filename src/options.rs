@@ -296,6 +296,8 @@ pub struct Options {
     pub ops: Vec<Op>,
     pub aggregation: Aggregation,
     pub root: usize,
+    /// `--pattern`: the traffic of all-to-all-v.
+    pub pattern: crate::collective::traffic::Pattern,
     pub blocking: bool,
     pub backend: BackendKind,
     /// Which implementation of the collectives inside the backend (`native`: the library's own).
@@ -367,6 +369,7 @@ impl Default for Options {
             ops: vec![Op::Sum],
             aggregation: Aggregation::Mean,
             root: 0,
+            pattern: crate::collective::traffic::Pattern::Uniform,
             blocking: false,
             backend: BackendKind::Mpi,
             implementation: Implementation::Native,

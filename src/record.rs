@@ -241,6 +241,38 @@ pub struct Point {
     pub algorithm: String,
     /// How `algorithm` is known: one of [`ALGORITHM_SOURCES`].
     pub algorithm_source: String,
+    /// All-to-all-v's traffic (`--pattern`) and its imbalance at this size; `None` for the
+    /// other collectives (the keys are then absent from the JSON, the columns empty in the CSV).
+    #[serde(flatten)]
+    pub traffic: Option<Traffic>,
+}
+
+/// What all-to-all-v's pattern made of one size (`crate::collective::traffic`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Traffic {
+    /// `--pattern` as written back (`uniform`, `spread=0.5`, `matrix=FILE`, `moe:…`).
+    pub pattern: String,
+    /// The largest rank's bytes sent over the mean rank's (1: balanced).
+    pub imbalance_sent: f64,
+    /// The largest rank's bytes received over the mean rank's.
+    pub imbalance_received: f64,
+    /// Percentage of the `moe` pattern's token copies dropped by its capacity (0 otherwise).
+    pub dropped_pct: f64,
+}
+
+impl Traffic {
+    pub fn of(
+        pattern: &crate::collective::traffic::Pattern,
+        peers: &crate::collective::traffic::PeerCounts,
+    ) -> Traffic {
+        let i = peers.imbalance();
+        Traffic {
+            pattern: pattern.to_string(),
+            imbalance_sent: i.sent,
+            imbalance_received: i.received,
+            dropped_pct: i.dropped * 100.0,
+        }
+    }
 }
 
 /// The algorithm column's value when the library cannot tell.
@@ -268,8 +300,14 @@ pub const ALGORITHM_SOURCES: [&str; 9] = [
 ];
 
 impl Point {
-    pub fn measurements(&self) -> [&Measurement; 2] {
-        [&self.out_of_place, &self.in_place]
+    /// The placements the collective is measured in: both, or out of place alone where it has
+    /// no in-place form (all-to-all-v), whose in-place row is then not written.
+    pub fn measurements(&self) -> Vec<&Measurement> {
+        if self.collective.spec().has_in_place() {
+            vec![&self.out_of_place, &self.in_place]
+        } else {
+            vec![&self.out_of_place]
+        }
     }
 
     /// A copy without each rank's times ([`Measurement::without_rank_times`]), to keep.

@@ -74,6 +74,9 @@ pub fn member(world: &World, opts: &Options, groups: &[Group]) -> Result<crate::
             size - 1
         )));
     }
+    if opts.collectives.contains(&crate::collective::Kind::AllToAllV) {
+        opts.pattern.check_run(size, opts.min_bytes, opts.max_bytes)?;
+    }
     Ok(crate::sweep::Member {
         group,
         groups: groups.len(),

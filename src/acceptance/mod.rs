@@ -906,6 +906,7 @@ mod tests {
             in_place: m(Placement::InPlace, 10.0, busbw, 0, slow),
             algorithm: "unknown".into(),
             algorithm_source: "not reported".into(),
+            traffic: None,
         }
     }
 

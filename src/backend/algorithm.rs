@@ -189,7 +189,8 @@ fn open_mpi_name(kind: Kind) -> Option<&'static str> {
         Kind::Gather => "gather",
         Kind::Scatter => "scatter",
         Kind::Barrier => "barrier",
-        Kind::SendRecv | Kind::PingPong => return None,
+        // Its counts are not one size, which the library's choice keys on: not reported.
+        Kind::AllToAllV | Kind::SendRecv | Kind::PingPong => return None,
     })
 }
 
@@ -282,7 +283,7 @@ impl Settings {
             Kind::Gather => ompi_fixed::gather(n, b, true),
             Kind::Scatter => ompi_fixed::scatter(n, b, true),
             Kind::Barrier => ompi_fixed::barrier(n, b, true),
-            Kind::SendRecv | Kind::PingPong => return unknown("not reported"),
+            Kind::AllToAllV | Kind::SendRecv | Kind::PingPong => return unknown("not reported"),
         };
         (self.name_of(&var, alg), "fixed rules")
     }

@@ -99,6 +99,10 @@ struct Prepared {
     /// take them (`MPI_Reduce_scatter`, `MPI_Allgatherv`); empty otherwise.
     counts: Vec<c_int>,
     displs: Vec<c_int>,
+    /// All-to-all-v: what this rank receives from each rank and where (`counts`/`displs` are
+    /// what it sends).
+    recv_counts: Vec<c_int>,
+    recv_displs: Vec<c_int>,
 }
 
 fn datatype(d: DType) -> Option<ffi::MPI_Datatype> {
@@ -223,7 +227,9 @@ impl MpiBackend {
             let input = at(recv_base, l.in_place_input) as *const c_void;
             let output = at(recv_base, l.in_place_output) as *mut c_void;
             match call.kind {
-                Kind::AllReduce | Kind::AllGather | Kind::ReduceScatter | Kind::AllToAll => (in_place_ptr, output),
+                Kind::AllReduce | Kind::AllGather | Kind::ReduceScatter | Kind::AllToAll | Kind::AllToAllV => {
+                    (in_place_ptr, output)
+                }
                 Kind::Reduce | Kind::Gather if is_root => (in_place_ptr, output),
                 Kind::Reduce | Kind::Gather => (input, output),
                 Kind::Scatter if is_root => (input, in_place_ptr),
@@ -248,7 +254,21 @@ impl MpiBackend {
         };
         // SAFETY: a link-time constant of the MPI library.
         let dtype = if self.null_datatype { unsafe { ffi::RSMPI_DATATYPE_NULL } } else { dtype };
-        let (counts, displs) = if self.implementation == Implementation::Counts {
+        let ints = |v: &[usize]| {
+            v.iter().map(|x| c_int::try_from(*x)).collect::<std::result::Result<Vec<c_int>, _>>().map_err(|_| {
+                Error::usage(format!(
+                    "-e/--maxbytes: all-to-all-v's counts and displacements exceed MPI's 32-bit counts ({} elements in all); lower -e/--maxbytes",
+                    l.send_count.max(l.recv_count)
+                ))
+            })
+        };
+        let (recv_counts, recv_displs) = match l.peers {
+            Some(p) => (ints(&p.recv)?, ints(&p.recv_displs)?),
+            None => (vec![], vec![]),
+        };
+        let (counts, displs) = if let Some(p) = l.peers {
+            (ints(&p.send)?, ints(&p.send_displs)?)
+        } else if self.implementation == Implementation::Counts {
             let displs = (0..self.nranks)
                 .map(|i| c_int::try_from(i as i64 * count as i64))
                 .collect::<std::result::Result<Vec<c_int>, _>>()
@@ -281,6 +301,8 @@ impl MpiBackend {
             elem: (call.dtype, call.op),
             counts,
             displs,
+            recv_counts,
+            recv_displs,
         })
     }
 
@@ -461,6 +483,7 @@ impl MpiBackend {
             (_, Kind::Gather) => "MPI_Gather",
             (_, Kind::Scatter) => "MPI_Scatter",
             (_, Kind::AllToAll) => "MPI_Alltoall",
+            (_, Kind::AllToAllV) => "MPI_Alltoallv",
             (_, Kind::Barrier) => "MPI_Barrier",
             (_, Kind::SendRecv) => "MPI_Sendrecv (MPI_Sendrecv_replace in place)",
             (_, Kind::PingPong) => "MPI_Send + MPI_Recv (ping-pong)",
@@ -522,6 +545,12 @@ impl MpiBackend {
                 }
                 (Implementation::Native, Kind::AllToAll) => {
                     ok("MPI_Alltoall", ffi::MPI_Alltoall(p.send, p.count, p.dtype, p.recv, p.count, p.dtype, c))?;
+                }
+                (Implementation::Native, Kind::AllToAllV) => {
+                    let (sc, sd) = (p.counts.as_ptr(), p.displs.as_ptr());
+                    let (rc, rd) = (p.recv_counts.as_ptr(), p.recv_displs.as_ptr());
+                    let r = ffi::MPI_Alltoallv(p.send, sc, sd, p.dtype, p.recv, rc, rd, p.dtype, c);
+                    ok("MPI_Alltoallv", r)?;
                 }
                 (Implementation::Native, Kind::Barrier) => ok("MPI_Barrier", ffi::MPI_Barrier(c))?,
                 (Implementation::Native, Kind::SendRecv) => {

@@ -28,7 +28,7 @@ pub fn collective_id(kind: Kind) -> Option<u32> {
         Kind::Reduce => 11,
         Kind::ReduceScatter => 13,
         Kind::Scatter => 15,
-        Kind::SendRecv | Kind::PingPong => return None,
+        Kind::AllToAllV | Kind::SendRecv | Kind::PingPong => return None,
     })
 }
 

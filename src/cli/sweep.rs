@@ -87,6 +87,11 @@ pub struct Args {
     /// Root rank of broadcast, reduce, gather and scatter
     #[arg(short = 'r', long = "root", value_name = "RANK", default_value = "0")]
     pub root: String,
+    /// Traffic of all-to-all-v: uniform, spread=S (nccl-tests' distance-weighted counts, S 0-1),
+    /// matrix=FILE (nccl-tests' traffic-matrix file, bytes, row = sender) or
+    /// moe:experts=E,topk=K,skew=Z[,capacity=C][,seed=N] (tokens routed to their top-k experts)
+    #[arg(long = "pattern", value_name = "PATTERN", default_value = "uniform")]
+    pub pattern: String,
     /// Synchronise all ranks after every call (0 or 1)
     #[arg(short = 'z', long = "blocking", value_name = "0|1", default_value = "0")]
     pub blocking: String,
@@ -213,6 +218,13 @@ impl Args {
         let root: usize = self.root.trim().parse().map_err(|_| {
             Error::usage(format!("-r/--root: '{}' is not a rank; expected a whole number from 0 to ranks-1", self.root))
         })?;
+        let pattern = crate::collective::traffic::Pattern::parse(&self.pattern)?;
+        if pattern != crate::collective::traffic::Pattern::Uniform && !collectives.contains(&Kind::AllToAllV) {
+            return Err(Error::usage(format!(
+                "--pattern: '{}' shapes all-to-all-v only, which this run does not measure; expected all-to-all-v among the collectives",
+                self.pattern
+            )));
+        }
         let (backend, implementation) = backend(&self.backend, &self.implementation, &collectives)?;
         let malloc = Malloc::parse(&self.malloc).ok_or_else(|| {
             Error::usage(format!("--malloc: unknown heap '{}'; expected {}", self.malloc, Malloc::ACCEPTED))
@@ -246,6 +258,7 @@ impl Args {
             ops,
             aggregation,
             root,
+            pattern,
             blocking,
             backend,
             implementation,

@@ -18,6 +18,7 @@ impl Collective for AllGather {
             send_count: base,
             recv_count: base * n,
             alg_count: base * n,
+            peers: None,
             in_place_input: rank * base,
             in_place_output: 0,
         }

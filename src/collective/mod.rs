@@ -6,6 +6,7 @@
 mod all_gather;
 mod all_reduce;
 mod all_to_all;
+mod all_to_all_v;
 mod barrier;
 mod broadcast;
 mod gather;
@@ -14,6 +15,7 @@ mod reduce;
 mod reduce_scatter;
 mod scatter;
 mod sendrecv;
+pub mod traffic;
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -33,6 +35,8 @@ pub enum Kind {
     Gather,
     Scatter,
     AllToAll,
+    /// All-to-all with a count per pair of ranks, from `--pattern` (`MPI_Alltoallv`).
+    AllToAllV,
     /// nccl-tests' sendrecv: each rank sends to rank+1 and receives from rank−1, at once.
     #[serde(rename = "sendrecv")]
     SendRecv,
@@ -42,7 +46,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] = [
+    pub const ALL: [Kind; 12] = [
         Kind::AllReduce,
         Kind::AllGather,
         Kind::ReduceScatter,
@@ -51,13 +55,14 @@ impl Kind {
         Kind::Gather,
         Kind::Scatter,
         Kind::AllToAll,
+        Kind::AllToAllV,
         Kind::SendRecv,
         Kind::PingPong,
         Kind::Barrier,
     ];
     /// What runs when no collective is named.
     pub const CORE: [Kind; 3] = [Kind::AllReduce, Kind::AllGather, Kind::ReduceScatter];
-    pub const ACCEPTED: &'static str = "all-reduce, all-gather, reduce-scatter, broadcast, reduce, gather, scatter, all-to-all, sendrecv, ping-pong, barrier or all";
+    pub const ACCEPTED: &'static str = "all-reduce, all-gather, reduce-scatter, broadcast, reduce, gather, scatter, all-to-all, all-to-all-v, sendrecv, ping-pong, barrier or all";
 
     pub fn name(self) -> &'static str {
         self.spec().name()
@@ -75,6 +80,7 @@ impl Kind {
             "gather" => Kind::Gather,
             "scatter" => Kind::Scatter,
             "alltoall" => Kind::AllToAll,
+            "alltoallv" => Kind::AllToAllV,
             "sendrecv" => Kind::SendRecv,
             "pingpong" => Kind::PingPong,
             "barrier" => Kind::Barrier,
@@ -93,6 +99,7 @@ impl Kind {
             Kind::Gather => &gather::Gather,
             Kind::Scatter => &scatter::Scatter,
             Kind::AllToAll => &all_to_all::AllToAll,
+            Kind::AllToAllV => &all_to_all_v::AllToAllV,
             Kind::SendRecv => &sendrecv::SendRecv,
             Kind::PingPong => &ping_pong::PingPong,
             Kind::Barrier => &barrier::Barrier,
@@ -126,6 +133,9 @@ pub struct Layout {
     pub recv_count: usize,
     /// Elements behind algbw: algbw = alg_count × element size / time.
     pub alg_count: usize,
+    /// All-to-all-v: this rank's count for each peer ([`traffic::PeerCounts`]); `None` for the
+    /// others, whose blocks are all `count`.
+    pub peers: Option<&'static traffic::PeerCounts>,
     /// In place (one buffer): where this rank's input lies…
     pub in_place_input: usize,
     /// …and where its output lands.
@@ -134,7 +144,11 @@ pub struct Layout {
 
 impl Layout {
     /// The "size" column: the larger of the bytes sent and received by one rank.
+    /// All-to-all-v: the mean rank's bytes sent, as nccl-tests' size.
     pub fn size_bytes(&self, elem: usize) -> usize {
+        if let Some(p) = self.peers {
+            return p.nominal * elem;
+        }
         self.send_count.max(self.recv_count) * elem
     }
     /// Elements the single in-place buffer must hold.
@@ -178,6 +192,11 @@ pub trait Collective: Sync {
     fn rooted(&self) -> bool {
         false
     }
+    /// Is it measured in place too? (false for all-to-all-v: MPI's in-place form needs a
+    /// symmetric matrix, and nccl-tests leaves it unchecked)
+    fn has_in_place(&self) -> bool {
+        true
+    }
     /// Does it move data whose size is swept? (false for barrier)
     fn sized(&self) -> bool {
         true
@@ -197,6 +216,22 @@ pub trait Collective: Sync {
         c.layout.recv_count
     }
     fn expected(&self, c: &Ctx, j: usize) -> Cell;
+}
+
+/// The layout of `kind` with the run's traffic pattern (which only all-to-all-v reads).
+pub fn layout_of(
+    kind: Kind,
+    pattern: &traffic::Pattern,
+    elems: usize,
+    elem: usize,
+    nranks: usize,
+    rank: usize,
+    convention: Convention,
+) -> Layout {
+    match kind {
+        Kind::AllToAllV => all_to_all_v::layout(pattern, elems, elem, nranks, rank),
+        _ => kind.spec().layout(elems, elem, nranks, rank, convention),
+    }
 }
 
 /// Elements of one rank's block where a size is shared out among `nranks` ranks (all-gather,

@@ -20,6 +20,7 @@ impl Collective for ReduceScatter {
             send_count: base * n,
             recv_count: base,
             alg_count: base * n,
+            peers: None,
             in_place_input: 0,
             in_place_output: match conv {
                 Convention::Mpi => 0,

@@ -21,6 +21,7 @@ impl Collective for Scatter {
             send_count: base * n,
             recv_count: base,
             alg_count: base * n,
+            peers: None,
             in_place_input: 0,
             in_place_output: rank * base,
         }

@@ -63,6 +63,10 @@ pub const COLUMNS: &[&str] = &[
     "pct_of_ceiling",
     "order",
     "budget_s",
+    "pattern",
+    "imbalance_sent",
+    "imbalance_received",
+    "dropped_pct",
 ];
 
 #[derive(Serialize)]
@@ -132,6 +136,14 @@ struct Row<'a> {
     order: &'a str,
     /// The run's `--budget` (each size and placement's time budget), seconds.
     budget_s: f64,
+    /// All-to-all-v's `--pattern`; empty for the other collectives (as the next three).
+    pattern: &'a str,
+    /// The largest rank's bytes sent over the mean rank's.
+    imbalance_sent: String,
+    /// The largest rank's bytes received over the mean rank's.
+    imbalance_received: String,
+    /// Percentage of the `moe` pattern's token copies dropped by its capacity.
+    dropped_pct: String,
 }
 
 /// Which row of a measurement: the combined one, one rank's (`--per-rank`) or one group's
@@ -382,6 +394,10 @@ impl CsvReport {
             pct_of_ceiling: String::new(),
             order: info.options.order.name(),
             budget_s: info.options.budget_s,
+            pattern: p.traffic.as_ref().map_or("", |t| t.pattern.as_str()),
+            imbalance_sent: p.traffic.as_ref().map(|t| num(t.imbalance_sent)).unwrap_or_default(),
+            imbalance_received: p.traffic.as_ref().map(|t| num(t.imbalance_received)).unwrap_or_default(),
+            dropped_pct: p.traffic.as_ref().map(|t| num(t.dropped_pct)).unwrap_or_default(),
         };
         let mut row = row;
         // A rank's (group's) row names the host(s) it covers, and leaves the slow ranks (a fact
@@ -513,6 +529,7 @@ mod tests {
             in_place: m.clone(),
             algorithm: "unknown".into(),
             algorithm_source: "not reported".into(),
+            traffic: None,
         };
         let options = Options { per_rank: true, per_group: true, ..Options::default() };
         let info = RunInfo {

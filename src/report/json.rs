@@ -72,6 +72,10 @@ fn point_value(info: &RunInfo, p: &Point) -> serde_json::Value {
             }
         }
     }
+    // A collective measured out of place only (all-to-all-v) has no in-place measurement.
+    if !p.collective.spec().has_in_place() {
+        v["in_place"] = serde_json::Value::Null;
+    }
     v
 }
 
@@ -287,6 +291,7 @@ mod tests {
             in_place: m(Placement::InPlace),
             algorithm: "unknown".into(),
             algorithm_source: "not reported".into(),
+            traffic: None,
         }
     }
 

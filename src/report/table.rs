@@ -110,6 +110,17 @@ fn time_col(us: f64) -> String {
     }
 }
 
+/// All-to-all-v's traffic for the header: the pattern and what it makes of the ranks.
+pub fn pattern_line(p: &crate::collective::traffic::Pattern, nranks: usize) -> String {
+    let i = p.imbalance(nranks);
+    let dropped =
+        if i.dropped > 0.0 { format!("; {:.1}% of token copies dropped", i.dropped * 100.0) } else { String::new() };
+    format!(
+        "{p} (all-to-all-v; busiest rank over the mean on {nranks} ranks: sent {:.2}x, received {:.2}x{dropped})",
+        i.sent, i.received
+    )
+}
+
 fn placement_cols(m: &Measurement) -> String {
     let wrong = m.wrong.map(|w| w.to_string()).unwrap_or_else(|| "N/A".into());
     format!("  {}  {:6.2}  {:6.2}  {:>6}", time_col(m.time_us), m.algbw_gbps, m.busbw_gbps, wrong)
@@ -124,6 +135,9 @@ impl<W: Write> Report for TableReport<W> {
         }
         let names: Vec<&str> = o.collectives.iter().map(|k| k.name()).collect();
         self.line(&format!("# collectives: {}", names.join(" ")));
+        if o.collectives.contains(&crate::collective::Kind::AllToAllV) {
+            self.line(&format!("# pattern: {}", pattern_line(&o.pattern, info.group_size())));
+        }
         self.line(&format!("# ranks: {} on {} host(s)", info.ranks, info.hosts.len()));
         for (host, ranks) in &info.hosts {
             self.line(&format!("#   {host}: {} rank(s): {}", ranks.len(), crate::world::rank_list(ranks)));
@@ -243,7 +257,11 @@ impl<W: Write> Report for TableReport<W> {
             op,
             root,
             placement_cols(&p.out_of_place),
-            placement_cols(&p.in_place)
+            if p.collective.spec().has_in_place() {
+                placement_cols(&p.in_place)
+            } else {
+                format!("  {:>8}  {:>6}  {:>6}  {:>6}", "-", "-", "-", "-")
+            }
         ));
         if info.options.per_rank {
             for m in p.measurements() {
@@ -655,6 +673,7 @@ mod tests {
             in_place: m(Placement::InPlace, vec![]),
             algorithm: "unknown".into(),
             algorithm_source: "not reported".into(),
+            traffic: None,
         }
     }
 

@@ -62,7 +62,15 @@ pub fn buffer_bytes(opts: &Options, nranks: usize, rank: usize, conv: Convention
         let elem = dtype.size();
         // Layouts grow with size, so the largest size decides.
         if let Some(&size) = sizes_for(spec, opts).last() {
-            let l = spec.layout((size / elem as u64) as usize, elem, nranks, rank, conv);
+            let l = crate::collective::layout_of(
+                kind,
+                &opts.pattern,
+                (size / elem as u64) as usize,
+                elem,
+                nranks,
+                rank,
+                conv,
+            );
             send = send.max(l.send_count * elem);
             recv = recv.max(l.recv_count.max(l.in_place_extent()) * elem);
         }
@@ -247,11 +255,12 @@ impl<'a> Sweep<'a> {
         for (ordinal, (kind, dtype, op, size)) in points(self.opts).into_iter().enumerate() {
             let spec = kind.spec();
             let elems = (size / dtype.size() as u64) as usize;
-            let layout = spec.layout(elems, dtype.size(), n, rank, conv);
+            let layout = crate::collective::layout_of(kind, &self.opts.pattern, elems, dtype.size(), n, rank, conv);
             let call =
                 |in_place| Call { kind, dtype, op: op.unwrap_or(Op::Sum), root: self.opts.root, layout, in_place };
             let out_of_place = self.measure(&call(false), Placement::OutOfPlace)?;
-            let in_place = if self.in_place {
+            // All-to-all-v is measured out of place only (`Collective::has_in_place`).
+            let in_place = if self.in_place && spec.has_in_place() {
                 self.measure(&call(true), Placement::InPlace)?
             } else {
                 Measurement::skipped(Placement::InPlace)
@@ -263,13 +272,16 @@ impl<'a> Sweep<'a> {
                 dtype,
                 op,
                 root: spec.rooted().then_some(self.opts.root),
-                size_bytes: layout_size(spec, elems, n, conv, dtype),
+                size_bytes: layout
+                    .peers
+                    .map_or_else(|| layout_size(spec, elems, n, conv, dtype), |p| (p.nominal * dtype.size()) as u64),
                 count: layout.count as u64,
                 bus_factor: spec.bus_factor(n),
                 out_of_place,
                 in_place,
                 algorithm,
                 algorithm_source: source.to_string(),
+                traffic: layout.peers.map(|p| crate::record::Traffic::of(&self.opts.pattern, p)),
             };
             totals.add(&point);
             self.seen.extend(crate::record::Seen::of(ordinal, &point));

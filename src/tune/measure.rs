@@ -421,6 +421,7 @@ impl<'a> Bench<'a> {
             // The caller names the candidate it forced.
             algorithm: crate::record::UNKNOWN_ALGORITHM.to_string(),
             algorithm_source: "not reported".to_string(),
+            traffic: None,
         };
         Cell::Timed { point: Box::new(point), rounds: o.rounds }
     }
@@ -443,6 +444,7 @@ impl<'a> Bench<'a> {
             out_of_place: Measurement::skipped(Placement::OutOfPlace),
             in_place: Measurement::skipped(Placement::InPlace),
             algorithm: crate::record::UNKNOWN_ALGORITHM.to_string(),
+            traffic: None,
             algorithm_source: "not reported".to_string(),
         }
     }

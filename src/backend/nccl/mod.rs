@@ -514,6 +514,10 @@ struct Prepared {
     /// mid-size messages are not L2-hot from one call to the next, as an application's are not.
     shift: u64,
     steps: u64,
+    /// All-to-all-v: this rank's count for each peer.
+    peers: Option<&'static crate::collective::traffic::PeerCounts>,
+    /// Bytes of one element.
+    elem: u64,
 }
 
 impl Prepared {
@@ -805,6 +809,8 @@ impl NcclBackend {
             ring: ring_peers(self.rank, self.nranks),
             shift,
             steps,
+            peers: l.peers,
+            elem,
         })
     }
 
@@ -933,6 +939,24 @@ impl NcclBackend {
                         let off = r as u64 * p.block;
                         check((a.send)(ptr(p.send + off), p.count, p.dtype, r as c_int, c, s), "ncclSend")?;
                         check((a.recv)(ptr(p.recv + off), p.count, p.dtype, r as c_int, c, s), "ncclRecv")?;
+                    }
+                    check((a.group_end)(), "ncclGroupEnd")
+                }
+                Kind::AllToAllV => {
+                    // As nccl-tests' alltoallv.cu: one group, per peer a send then a receive,
+                    // zero counts skipped, blocks contiguous in rank order.
+                    let v = p.peers.expect("an all-to-all-v call carries its counts");
+                    let elem = p.elem;
+                    check((a.group_start)(), "ncclGroupStart")?;
+                    for r in 0..self.nranks {
+                        if v.send[r] > 0 {
+                            let src = ptr(p.send + v.send_displs[r] as u64 * elem);
+                            check((a.send)(src, v.send[r], p.dtype, r as c_int, c, s), "ncclSend")?;
+                        }
+                        if v.recv[r] > 0 {
+                            let dst = ptr(p.recv + v.recv_displs[r] as u64 * elem);
+                            check((a.recv)(dst, v.recv[r], p.dtype, r as c_int, c, s), "ncclRecv")?;
+                        }
                     }
                     check((a.group_end)(), "ncclGroupEnd")
                 }

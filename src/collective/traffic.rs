@@ -1,0 +1,534 @@
+//! The traffic of all-to-all-v (`--pattern`): how many bytes each rank sends each other rank.
+//! Four patterns: `uniform` (all-to-all's blocks), `spread=S` (nccl-tests' distance-weighted
+//! counts, `alltoallv.cu`), `matrix=FILE` (nccl-tests' traffic-matrix file) and
+//! `moe:experts=E,topk=K,skew=Z[,capacity=C][,seed=N]` (tokens routed to their top-k experts
+//! under a Zipf popularity). A pattern gives, for one size and rank count, the n×n matrix of
+//! element counts; each rank keeps its own row and column ([`PeerCounts`]).
+
+use crate::error::{Error, Result};
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// What `--pattern` accepts, for its error lines.
+pub const ACCEPTED: &str =
+    "uniform, spread=S (S from 0 to 1), matrix=FILE or moe:experts=E,topk=K,skew=Z[,capacity=C][,seed=N]";
+
+/// Tokens each rank routes in the `moe` pattern: enough that the shares of 256 experts are
+/// known to a few percent; the matrix is then scaled to the size.
+pub const MOE_TOKENS_PER_RANK: u64 = 4096;
+
+/// The traffic of one all-to-all-v.
+#[derive(Clone, Debug, PartialEq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(into = "String", try_from = "String")]
+pub enum Pattern {
+    /// Every rank sends every rank the same block: all-to-all through `MPI_Alltoallv`.
+    #[default]
+    Uniform,
+    /// nccl-tests' `NCCL_TESTS_ALLTOALLV_SPREAD`: a blend, by S, of uniform blocks and blocks
+    /// that grow with the distance (j − i) mod n. Every rank still sends and receives the same
+    /// total.
+    Spread(f64),
+    /// nccl-tests' `NCCL_TESTS_ALLTOALLV_MATRIX_FILE`: bytes from row i to column j, its top-left
+    /// n×n corner used.
+    Matrix(Matrix),
+    /// Tokens routed to experts.
+    Moe(Moe),
+}
+
+/// A traffic-matrix file as read: `dim`×`dim` byte counts, row-major (row = sender).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Matrix {
+    pub path: PathBuf,
+    pub dim: usize,
+    pub bytes: Vec<u64>,
+}
+
+/// The `moe` pattern's parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Moe {
+    pub experts: usize,
+    pub topk: usize,
+    /// Zipf exponent of the experts' popularity (0: every expert alike).
+    pub skew: f64,
+    /// Capacity factor: each rank sends an expert at most C × (its tokens × topk / experts)
+    /// tokens; the rest are dropped. `None`: no cap.
+    pub capacity: Option<f64>,
+    pub seed: u64,
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Pattern::Uniform => f.write_str("uniform"),
+            Pattern::Spread(s) => write!(f, "spread={s}"),
+            Pattern::Matrix(m) => write!(f, "matrix={}", m.path.display()),
+            Pattern::Moe(m) => {
+                write!(f, "moe:experts={},topk={},skew={}", m.experts, m.topk, m.skew)?;
+                if let Some(c) = m.capacity {
+                    write!(f, ",capacity={c}")?;
+                }
+                write!(f, ",seed={}", m.seed)
+            }
+        }
+    }
+}
+
+impl From<Pattern> for String {
+    fn from(p: Pattern) -> String {
+        p.to_string()
+    }
+}
+
+impl TryFrom<String> for Pattern {
+    type Error = Error;
+    fn try_from(s: String) -> Result<Pattern> {
+        Pattern::parse(&s)
+    }
+}
+
+fn bad(text: &str, why: &str) -> Error {
+    Error::usage(format!("--pattern: '{text}' {why}; expected {ACCEPTED}"))
+}
+
+impl Pattern {
+    /// Parse `--pattern`; a matrix file is read here, so a bad one is refused before anything runs.
+    pub fn parse(text: &str) -> Result<Pattern> {
+        let t = text.trim();
+        if t == "uniform" {
+            return Ok(Pattern::Uniform);
+        }
+        if let Some(v) = t.strip_prefix("spread=") {
+            return match v.trim().parse::<f64>() {
+                Ok(s) if (0.0..=1.0).contains(&s) => Ok(Pattern::Spread(s)),
+                _ => Err(bad(text, "has a spread that is not a number from 0 to 1")),
+            };
+        }
+        if let Some(path) = t.strip_prefix("matrix=") {
+            if path.is_empty() {
+                return Err(bad(text, "names no file"));
+            }
+            return Ok(Pattern::Matrix(Matrix::read(Path::new(path))?));
+        }
+        if let Some(rest) = t.strip_prefix("moe:") {
+            return Moe::parse(text, rest).map(Pattern::Moe);
+        }
+        Err(bad(text, "is not a pattern"))
+    }
+
+    /// Refuse what only the run's rank count and sizes can tell, before anything is measured:
+    /// a matrix smaller than the ranks, and (as nccl-tests) a matrix run over more than one size
+    /// or with buffers smaller than its busiest rank.
+    pub fn check_run(&self, nranks: usize, min_bytes: u64, max_bytes: u64) -> Result<()> {
+        let Pattern::Matrix(m) = self else { return Ok(()) };
+        if m.dim < nranks {
+            return Err(Error::usage(format!(
+                "--pattern: the matrix in {} is {}x{}, smaller than the {nranks} ranks that run it; expected at least {nranks}x{nranks}",
+                crate::error::shown(&m.path),
+                m.dim,
+                m.dim
+            )));
+        }
+        if min_bytes != max_bytes {
+            return Err(Error::usage(format!(
+                "--pattern matrix=FILE: the file gives the bytes, so the run has one size; expected -b/--minbytes equal to -e/--maxbytes (got {min_bytes} and {max_bytes})"
+            )));
+        }
+        let counts = full_counts(self, (max_bytes) as usize, 1, nranks);
+        let busiest = busiest(&counts, nranks) as u64;
+        if busiest > max_bytes {
+            return Err(Error::usage(format!(
+                "-e/--maxbytes: the matrix in {} has a rank that moves {busiest} bytes; expected -b and -e of at least {busiest}",
+                crate::error::shown(&m.path)
+            )));
+        }
+        Ok(())
+    }
+
+    /// The traffic's imbalance on `nranks` ranks (size aside): the largest rank total over the
+    /// mean, sent and received, with the share of token copies dropped (`moe` with a capacity).
+    pub fn imbalance(&self, nranks: usize) -> Imbalance {
+        let (w, dropped) = weights(self, nranks);
+        let mut imb = Imbalance::of(&w, nranks);
+        imb.dropped = dropped;
+        imb
+    }
+}
+
+impl Moe {
+    fn parse(text: &str, rest: &str) -> Result<Moe> {
+        let (mut experts, mut topk, mut skew, mut capacity, mut seed) = (None, None, None, None, 1u64);
+        for part in rest.split(',') {
+            let (k, v) = part.split_once('=').ok_or_else(|| bad(text, &format!("has '{part}', not key=value")))?;
+            let v = v.trim();
+            let whole = || v.parse::<usize>().ok();
+            let real = || v.parse::<f64>().ok().filter(|x| x.is_finite());
+            match k.trim() {
+                "experts" => {
+                    experts = Some(
+                        whole()
+                            .filter(|e| *e >= 1)
+                            .ok_or_else(|| bad(text, "has experts that is not a whole number of at least 1"))?,
+                    )
+                }
+                "topk" => {
+                    topk = Some(
+                        whole()
+                            .filter(|e| *e >= 1)
+                            .ok_or_else(|| bad(text, "has topk that is not a whole number of at least 1"))?,
+                    )
+                }
+                "skew" => {
+                    skew = Some(
+                        real()
+                            .filter(|z| *z >= 0.0)
+                            .ok_or_else(|| bad(text, "has a skew that is not a number of at least 0"))?,
+                    )
+                }
+                "capacity" => {
+                    capacity = Some(
+                        real()
+                            .filter(|c| *c > 0.0)
+                            .ok_or_else(|| bad(text, "has a capacity that is not a number above 0"))?,
+                    )
+                }
+                "seed" => seed = v.parse::<u64>().map_err(|_| bad(text, "has a seed that is not a whole number"))?,
+                other => return Err(bad(text, &format!("has an unknown key '{other}'"))),
+            }
+        }
+        let experts = experts.ok_or_else(|| bad(text, "gives no experts="))?;
+        let topk = topk.ok_or_else(|| bad(text, "gives no topk="))?;
+        if topk > experts {
+            return Err(bad(text, &format!("routes each token to topk={topk} of only {experts} experts")));
+        }
+        Ok(Moe { experts, topk, skew: skew.unwrap_or(0.0), capacity, seed })
+    }
+
+    /// Token copies from rank i to rank j (row-major n×n), and the share of copies dropped.
+    fn tokens(&self, nranks: usize) -> (Vec<f64>, f64) {
+        let (e, k, n) = (self.experts, self.topk, nranks);
+        let mut rng = SplitMix(self.seed);
+        // Popularity: Zipf in expert order (expert 0 the most popular). With experts laid
+        // out in order, E/n a rank, the hottest share the first ranks: the router's imbalance
+        // as it lands when placement ignores popularity, the same for every seed.
+        let order: Vec<usize> = (0..e).collect();
+        let weight: Vec<f64> = (0..e).map(|x| 1.0 / ((x + 1) as f64).powf(self.skew)).collect();
+        let total: f64 = weight.iter().sum();
+        let mut cumulative = Vec::with_capacity(e);
+        let mut acc = 0.0;
+        for w in &weight {
+            acc += w / total;
+            cumulative.push(acc);
+        }
+        // Expert x lives on rank x·n/E: spread evenly, E/n a rank when n divides E.
+        let home = |x: usize| x * n / e;
+        let cap = self.capacity.map(|c| (c * (MOE_TOKENS_PER_RANK * k as u64) as f64 / e as f64).ceil() as u64);
+        let mut m = vec![0.0; n * n];
+        let mut dropped = 0u64;
+        let mut chosen = Vec::with_capacity(k);
+        for src in 0..n {
+            let mut load = vec![0u64; e];
+            for _ in 0..MOE_TOKENS_PER_RANK {
+                chosen.clear();
+                while chosen.len() < k {
+                    let u = rng.unit();
+                    let x = cumulative.partition_point(|c| *c < u).min(e - 1);
+                    if !chosen.contains(&x) {
+                        chosen.push(x);
+                    } else if chosen.len() * 2 >= e || weight[x] / total > 0.5 {
+                        // Few left or one dominant expert: take the next unchosen in order of
+                        // popularity, so a heavy skew cannot loop for long.
+                        let next = order.iter().find(|y| !chosen.contains(y)).copied().expect("topk <= experts");
+                        chosen.push(next);
+                    }
+                }
+                for &x in &chosen {
+                    if cap.is_some_and(|c| load[x] >= c) {
+                        dropped += 1;
+                    } else {
+                        load[x] += 1;
+                        m[src * n + home(x)] += 1.0;
+                    }
+                }
+            }
+        }
+        let copies = (MOE_TOKENS_PER_RANK * k as u64 * n as u64) as f64;
+        (m, dropped as f64 / copies)
+    }
+}
+
+/// A rank's largest total over the mean, sent (rows) and received (columns); 1 when nothing moves.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Imbalance {
+    pub sent: f64,
+    pub received: f64,
+    /// Share of the token copies dropped by the capacity (0 without one).
+    pub dropped: f64,
+}
+
+impl Imbalance {
+    fn of(m: &[f64], n: usize) -> Imbalance {
+        let rows: Vec<f64> = (0..n).map(|i| (0..n).map(|j| m[i * n + j]).sum()).collect();
+        let cols: Vec<f64> = (0..n).map(|j| (0..n).map(|i| m[i * n + j]).sum()).collect();
+        let ratio = |v: &[f64]| {
+            let mean = v.iter().sum::<f64>() / n.max(1) as f64;
+            if mean > 0.0 {
+                v.iter().cloned().fold(0.0, f64::max) / mean
+            } else {
+                1.0
+            }
+        };
+        Imbalance { sent: ratio(&rows), received: ratio(&cols), dropped: 0.0 }
+    }
+}
+
+/// The pattern's matrix before it is fitted to a size (any scale), and the share dropped.
+fn weights(p: &Pattern, n: usize) -> (Vec<f64>, f64) {
+    match p {
+        // Fitted to a size of 16·n² bytes, so each block is one 16-byte unit or more.
+        Pattern::Uniform | Pattern::Spread(_) | Pattern::Matrix(_) => {
+            let size = 1usize << 30;
+            (full_counts(p, size, 1, n).into_iter().map(|c| c as f64).collect(), 0.0)
+        }
+        Pattern::Moe(_) => {
+            let (w, dropped) = cached_tokens(p, n);
+            (w.to_vec(), dropped)
+        }
+    }
+}
+
+/// The n×n element counts (row-major, row = sender) of `p` for a size of `elems` elements of
+/// `elem` bytes: every block a whole number of 16-byte units, as nccl-tests aligns them.
+pub fn full_counts(p: &Pattern, elems: usize, elem: usize, n: usize) -> Vec<usize> {
+    let unit_elems = (16 / elem.max(1)).max(1);
+    let align = |bytes: usize| (bytes & !15usize) / elem.max(1);
+    match p {
+        Pattern::Uniform => vec![super::per_rank(elems, elem, n); n * n],
+        Pattern::Spread(s) => {
+            // nccl-tests' AlltoAllvGetPeerBytesDistanceWeighted (alltoallv.cu:359-368), on its
+            // total: paramcount × nranks × eltSize (:396-397).
+            let total = super::per_rank(elems, elem, n) * n * elem;
+            let mut out = vec![0; n * n];
+            if n == 1 {
+                out[0] = align(total);
+                return out;
+            }
+            let sum_distances = (n * (n - 1) / 2) as f64;
+            for i in 0..n {
+                for j in 0..n {
+                    let d = ((j + n - i) % n) as f64;
+                    let uniform = total as f64 / n as f64;
+                    let dist = d * total as f64 / sum_distances;
+                    out[i * n + j] = align(((1.0 - s) * uniform + s * dist) as usize);
+                }
+            }
+            out
+        }
+        Pattern::Matrix(m) => {
+            let mut out = vec![0; n * n];
+            for i in 0..n.min(m.dim) {
+                for j in 0..n.min(m.dim) {
+                    out[i * n + j] = align(m.bytes[i * m.dim + j] as usize);
+                }
+            }
+            out
+        }
+        Pattern::Moe(_) => {
+            // Fitted so the mean rank sends the size: each block its share, rounded down to
+            // whole units.
+            let (w, _) = cached_tokens(p, n);
+            let sum: f64 = w.iter().sum();
+            if sum <= 0.0 {
+                return vec![0; n * n];
+            }
+            let units = (elems / unit_elems * n) as f64;
+            w.iter().map(|x| ((x / sum * units).floor() as usize) * unit_elems).collect()
+        }
+    }
+}
+
+fn cached_tokens(p: &Pattern, n: usize) -> (std::sync::Arc<Vec<f64>>, f64) {
+    type Cache = HashMap<(String, usize), (std::sync::Arc<Vec<f64>>, f64)>;
+    static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+    let Pattern::Moe(m) = p else { unreachable!("tokens of the moe pattern") };
+    let key = (p.to_string(), n);
+    let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = guard.get_or_insert_with(HashMap::new);
+    cache
+        .entry(key)
+        .or_insert_with(|| {
+            let (w, d) = m.tokens(n);
+            (std::sync::Arc::new(w), d)
+        })
+        .clone()
+}
+
+/// The largest total any rank sends or receives, in elements.
+fn busiest(counts: &[usize], n: usize) -> usize {
+    let row = |i: usize| (0..n).map(|j| counts[i * n + j]).sum::<usize>();
+    let col = |j: usize| (0..n).map(|i| counts[i * n + j]).sum::<usize>();
+    (0..n).map(|r| row(r).max(col(r))).max().unwrap_or(0)
+}
+
+/// One rank's share of an all-to-all-v, in elements: what it sends each peer and where in its
+/// send buffer, what it receives from each and where (contiguous, in rank order, as nccl-tests
+/// and an application's `MPI_Alltoallv` lay them out).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerCounts {
+    pub send: Vec<usize>,
+    pub send_displs: Vec<usize>,
+    pub recv: Vec<usize>,
+    pub recv_displs: Vec<usize>,
+    /// The busiest rank's total, sent or received (nccl-tests' `AlltoAllvComputeMaxCounts`):
+    /// the bytes behind algbw.
+    pub busiest: usize,
+    /// The traffic's imbalance at this size (every rank alike), in thousandths (kept whole so
+    /// the layout stays `Eq`).
+    pub imbalance_milli: (u64, u64),
+    /// Share of the token copies dropped by the `moe` pattern's capacity, in millionths.
+    pub dropped_ppm: u64,
+    /// The size the row reports, in elements: the mean rank's whole send buffer (nccl-tests'
+    /// paramcount × nranks; a matrix's: the size asked for, which it must fit).
+    pub nominal: usize,
+}
+
+impl PeerCounts {
+    pub fn send_total(&self) -> usize {
+        self.send.iter().sum()
+    }
+    pub fn recv_total(&self) -> usize {
+        self.recv.iter().sum()
+    }
+    /// The peer whose block holds element `i` of a buffer laid out by `counts`/`displs`, and
+    /// the element's index in that block.
+    pub fn locate(counts: &[usize], displs: &[usize], i: usize) -> (usize, usize) {
+        let (mut lo, mut hi) = (0, counts.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if displs[mid] + counts[mid] <= i {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        (lo, i - displs[lo])
+    }
+    /// The traffic's imbalance at this size (the same on every rank).
+    pub fn imbalance(&self) -> Imbalance {
+        Imbalance {
+            sent: self.imbalance_milli.0 as f64 / 1000.0,
+            received: self.imbalance_milli.1 as f64 / 1000.0,
+            dropped: self.dropped_ppm as f64 / 1e6,
+        }
+    }
+}
+
+/// Rank `rank`'s counts for `p` at `elems` elements of `elem` bytes on `n` ranks. Made once per
+/// pattern, size, type and rank count in a process and kept for the process's life (a layout is
+/// a plain copyable value that the timed loop and the check share).
+pub fn peer_counts(p: &Pattern, elems: usize, elem: usize, n: usize, rank: usize) -> &'static PeerCounts {
+    type Cache = HashMap<(String, usize, usize, usize, usize), &'static PeerCounts>;
+    static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
+    let key = (p.to_string(), elems, elem, n, rank);
+    let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = guard.get_or_insert_with(HashMap::new);
+    cache.entry(key).or_insert_with(|| {
+        let m = full_counts(p, elems, elem, n);
+        let send: Vec<usize> = (0..n).map(|j| m[rank * n + j]).collect();
+        let recv: Vec<usize> = (0..n).map(|i| m[i * n + rank]).collect();
+        let displs = |c: &[usize]| {
+            c.iter()
+                .scan(0usize, |acc, x| {
+                    let at = *acc;
+                    *acc += x;
+                    Some(at)
+                })
+                .collect::<Vec<_>>()
+        };
+        let imb = Imbalance::of(&m.iter().map(|x| *x as f64).collect::<Vec<_>>(), n);
+        let milli = |x: f64| (x * 1000.0).round() as u64;
+        Box::leak(Box::new(PeerCounts {
+            send_displs: displs(&send),
+            recv_displs: displs(&recv),
+            send,
+            recv,
+            busiest: busiest(&m, n),
+            imbalance_milli: (milli(imb.sent), milli(imb.received)),
+            dropped_ppm: match p {
+                Pattern::Moe(_) => (cached_tokens(p, n).1 * 1e6).round() as u64,
+                _ => 0,
+            },
+            nominal: match p {
+                Pattern::Matrix(_) => elems,
+                _ => super::per_rank(elems, elem, n) * n,
+            },
+        }))
+    })
+}
+
+impl Matrix {
+    /// Read nccl-tests' format: whitespace-separated byte counts, one row per line (blank lines
+    /// skipped), row i = what rank i sends; square; no negative values.
+    pub fn read(path: &Path) -> Result<Matrix> {
+        let shown = crate::error::shown(path);
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Error::usage(format!("--pattern matrix={}: cannot read it: {e}", path.display())))?;
+        let mut rows: Vec<Vec<u64>> = vec![];
+        for (line_no, line) in text.lines().enumerate() {
+            let mut row = vec![];
+            for (col, tok) in line.split_whitespace().enumerate() {
+                let v: f64 = tok.parse().ok().filter(|v: &f64| v.is_finite()).ok_or_else(|| {
+                    Error::usage(format!(
+                        "--pattern matrix: {shown} line {}: '{tok}' (column {}) is not a number of bytes; expected whitespace-separated byte counts, one row per sender",
+                        line_no + 1,
+                        col + 1
+                    ))
+                })?;
+                if v < 0.0 {
+                    return Err(Error::usage(format!(
+                        "--pattern matrix: {shown} line {}: {tok} (column {}) is negative; expected byte counts of 0 or more",
+                        line_no + 1,
+                        col + 1
+                    )));
+                }
+                row.push(v as u64);
+            }
+            if !row.is_empty() {
+                rows.push(row);
+            }
+        }
+        if rows.is_empty() {
+            return Err(Error::usage(format!(
+                "--pattern matrix: {shown} holds no numbers; expected a square matrix of byte counts"
+            )));
+        }
+        let dim = rows.len();
+        if let Some((i, r)) = rows.iter().enumerate().find(|(_, r)| r.len() != dim) {
+            return Err(Error::usage(format!(
+                "--pattern matrix: {shown} is not square: {dim} rows, but row {} has {} values; expected {dim}",
+                i + 1,
+                r.len()
+            )));
+        }
+        Ok(Matrix { path: path.to_path_buf(), dim, bytes: rows.into_iter().flatten().collect() })
+    }
+}
+
+/// splitmix64: a small generator whose stream is fixed forever, so one seed gives every rank,
+/// and every version, the same matrix.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
