@@ -532,3 +532,144 @@ impl SplitMix {
         (self.next() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// nccl-tests' AlltoAllvGetPeerBytesDistanceWeighted (src/alltoallv.cu:359-368 at a0b82b2),
+    /// on the total of its AlltoAllvGetCollByteCount (:396-397), as C computes them.
+    fn nccl_tests_spread(i: usize, j: usize, n: usize, count: usize, elt: usize, spread: f64) -> usize {
+        let paramcount = (count / n) & !(16 / elt - 1);
+        let total_bytes = paramcount * n * elt;
+        if n == 1 {
+            return (total_bytes & !15) / elt;
+        }
+        let distance = (j + n - i) % n;
+        let sum_distances = n * (n - 1) / 2;
+        let uniform = total_bytes as f64 / n as f64;
+        let dist = distance as f64 * total_bytes as f64 / sum_distances as f64;
+        let bytes = (1.0 - spread) * uniform + spread * dist;
+        ((bytes as usize) & !15) / elt
+    }
+
+    #[test]
+    fn spread_counts_are_nccl_tests_counts() {
+        for n in 1..=8 {
+            for s in [0.0, 0.25, 0.5, 0.9, 1.0] {
+                for elt in [1, 2, 4, 8] {
+                    for bytes in [64usize, 1000, 4096, 1 << 20, 3 << 20] {
+                        let count = bytes / elt;
+                        let got = full_counts(&Pattern::Spread(s), count, elt, n);
+                        for i in 0..n {
+                            for j in 0..n {
+                                let want = nccl_tests_spread(i, j, n, count, elt, s);
+                                assert_eq!(got[i * n + j], want, "n={n} s={s} elt={elt} {bytes} B {i}→{j}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // By hand: 4 ranks, 4096 B, S=1: distances 1, 2, 3 of 6 → 682.7, 1365.3, 2048 B, rounded
+        // down to 16: 672, 1360, 2048; nothing to itself. Every rank sends and receives 4080 B.
+        let c = full_counts(&Pattern::Spread(1.0), 4096, 1, 4);
+        assert_eq!(&c[0..4], &[0, 672, 1360, 2048]);
+        assert_eq!(&c[4..8], &[2048, 0, 672, 1360]);
+        let imb = Imbalance::of(&c.iter().map(|x| *x as f64).collect::<Vec<_>>(), 4);
+        assert_eq!((imb.sent, imb.received), (1.0, 1.0));
+    }
+
+    #[test]
+    fn a_matrix_file_is_read_as_nccl_tests_reads_it() {
+        let dir = std::env::temp_dir().join(format!("coll-bench-matrix-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = |name: &str, text: &str| {
+            let p = dir.join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        // The example of alltoallv.cu's header comment (lines 71-74), with a blank line.
+        let p = file("example.txt", "100  200  150\n50   100  75\n\n300  150  200\n");
+        let m = Matrix::read(&p).unwrap();
+        assert_eq!((m.dim, m.bytes.len()), (3, 9));
+        let pat = Pattern::Matrix(m);
+        // Aligned down to 16 bytes per block.
+        assert_eq!(full_counts(&pat, 1024, 1, 3), vec![96, 192, 144, 48, 96, 64, 288, 144, 192]);
+        // Fewer ranks: the top-left corner.
+        assert_eq!(full_counts(&pat, 1024, 4, 2), vec![24, 48, 12, 24]);
+        assert!(pat.check_run(3, 1024, 1024).is_ok());
+        let e = |r: Result<()>| r.unwrap_err().to_string();
+        assert!(e(pat.check_run(4, 1024, 1024)).contains("3x3, smaller than the 4 ranks"));
+        assert!(e(pat.check_run(3, 512, 1024)).contains("expected -b/--minbytes equal to -e/--maxbytes"));
+        // Rank 2 sends 624 bytes (288 + 144 + 192).
+        assert!(e(pat.check_run(3, 600, 600)).contains("moves 624 bytes"));
+        for (name, text, want) in [
+            ("ragged.txt", "1 2\n3\n", "is not square"),
+            ("wide.txt", "1 2 3\n4 5 6\n", "is not square"),
+            ("negative.txt", "1 -2\n3 4\n", "is negative"),
+            ("comma.txt", "1,2\n3,4\n", "is not a number of bytes"),
+            ("empty.txt", "\n \n", "holds no numbers"),
+        ] {
+            let got = Matrix::read(&file(name, text)).unwrap_err().to_string();
+            assert!(got.contains(want), "{name}: {got}");
+        }
+        assert!(Pattern::parse(&format!("matrix={}", dir.join("absent.txt").display())).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn moe_skew_makes_ranks_receive_unequally_and_the_seed_fixes_the_matrix() {
+        let moe = |skew: f64, capacity: Option<f64>, seed: u64| {
+            Pattern::Moe(Moe { experts: 8, topk: 2, skew, capacity, seed })
+        };
+        let flat = moe(0.0, None, 1).imbalance(4);
+        assert!(flat.sent < 1.01 && flat.received < 1.1, "{flat:?}");
+        let skewed = moe(1.5, None, 1).imbalance(4);
+        assert!(skewed.received >= 2.0 && skewed.sent < 1.01, "{skewed:?}");
+        // Growing with the skew.
+        let mid = moe(0.75, None, 1).imbalance(4);
+        assert!(flat.received < mid.received && mid.received < skewed.received, "{mid:?}");
+        // The same seed, the same matrix on every rank; another seed, other draws.
+        assert_eq!(full_counts(&moe(1.0, None, 3), 1 << 16, 4, 4), full_counts(&moe(1.0, None, 3), 1 << 16, 4, 4));
+        assert_ne!(full_counts(&moe(1.0, None, 3), 1 << 16, 4, 4), full_counts(&moe(1.0, None, 4), 1 << 16, 4, 4));
+        // A capacity drops copies and caps the hot rank.
+        let capped = moe(1.5, Some(1.0), 1).imbalance(4);
+        assert!(capped.dropped > 0.1 && capped.received < skewed.received, "{capped:?}");
+        assert_eq!(skewed.dropped, 0.0);
+        // The mean rank sends the size (rounded down to whole 16-byte blocks).
+        let c = full_counts(&moe(1.5, None, 1), 1 << 18, 4, 4);
+        let mean = c.iter().sum::<usize>() as f64 / 4.0;
+        assert!(mean <= (1 << 18) as f64 && mean > (1 << 18) as f64 * 0.99, "{mean}");
+        // Fewer experts than ranks: some ranks receive nothing.
+        let c = full_counts(&Pattern::Moe(Moe { experts: 2, topk: 1, skew: 0.0, capacity: None, seed: 1 }), 4096, 4, 4);
+        assert!((0..4).filter(|j| (0..4).all(|i| c[i * 4 + j] == 0)).count() == 2, "{c:?}");
+    }
+
+    #[test]
+    fn patterns_parse_and_bad_ones_name_the_flag() {
+        assert_eq!(Pattern::parse("uniform").unwrap(), Pattern::Uniform);
+        assert_eq!(Pattern::parse("spread=0.5").unwrap(), Pattern::Spread(0.5));
+        let m = Pattern::parse("moe:experts=8,topk=2,skew=1.5,capacity=1.25,seed=7").unwrap();
+        assert_eq!(m, Pattern::Moe(Moe { experts: 8, topk: 2, skew: 1.5, capacity: Some(1.25), seed: 7 }));
+        assert_eq!(m.to_string(), "moe:experts=8,topk=2,skew=1.5,capacity=1.25,seed=7");
+        assert_eq!(Pattern::parse(&m.to_string()).unwrap(), m);
+        assert_eq!(Pattern::parse("moe:experts=8,topk=2").unwrap().to_string(), "moe:experts=8,topk=2,skew=0,seed=1");
+        for (bad, why) in [
+            ("zipf", "is not a pattern"),
+            ("spread=1.5", "from 0 to 1"),
+            ("spread=-0.1", "from 0 to 1"),
+            ("moe:experts=8,topk=9", "topk=9 of only 8 experts"),
+            ("moe:experts=8,topk=2,skew=-1", "skew that is not a number of at least 0"),
+            ("moe:experts=8,topk=2,capacity=0", "capacity that is not a number above 0"),
+            ("moe:experts=8,topk=2,capacity=-1", "capacity that is not a number above 0"),
+            ("moe:experts=0,topk=1", "experts that is not a whole number"),
+            ("moe:topk=2", "gives no experts="),
+            ("moe:experts=8,topk=2,hot=1", "unknown key 'hot'"),
+            ("matrix=", "names no file"),
+        ] {
+            let e = Pattern::parse(bad).unwrap_err().to_string();
+            assert!(e.starts_with("--pattern") && e.contains(why), "{bad}: {e}");
+        }
+    }
+}

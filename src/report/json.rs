@@ -461,6 +461,15 @@ mod tests {
             repeats: 3,
             spread_pct: 0.0,
         });
+        // All-to-all-v: its traffic, and no in-place measurement.
+        let mut v = point(1024);
+        v.collective = crate::collective::Kind::AllToAllV;
+        v.traffic = Some(crate::record::Traffic {
+            pattern: "moe:experts=8,topk=2,skew=1.5,seed=1".into(),
+            imbalance_sent: 1.0,
+            imbalance_received: 2.85,
+            dropped_pct: 0.0,
+        });
         let mut docs = vec![];
         for info in [info(), other] {
             let doc = Document {
@@ -468,7 +477,7 @@ mod tests {
                 tool: "coll-bench",
                 complete: true,
                 run: run_value(&info),
-                points: &[point_value(&info, &p)],
+                points: &[point_value(&info, &p), point_value(&info, &v)],
                 totals: Some(&Totals::default()),
             };
             docs.push(serde_json::to_value(&doc).unwrap());
