@@ -140,7 +140,10 @@ mod tests {
             for rank in [0, n - 1] {
                 let a = Kind::AllToAll.spec().layout(1 << 20, 4, n, rank, Convention::Mpi);
                 let v = layout(&Pattern::Uniform, 1 << 20, 4, n, rank);
-                assert_eq!((v.count, v.send_count, v.recv_count, v.alg_count), (a.count, a.send_count, a.recv_count, a.alg_count));
+                assert_eq!(
+                    (v.count, v.send_count, v.recv_count, v.alg_count),
+                    (a.count, a.send_count, a.recv_count, a.alg_count)
+                );
                 assert_eq!(v.size_bytes(4), a.size_bytes(4));
             }
         }
