@@ -323,6 +323,8 @@ pub struct Options {
     pub json: Option<PathBuf>,
     /// `--markdown PATH`: the table as Markdown.
     pub markdown: Option<PathBuf>,
+    /// `--write-matrix PATH`: all-to-all-v's traffic as an nccl-tests matrix file.
+    pub write_matrix: Option<PathBuf>,
     /// `--plot FILE.svg|FILE.png`: plot the run's CSV at the end.
     pub plot: Option<PathBuf>,
     /// `-T/--timeout`: when a watched step (a batch of calls, an exchange of results) is given up
@@ -384,6 +386,7 @@ impl Default for Options {
             per_group: false,
             json: None,
             markdown: None,
+            write_matrix: None,
             plot: None,
             timeout: Timeout::Auto,
             files: Policy::default(),

@@ -278,5 +278,16 @@ pub fn sweep_outputs(opts: &Options) -> Vec<(&'static str, &Path)> {
     if let Some(p) = &opts.plot {
         outputs.push(("--plot", p));
     }
+    if let Some(p) = &opts.write_matrix {
+        outputs.push(("--write-matrix", p));
+    }
     outputs
+}
+
+/// The files a sweep reads while it runs: `--pattern matrix=FILE` (no output may be it).
+pub fn sweep_inputs(opts: &Options) -> Vec<(&'static str, &Path)> {
+    match &opts.pattern {
+        crate::collective::traffic::Pattern::Matrix(m) => vec![("--pattern matrix", m.path.as_path())],
+        _ => vec![],
+    }
 }

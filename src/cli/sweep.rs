@@ -148,6 +148,11 @@ pub struct Args {
     /// Also write the table as Markdown
     #[arg(long = "markdown", value_name = "PATH")]
     pub markdown: Option<PathBuf>,
+    /// Write all-to-all-v's traffic at the largest size as an nccl-tests matrix file (bytes,
+    /// row = sender), before measuring: replay it with --pattern matrix=FILE, or give it to
+    /// nccl-tests' alltoallv_perf (NCCL_TESTS_ALLTOALLV_MATRIX_FILE)
+    #[arg(long = "write-matrix", value_name = "FILE")]
+    pub write_matrix: Option<PathBuf>,
     /// At the end, plot the run's CSV (bus bandwidth and time against size) to FILE.svg or FILE.png
     #[arg(long = "plot", value_name = "FILE")]
     pub plot: Option<PathBuf>,
@@ -225,6 +230,11 @@ impl Args {
                 self.pattern
             )));
         }
+        if self.write_matrix.is_some() && !collectives.contains(&Kind::AllToAllV) {
+            return Err(Error::usage(
+                "--write-matrix: writes all-to-all-v's traffic, which this run does not measure; expected all-to-all-v among the collectives",
+            ));
+        }
         let (backend, implementation) = backend(&self.backend, &self.implementation, &collectives)?;
         let malloc = Malloc::parse(&self.malloc).ok_or_else(|| {
             Error::usage(format!("--malloc: unknown heap '{}'; expected {}", self.malloc, Malloc::ACCEPTED))
@@ -273,6 +283,7 @@ impl Args {
             per_group: self.per_group,
             json: self.json,
             markdown: self.markdown,
+            write_matrix: self.write_matrix,
             plot: self.plot,
             timeout,
             files: self.files.policy(),
@@ -340,7 +351,12 @@ impl Args {
                 return Err(Error::usage("--plot draws the run's CSV; expected --plot without --no-csv"));
             }
         }
-        for (flag, p) in [("--json", &self.json), ("--markdown", &self.markdown), ("--plot", &self.plot)] {
+        for (flag, p) in [
+            ("--json", &self.json),
+            ("--markdown", &self.markdown),
+            ("--plot", &self.plot),
+            ("--write-matrix", &self.write_matrix),
+        ] {
             if p.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
                 return Err(Error::usage(format!("{flag}: empty path; expected a file path")));
             }

@@ -364,6 +364,20 @@ fn cached_tokens(p: &Pattern, n: usize) -> (std::sync::Arc<Vec<f64>>, f64) {
         .clone()
 }
 
+/// `p` at `bytes` bytes a rank on `n` ranks in nccl-tests' matrix format: one line per sender,
+/// the bytes to each receiver, separated by spaces (what [`Matrix::read`] and nccl-tests'
+/// `NCCL_TESTS_ALLTOALLV_MATRIX_FILE` read back).
+pub fn matrix_text(p: &Pattern, bytes: usize, n: usize) -> String {
+    let m = full_counts(p, bytes, 1, n);
+    let mut out = String::new();
+    for row in m.chunks(n.max(1)) {
+        let cells: Vec<String> = row.iter().map(|b| b.to_string()).collect();
+        out.push_str(&cells.join(" "));
+        out.push('\n');
+    }
+    out
+}
+
 /// The largest total any rank sends or receives, in elements.
 fn busiest(counts: &[usize], n: usize) -> usize {
     let row = |i: usize| (0..n).map(|j| counts[i * n + j]).sum::<usize>();
@@ -389,7 +403,8 @@ pub struct PeerCounts {
     /// Share of the token copies dropped by the `moe` pattern's capacity, in millionths.
     pub dropped_ppm: u64,
     /// The size the row reports, in elements: the mean rank's whole send buffer (nccl-tests'
-    /// paramcount × nranks; a matrix's: the size asked for, which it must fit).
+    /// paramcount × nranks; a matrix's: its mean row, whatever -b and -e, which only have to
+    /// hold its busiest rank, as in nccl-tests).
     pub nominal: usize,
 }
 
@@ -460,7 +475,7 @@ pub fn peer_counts(p: &Pattern, elems: usize, elem: usize, n: usize, rank: usize
                 _ => 0,
             },
             nominal: match p {
-                Pattern::Matrix(_) => elems,
+                Pattern::Matrix(_) => m.iter().sum::<usize>() / n.max(1),
                 _ => super::per_rank(elems, elem, n) * n,
             },
         }))
