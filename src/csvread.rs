@@ -105,6 +105,17 @@ impl Row {
     }
 }
 
+/// all-to-all-v's rows under another pattern than `uniform` measure other traffic: their
+/// collective reads `all-to-all-v(PATTERN)`, so compare matches, and plot draws, a pattern with
+/// itself only.
+fn with_pattern(collective: String, pattern: &str) -> String {
+    if pattern.is_empty() || pattern == "uniform" {
+        collective
+    } else {
+        format!("{collective}({pattern})")
+    }
+}
+
 /// [`read`], refusing a CSV that another subcommand than the sweep (or `check`, whose rows are
 /// sweeps') wrote: `who` (e.g. `spec from-run`) learns from sweeps, and a tune CSV's rows are one
 /// series per algorithm, not the run's one time per point.
@@ -157,6 +168,7 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
     let timestamp_col = col("timestamp");
     let order_col = col("order");
     let budget_col = col("budget_s");
+    let pattern_col = col("pattern");
     let mut rows: Vec<Row> = vec![];
     // Each series' latest row (index into `rows`) and its run's timestamp: where a twin is found.
     let mut latest: std::collections::HashMap<Series, (usize, String)> = std::collections::HashMap::new();
@@ -191,7 +203,7 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
         };
         let row = Row {
             key: Key {
-                collective: name(collective, "collective")?,
+                collective: with_pattern(name(collective, "collective")?, pattern_col.map(text).unwrap_or("")),
                 backend: match algorithm_col.map(text).filter(|a| !a.is_empty()) {
                     Some(alg) => format!("{}/{alg}", name(backend, "backend")?),
                     None => name(backend, "backend")?,
@@ -350,6 +362,20 @@ mod tests {
         assert_eq!(c.len(), 3);
         let d = twin_rows(&[r("t1", "all-reduce", 1024), r("t2", "all-reduce", 1024)].concat());
         assert_eq!(d.len(), 2);
+    }
+
+    /// all-to-all-v's pattern is part of what a row measured: compare matches, and plot draws, a
+    /// pattern with itself only; uniform (and a file without the column) reads as the collective.
+    #[test]
+    fn a_pattern_other_than_uniform_names_its_series() {
+        let f = write(
+            "backend,collective,dtype,op,placement,size_bytes,iters,time_us,busbw_gbps,median_us,min_us,max_us,stddev_us,pattern\n\
+             mpi,all-to-all-v,float,none,out-of-place,1024,10,5,0.2,5,4,9,0.5,uniform\n\
+             mpi,all-to-all-v,float,none,out-of-place,1024,10,9,0.2,9,8,9,0.5,\"moe:experts=8,topk=2,skew=1.5,seed=1\"\n\
+             mpi,all-reduce,float,sum,out-of-place,1024,10,5,0.2,5,4,9,0.5,\n",
+        );
+        let names: Vec<String> = read(f.path()).unwrap().into_iter().map(|r| r.key.collective).collect();
+        assert_eq!(names, ["all-to-all-v", "all-to-all-v(moe:experts=8,topk=2,skew=1.5,seed=1)", "all-reduce"]);
     }
 
     #[test]

@@ -137,3 +137,69 @@ fn bad_patterns_are_refused_before_anything_runs() {
     assert!(stderr(&o).contains("--pattern: 'spread=1' shapes all-to-all-v only"), "{}", stderr(&o));
     assert!(files(dir.path()).is_empty());
 }
+
+/// `--write-matrix` writes nccl-tests' format before measuring; `--pattern matrix=` reads it
+/// back to the same traffic; it never replaces a file, nor writes over its own input.
+#[test]
+fn a_written_matrix_replays_the_same_traffic() {
+    let dir = tempfile::tempdir().unwrap();
+    let pattern = "moe:experts=8,topk=2,skew=1.5,seed=2";
+    let args = ["all-to-all-v", "--pattern", pattern, "-b", "64K", "-e", "64K", "-n", "2", "-w", "1", "--no-ceiling"];
+    let first: Vec<&str> = args.iter().copied().chain(["--csv", "a.csv", "--write-matrix", "m.txt"]).collect();
+    let o = mpirun_in(dir.path(), 4, &first, 300);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let text = std::fs::read_to_string(dir.path().join("m.txt")).unwrap();
+    let m: Vec<Vec<u64>> = text.lines().map(|l| l.split_whitespace().map(|v| v.parse().unwrap()).collect()).collect();
+    assert_eq!((m.len(), m[0].len()), (4, 4), "{text}");
+    assert!(m.iter().flatten().all(|b| b % 16 == 0), "{text}");
+    let busiest = (0..4).map(|r| m[r].iter().sum::<u64>().max((0..4).map(|i| m[i][r]).sum())).max().unwrap();
+    let size = busiest.to_string();
+    let replay = [
+        "all-to-all-v",
+        "--pattern",
+        "matrix=m.txt",
+        "-b",
+        &size,
+        "-e",
+        &size,
+        "-n",
+        "2",
+        "-w",
+        "1",
+        "--no-ceiling",
+        "--csv",
+        "b.csv",
+    ];
+    let o = mpirun_in(dir.path(), 4, &replay, 300);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let (a, b) = (&csv_rows(&dir.path().join("a.csv"))[0], &csv_rows(&dir.path().join("b.csv"))[0]);
+    for col in ["imbalance_sent", "imbalance_received", "wrong", "algbw_gbps"] {
+        if col == "algbw_gbps" {
+            // The same busiest rank's bytes behind it: algbw × time agrees to rounding.
+            let bytes = |r: &std::collections::HashMap<String, String>| {
+                r["algbw_gbps"].parse::<f64>().unwrap() * r["time_us"].parse::<f64>().unwrap() * 1e3
+            };
+            assert!((bytes(a) - busiest as f64).abs() < 2.0 && (bytes(b) - busiest as f64).abs() < 2.0, "{a:?} {b:?}");
+        } else {
+            assert_eq!(a[col], b[col], "{col}");
+        }
+    }
+    // The size: what was asked (the generated pattern), the file's mean row (the matrix).
+    assert_eq!(a["size_bytes"], "65536");
+    let mean = m.iter().flatten().sum::<u64>() / 4;
+    assert_eq!(b["size_bytes"], mean.to_string());
+    assert_eq!(b["pattern"], "matrix=m.txt");
+    // Neither an existing file nor the input is written over.
+    for (path, needle) in [("m.txt", "already exists"), ("a.csv", "already exists")] {
+        let again: Vec<&str> = replay
+            .iter()
+            .copied()
+            .filter(|a| *a != "b.csv" && *a != "--csv")
+            .chain(["--no-csv", "--write-matrix", path])
+            .collect();
+        let o = mpirun_in(dir.path(), 4, &again, 120);
+        assert_eq!(o.status.code(), Some(2), "{path}: {}", stderr(&o));
+        assert!(stderr(&o).contains("--write-matrix") && stderr(&o).contains(needle), "{}", stderr(&o));
+    }
+    assert_eq!(std::fs::read_to_string(dir.path().join("m.txt")).unwrap(), text);
+}
