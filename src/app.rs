@@ -430,7 +430,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
     // Outputs first: a run that would fail on one fails before anything is allocated.
     setup::check_outputs(world, &setup::sweep_outputs(&opts), &setup::sweep_inputs(&opts), opts.files)?;
     if let Some(path) = &opts.write_matrix {
-        let text = crate::collective::traffic::matrix_text(&opts.pattern, opts.max_bytes as usize, member.size);
+        let text = crate::collective::traffic::matrix_text(opts.pattern(0), opts.max_bytes as usize, member.size);
         let written = if world.rank == 0 {
             crate::report::outfile::replace("--write-matrix", path, text.as_bytes(), opts.files, false)
         } else {

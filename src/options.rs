@@ -296,8 +296,9 @@ pub struct Options {
     pub ops: Vec<Op>,
     pub aggregation: Aggregation,
     pub root: usize,
-    /// `--pattern`: the traffic of all-to-all-v.
-    pub pattern: crate::collective::traffic::Pattern,
+    /// `--pattern`: the traffic of all-to-all-v, one series per pattern (several where a `moe`
+    /// pattern lists several skews).
+    pub patterns: Vec<crate::collective::traffic::Pattern>,
     pub blocking: bool,
     pub backend: BackendKind,
     /// Which implementation of the collectives inside the backend (`native`: the library's own).
@@ -371,7 +372,7 @@ impl Default for Options {
             ops: vec![Op::Sum],
             aggregation: Aggregation::Mean,
             root: 0,
-            pattern: crate::collective::traffic::Pattern::Uniform,
+            patterns: vec![crate::collective::traffic::Pattern::Uniform],
             blocking: false,
             backend: BackendKind::Mpi,
             implementation: Implementation::Native,
@@ -444,29 +445,39 @@ impl Options {
 
     /// The collective × type × op combinations of the run, in the order they run (the sweep
     /// runs exactly these; [`Options::point_count`] counts their sizes).
-    pub fn plan(&self) -> Vec<(Kind, DType, Option<Op>)> {
+    pub fn plan(&self) -> Vec<(Kind, DType, Option<Op>, usize)> {
         let mut out = vec![];
         for &kind in &self.collectives {
             let spec = kind.spec();
             let dtypes: &[DType] = if spec.sized() { &self.dtypes } else { &self.dtypes[..1] };
+            // all-to-all-v: a series per pattern (the index into `patterns`).
+            let patterns = if kind == Kind::AllToAllV { self.patterns.len().max(1) } else { 1 };
             for &dtype in dtypes {
-                if spec.reduces() {
-                    for &op in &self.ops {
-                        out.push((kind, dtype, Some(op)));
+                for pattern in 0..patterns {
+                    if spec.reduces() {
+                        for &op in &self.ops {
+                            out.push((kind, dtype, Some(op), pattern));
+                        }
+                    } else {
+                        out.push((kind, dtype, None, pattern));
                     }
-                } else {
-                    out.push((kind, dtype, None));
                 }
             }
         }
         out
     }
 
+    /// The pattern of a plan entry's index (uniform where there is none).
+    pub fn pattern(&self, index: usize) -> &crate::collective::traffic::Pattern {
+        static UNIFORM: crate::collective::traffic::Pattern = crate::collective::traffic::Pattern::Uniform;
+        self.patterns.get(index).unwrap_or(&UNIFORM)
+    }
+
     /// Points of the plan (collective × type × op × size, as the table's rows), counting at
     /// most a little past `cap`: the progress bar's total and the `--max-points` limit.
     pub fn point_count(&self, cap: u64) -> u64 {
         let sizes = self.size_count(cap);
-        self.plan().iter().map(|(k, _, _)| if k.spec().sized() { sizes } else { 1 }).fold(0u64, u64::saturating_add)
+        self.plan().iter().map(|(k, _, _, _)| if k.spec().sized() { sizes } else { 1 }).fold(0u64, u64::saturating_add)
     }
 
     /// The plan's duration estimated from the budget: per point and placement a warm-up of a

@@ -655,6 +655,8 @@ pub struct Seen {
     pub size_bytes: u64,
     pub placement: Placement,
     pub median_us: f64,
+    /// all-to-all-v's pattern (a hash of its text; 0 for the other collectives): a series each.
+    pub pattern: u64,
 }
 
 impl Seen {
@@ -670,12 +672,18 @@ impl Seen {
                 size_bytes: p.size_bytes,
                 placement: m.placement,
                 median_us: m.summary.median_us,
+                pattern: p.traffic.as_ref().map_or(0, |t| {
+                    use std::hash::{Hash, Hasher};
+                    let mut h = std::collections::hash_map::DefaultHasher::new();
+                    t.pattern.hash(&mut h);
+                    h.finish() | 1
+                }),
             })
             .collect()
     }
 
-    pub fn series(&self) -> (Kind, DType, Option<Op>, Placement) {
-        (self.collective, self.dtype, self.op, self.placement)
+    pub fn series(&self) -> (Kind, DType, Option<Op>, Placement, u64) {
+        (self.collective, self.dtype, self.op, self.placement, self.pattern)
     }
 }
 

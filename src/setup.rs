@@ -75,7 +75,9 @@ pub fn member(world: &World, opts: &Options, groups: &[Group]) -> Result<crate::
         )));
     }
     if opts.collectives.contains(&crate::collective::Kind::AllToAllV) {
-        opts.pattern.check_run(size, opts.min_bytes, opts.max_bytes)?;
+        for p in &opts.patterns {
+            p.check_run(size, opts.min_bytes, opts.max_bytes)?;
+        }
     }
     Ok(crate::sweep::Member {
         group,
@@ -286,8 +288,11 @@ pub fn sweep_outputs(opts: &Options) -> Vec<(&'static str, &Path)> {
 
 /// The files a sweep reads while it runs: `--pattern matrix=FILE` (no output may be it).
 pub fn sweep_inputs(opts: &Options) -> Vec<(&'static str, &Path)> {
-    match &opts.pattern {
-        crate::collective::traffic::Pattern::Matrix(m) => vec![("--pattern matrix", m.path.as_path())],
-        _ => vec![],
-    }
+    opts.patterns
+        .iter()
+        .filter_map(|p| match p {
+            crate::collective::traffic::Pattern::Matrix(m) => Some(("--pattern matrix", m.path.as_path())),
+            _ => None,
+        })
+        .collect()
 }

@@ -77,12 +77,59 @@ fn every_pattern_is_exact_on_1_to_8_ranks() {
             let p = &json["points"][0];
             assert_eq!(p["pattern"], pattern);
             assert!(p["in_place"].is_null(), "{p}");
-            assert_eq!(json["run"]["options"]["pattern"], pattern);
+            assert_eq!(json["run"]["options"]["patterns"][0], pattern);
             for f in ["run.csv", "run.json"] {
                 std::fs::remove_file(dir.path().join(f)).unwrap();
             }
         }
     }
+}
+
+/// A list of skews: a series per skew in one run, each its own block of the table and its own
+/// rows, the imbalance growing with the skew.
+#[test]
+fn a_list_of_skews_runs_a_series_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "all-to-all-v",
+        "--pattern",
+        "moe:experts=8,topk=2,skew=0,0.75,1.5",
+        "-b",
+        "4K",
+        "-e",
+        "64K",
+        "-f",
+        "4",
+        "-n",
+        "2",
+        "-w",
+        "1",
+        "--no-ceiling",
+        "--csv",
+        "run.csv",
+        "--order",
+        "size",
+    ];
+    let o = mpirun_in(dir.path(), 4, &args, 300);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    let skews = ["0", "0.75", "1.5"];
+    for z in skews {
+        let p = format!("moe:experts=8,topk=2,skew={z},seed=1");
+        assert!(out.contains(&format!("# pattern: {p} (all-to-all-v; ")), "{out}");
+        assert_eq!(out.matches(&format!("# Collective: all-to-all-v  pattern: {p}\n")).count(), 1, "{out}");
+    }
+    let rows = csv_rows(&dir.path().join("run.csv"));
+    assert_eq!(rows.len(), 3 * 3, "3 skews × 3 sizes, out of place");
+    let at_64k: Vec<f64> = skews
+        .iter()
+        .map(|z| {
+            let p = format!("moe:experts=8,topk=2,skew={z},seed=1");
+            let r = rows.iter().find(|r| r["pattern"] == p && r["size_bytes"] == "65536").unwrap();
+            r["imbalance_received"].parse().unwrap()
+        })
+        .collect();
+    assert!(at_64k[0] < at_64k[1] && at_64k[1] < at_64k[2] && at_64k[2] >= 2.0, "{at_64k:?}");
 }
 
 /// A pattern's bad values, a matrix that is not square, negative or smaller than the ranks, and
@@ -130,6 +177,14 @@ fn bad_patterns_are_refused_before_anything_runs() {
         assert!(stdout(&o).is_empty(), "{args:?}: {}", stdout(&o));
         assert!(files(dir.path()).is_empty(), "{args:?}: left {:?}", files(dir.path()));
     }
+    // One matrix file at a time.
+    let dir = tempfile::tempdir().unwrap();
+    let args =
+        ["all-to-all-v", "--pattern", "moe:experts=4,topk=1,skew=0,1", "--write-matrix", "m.txt", "--csv", "run.csv"];
+    let o = mpirun_in(dir.path(), 2, &args, 120);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--write-matrix: writes one pattern's matrix"), "{}", stderr(&o));
+    assert!(files(dir.path()).is_empty());
     // A pattern shapes all-to-all-v only.
     let dir = tempfile::tempdir().unwrap();
     let o = mpirun_in(dir.path(), 2, &["all-reduce", "--pattern", "spread=1", "--csv", "run.csv"], 120);

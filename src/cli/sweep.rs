@@ -223,8 +223,8 @@ impl Args {
         let root: usize = self.root.trim().parse().map_err(|_| {
             Error::usage(format!("-r/--root: '{}' is not a rank; expected a whole number from 0 to ranks-1", self.root))
         })?;
-        let pattern = crate::collective::traffic::Pattern::parse(&self.pattern)?;
-        if pattern != crate::collective::traffic::Pattern::Uniform && !collectives.contains(&Kind::AllToAllV) {
+        let patterns = crate::collective::traffic::Pattern::parse_list(&self.pattern)?;
+        if patterns != [crate::collective::traffic::Pattern::Uniform] && !collectives.contains(&Kind::AllToAllV) {
             return Err(Error::usage(format!(
                 "--pattern: '{}' shapes all-to-all-v only, which this run does not measure; expected all-to-all-v among the collectives",
                 self.pattern
@@ -234,6 +234,13 @@ impl Args {
             return Err(Error::usage(
                 "--write-matrix: writes all-to-all-v's traffic, which this run does not measure; expected all-to-all-v among the collectives",
             ));
+        }
+        if self.write_matrix.is_some() && patterns.len() > 1 {
+            return Err(Error::usage(format!(
+                "--write-matrix: writes one pattern's matrix, and --pattern '{}' gives {}; expected one skew",
+                self.pattern,
+                patterns.len()
+            )));
         }
         let (backend, implementation) = backend(&self.backend, &self.implementation, &collectives)?;
         let malloc = Malloc::parse(&self.malloc).ok_or_else(|| {
@@ -268,7 +275,7 @@ impl Args {
             ops,
             aggregation,
             root,
-            pattern,
+            patterns,
             blocking,
             backend,
             implementation,

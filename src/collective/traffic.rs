@@ -93,6 +93,43 @@ fn bad(text: &str, why: &str) -> Error {
 }
 
 impl Pattern {
+    /// Parse `--pattern`, where the `moe` pattern may list several skews (`skew=0,0.5,1`): one
+    /// pattern per skew, in the order given (each a series of the run).
+    pub fn parse_list(text: &str) -> Result<Vec<Pattern>> {
+        let t = text.trim();
+        let Some(rest) = t.strip_prefix("moe:") else { return Ok(vec![Pattern::parse(t)?]) };
+        // Bare numbers after `skew=Z` are more skews; every other part is key=value.
+        let (mut keys, mut skews): (Vec<&str>, Vec<&str>) = (vec![], vec![]);
+        let mut in_skew = false;
+        for part in rest.split(',') {
+            match part.split_once('=') {
+                Some((k, v)) if k.trim() == "skew" => {
+                    skews.push(v);
+                    in_skew = true;
+                }
+                Some(_) => {
+                    keys.push(part);
+                    in_skew = false;
+                }
+                None if in_skew => skews.push(part),
+                None => return Err(bad(text, &format!("has '{part}', not key=value"))),
+            }
+        }
+        if skews.is_empty() {
+            return Ok(vec![Pattern::parse(t)?]);
+        }
+        let mut out: Vec<Pattern> = vec![];
+        for z in skews {
+            let one = format!("moe:{},skew={}", keys.join(","), z.trim());
+            let p = Moe::parse(text, one.strip_prefix("moe:").unwrap_or(&one)).map(Pattern::Moe)?;
+            if out.contains(&p) {
+                return Err(bad(text, &format!("lists skew {} twice", z.trim())));
+            }
+            out.push(p);
+        }
+        Ok(out)
+    }
+
     /// Parse `--pattern`; a matrix file is read here, so a bad one is refused before anything runs.
     pub fn parse(text: &str) -> Result<Pattern> {
         let t = text.trim();
@@ -159,7 +196,7 @@ impl Pattern {
 impl Moe {
     fn parse(text: &str, rest: &str) -> Result<Moe> {
         let (mut experts, mut topk, mut skew, mut capacity, mut seed) = (None, None, None, None, 1u64);
-        for part in rest.split(',') {
+        for part in rest.split(',').filter(|p| !p.is_empty()) {
             let (k, v) = part.split_once('=').ok_or_else(|| bad(text, &format!("has '{part}', not key=value")))?;
             let v = v.trim();
             let whole = || v.parse::<usize>().ok();
@@ -662,6 +699,30 @@ mod tests {
     }
 
     #[test]
+    fn a_list_of_skews_is_a_pattern_each() {
+        let l = Pattern::parse_list("moe:experts=8,topk=2,skew=0,0.5,1.5,capacity=2").unwrap();
+        let text: Vec<String> = l.iter().map(|p| p.to_string()).collect();
+        assert_eq!(
+            text,
+            [
+                "moe:experts=8,topk=2,skew=0,capacity=2,seed=1",
+                "moe:experts=8,topk=2,skew=0.5,capacity=2,seed=1",
+                "moe:experts=8,topk=2,skew=1.5,capacity=2,seed=1"
+            ]
+        );
+        assert_eq!(Pattern::parse_list("spread=0.5").unwrap(), [Pattern::Spread(0.5)]);
+        assert_eq!(Pattern::parse_list("moe:experts=8,topk=2").unwrap().len(), 1);
+        for (bad, why) in [
+            ("moe:experts=8,topk=2,skew=0,-1", "skew that is not a number of at least 0"),
+            ("moe:experts=8,topk=2,skew=1,1", "lists skew 1 twice"),
+            ("moe:experts=8,1,topk=2", "has '1', not key=value"),
+        ] {
+            let e = Pattern::parse_list(bad).unwrap_err().to_string();
+            assert!(e.starts_with("--pattern") && e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn patterns_parse_and_bad_ones_name_the_flag() {
         assert_eq!(Pattern::parse("uniform").unwrap(), Pattern::Uniform);
         assert_eq!(Pattern::parse("spread=0.5").unwrap(), Pattern::Spread(0.5));
@@ -682,6 +743,7 @@ mod tests {
             ("moe:topk=2", "gives no experts="),
             ("moe:experts=8,topk=2,hot=1", "unknown key 'hot'"),
             ("matrix=", "names no file"),
+            ("moe:experts=8,0.5", "has '0.5', not key=value"),
         ] {
             let e = Pattern::parse(bad).unwrap_err().to_string();
             assert!(e.starts_with("--pattern") && e.contains(why), "{bad}: {e}");

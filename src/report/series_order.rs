@@ -34,7 +34,13 @@ impl<R: Report> Report for InSeriesOrder<R> {
 
     fn end(&mut self, info: &RunInfo, totals: &Totals) -> Result<()> {
         let plan = info.options.plan();
-        let series = |p: &Point| plan.iter().position(|s| *s == (p.collective, p.dtype, p.op)).unwrap_or(plan.len());
+        // all-to-all-v's pattern: the index of its series' pattern.
+        let o = &info.options;
+        let pattern = |p: &Point| {
+            p.traffic.as_ref().and_then(|t| o.patterns.iter().position(|x| x.to_string() == t.pattern)).unwrap_or(0)
+        };
+        let series =
+            |p: &Point| plan.iter().position(|s| *s == (p.collective, p.dtype, p.op, pattern(p))).unwrap_or(plan.len());
         // A stable sort: each series' sizes stay in the order they were measured (ascending).
         let mut held = std::mem::take(&mut self.held);
         held.sort_by_key(series);

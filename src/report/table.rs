@@ -136,7 +136,9 @@ impl<W: Write> Report for TableReport<W> {
         let names: Vec<&str> = o.collectives.iter().map(|k| k.name()).collect();
         self.line(&format!("# collectives: {}", names.join(" ")));
         if o.collectives.contains(&crate::collective::Kind::AllToAllV) {
-            self.line(&format!("# pattern: {}", pattern_line(&o.pattern, info.group_size())));
+            for p in &o.patterns {
+                self.line(&format!("# pattern: {}", pattern_line(p, info.group_size())));
+            }
         }
         self.line(&format!("# ranks: {} on {} host(s)", info.ranks, info.hosts.len()));
         for (host, ranks) in &info.hosts {
@@ -220,13 +222,22 @@ impl<W: Write> Report for TableReport<W> {
 
     fn point(&mut self, info: &RunInfo, p: &Point) -> Result<()> {
         let label = crate::record::series_label(p.collective, p.dtype, p.op);
-        let new_block = self.block.as_ref() != Some(&label);
+        // all-to-all-v's series are one per pattern.
+        let pattern = p.traffic.as_ref().map(|t| t.pattern.as_str()).filter(|t| *t != "uniform");
+        let block = match pattern {
+            Some(t) => format!("{label} {t}"),
+            None => label.clone(),
+        };
+        let new_block = self.block.as_ref() != Some(&block);
         if new_block {
             self.close_block();
-            self.block = Some(label.clone());
+            self.block = Some(block);
             self.algorithm = None;
             self.line("#");
-            self.line(&format!("# Collective: {}", p.collective.name()));
+            match pattern {
+                Some(t) => self.line(&format!("# Collective: {}  pattern: {t}", p.collective.name())),
+                None => self.line(&format!("# Collective: {}", p.collective.name())),
+            }
             let (ceil, unit) = if info.ceiling.is_some() { ("  %ceil", "  (oop)") } else { ("", "") };
             self.line("#                                                              out-of-place                       in-place");
             self.line(&format!("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong{ceil}"));
@@ -308,7 +319,9 @@ impl<W: Write> Report for TableReport<W> {
             self.pingpong = Some((p.size_bytes, p.out_of_place.per_rank_us.clone()));
         }
         if sized {
-            self.current.push((label, p.size_bytes, p.out_of_place.busbw_gbps));
+            // The block's name: all-to-all-v's pattern with it.
+            let block = self.block.clone().unwrap_or(label);
+            self.current.push((block, p.size_bytes, p.out_of_place.busbw_gbps));
         }
         Ok(())
     }

@@ -22,7 +22,7 @@ use timing::Agreed;
 
 /// The collective × type × op combinations of a run, in the order they run: the options' one
 /// plan ([`Options::plan`]), which also gives the progress bar its total.
-pub fn plan(opts: &Options) -> Vec<(Kind, DType, Option<Op>)> {
+pub fn plan(opts: &Options) -> Vec<(Kind, DType, Option<Op>, usize)> {
     opts.plan()
 }
 
@@ -35,19 +35,27 @@ pub fn sizes_for(spec: &dyn Collective, opts: &Options) -> Vec<u64> {
     }
 }
 
-/// Every point of a run (collective, type, op, size) in the order it is measured (`--order`):
-/// each combination's sizes in turn, or round by round, every combination's i-th size in round i.
-pub fn points(opts: &Options) -> Vec<(Kind, DType, Option<Op>, u64)> {
-    let series: Vec<_> =
-        plan(opts).into_iter().map(|(kind, dtype, op)| (kind, dtype, op, sizes_for(kind.spec(), opts))).collect();
+/// One point of a run's plan: collective, type, op, all-to-all-v's pattern (an index into
+/// `Options::patterns`; 0 for the others) and size.
+pub type PlannedPoint = (Kind, DType, Option<Op>, usize, u64);
+
+/// Every point of a run in the order it is measured (`--order`): each combination's sizes in
+/// turn, or round by round, every combination's i-th size in round i.
+pub fn points(opts: &Options) -> Vec<PlannedPoint> {
+    let series: Vec<_> = plan(opts)
+        .into_iter()
+        .map(|(kind, dtype, op, pattern)| (kind, dtype, op, pattern, sizes_for(kind.spec(), opts)))
+        .collect();
     match opts.order {
         Order::Collective => {
-            series.into_iter().flat_map(|(k, d, o, sizes)| sizes.into_iter().map(move |s| (k, d, o, s))).collect()
+            series.into_iter().flat_map(|(k, d, o, p, sizes)| sizes.into_iter().map(move |s| (k, d, o, p, s))).collect()
         }
         Order::Size => {
-            let rounds = series.iter().map(|s| s.3.len()).max().unwrap_or(0);
+            let rounds = series.iter().map(|s| s.4.len()).max().unwrap_or(0);
             (0..rounds)
-                .flat_map(|i| series.iter().filter_map(move |(k, d, o, sizes)| sizes.get(i).map(|s| (*k, *d, *o, *s))))
+                .flat_map(|i| {
+                    series.iter().filter_map(move |(k, d, o, p, sizes)| sizes.get(i).map(|s| (*k, *d, *o, *p, *s)))
+                })
                 .collect()
         }
     }
@@ -57,14 +65,14 @@ pub fn points(opts: &Options) -> Vec<(Kind, DType, Option<Op>, u64)> {
 /// includes the guard zone of the out-of-bounds check).
 pub fn buffer_bytes(opts: &Options, nranks: usize, rank: usize, conv: Convention) -> (usize, usize) {
     let (mut send, mut recv) = (0usize, 0usize);
-    for (kind, dtype, _) in plan(opts) {
+    for (kind, dtype, _, pattern) in plan(opts) {
         let spec = kind.spec();
         let elem = dtype.size();
         // Layouts grow with size, so the largest size decides.
         if let Some(&size) = sizes_for(spec, opts).last() {
             let l = crate::collective::layout_of(
                 kind,
-                &opts.pattern,
+                opts.pattern(pattern),
                 (size / elem as u64) as usize,
                 elem,
                 nranks,
@@ -252,10 +260,11 @@ impl<'a> Sweep<'a> {
         let conv = self.backend.convention();
         let (n, rank) = (self.member.size, self.member.rank);
         self.seen.clear();
-        for (ordinal, (kind, dtype, op, size)) in points(self.opts).into_iter().enumerate() {
+        for (ordinal, (kind, dtype, op, pattern, size)) in points(self.opts).into_iter().enumerate() {
             let spec = kind.spec();
             let elems = (size / dtype.size() as u64) as usize;
-            let layout = crate::collective::layout_of(kind, &self.opts.pattern, elems, dtype.size(), n, rank, conv);
+            let pattern = self.opts.pattern(pattern);
+            let layout = crate::collective::layout_of(kind, pattern, elems, dtype.size(), n, rank, conv);
             let call =
                 |in_place| Call { kind, dtype, op: op.unwrap_or(Op::Sum), root: self.opts.root, layout, in_place };
             let out_of_place = self.measure(&call(false), Placement::OutOfPlace)?;
@@ -281,7 +290,7 @@ impl<'a> Sweep<'a> {
                 in_place,
                 algorithm,
                 algorithm_source: source.to_string(),
-                traffic: layout.peers.map(|p| crate::record::Traffic::of(&self.opts.pattern, p)),
+                traffic: layout.peers.map(|p| crate::record::Traffic::of(pattern, p)),
             };
             totals.add(&point);
             self.seen.extend(crate::record::Seen::of(ordinal, &point));
@@ -503,8 +512,20 @@ mod tests {
         );
         let p = plan(&o);
         assert_eq!(p.len(), 4 + 2 + 1);
-        assert_eq!(p[6], (Kind::Barrier, DType::Int32, None));
+        assert_eq!(p[6], (Kind::Barrier, DType::Int32, None, 0));
         assert_eq!(sizes_for(Kind::Barrier.spec(), &o), vec![0]);
+    }
+
+    #[test]
+    fn all_to_all_v_has_a_series_per_pattern() {
+        let mut o = opts(&[Kind::AllReduce, Kind::AllToAllV], &[DType::Float32], &[Op::Sum]);
+        o.patterns = crate::collective::traffic::Pattern::parse_list("moe:experts=8,topk=2,skew=0,1,1.5").unwrap();
+        let p = plan(&o);
+        assert_eq!(p.iter().map(|s| s.3).collect::<Vec<_>>(), [0, 0, 1, 2]);
+        assert_eq!(o.point_count(u64::MAX), 4 * o.sizes().len() as u64);
+        // Buffers hold the most skewed pattern's busiest rank.
+        let one = Options { patterns: o.patterns[..1].to_vec(), ..o.clone() };
+        assert!(buffer_bytes(&o, 4, 0, Convention::Mpi).1 > buffer_bytes(&one, 4, 0, Convention::Mpi).1);
     }
 
     #[test]

@@ -120,6 +120,7 @@ mod tests {
             size_bytes: size,
             placement: Placement::OutOfPlace,
             median_us,
+            pattern: 0,
         }
     }
 
