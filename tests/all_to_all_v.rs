@@ -258,3 +258,39 @@ fn a_written_matrix_replays_the_same_traffic() {
     }
     assert_eq!(std::fs::read_to_string(dir.path().join("m.txt")).unwrap(), text);
 }
+
+/// A check rule carries all-to-all-v's pattern: its sweep runs that traffic (the CSV's rows say
+/// so), and a matrix smaller than the ranks is refused before anything runs.
+#[test]
+fn a_check_rule_runs_its_pattern() {
+    let dir = tempfile::tempdir().unwrap();
+    let spec = "[settings]\nrepeats = 1\nbudget = \"5ms\"\n\n[[rule]]\nname = \"moe\"\ncollective = \"all-to-all-v\"\n\
+                pattern = \"moe:experts=8,topk=2,skew=1.5\"\nsizes = \"64K..64K\"\nmax_median_us = 1000000.0\n";
+    std::fs::write(dir.path().join("s.toml"), spec).unwrap();
+    let o = mpirun_in(dir.path(), 4, &["check", "s.toml", "--csv", "c.csv"], 300);
+    assert_eq!(o.status.code(), Some(0), "{}\n{}", stdout(&o), stderr(&o));
+    let rows = csv_rows(&dir.path().join("c.csv"));
+    assert!(!rows.is_empty());
+    for r in &rows {
+        assert_eq!(
+            (r["collective"].as_str(), r["pattern"].as_str()),
+            ("all-to-all-v", "moe:experts=8,topk=2,skew=1.5,seed=1")
+        );
+        assert!(r["imbalance_received"].parse::<f64>().unwrap() >= 2.0, "{r:?}");
+    }
+    let small = dir.path().join("m.txt");
+    std::fs::write(&small, "16 16\n16 16\n").unwrap();
+    let spec = format!(
+        "[[rule]]\nname = \"m\"\ncollective = \"all-to-all-v\"\npattern = \"matrix={}\"\nsizes = \"1K..1K\"\nmax_median_us = 1e6\n",
+        small.display()
+    );
+    std::fs::write(dir.path().join("m.toml"), spec).unwrap();
+    let o = mpirun_in(dir.path(), 4, &["check", "m.toml", "--csv", "m.csv"], 120);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("rule 'm': --pattern: the matrix in") && stderr(&o).contains("smaller than the 4 ranks"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("m.csv").exists());
+}

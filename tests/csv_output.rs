@@ -54,6 +54,10 @@ const COLUMNS: &[&str] = &[
     "pct_of_ceiling",
     "order",
     "budget_s",
+    "pattern",
+    "imbalance_sent",
+    "imbalance_received",
+    "dropped_pct",
 ];
 
 #[test]

@@ -508,7 +508,7 @@ fn exact_sweep(n: usize, dtypes: &str, ops: &str) {
         collectives.insert(r[collective].to_string());
     }
     assert_eq!(placements.len(), 2, "{placements:?}");
-    assert_eq!(collectives.len(), 11, "{collectives:?}");
+    assert_eq!(collectives.len(), 12, "{collectives:?}");
 }
 
 #[test]
@@ -697,7 +697,7 @@ fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
             assert_eq!(&r[wrong], wrong_cell(&r[placement], &r[coll]), "{c:?}: {r:?}");
             seen.insert(r[coll].to_string());
         }
-        assert_eq!(seen.len(), 11, "{c:?}: {seen:?}");
+        assert_eq!(seen.len(), 12, "{c:?}: {seen:?}");
     }
     // The ratios, for the sizes both ran; collectives without a *_perf here are named as skipped.
     for coll in ["all-reduce", "all-gather", "all-to-all"] {
@@ -1295,7 +1295,7 @@ fn fp8_types_run_with_the_check_off_on_an_nccl_that_has_them() {
         seen.insert((r[dtype].to_string(), r[coll].to_string()));
     }
     // Both types in every collective (barrier, which moves no data of a type, runs once).
-    assert_eq!(seen.iter().filter(|(_, c)| c != "barrier").count(), 20, "{seen:?}");
+    assert_eq!(seen.iter().filter(|(_, c)| c != "barrier").count(), 22, "{seen:?}");
     assert!(seen.iter().any(|(_, c)| c == "barrier"), "{seen:?}");
 
     let old = [env[0], env[1], env[2], ("FAKE_NCCL_VERSION", "22304")];
@@ -1537,8 +1537,12 @@ fn groups_run_every_collective_exactly_on_nccl() {
             let want = if layout == "split=div:2" { ["  0: ranks 0-1", "  1: ranks 2-3"] } else { ["  0: ranks 0,2", "  1: ranks 1,3"] };
             assert_eq!(listed, want, "{layout}:\n{out}");
             assert!(out.contains("# Wrong elements       : 0 OK"), "{layout}:\n{out}");
-            // (In place, all-to-all and sendrecv are N/A: NCCL does not support them in place.)
-            assert!(rows(&o).iter().all(|r| r[8] == "0" && (r[12] == "0" || r[12] == "N/A")), "{layout}:\n{out}");
+            // (In place, all-to-all and sendrecv are N/A: NCCL does not support them in place;
+            // all-to-all-v is measured out of place only: "-".)
+            assert!(
+                rows(&o).iter().all(|r| r[8] == "0" && (r[12] == "0" || r[12] == "N/A" || r[12] == "-")),
+                "{layout}:\n{out}"
+            );
             assert!(rows(&o).iter().any(|r| r[12] == "0"), "{layout}:\n{out}");
         }
     }

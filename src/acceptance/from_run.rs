@@ -160,6 +160,8 @@ struct Series<'a> {
     kind: Kind,
     dtype: DType,
     op: Option<Op>,
+    /// all-to-all-v's pattern where it is not uniform (the rule's `pattern`).
+    pattern: Option<String>,
     rows: Vec<(usize, &'a Row)>,
 }
 
@@ -324,16 +326,16 @@ fn gather(runs: &[Run]) -> Result<(Vec<Series<'_>>, Vec<String>)> {
             let k = &r.key;
             let at =
                 |what: &str, v: &str| Error::usage(format!("'{}' line {}: unknown {what} '{v}'", run.shown, r.line));
-            // all-to-all-v under a pattern (csvread's `all-to-all-v(PATTERN)`): a spec runs the
-            // uniform pattern, which these rows did not measure.
-            if let Some(pattern) = k.collective.strip_prefix("all-to-all-v(").and_then(|p| p.strip_suffix(')')) {
-                let s = format!("all-to-all-v under --pattern {pattern} (a spec runs it uniform)");
-                if !skipped.contains(&s) {
-                    skipped.push(s);
-                }
-                continue;
-            }
-            let kind = Kind::parse(&k.collective).ok_or_else(|| at("collective", &k.collective))?;
+            // all-to-all-v under a pattern (csvread's `all-to-all-v(PATTERN)`): its rules carry it.
+            let (collective, pattern) =
+                match k.collective.strip_prefix("all-to-all-v(").and_then(|p| p.strip_suffix(')')) {
+                    Some(p) => {
+                        crate::collective::traffic::Pattern::parse(p).map_err(|_| at("pattern", p))?;
+                        ("all-to-all-v", Some(p.to_string()))
+                    }
+                    None => (k.collective.as_str(), None),
+                };
+            let kind = Kind::parse(collective).ok_or_else(|| at("collective", &k.collective))?;
             let dtype = DType::parse(&k.dtype)
                 .or(if kind.spec().sized() { None } else { Some(DType::Float32) })
                 .ok_or_else(|| at("dtype", &k.dtype))?;
@@ -349,9 +351,9 @@ fn gather(runs: &[Run]) -> Result<(Vec<Series<'_>>, Vec<String>)> {
                 }
                 continue;
             }
-            match series.iter_mut().find(|s| s.kind == kind && s.dtype == dtype && s.op == op) {
+            match series.iter_mut().find(|s| s.kind == kind && s.dtype == dtype && s.op == op && s.pattern == pattern) {
                 Some(s) => s.rows.push((i, r)),
-                None => series.push(Series { kind, dtype, op, rows: vec![(i, r)] }),
+                None => series.push(Series { kind, dtype, op, pattern, rows: vec![(i, r)] }),
             }
         }
     }
@@ -523,10 +525,11 @@ fn write_rules(
         baseline(&s.rows.iter().filter(|(_, r)| r.key.size_bytes == size).map(|(_, r)| f(r)).collect::<Vec<_>>())
     };
     let label = format!(
-        "{} {}{}",
+        "{} {}{}{}",
         s.kind.name(),
         if s.kind.spec().sized() { s.dtype.name() } else { "" },
-        s.op.map(|o| format!(" {}", o.name())).unwrap_or_default()
+        s.op.map(|o| format!(" {}", o.name())).unwrap_or_default(),
+        s.pattern.as_ref().map(|p| format!(" {p}")).unwrap_or_default()
     )
     .trim()
     .replace("  ", " ");
@@ -548,6 +551,9 @@ fn write_rules(
         }
         if let Some(o) = s.op.filter(|_| s.kind.spec().reduces()) {
             let _ = writeln!(t, "op = \"{}\"", o.name());
+        }
+        if let Some(p) = &s.pattern {
+            let _ = writeln!(t, "pattern = \"{p}\"");
         }
         let _ = writeln!(t, "placement = \"out-of-place\"\nsizes = \"{sizes}\"");
     };
@@ -1099,10 +1105,10 @@ mod tests {
         assert!(render(&[run(rows)], 0.3, "30%").unwrap_err().to_string().contains("unknown collective 'all-smush'"));
     }
 
-    /// all-to-all-v under a pattern (read as `all-to-all-v(PATTERN)`): a spec runs it uniform,
-    /// so no rule is learned from it, and the header says so.
+    /// all-to-all-v under a pattern (read as `all-to-all-v(PATTERN)`): its rules carry the
+    /// pattern, so check runs the traffic they were learned from, and the spec reads back.
     #[test]
-    fn all_to_all_v_under_a_pattern_is_left_out_and_named() {
+    fn all_to_all_v_under_a_pattern_learns_rules_with_it() {
         let mut rows = vec![];
         for e in 10..=20u32 {
             let size = 1u64 << e;
@@ -1112,10 +1118,14 @@ mod tests {
             rows.push(row(v, "float", "none", "out_of_place", size, 2.0 * time, size as f64 / time / 2e3));
         }
         let (text, _) = render(&[run(rows)], 0.3, "30%").unwrap();
-        assert!(!text.contains("collective = \"all-to-all-v\""), "{text}");
         assert!(
-            text.contains("all-to-all-v under --pattern moe:experts=8,topk=2,skew=1.5,seed=1 (a spec runs it uniform)"),
+            text.contains("collective = \"all-to-all-v\"\ndtype = \"float\"\npattern = \"moe:experts=8,topk=2,skew=1.5,seed=1\"\n"),
             "{text}"
         );
+        let spec = crate::acceptance::spec::parse("learned.toml", &text).unwrap();
+        let v: Vec<_> = spec.rules.iter().filter(|r| r.collective == Kind::AllToAllV).collect();
+        assert!(!v.is_empty(), "{text}");
+        assert!(v.iter().all(|r| r.pattern.to_string() == "moe:experts=8,topk=2,skew=1.5,seed=1"), "{text}");
+        assert!(v.iter().all(|r| r.name.contains("all-to-all-v float moe:experts=8")), "{text}");
     }
 }

@@ -423,6 +423,7 @@ fn sweep_options(rule: &Rule, spec: &Spec) -> Options {
         ops: vec![rule.op.unwrap_or(crate::dtype::Op::Sum)],
         aggregation: Aggregation::Mean,
         backend: rule.backend,
+        patterns: vec![rule.pattern.clone()],
         csv: CsvTarget::Off,
         ..Options::default()
     }
@@ -435,6 +436,18 @@ pub const CSV_COLUMNS: &[&str] = &["rule", "repeat"];
 /// The whole subcommand on every rank, once the options are agreed.
 pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     let spec = load_spec(world, opts)?;
+    // all-to-all-v's patterns against this world (a matrix smaller than the ranks, its sizes),
+    // before anything is measured.
+    for r in spec.rules.iter().filter(|r| r.collective == crate::collective::Kind::AllToAllV) {
+        r.pattern.check_run(world.size, r.min_bytes, r.max_bytes).map_err(|e| {
+            crate::error::Error::usage(format!(
+                "{} line {}: rule '{}': {e}",
+                crate::error::shown(&opts.spec),
+                r.line,
+                r.name
+            ))
+        })?;
+    }
     // Outputs checked now, before anything is measured: a run that would fail on one fails
     // first, leaving nothing. The CSV is created now, the JUnit file written at the end.
     let mut outputs: Vec<(&str, &std::path::Path)> = vec![];

@@ -41,6 +41,7 @@ struct RawRule {
     max_time_us: Option<Spanned<f64>>,
     max_median_us: Option<Spanned<f64>>,
     max_knee_bytes: Option<Spanned<String>>,
+    pattern: Option<Spanned<String>>,
     ranks_per_node: Option<Spanned<i64>>,
     fail_on_slow_rank: Option<bool>,
 }
@@ -82,6 +83,9 @@ pub struct Rule {
     /// median over repeats) reaches half the best of the plateau's sizes. Catches a curve that
     /// levels off later (latency or protocol switches at mid sizes) while both ends still pass.
     pub max_knee_bytes: Option<u64>,
+    /// all-to-all-v's traffic (`pattern = "moe:…"`, the sweep's `--pattern`, one pattern); uniform
+    /// where none is given.
+    pub pattern: crate::collective::traffic::Pattern,
     /// Judge the rule only when every host runs this many ranks.
     pub ranks_per_node: Option<usize>,
     pub fail_on_slow_rank: bool,
@@ -337,6 +341,27 @@ fn rule(src: &Source, raw: &Spanned<RawRule>) -> Result<Rule, String> {
             ),
         ));
     }
+    let pattern = match &r.pattern {
+        None => crate::collective::traffic::Pattern::Uniform,
+        Some(p) if collective != Kind::AllToAllV => {
+            return Err(at(p.span(), format!("pattern shapes all-to-all-v only, not {}; remove pattern", spec.name())))
+        }
+        Some(p) => {
+            let mut list = crate::collective::traffic::Pattern::parse_list(p.get_ref())
+                .map_err(|e| at(p.span(), e.to_string().trim_start_matches("--").to_string()))?;
+            if list.len() != 1 {
+                return Err(at(
+                    p.span(),
+                    format!(
+                        "pattern '{}' lists {} skews; expected one pattern a rule (a rule per skew)",
+                        p.get_ref(),
+                        list.len()
+                    ),
+                ));
+            }
+            list.remove(0)
+        }
+    };
     let ranks_per_node = match &r.ranks_per_node {
         Some(n) if *n.get_ref() < 1 => {
             return Err(at(n.span(), format!("ranks_per_node = {} is impossible; expected 1 or more", n.get_ref())))
@@ -360,6 +385,7 @@ fn rule(src: &Source, raw: &Spanned<RawRule>) -> Result<Rule, String> {
         max_time_us,
         max_median_us,
         max_knee_bytes,
+        pattern,
         ranks_per_node,
         fail_on_slow_rank: r.fail_on_slow_rank.unwrap_or(false),
     })
@@ -438,6 +464,15 @@ ranks_per_node = 2
             (format!("[settings]\nbudget = \"soon\"\n{rule}"), "line 2: --budget"),
             ("[settings]\nrepeats = 2\n".to_string(), "no [[rule]]"),
             (format!("{rule}ranks_per_node = 0\n"), "line 5: ranks_per_node = 0 is impossible"),
+            (format!("{rule}pattern = \"spread=1\"\n"), "line 5: pattern shapes all-to-all-v only, not all-reduce"),
+            (
+                rule.replace("all-reduce", "all-to-all-v") + "pattern = \"moe:experts=8,topk=9\"\n",
+                "line 5: pattern: 'moe:experts=8,topk=9' routes each token to topk=9 of only 8 experts",
+            ),
+            (
+                rule.replace("all-reduce", "all-to-all-v") + "pattern = \"moe:experts=8,topk=2,skew=0,1\"\n",
+                "line 5: pattern 'moe:experts=8,topk=2,skew=0,1' lists 2 skews; expected one pattern a rule",
+            ),
             (format!("{rule}max_knee_bytes = \"4M\"\n"), "line 5: max_knee_bytes '4M' is outside sizes '1M..2M'"),
             (format!("{rule}max_knee_bytes = \"lots\"\n"), "line 5: max_knee_bytes: "),
             (
