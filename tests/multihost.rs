@@ -149,8 +149,8 @@ fn every_collective_is_correct_across_two_hosts() {
     assert!(out.contains("# Out of bounds values : 0 OK"), "{out}");
     assert!(out.contains("# Wrong elements       : 0 OK"), "{out}");
     let rows = rows(&o);
-    // 3 reducing × the types × the ops + 7 moving × the types, sizes 8, 64, 512, 4096, 32768; barrier.
-    assert_eq!(rows.len(), (3 * ntypes * nops + 7 * ntypes) * 5 + 1, "{out}");
+    // 3 reducing × the types × the ops + 8 moving × the types, sizes 8, 64, 512, 4096, 32768; barrier.
+    assert_eq!(rows.len(), (3 * ntypes * nops + 8 * ntypes) * 5 + 1, "{out}");
     assert!(rows.iter().all(|r| r[8] == "0" && r[12] == "0"), "{out}");
     let mut csv = csv::Reader::from_path(bed.dir().join("run.csv")).unwrap();
     let header = csv.headers().unwrap().clone();
@@ -480,8 +480,8 @@ fn groups_follow_the_hosts_on_two_hosts() {
         assert!(out.contains("# Wrong elements       : 0 OK"), "{layout}:\n{out}");
         assert!(out.contains("# Out of bounds values : 0 OK"), "{layout}:\n{out}");
         let rows = rows(&o);
-        // 3 reducing + 7 moving, × the types, sizes 8, 64, 512, 4096; barrier.
-        assert_eq!(rows.len(), (3 + 7) * ntypes * 4 + 1, "{layout}:\n{out}");
+        // 3 reducing + 8 moving, × the types, sizes 8, 64, 512, 4096; barrier.
+        assert_eq!(rows.len(), (3 + 8) * ntypes * 4 + 1, "{layout}:\n{out}");
         assert!(rows.iter().all(|r| r[8] == "0" && r[12] == "0"), "{layout}:\n{out}");
     }
     // Hosts of unequal rank counts have no rails: 3 ranks, 2 on host 1 and 1 on host 2.
