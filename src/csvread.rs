@@ -96,6 +96,9 @@ pub struct Row {
     pub size_order: bool,
     /// The run's `--budget`, seconds, where the file has the column (`budget_s`).
     pub budget_s: Option<f64>,
+    /// all-to-all-v's imbalance: the larger of `imbalance_sent` and `imbalance_received` (the
+    /// busiest rank's bytes over the mean), where the file has them and the row a value.
+    pub imbalance: Option<f64>,
 }
 
 impl Row {
@@ -169,6 +172,7 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
     let order_col = col("order");
     let budget_col = col("budget_s");
     let pattern_col = col("pattern");
+    let imbalance_cols = [col("imbalance_sent"), col("imbalance_received")];
     let mut rows: Vec<Row> = vec![];
     // Each series' latest row (index into `rows`) and its run's timestamp: where a twin is found.
     let mut latest: std::collections::HashMap<Series, (usize, String)> = std::collections::HashMap::new();
@@ -234,6 +238,7 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
             median_ci95_us: ci_cols.and_then(|(lo, hi)| opt_num(lo).zip(opt_num(hi))),
             pct_of_ceiling: pct_col.and_then(opt_num),
             budget_s: budget_col.and_then(opt_num).filter(|b| *b > 0.0),
+            imbalance: imbalance_cols.iter().filter_map(|c| c.and_then(opt_num)).reduce(f64::max),
             ranks: opt_int(ranks_col),
             hosts: opt_int(hosts_col),
             line,

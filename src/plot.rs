@@ -1,6 +1,9 @@
 //! `coll-bench plot RUN.csv [MORE.csv…] -o FILE.svg|FILE.png`: bus bandwidth and time against
 //! message size, one series per file × collective × backend (× type, op and placement where
-//! those vary), drawn with plotters.
+//! those vary), drawn with plotters. `--x-axis imbalance` draws all-to-all-v's rows against
+//! their traffic's imbalance instead: one series per pattern family (the pattern less its skew or
+//! spread) and size, a point per skew, so a sweep of `--pattern moe:…,skew=0,0.5,1` shows what
+//! an unbalanced router costs.
 //!
 //! Two panels, one above the other, sharing the legend on the right: bus bandwidth (GB/s,
 //! linear) and mean time per call (µs, log10), both against size on a log2 axis. Both axes are
@@ -69,6 +72,15 @@ impl PlacementChoice {
     }
 }
 
+/// What the horizontal axis shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum XAxis {
+    /// The message size (log2 scale): every row with a size above 0.
+    Size,
+    /// all-to-all-v's imbalance (linear): the rows that have one.
+    Imbalance,
+}
+
 /// Which time per call to draw, and to derive the bus bandwidth from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stat {
@@ -115,12 +127,20 @@ pub struct Style {
     pub height: u32,
     /// Default: the files, ranks and hosts.
     pub title: Option<String>,
+    pub x: XAxis,
 }
 
 impl Default for Style {
     /// The flags' defaults (a test checks that they agree).
     fn default() -> Style {
-        Style { placement: PlacementChoice::Out, stat: Stat::Mean, width: 1200, height: 900, title: None }
+        Style {
+            placement: PlacementChoice::Out,
+            stat: Stat::Mean,
+            width: 1200,
+            height: 900,
+            title: None,
+            x: XAxis::Size,
+        }
     }
 }
 
@@ -166,7 +186,7 @@ fn write_plot(
         runs.push(csvread::read(f).map_err(|e| Error::usage(format!("{e}; expected {FORM}")))?);
     }
     let names = file_labels(files);
-    let plot = Plot::build(&names, &runs, style.placement, style.stat)?;
+    let plot = Plot::build(&names, &runs, style.placement, style.stat, style.x)?;
     let title = style.title.clone().unwrap_or_else(|| default_title(&names, &runs));
     let size = (style.width, style.height);
     let bytes = match format {
@@ -192,11 +212,15 @@ fn write_plot(
     crate::report::outfile::replace(flag, output, &bytes, policy, make_dirs)?;
     let n = plot.series.len();
     Ok(format!(
-        "{n} series, {}, {} time per call",
+        "{n} series, {}, {} time per call{}",
         style.placement.shown(),
         match style.stat {
             Stat::Mean => "mean",
             Stat::Median => "median",
+        },
+        match style.x {
+            XAxis::Size => "",
+            XAxis::Imbalance => ", against imbalance",
         }
     ))
 }
@@ -256,8 +280,8 @@ fn plural(n: u64) -> &'static str {
     }
 }
 
-/// (size in bytes, bus bandwidth in GB/s, mean time in µs).
-type PlotPoint = (u64, f64, f64);
+/// (x: log2 of the size in bytes, or the imbalance; bus bandwidth in GB/s; time in µs).
+type PlotPoint = (f64, f64, f64);
 
 /// One line on each panel.
 #[derive(Debug, Clone, PartialEq)]
@@ -265,7 +289,7 @@ pub struct Series {
     pub label: String,
     /// Which file it came from (its marker shape).
     pub file: usize,
-    /// By size.
+    /// By x.
     pub points: Vec<PlotPoint>,
 }
 
@@ -275,17 +299,26 @@ pub struct Plot {
     pub series: Vec<Series>,
     pub stat: Stat,
     pub placement: PlacementChoice,
+    pub x: XAxis,
 }
 
 impl Plot {
-    /// Group rows into series. Sizes of 0 (barrier) have no place on a log axis and are left out.
-    fn build(names: &[String], runs: &[Vec<Row>], placement: PlacementChoice, stat: Stat) -> Result<Plot> {
+    /// Group rows into series. Sizes of 0 (barrier) have no place on a log axis and are left out;
+    /// against imbalance, only rows with an imbalance (all-to-all-v's) are drawn.
+    fn build(names: &[String], runs: &[Vec<Row>], placement: PlacementChoice, stat: Stat, x: XAxis) -> Result<Plot> {
         let kept: Vec<(usize, &Row)> = runs
             .iter()
             .enumerate()
             .flat_map(|(i, rows)| rows.iter().map(move |r| (i, r)))
             .filter(|(_, r)| placement.keeps(&r.key.placement) && r.key.size_bytes > 0)
+            .filter(|(_, r)| x == XAxis::Size || r.imbalance.is_some())
             .collect();
+        if kept.is_empty() && x == XAxis::Imbalance {
+            return Err(Error::usage(format!(
+                "--x-axis imbalance: no all-to-all-v measurement with an imbalance in {} (a sweep of all-to-all-v writes imbalance_sent and imbalance_received; --pattern moe:experts=8,topk=2,skew=0,0.5,1 gives a point per skew)",
+                names.join(", ")
+            )));
+        }
         if kept.is_empty() {
             let which = match placement {
                 PlacementChoice::In => "in-place ",
@@ -299,7 +332,14 @@ impl Plot {
         }
         let mut series: Vec<(usize, SeriesId, Vec<PlotPoint>)> = vec![];
         for (file, r) in kept {
-            let id = r.key.series();
+            let mut id = r.key.series();
+            let at = match x {
+                XAxis::Size => (r.key.size_bytes as f64).log2(),
+                XAxis::Imbalance => {
+                    id.0 = format!("{} at {}", pattern_family(&id.0), human(r.key.size_bytes));
+                    r.imbalance.unwrap_or(f64::NAN)
+                }
+            };
             let pos = match series.iter().position(|(f, s, _)| *f == file && *s == id) {
                 Some(p) => p,
                 None => {
@@ -308,12 +348,10 @@ impl Plot {
                 }
             };
             let point = match stat {
-                Stat::Mean => (r.key.size_bytes, r.busbw_gbps, r.time_us),
+                Stat::Mean => (at, r.busbw_gbps, r.time_us),
                 // busbw = bytes × factor / time: the same factor over the median.
-                Stat::Median if r.median_us > 0.0 => {
-                    (r.key.size_bytes, r.busbw_gbps * r.time_us / r.median_us, r.median_us)
-                }
-                Stat::Median => (r.key.size_bytes, f64::NAN, r.median_us),
+                Stat::Median if r.median_us > 0.0 => (at, r.busbw_gbps * r.time_us / r.median_us, r.median_us),
+                Stat::Median => (at, f64::NAN, r.median_us),
             };
             series[pos].2.push(point);
         }
@@ -323,11 +361,30 @@ impl Plot {
             .into_iter()
             .zip(labels)
             .map(|((file, _, mut points), label)| {
-                points.sort_by_key(|p| p.0);
+                points.sort_by(|a, b| a.0.total_cmp(&b.0));
                 Series { label, file, points }
             })
             .collect();
-        Ok(Plot { series: out, stat, placement })
+        Ok(Plot { series: out, stat, placement, x })
+    }
+}
+
+/// An all-to-all-v series' pattern less what a sweep of skews varies, so the skews of one
+/// router are one line: `all-to-all-v(moe:experts=8,topk=2,skew=0.5,seed=1)` →
+/// `all-to-all-v(moe:experts=8,topk=2,seed=1)`, `all-to-all-v(spread=0.5)` →
+/// `all-to-all-v(spread)`; anything else as it is.
+fn pattern_family(collective: &str) -> String {
+    let Some((base, rest)) = collective.split_once('(') else { return collective.to_string() };
+    let pattern = rest.strip_suffix(')').unwrap_or(rest);
+    if pattern.starts_with("spread=") {
+        return format!("{base}(spread)");
+    }
+    match pattern.strip_prefix("moe:") {
+        Some(keys) => {
+            let kept: Vec<&str> = keys.split(',').filter(|k| !k.starts_with("skew=")).collect();
+            format!("{base}(moe:{})", kept.join(","))
+        }
+        None => collective.to_string(),
     }
 }
 
@@ -436,6 +493,18 @@ fn ticks(lo: f64, hi: f64, max: usize) -> Vec<f64> {
     (a..=b).filter(|e| e.rem_euclid(step) == 0).map(|e| e as f64).collect()
 }
 
+/// Round values from `lo` to `hi` on a linear axis (steps of 1, 2, 2.5 or 5 times a power of
+/// ten), for `max` labels at most.
+fn linear_ticks(lo: f64, hi: f64, max: usize) -> Vec<f64> {
+    let span = (hi - lo).max(f64::MIN_POSITIVE);
+    let step = (-3..=6)
+        .flat_map(|e| [1.0, 2.0, 2.5, 5.0].map(|m| m * 10f64.powi(e)))
+        .find(|s| span / s < max.max(1) as f64)
+        .unwrap_or(span);
+    let (a, b) = ((lo / step).ceil() as i64, (hi / step).floor() as i64);
+    (a..=b).map(|k| k as f64 * step).collect()
+}
+
 /// log10 tick positions: decades, plus 2 and 5 within each when the range is narrow.
 fn log10_ticks(lo: f64, hi: f64, max: usize) -> Vec<f64> {
     let decades = ticks(lo, hi, max);
@@ -488,12 +557,23 @@ where
     let panels = charts.split_evenly((2, 1));
 
     let all = || plot.series.iter().flat_map(|s| s.points.iter());
-    let (smin, smax) = all().fold((u64::MAX, 0u64), |(a, b), p| (a.min(p.0), b.max(p.0)));
-    let (x0, x1) = ((smin as f64).log2() - 0.3, (smax as f64).log2() + 0.3);
-    let xmax_labels = ((w - legend_w) as f64 / (font * 4.5)) as usize;
-    let x_axis = LogAxis { lo: x0, hi: x1, bold: ticks(x0, x1, xmax_labels.max(2)), light: ticks(x0, x1, 1000) };
-
-    let frame = Frame { x: x_axis, font };
+    let xs: Vec<f64> = all().map(|p| p.0).filter(|v| v.is_finite()).collect();
+    let (xmin, xmax) = xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| (a.min(*v), b.max(*v)));
+    let xmax_labels = (((w - legend_w) as f64 / (font * 4.5)) as usize).max(2);
+    let frame = match plot.x {
+        XAxis::Size => {
+            let (x0, x1) = (xmin - 0.3, xmax + 0.3);
+            let x = LogAxis { lo: x0, hi: x1, bold: ticks(x0, x1, xmax_labels), light: ticks(x0, x1, 1000) };
+            Frame { x, font, x_desc: "message size (bytes, log2 scale)", x_label: size_label }
+        }
+        XAxis::Imbalance => {
+            let pad = ((xmax - xmin) * 0.06).max(0.05);
+            let (x0, x1) = (xmin - pad, xmax + pad);
+            let x = LogAxis { lo: x0, hi: x1, bold: linear_ticks(x0, x1, xmax_labels), light: vec![] };
+            let x_desc = "imbalance: bytes of the busiest rank over the mean (the larger of sent and received)";
+            Frame { x, font, x_desc, x_label: bandwidth_label }
+        }
+    };
 
     // Panel 1: bus bandwidth, linear from 0.
     let bw_max = all().map(|p| p.1).filter(|v| v.is_finite()).fold(0.0f64, f64::max);
@@ -559,10 +639,12 @@ where
     Ok(())
 }
 
-/// What both panels share: the size axis and the font size.
+/// What both panels share: the x axis (its ticks, description and labels) and the font size.
 struct Frame {
     x: LogAxis,
     font: f64,
+    x_desc: &'static str,
+    x_label: fn(&f64) -> String,
 }
 
 /// One panel: its y axis, how that axis is described and labelled, and which value of a point
@@ -580,9 +662,9 @@ struct Panel<Y> {
 }
 
 impl<Y> Panel<Y> {
-    /// A series' points on this panel: (log2 of the size, y), those without a y left out.
+    /// A series' points on this panel: (x, y), those without a y left out.
     fn points(&self, s: &Series) -> Vec<(f64, f64)> {
-        s.points.iter().filter_map(|p| (self.value)(p).map(|y| ((p.0 as f64).log2(), y))).collect()
+        s.points.iter().filter(|p| p.0.is_finite()).filter_map(|p| (self.value)(p).map(|y| (p.0, y))).collect()
     }
 }
 
@@ -621,9 +703,9 @@ where
         .y_label_area_size(font * 4.8)
         .build_cartesian_2d(frame.x.clone(), panel.y.clone())?;
     let mut mesh = chart.configure_mesh();
-    mesh.x_label_formatter(&size_label)
+    mesh.x_label_formatter(&frame.x_label)
         .y_label_formatter(&panel.y_label)
-        .x_desc("message size (bytes, log2 scale)")
+        .x_desc(frame.x_desc)
         .y_desc(panel.y_desc)
         .label_style(("sans-serif", font).into_font())
         .axis_desc_style(("sans-serif", font * 1.1).into_font())
@@ -723,6 +805,7 @@ mod tests {
             line: 2,
             size_order: false,
             budget_s: None,
+            imbalance: None,
         }
     }
 
@@ -737,18 +820,18 @@ mod tests {
         ];
         let b = vec![row("all-reduce", "double", "out-of-place", 8)];
         let names = vec!["a.csv".to_string(), "b.csv".to_string()];
-        let p = Plot::build(&names, &[a.clone(), b], PlacementChoice::Out, Stat::Mean).unwrap();
+        let p = Plot::build(&names, &[a.clone(), b], PlacementChoice::Out, Stat::Mean, XAxis::Size).unwrap();
         let labels: Vec<&str> = p.series.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(
             labels,
             vec!["a.csv · all-reduce · mpi", "a.csv · all-gather · mpi", "b.csv · all-reduce · mpi"],
             "the files tell the types apart"
         );
-        assert_eq!(p.series[0].points.iter().map(|p| p.0).collect::<Vec<_>>(), vec![8, 16], "sorted by size");
+        assert_eq!(p.series[0].points.iter().map(|p| p.0).collect::<Vec<_>>(), vec![3.0, 4.0], "sorted by size");
         assert_eq!(p.series[2].file, 1);
-        assert_eq!(p.series[0].points[0], (8, 0.008, 1.08), "mean time and the CSV's busbw");
+        assert_eq!(p.series[0].points[0], (3.0, 0.008, 1.08), "mean time and the CSV's busbw");
         // One file, both placements: the placement is named, the file and type are not.
-        let p = Plot::build(&names[..1], &[a], PlacementChoice::Both, Stat::Mean).unwrap();
+        let p = Plot::build(&names[..1], &[a], PlacementChoice::Both, Stat::Mean, XAxis::Size).unwrap();
         let labels: Vec<&str> = p.series.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(
             labels,
@@ -768,7 +851,7 @@ mod tests {
             row("all-reduce", "double", "out-of-place", 8),
             gather,
         ];
-        let p = Plot::build(&["a.csv".into()], &[rows], PlacementChoice::Out, Stat::Mean).unwrap();
+        let p = Plot::build(&["a.csv".into()], &[rows], PlacementChoice::Out, Stat::Mean, XAxis::Size).unwrap();
         let labels: Vec<&str> = p.series.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(
             labels,
@@ -785,14 +868,16 @@ mod tests {
     fn median_time_scales_the_bus_bandwidth() {
         let mut r = row("all-reduce", "float", "out-of-place", 1000);
         (r.time_us, r.median_us, r.busbw_gbps) = (20.0, 10.0, 3.0);
-        let p = Plot::build(&["a.csv".into()], &[vec![r]], PlacementChoice::Out, Stat::Median).unwrap();
-        assert_eq!(p.series[0].points, vec![(1000, 6.0, 10.0)]);
+        let p = Plot::build(&["a.csv".into()], &[vec![r]], PlacementChoice::Out, Stat::Median, XAxis::Size).unwrap();
+        assert_eq!(p.series[0].points, vec![(1000f64.log2(), 6.0, 10.0)]);
     }
 
     #[test]
     fn nothing_to_plot_is_an_error() {
         let a = vec![row("barrier", "float", "out-of-place", 0), row("all-reduce", "float", "in-place", 8)];
-        let e = Plot::build(&["a.csv".into()], &[a], PlacementChoice::Out, Stat::Mean).unwrap_err().to_string();
+        let e = Plot::build(&["a.csv".into()], &[a], PlacementChoice::Out, Stat::Mean, XAxis::Size)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("nothing to plot: no out-of-place measurement"), "{e}");
     }
 
@@ -836,7 +921,7 @@ mod tests {
 
     #[test]
     fn each_panel_draws_the_points_it_has_a_value_for() {
-        let s = series(0, vec![(8, 1.0, 2.0), (16, f64::NAN, 10.0), (32, 3.0, 0.0)]);
+        let s = series(0, vec![(3.0, 1.0, 2.0), (4.0, f64::NAN, 10.0), (5.0, 3.0, 0.0)]);
         let panel = |value: fn(&PlotPoint) -> Option<f64>| Panel {
             y: RangedCoordf64::from(0f64..1.0),
             y_desc: "",
@@ -845,7 +930,7 @@ mod tests {
             max_light_lines: None,
             value,
         };
-        // x is log2 of the size; bandwidth where it is a number, log10 time where it is positive.
+        // x as given (log2 of the size); bandwidth where it is a number, log10 time where it is positive.
         assert_eq!(panel(bandwidth_of).points(&s), vec![(3.0, 1.0), (5.0, 3.0)]);
         assert_eq!(panel(time_of).points(&s), vec![(3.0, 2f64.log10()), (4.0, 1.0)]);
         assert_eq!(time_label(&2.0), "100");
@@ -857,11 +942,12 @@ mod tests {
         // File 0's markers are circles, file 1's triangles (polygons): count them in the SVG.
         let plot = Plot {
             series: vec![
-                series(0, vec![(8, 1.0, 2.0), (16, f64::NAN, 10.0), (32, 3.0, 5.0)]),
-                series(1, vec![(8, 2.0, 4.0), (16, 4.0, 8.0)]),
+                series(0, vec![(3.0, 1.0, 2.0), (4.0, f64::NAN, 10.0), (5.0, 3.0, 5.0)]),
+                series(1, vec![(3.0, 2.0, 4.0), (4.0, 4.0, 8.0)]),
             ],
             stat: Stat::Mean,
             placement: PlacementChoice::Out,
+            x: XAxis::Size,
         };
         let mut svg = String::new();
         {
@@ -878,5 +964,48 @@ mod tests {
         // the legend. Triangles: 2 + 2 + 1.
         assert_eq!(count("<circle"), 6, "{svg}");
         assert_eq!(count("<polygon"), 5, "{svg}");
+    }
+
+    #[test]
+    fn against_imbalance_a_line_per_pattern_family_and_size_a_point_per_skew() {
+        let v = |skew: &str, size: u64, imbalance: f64| {
+            let mut r =
+                row(&format!("all-to-all-v(moe:experts=8,topk=2,skew={skew},seed=1)"), "float", "out-of-place", size);
+            r.imbalance = Some(imbalance);
+            r
+        };
+        let rows = vec![
+            v("0", 1 << 20, 1.02),
+            v("1.5", 1 << 20, 2.85),
+            v("0.5", 1 << 20, 1.52),
+            v("0", 1 << 16, 1.02),
+            row("all-reduce", "float", "out-of-place", 8),
+        ];
+        let p = Plot::build(&["a.csv".into()], &[rows.clone()], PlacementChoice::Out, Stat::Mean, XAxis::Imbalance)
+            .unwrap();
+        let labels: Vec<&str> = p.series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            vec![
+                "all-to-all-v(moe:experts=8,topk=2,seed=1) at 1M · mpi",
+                "all-to-all-v(moe:experts=8,topk=2,seed=1) at 64K · mpi"
+            ]
+        );
+        assert_eq!(
+            p.series[0].points.iter().map(|p| p.0).collect::<Vec<_>>(),
+            vec![1.02, 1.52, 2.85],
+            "sorted by imbalance"
+        );
+        assert_eq!(pattern_family("all-to-all-v(spread=0.5)"), "all-to-all-v(spread)");
+        assert_eq!(pattern_family("all-to-all-v"), "all-to-all-v");
+        // Nothing with an imbalance: one line naming the flag.
+        let e =
+            Plot::build(&["a.csv".into()], &[rows[4..].to_vec()], PlacementChoice::Out, Stat::Mean, XAxis::Imbalance)
+                .unwrap_err()
+                .to_string();
+        assert!(e.starts_with("--x-axis imbalance: no all-to-all-v measurement with an imbalance in a.csv"), "{e}");
+        assert_eq!(linear_ticks(0.9, 2.95, 8), vec![1.0, 1.5, 2.0, 2.5]);
+        let shown: Vec<String> = linear_ticks(0.95, 1.1, 4).iter().map(bandwidth_label).collect();
+        assert_eq!(shown, vec!["0.95", "1", "1.05", "1.1"]);
     }
 }

@@ -130,6 +130,42 @@ fn a_list_of_skews_runs_a_series_each() {
         })
         .collect();
     assert!(at_64k[0] < at_64k[1] && at_64k[1] < at_64k[2] && at_64k[2] >= 2.0, "{at_64k:?}");
+
+    // `plot --x-axis imbalance`: one line per size (the skews joined), a point per skew, on both
+    // panels; a CSV without all-to-all-v is refused in one line, and no image is written.
+    let plot = |csv: &str, svg: &str| {
+        std::process::Command::new(BIN)
+            .args(["plot", csv, "-o", svg, "--x-axis", "imbalance"])
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let o = plot("run.csv", "skew.svg");
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("(3 series, out-of-place only, mean time per call, against imbalance)"),
+        "{}",
+        stdout(&o)
+    );
+    let svg = std::fs::read_to_string(dir.path().join("skew.svg")).unwrap();
+    assert_eq!(
+        svg.matches("imbalance: bytes of the busiest rank over the mean").count(),
+        2,
+        "an imbalance axis on each panel"
+    );
+    for size in ["4K", "16K", "64K"] {
+        assert!(svg.contains(&format!("all-to-all-v(moe:experts=8,topk=2,seed=1) at {size}")), "{size}: {svg}");
+    }
+    // 3 series × 3 skews on each of the 2 panels, and one in the legend per series.
+    assert_eq!(svg.matches("<circle").count(), 3 * 3 * 2 + 3, "{svg}");
+    let o = mpirun_in(dir.path(), 2, &["all-reduce", "-b", "8", "-e", "64", "-n", "2", "--csv", "ar.csv"], 120);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let o = plot("ar.csv", "ar.svg");
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--x-axis imbalance: no all-to-all-v measurement with an imbalance in ar.csv"), "{err}");
+    assert!(!dir.path().join("ar.svg").exists());
 }
 
 /// A pattern's bad values, a matrix that is not square, negative or smaller than the ranks, and

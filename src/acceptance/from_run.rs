@@ -785,6 +785,7 @@ mod tests {
             line: 2,
             size_order: false,
             budget_s: None,
+            imbalance: None,
         }
     }
 

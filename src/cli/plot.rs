@@ -2,7 +2,7 @@
 
 use super::Clap;
 use crate::error::Result;
-use crate::plot::{PlacementChoice, PlotOptions, Stat, Style, FORM, MAX_SIDE, MIN_SIDE};
+use crate::plot::{PlacementChoice, PlotOptions, Stat, Style, XAxis, FORM, MAX_SIDE, MIN_SIDE};
 use clap::ValueEnum;
 use std::path::PathBuf;
 
@@ -36,6 +36,10 @@ pub struct PlotArgs {
     /// Title (default: the files, ranks and hosts).
     #[arg(long)]
     title: Option<String>,
+    /// The horizontal axis: the message size, or all-to-all-v's imbalance (the busiest rank's
+    /// bytes over the mean: a line per pattern and size, a point per skew).
+    #[arg(long = "x-axis", value_enum, default_value = "size")]
+    x_axis: XAxisArg,
     #[command(flatten)]
     outputs: super::FileFlags,
 }
@@ -51,6 +55,15 @@ enum PlacementArg {
     Out,
     /// both
     Both,
+}
+
+/// `--x-axis`'s spellings.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum XAxisArg {
+    /// message size (log2 scale)
+    Size,
+    /// all-to-all-v's imbalance (its rows only)
+    Imbalance,
 }
 
 /// `--stat`'s spellings.
@@ -77,6 +90,10 @@ impl PlotArgs {
             width: self.width,
             height: self.height,
             title: self.title,
+            x: match self.x_axis {
+                XAxisArg::Size => XAxis::Size,
+                XAxisArg::Imbalance => XAxis::Imbalance,
+            },
         };
         let files = self.outputs.policy();
         PlotOptions { files: self.files, output: self.output, style, policy: files }
@@ -132,6 +149,7 @@ mod tests {
         assert_ne!(parse(&["--stat", "median"]), Style::default());
         assert_ne!(parse(&["--width", "640"]), Style::default());
         assert_eq!(parse(&["--stat", "median"]).stat, Stat::Median);
+        assert_eq!(parse(&["--x-axis", "imbalance"]).x, XAxis::Imbalance);
     }
 
     #[test]

@@ -34,6 +34,7 @@ fn row(coll: &str, size: u64, median: f64, line: u64) -> Row {
         line,
         size_order: false,
         budget_s: None,
+        imbalance: None,
     }
 }
 
