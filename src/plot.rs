@@ -981,8 +981,14 @@ mod tests {
             v("0", 1 << 16, 1.02),
             row("all-reduce", "float", "out-of-place", 8),
         ];
-        let p = Plot::build(&["a.csv".into()], &[rows.clone()], PlacementChoice::Out, Stat::Mean, XAxis::Imbalance)
-            .unwrap();
+        let p = Plot::build(
+            &["a.csv".into()],
+            std::slice::from_ref(&rows),
+            PlacementChoice::Out,
+            Stat::Mean,
+            XAxis::Imbalance,
+        )
+        .unwrap();
         let labels: Vec<&str> = p.series.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(
             labels,

@@ -51,7 +51,7 @@ fn tp_dp_and_pp_dp_zero_wrong() {
     let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
     assert_eq!(rows.len(), 2);
     assert_eq!((&rows[1][3], &rows[1][6], &rows[1][7], &rows[1][13]), ("dp", "2", "25165824", "0"));
-    assert_eq!((head.len(), &rows[1][19]), (20, "mpi"));
+    assert_eq!((head.len(), &rows[1][19], &rows[1][20]), (25, "mpi", "1"));
     for r in &rows {
         let t: f64 = r[8].parse().unwrap();
         assert!(t > 0.0, "{r:?}");
@@ -148,10 +148,17 @@ fn bad_layouts_are_one_line_and_exit_2() {
         ),
         (
             &["step", "--layout", "ep=2,dp=*"][..],
-            "step --layout \"ep=2,dp=*\": step has no dimension ep (tp, pp, dp); accepted: tp=T,pp=P,dp=D",
+            "step --layout: ep=2 needs a mixture-of-experts model (--experts E); expected pp dividing --layers, and ep above 1 only with --experts, dividing them",
         ),
         (&["step", "--layout", "tp=0,dp=*"][..], "step --layout \"tp=0,dp=*\": tp=0: the size must be a whole number"),
-        (&["step", "--layout", "tp=*,dp=*"][..], "only one * is allowed; accepted: tp=T,pp=P,dp=D"),
+        (&["step", "--layout", "tp=*,dp=*"][..], "only one * is allowed; accepted: tp=T,ep=E,pp=P,dp=D"),
+        (&["step", "--layout", "ep=4", "--experts", "6"][..], "step --layout: ep=4 does not divide --experts 6"),
+        (&["step", "--layout", "cp=2,dp=*"][..], "step has no dimension cp (tp, ep, pp, dp)"),
+        (&["step", "--experts", "2", "--topk", "3"][..], "step --topk: 3 is more than --experts 2"),
+        (&["step", "--experts", "8", "--skew", "-1"][..], "step --skew: '-1' is not allowed; expected a Zipf exponent"),
+        (&["step", "--experts", "8", "--capacity", "0"][..], "step --capacity: '0' is not allowed"),
+        (&["step", "--experts", "0"][..], "step --experts: '0' is not allowed"),
+        (&["step", "--skew", "1"][..], "step --skew: only with --experts E"),
         (&["step", "--layout", "tp=2,dp=*:dp"][..], "step --layout \"tp=2,dp=*:dp\": :dp is for --groups"),
         (&["step", "--layout", "rail"][..], "step --layout \"rail\": rail is a --groups layout"),
         (&["step", "--layout", "pp=4", "--layers", "6"][..], "pp=4 does not divide --layers 6"),
@@ -175,4 +182,57 @@ fn bad_layouts_are_one_line_and_exit_2() {
         assert!(stdout(&o).is_empty(), "{args:?}: measured before refusing: {}", stdout(&o));
     }
     assert!(files(dir.path()).is_empty());
+}
+
+/// Expert parallelism: `--layout tp=1,ep=4` on 4 ranks with 8 experts, top-2, a skewed router:
+/// per layer and micro-batch 2 all-to-all-v's forward and 2 backward over the ep group, of
+/// micro-batch × seq × top-k × hidden elements; every token back where it came from (the
+/// check); the router's imbalance in the header; the CSV's ep columns. `--layout all` with
+/// experts ranks layouts with ep among the others.
+#[test]
+fn expert_parallel_dispatch_and_combine() {
+    let moe = ["--experts", "8", "--topk", "2", "--skew", "1.2", "--capacity", "2"];
+    let (o, dir) = mpirun(4, &[&["step", "--layout", "tp=1,ep=4", "-n", "2", "--csv", "s.csv"][..], &moe].concat());
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("# Layout tp=1, ep=4, pp=1, dp=1"), "{out}");
+    assert!(out.contains("ep groups: [0-3]"), "{out}");
+    assert!(out.contains("# Experts: 8 per layer, top-2, router skew 1.2 (Zipf), capacity factor 2;"), "{out}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("#   ep traffic: the dispatch's busiest rank sends "))
+        .unwrap_or_else(|| panic!("{out}"));
+    let received: f64 = line.split("x and receives ").nth(1).unwrap().split('x').next().unwrap().parse().unwrap();
+    assert!(received > 1.3, "a skewed router loads some ranks more: {line}");
+    // 4 layers × 4 micro-batches × 4 = 64 calls of 1·512 tokens × 2 × 512 × 2 B = 1 MiB.
+    assert_eq!(dims(&out), [("ep".into(), "1×4".into(), 64, "64M".into())]);
+    assert!(out.contains("; all data correct"), "{out}");
+    let mut rd = csv::Reader::from_path(dir.path().join("s.csv")).unwrap();
+    let head: Vec<String> = rd.headers().unwrap().iter().map(String::from).collect();
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert_eq!(
+        (&r[col("dim")], &r[col("ep")], &r[col("experts")], &r[col("topk")], &r[col("skew")], &r[col("capacity")]),
+        ("ep", "4", "8", "2", "1.2", "2")
+    );
+
+    // A corrupted rank is caught in the dispatch and the combine too.
+    let (o, _d) = mpirun(
+        4,
+        &[&["step", "--layout", "ep=4", "-n", "1", "-w", "0", "--no-csv", "--debug-corrupt-rank", "1"][..], &moe]
+            .concat(),
+    );
+    assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+
+    // --layout all with experts: every tp × pp × dp, and each dp split into ep × dp.
+    let small = ["--hidden", "128", "--seq", "128", "-w", "0", "-n", "1", "--no-csv", "--experts", "4"];
+    let (o, _d) = mpirun(4, &[&["step", "--layout", "all"][..], &small].concat());
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("# Layouts (10):"), "{out}");
+    for name in ["ep=4:", "ep=2, dp=2:", "ep=2, pp=2:", "tp=2, ep=2:", "dp=4:"] {
+        assert!(out.lines().any(|l| l.starts_with("#   ") && l.contains(&format!(". {name}"))), "{name}: {out}");
+    }
 }

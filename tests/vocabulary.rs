@@ -156,6 +156,8 @@ fn step_files_are_documented_and_old_spellings_work_with_a_note() {
         "s.json",
         "-T",
         "120",
+        "--experts",
+        "4",
     ];
     let o = mpirun_in(dir.path(), 4, &args, 300);
     ok(&o);
@@ -170,7 +172,8 @@ fn step_files_are_documented_and_old_spellings_work_with_a_note() {
         ],
         "{err}"
     );
-    assert!(stdout(&o).contains("# Layouts (3):"), "{}", stdout(&o));
+    // tp = 1, 2, 4 (pp must divide the one layer), and with 4 experts ep = 2, 4 of dp.
+    assert!(stdout(&o).contains("# Layouts (6):"), "{}", stdout(&o));
     // Was results/step-<UTC time>.csv, in ms.
     assert_eq!(header(&default_csv(dir.path(), "-step")), documented("## step: CSV columns"));
     let doc: serde_json::Value =

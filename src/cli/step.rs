@@ -19,20 +19,23 @@ use std::path::PathBuf;
     allow_negative_numbers = true,
     after_help = "\
 Launch with MPI: mpirun -n 8 -H node1:4,node2:4 coll-bench step --layout tp=4,dp=* [OPTIONS]
-Runs what one step of the layout sends (TP collectives per layer and micro-batch, PP activations and
-gradients in 1F1B order, DP gradients at the end), every group of a dimension at the same time, then
-each dimension alone. Compute is not modelled and overlap is not assumed.
-Ranks: tp fastest-varying, then dp, then pp (Megatron-LM's order), so a TP group sits on one host.
+Runs what one step of the layout sends (TP collectives per layer and micro-batch, EP dispatch and
+combine all-to-all-v's with --experts, PP activations and gradients in 1F1B order, DP gradients at
+the end), every group of a dimension at the same time, then each dimension alone. Compute is not
+modelled and overlap is not assumed.
+Ranks: tp fastest-varying, then ep, then dp, then pp (Megatron's order), so a TP group sits on one host.
 Examples:
   mpirun -n 4 coll-bench step --layout tp=2,dp=*
+  mpirun -n 8 coll-bench step --layout ep=8 --experts 8 --topk 2 --skew 1.2
   mpirun -n 8 -H node1:4,node2:4 coll-bench step --layout all --layers 8 --hidden 2048
   mpirun -n 8 -H gpu1:4,gpu2:4 coll-bench step --backend nccl --layout all
 Exit codes: 0 ok, 1 wrong data, 2 usage or setup error, or a call that outlived -T."
 )]
 pub struct StepArgs {
-    /// Layout: tp=T,pp=P,dp=D, any of them (a missing one is 1), one may be * (filled from the
-    /// world size); or all: every valid tp × pp × dp factorization of the world, ranked by time
-    /// per step (--layouts all before)
+    /// Layout: tp=T,ep=E,pp=P,dp=D, any of them (a missing one is 1), one may be * (filled from
+    /// the world size); ep needs --experts; or all: every valid tp × pp × dp factorization of
+    /// the world (with --experts, each dp split into ep × dp too), ranked by time per step
+    /// (--layouts all before)
     #[arg(long = "layout", value_name = "LAYOUT|all", default_value = "dp=*")]
     pub layout: String,
     /// Communication backend: mpi (CPU buffers) or nccl (GPU buffers, one GPU per rank)
@@ -72,6 +75,20 @@ pub struct StepArgs {
     /// TP all-gather + reduce-scatter instead of all-reduce (Megatron-LM sequence parallelism)
     #[arg(long = "sequence-parallel")]
     pub sequence_parallel: bool,
+    /// Mixture of experts: experts per layer, spread over the ep group (which ep must divide);
+    /// each layer's dispatch and combine are all-to-all-v's over it
+    #[arg(long = "experts", value_name = "E")]
+    pub experts: Option<String>,
+    /// With --experts: experts each token goes to [default: 2]
+    #[arg(long = "topk", value_name = "K")]
+    pub topk: Option<String>,
+    /// With --experts: the router's skew, the Zipf exponent of the experts' popularity (0:
+    /// balanced) [default: 0]
+    #[arg(long = "skew", value_name = "Z")]
+    pub skew: Option<String>,
+    /// With --experts: capacity factor; tokens past C × the mean per expert are dropped [default: no cap]
+    #[arg(long = "capacity", value_name = "C")]
+    pub capacity: Option<String>,
     /// Timed steps per layout (and per dimension alone)
     #[arg(short = 'n', long = "iters", value_name = "N", default_value = "5")]
     pub iters: String,
@@ -105,12 +122,12 @@ pub struct StepArgs {
     pub debug_stop_rank: Option<String>,
 }
 
-/// `RANK:DIM` of the hidden `--debug-stop-rank` flag (DIM: tp, pp or dp).
+/// `RANK:DIM` of the hidden `--debug-stop-rank` flag (DIM: tp, ep, pp or dp).
 fn stop_rank(v: &str) -> Result<(usize, Dim)> {
-    let dim = |d: &str| [Dim::Tp, Dim::Pp, Dim::Dp].into_iter().find(|x| x.name() == d);
+    let dim = |d: &str| [Dim::Tp, Dim::Ep, Dim::Pp, Dim::Dp].into_iter().find(|x| x.name() == d);
     v.split_once(':')
         .and_then(|(r, d)| Some((r.parse().ok()?, dim(d)?)))
-        .ok_or_else(|| Error::usage(format!("step --debug-stop-rank: '{v}' is not RANK:DIM (DIM: tp, pp or dp)")))
+        .ok_or_else(|| Error::usage(format!("step --debug-stop-rank: '{v}' is not RANK:DIM (DIM: tp, ep, pp or dp)")))
 }
 
 /// A positive whole number for `flag`.
@@ -148,25 +165,25 @@ fn params(v: &str) -> Result<u64> {
 
 /// What `step --layout` accepts (a subset of `crate::layout`'s forms).
 const LAYOUT_FORM: &str =
-    "tp=T,pp=P,dp=D (each a whole number above 0, one may be *, a missing one is 1), e.g. tp=2,dp=*";
+    "tp=T,ep=E,pp=P,dp=D (each a whole number above 0, one may be *, a missing one is 1), e.g. tp=2,dp=*";
 
-/// `--layout tp=T,pp=P,dp=D`, parsed by `crate::layout`: a named layout of tp, pp and dp only,
-/// in the default rank order, without `:DIM` (a step runs every dimension).
+/// `--layout tp=T,ep=E,pp=P,dp=D`, parsed by `crate::layout`: a named layout of tp, ep, pp and
+/// dp only, in the default rank order, without `:DIM` (a step runs every dimension).
 pub fn layout(v: &str) -> Result<Grid> {
     let flag = "step --layout";
     let bad = |why: &str| Error::usage(format!("{flag} {v:?}: {why}; accepted: {LAYOUT_FORM}"));
     match Layout::parse_accepting(flag, v, LAYOUT_FORM)? {
         Layout::Named(g, None) => {
-            if let Some(d) = [Dim::Cp, Dim::Ep].into_iter().find(|d| g.has(*d)) {
-                Err(bad(&format!("step has no dimension {d} (tp, pp, dp)")))
+            if g.has(Dim::Cp) {
+                Err(bad("step has no dimension cp (tp, ep, pp, dp)"))
             } else if g.order() != Dim::DEFAULT_ORDER {
-                Err(bad("step has no order= (its ranks are tp fastest-varying, then dp, then pp)"))
+                Err(bad("step has no order= (its ranks are tp fastest-varying, then ep, then dp, then pp)"))
             } else {
                 Ok(g)
             }
         }
         Layout::Named(_, Some(d)) => Err(bad(&format!(":{d} is for --groups (a step runs every dimension)"))),
-        other => Err(bad(&format!("{other} is a --groups layout, not a tp × pp × dp grid"))),
+        other => Err(bad(&format!("{other} is a --groups layout, not a tp × ep × pp × dp grid"))),
     }
 }
 
@@ -198,6 +215,50 @@ pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
     if bucket == 0 {
         return Err(Error::usage("step --bucket: 0 is not allowed; expected a size above 0, e.g. 25M"));
     }
+    let moe = match &a.experts {
+        None => {
+            for (flag, given) in
+                [("--topk", a.topk.is_some()), ("--skew", a.skew.is_some()), ("--capacity", a.capacity.is_some())]
+            {
+                if given {
+                    return Err(Error::usage(format!(
+                        "step {flag}: only with --experts E (a mixture-of-experts model); expected --experts too"
+                    )));
+                }
+            }
+            None
+        }
+        Some(e) => {
+            let experts = positive("--experts", e)? as usize;
+            let topk = positive("--topk", a.topk.as_deref().unwrap_or("2"))? as usize;
+            if topk > experts {
+                return Err(Error::usage(format!(
+                    "step --topk: {topk} is more than --experts {experts}; expected at most the experts"
+                )));
+            }
+            let skew_text = a.skew.as_deref().unwrap_or("0");
+            let skew = match skew_text.trim().parse::<f64>() {
+                Ok(z) if z.is_finite() && z >= 0.0 => z,
+                _ => {
+                    return Err(Error::usage(format!(
+                        "step --skew: '{skew_text}' is not allowed; expected a Zipf exponent, 0 or more (0: a balanced router)"
+                    )))
+                }
+            };
+            let capacity = match &a.capacity {
+                None => None,
+                Some(c) => match c.trim().parse::<f64>() {
+                    Ok(c) if c.is_finite() && c > 0.0 => Some(c),
+                    _ => {
+                        return Err(Error::usage(format!(
+                            "step --capacity: '{c}' is not allowed; expected a capacity factor above 0, e.g. 1.25"
+                        )))
+                    }
+                },
+            };
+            Some(crate::step::model::Experts { experts, topk, skew, capacity })
+        }
+    };
     let model = Model {
         layers: positive("--layers", &a.layers)?,
         hidden: positive("--hidden", &a.hidden)?,
@@ -209,6 +270,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
         dp_style,
         bucket,
         sequence_parallel: a.sequence_parallel,
+        moe,
     };
     Ok(Clap::Args(StepOptions {
         model,
@@ -238,13 +300,13 @@ mod tests {
         assert_eq!(sizes(layout("tp=2,dp=*").unwrap()), (Some(2), Some(1), None));
         assert_eq!(sizes(layout("pp=2, dp=2").unwrap()), (Some(1), Some(2), Some(2)));
         assert_eq!(layout("tp=2,pp=2,dp=1").unwrap().resolve(4).unwrap().world(), Some(4));
+        assert_eq!(layout("tp=1,ep=4").unwrap().resolve(4).unwrap().size(Dim::Ep), 4);
         for (bad, says) in [
             ("xp=2", "no dimension \"xp\""),
             ("tp=0", "tp=0: the size must be a whole number"),
             ("tp=*,dp=*", "only one *"),
             ("tp=2,tp=2", "tp given twice"),
             ("tp2", "\"tp2\" is not KEY=VALUE"),
-            ("ep=2,dp=*", "step has no dimension ep"),
             ("cp=1,dp=*", "step has no dimension cp"),
             ("tp=2,dp=2,order=dp-tp", "step has no order="),
             ("tp=2,dp=*:dp", ":dp is for --groups"),
@@ -295,7 +357,7 @@ mod tests {
     fn debug_stop_rank_is_rank_and_dimension() {
         assert_eq!(run(&[]).unwrap().debug_stop_rank, None);
         assert_eq!(run(&["--debug-stop-rank", "3:pp"]).unwrap().debug_stop_rank, Some((3, Dim::Pp)));
-        for bad in ["3", "x:tp", "1:ep", "1:"] {
+        for bad in ["3", "x:tp", "1:cp", "1:"] {
             let e = run(&["--debug-stop-rank", bad]).unwrap_err();
             assert!(e.starts_with("step --debug-stop-rank: ") && e.contains("RANK:DIM"), "{bad}: {e}");
         }

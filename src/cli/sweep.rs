@@ -18,7 +18,7 @@ Subcommands (`coll-bench help SUBCOMMAND` for each one's flags):
   tune     which algorithm the MPI library should use per collective and size; writes its tuning file
   doctor   each collective against the ceiling of its links; ranks the causes of a shortfall; exit 1 on one
   pairs    point-to-point latency and bandwidth between every pair of ranks; names the slow pairs
-  step     one training step's communication for a tp × pp × dp layout; --layout all ranks them
+  step     one training step's communication for a tp × ep × pp × dp layout; --layout all ranks them
   info     what every host has (MPI, CPU, memory, network, NCCL, GPUs); names the hosts that differ
   plot     draw bus bandwidth and time against size from CSVs (SVG or PNG); no MPI needed
   compare  compare runs' CSVs; exit 1 when a collective slowed beyond run-to-run noise; no MPI needed

@@ -9,7 +9,15 @@ pub struct AllToAllV;
 
 /// The layout of `pattern` at `elems` elements (the whole send buffer of the mean rank).
 pub fn layout(pattern: &Pattern, elems: usize, elem: usize, n: usize, rank: usize) -> Layout {
-    let peers = peer_counts(pattern, elems, elem, n, rank);
+    layout_of(peer_counts(pattern, elems, elem, n, rank), n)
+}
+
+/// The layout of `pattern`'s transposed matrix (`step`'s combine: every block goes back).
+pub fn layout_transposed(pattern: &Pattern, elems: usize, elem: usize, n: usize, rank: usize) -> Layout {
+    layout_of(super::traffic::peer_counts_of(pattern, elems, elem, n, rank, true), n)
+}
+
+fn layout_of(peers: &'static PeerCounts, n: usize) -> Layout {
     Layout {
         count: peers.nominal / n.max(1),
         send_count: peers.send_total(),
@@ -78,5 +86,11 @@ mod tests {
         let l = layout(&moe, 1 << 18, 4, 4, 0);
         assert_eq!(l.size_bytes(4), 1 << 20);
         assert!(l.alg_count as f64 > 2.0 * (1 << 18) as f64, "{l:?}");
+        // Transposed: each rank receives what it sent and sends what it received.
+        for rank in 0..4 {
+            let (d, c) = (layout(&moe, 1 << 18, 4, 4, rank), layout_transposed(&moe, 1 << 18, 4, 4, rank));
+            assert_eq!((d.send_count, d.recv_count), (c.recv_count, c.send_count));
+            assert_eq!((d.peers.unwrap().send.clone(), d.alg_count), (c.peers.unwrap().recv.clone(), c.alg_count));
+        }
     }
 }

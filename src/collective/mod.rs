@@ -234,6 +234,22 @@ pub fn layout_of(
     }
 }
 
+/// all-to-all-v's layout of `pattern`, of its transposed counts when `transposed` (`step`'s
+/// combine, which sends every block back).
+pub fn all_to_all_v_layout(
+    pattern: &traffic::Pattern,
+    (elems, elem): (usize, usize),
+    nranks: usize,
+    rank: usize,
+    transposed: bool,
+) -> Layout {
+    if transposed {
+        all_to_all_v::layout_transposed(pattern, elems, elem, nranks, rank)
+    } else {
+        all_to_all_v::layout(pattern, elems, elem, nranks, rank)
+    }
+}
+
 /// Elements of one rank's block where a size is shared out among `nranks` ranks (all-gather,
 /// reduce-scatter, all-to-all, gather, scatter): nccl-tests' `(count/nranks) & ~(16/eltSize-1)`,
 /// the even share rounded down to whole 16 bytes, so every block, and every in-place pointer

@@ -480,13 +480,29 @@ impl PeerCounts {
 /// pattern, size, type and rank count in a process and kept for the process's life (a layout is
 /// a plain copyable value that the timed loop and the check share).
 pub fn peer_counts(p: &Pattern, elems: usize, elem: usize, n: usize, rank: usize) -> &'static PeerCounts {
-    type Cache = HashMap<(String, usize, usize, usize, usize), &'static PeerCounts>;
+    peer_counts_of(p, elems, elem, n, rank, false)
+}
+
+/// [`peer_counts`], of the transposed matrix when `transposed` (rank i sends rank j what `p` has
+/// j send i): `step`'s combine, which returns each token to the rank that dispatched it.
+pub fn peer_counts_of(
+    p: &Pattern,
+    elems: usize,
+    elem: usize,
+    n: usize,
+    rank: usize,
+    transposed: bool,
+) -> &'static PeerCounts {
+    type Cache = HashMap<(String, usize, usize, usize, usize, bool), &'static PeerCounts>;
     static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
-    let key = (p.to_string(), elems, elem, n, rank);
+    let key = (p.to_string(), elems, elem, n, rank, transposed);
     let mut guard = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     let cache = guard.get_or_insert_with(HashMap::new);
     cache.entry(key).or_insert_with(|| {
-        let m = full_counts(p, elems, elem, n);
+        let mut m = full_counts(p, elems, elem, n);
+        if transposed {
+            m = (0..n * n).map(|x| m[(x % n) * n + x / n]).collect();
+        }
         let send: Vec<usize> = (0..n).map(|j| m[rank * n + j]).collect();
         let recv: Vec<usize> = (0..n).map(|i| m[i * n + rank]).collect();
         let displs = |c: &[usize]| {

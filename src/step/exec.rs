@@ -1,5 +1,5 @@
 //! Running one layout's step on the ranks: each rank's program (its stage's slots in 1F1B order,
-//! TP's calls in each forward and backward pass, DP's at the end), one communicator per group
+//! TP's and EP's calls in each forward and backward pass, DP's at the end), one communicator per group
 //! (`setup::make_group_backend`: `MPI_Comm_split` on mpi, `ncclCommSplit` or one unique id per
 //! group on nccl), real buffers (host memory on mpi, device memory on nccl); the pipeline's
 //! transfers are [`Backend::exchange`]s on each pipeline's communicator (`MPI_Sendrecv`, or a
@@ -58,8 +58,9 @@ pub fn backend_options(opts: &StepOptions) -> Options {
 /// One operation of a rank's program.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Action {
-    /// A collective of TP or DP on `bytes` (the whole buffer).
-    Coll { dim: Dim, kind: Kind, op: Op, bytes: u64 },
+    /// A collective of TP, EP or DP on `bytes` (the whole buffer; EP's: the mean rank's).
+    /// `combine`: EP's all-to-all-v with the router's counts transposed.
+    Coll { dim: Dim, kind: Kind, op: Op, bytes: u64, combine: bool },
     /// A pipeline exchange of `bytes` each way it goes.
     Pp { x: Exchange, bytes: u64 },
 }
@@ -70,8 +71,11 @@ pub fn program(model: &Model, shape: &Shape, rank: usize) -> Vec<Action> {
     let find = |d: Dim| plans.iter().find(|p| p.dim == d);
     let stage = shape.grid().coord(rank, Dim::Pp);
     let mut out = vec![];
-    // TP's calls in one forward or backward pass of the stage's layers.
-    let pass: Vec<Action> = match find(Dim::Tp) {
+    // TP's and EP's calls in one forward or backward pass of the stage's layers: per layer,
+    // the attention's TP calls, then EP's dispatch and combine around the experts, then the
+    // MLP's TP calls (backward, the same calls: each gradient takes its call's way back, the
+    // combine's gradient as a dispatch and the dispatch's as a combine).
+    let tp: Vec<Action> = match find(Dim::Tp) {
         Some(tp) => {
             let bytes = tp.groups[0].bytes;
             let per_layer: Vec<Kind> = if model.sequence_parallel {
@@ -79,15 +83,26 @@ pub fn program(model: &Model, shape: &Shape, rank: usize) -> Vec<Action> {
             } else {
                 vec![Kind::AllReduce, Kind::AllReduce]
             };
-            let layers = model.layers / shape.pp as u64;
-            (0..layers)
-                .flat_map(|_| {
-                    per_layer.iter().map(move |&kind| Action::Coll { dim: Dim::Tp, kind, op: Op::Sum, bytes })
-                })
+            per_layer
+                .iter()
+                .map(|&kind| Action::Coll { dim: Dim::Tp, kind, op: Op::Sum, bytes, combine: false })
                 .collect()
         }
         None => vec![],
     };
+    let ep: Vec<Action> = match find(Dim::Ep) {
+        Some(ep) => {
+            let bytes = ep.groups[0].bytes;
+            let call = |combine| Action::Coll { dim: Dim::Ep, kind: Kind::AllToAllV, op: Op::Sum, bytes, combine };
+            vec![call(false), call(true)]
+        }
+        None => vec![],
+    };
+    let layers = model.layers / shape.pp as u64;
+    let half = tp.len() / 2;
+    let pass: Vec<Action> = (0..layers)
+        .flat_map(|_| tp[..half].iter().chain(&ep).chain(&tp[half..]).copied().collect::<Vec<_>>())
+        .collect();
     let pp_bytes = find(Dim::Pp).map_or(0, |p| p.groups[0].bytes);
     for slot in slots(stage, shape.pp, model.micro_batches) {
         match slot {
@@ -99,20 +114,34 @@ pub fn program(model: &Model, shape: &Shape, rank: usize) -> Vec<Action> {
         let op = if model.dp_style == DpStyle::Ddp { Op::Avg } else { Op::Sum };
         for g in &dp.groups {
             for _ in 0..g.calls {
-                out.push(Action::Coll { dim: Dim::Dp, kind: g.kind, op, bytes: g.bytes });
+                out.push(Action::Coll { dim: Dim::Dp, kind: g.kind, op, bytes: g.bytes, combine: false });
             }
         }
     }
     out
 }
 
-/// Bytes of buffers one rank holds for `shape` (both buffers of TP, DP and PP, with guards).
+/// Bytes of buffers one rank holds for `shape` (both buffers of TP, EP, DP and PP, with
+/// guards; EP's as large as its busiest rank's total, sent or received).
 pub fn buffer_need(model: &Model, shape: &Shape) -> u64 {
     plan(model, shape)
         .iter()
-        .map(|p| 2 * (p.groups.iter().map(|g| g.bytes).max().unwrap_or(0) + 4 + GUARD_BYTES as u64))
+        .map(|p| {
+            let most = p.groups.iter().map(|g| g.bytes).max().unwrap_or(0);
+            let most = match (p.dim, model.moe) {
+                (Dim::Ep, Some(m)) => {
+                    let imb = m.pattern().imbalance(shape.ep);
+                    (most as f64 * imb.sent.max(imb.received)).ceil() as u64 + 16 * shape.ep as u64
+                }
+                _ => most,
+            };
+            2 * (most + 4 + GUARD_BYTES as u64)
+        })
         .sum()
 }
+
+/// Seconds per dimension, indexed like [`DIMS`].
+type PerDim = [f64; DIMS.len()];
 
 /// A group's communicator and the backend on it.
 struct Group {
@@ -127,7 +156,10 @@ struct Runner<'a> {
     grid: Grid,
     wire: DType,
     tp: Option<Group>,
+    ep: Option<Group>,
     dp: Option<Group>,
+    /// EP's router traffic (the `moe` pattern of the model's experts).
+    router: crate::collective::traffic::Pattern,
     /// This rank's pipeline: its place in the group is its stage.
     pp: Option<Group>,
     samples: Vec<f64>,
@@ -148,7 +180,7 @@ struct Runner<'a> {
 
 /// The watchdog's task for a part of a step of the layout `shape`.
 fn step_task(shape: &Shape, pass: StepPass, alone: Option<Dim>, part: StepPart, rank: usize, call: Call) -> Task {
-    let layout = [shape.tp, shape.pp, shape.dp];
+    let layout = [shape.tp, shape.ep, shape.pp, shape.dp];
     Task { call, phase: Phase::Step(StepTask { layout, pass, alone, part, rank }), calls: 1 }
 }
 
@@ -199,21 +231,27 @@ impl Runner<'_> {
     fn group(&mut self, dim: Dim) -> &mut Group {
         match dim {
             Dim::Tp => self.tp.as_mut(),
+            Dim::Ep => self.ep.as_mut(),
             Dim::Pp => self.pp.as_mut(),
             _ => self.dp.as_mut(),
         }
         .expect("a group for every dimension with calls")
     }
 
-    /// One collective; its seconds and, when `check`, the elements wrong on this rank.
-    fn coll(&mut self, dim: Dim, kind: Kind, op: Op, bytes: u64, check: bool) -> Result<(f64, u64)> {
+    /// One collective (`combine`: EP's, with the router's counts transposed); its seconds and,
+    /// when `check`, the elements wrong on this rank.
+    fn coll(&mut self, (dim, kind, op, combine): (Dim, Kind, Op, bool), bytes: u64, check: bool) -> Result<(f64, u64)> {
         let wire = self.wire;
         let elem = wire.size();
+        let router = self.router.clone();
         let g = self.group(dim);
         let elems = (bytes as usize).div_ceil(elem);
         let spec = kind.spec();
         let convention = g.backend.convention();
-        let layout = spec.layout(elems, elem, g.size, g.rank, convention);
+        let layout = match kind {
+            Kind::AllToAllV => crate::collective::all_to_all_v_layout(&router, (elems, elem), g.size, g.rank, combine),
+            _ => spec.layout(elems, elem, g.size, g.rank, convention),
+        };
         let call = Call { kind, dtype: wire, op, root: 0, layout, in_place: false };
         let c = Ctx { rank: g.rank, nranks: g.size, root: 0, in_place: false, convention, layout };
         self.maybe_stop(dim);
@@ -289,7 +327,7 @@ impl Runner<'_> {
     }
 
     /// One step of `prog` (the pass `pass`, watched), running only the dimensions in `only`
-    /// (`alone`: one of several): seconds per dimension (TP, PP, DP), the step's wall time on
+    /// (`alone`: one of several): seconds per dimension ([`DIMS`]), the step's wall time on
     /// this rank, and the elements wrong when `check`.
     fn step(
         &mut self,
@@ -297,8 +335,8 @@ impl Runner<'_> {
         only: &[Dim],
         (pass, alone): (StepPass, Option<Dim>),
         check: bool,
-    ) -> Result<([f64; 3], f64, u64)> {
-        let mut per = [0.0f64; 3];
+    ) -> Result<(PerDim, f64, u64)> {
+        let mut per: PerDim = [0.0f64; DIMS.len()];
         let mut wrong = 0;
         let idx = |d: Dim| DIMS.iter().position(|x| *x == d).unwrap_or(0);
         self.begin(pass, alone);
@@ -306,8 +344,8 @@ impl Runner<'_> {
         let t0 = mpi::time();
         for op in prog {
             match *op {
-                Action::Coll { dim, kind, op, bytes } if only.contains(&dim) => {
-                    let (t, w) = self.coll(dim, kind, op, bytes, check)?;
+                Action::Coll { dim, kind, op, bytes, combine } if only.contains(&dim) => {
+                    let (t, w) = self.coll((dim, kind, op, combine), bytes, check)?;
                     per[idx(dim)] += t;
                     wrong += w;
                 }
@@ -334,11 +372,11 @@ impl Runner<'_> {
         alone: Option<Dim>,
         warmup: u64,
         iters: u64,
-    ) -> Result<([f64; 3], f64)> {
+    ) -> Result<(PerDim, f64)> {
         for _ in 0..warmup {
             self.step(prog, only, (StepPass::WarmUp, alone), false)?;
         }
-        let (mut per, mut wall) = ([0.0f64; 3], 0.0);
+        let (mut per, mut wall): (PerDim, f64) = ([0.0f64; DIMS.len()], 0.0);
         for i in 1..=iters {
             let (p, w, _) = self.step(prog, only, (StepPass::Timed { i, of: iters }, alone), false)?;
             per.iter_mut().zip(p).for_each(|(a, b)| *a += b);
@@ -358,9 +396,8 @@ fn make_group(
     world: &World,
     (opts, parent): (&Options, &dyn Backend),
     grid: &Grid,
-    dim: Dim,
-    plan: &DimPlan,
-    wire: DType,
+    (dim, plan): (Dim, &DimPlan),
+    (wire, router): (DType, &crate::collective::traffic::Pattern),
 ) -> Result<Group> {
     let all = grid.groups_of(dim);
     let members = &all.iter().find(|g| g.index_of(world.rank).is_some()).expect("every rank is in a group").ranks;
@@ -376,9 +413,17 @@ fn make_group(
             recv = recv.max(g.bytes as usize);
             continue;
         }
-        let l = g.kind.spec().layout((g.bytes as usize).div_ceil(elem), elem, members.len(), key, backend.convention());
-        send = send.max(l.send_count * elem);
-        recv = recv.max(l.recv_count * elem);
+        let elems = (g.bytes as usize).div_ceil(elem);
+        let layouts = if g.kind == Kind::AllToAllV {
+            let v = |t| crate::collective::all_to_all_v_layout(router, (elems, elem), members.len(), key, t);
+            vec![v(false), v(true)]
+        } else {
+            vec![g.kind.spec().layout(elems, elem, members.len(), key, backend.convention())]
+        };
+        for l in layouts {
+            send = send.max(l.send_count * elem);
+            recv = recv.max(l.recv_count * elem);
+        }
     }
     world.agree(backend.allocate(send, recv + GUARD_BYTES))?;
     Ok(Group { backend, rank: key, size: members.len() })
@@ -421,15 +466,19 @@ pub fn run_layout(
     let bopts = backend_options(opts);
     let find = |d: Dim| plans.iter().find(|p| p.dim == d);
     let grid = shape.grid();
-    let group = |d: Dim| find(d).map(|p| make_group(world, (&bopts, parent), &grid, d, p, wire)).transpose();
-    let (tp, pp, dp) = (group(Dim::Tp)?, group(Dim::Pp)?, group(Dim::Dp)?);
+    let router = model.moe.map(|m| m.pattern()).unwrap_or_default();
+    let group =
+        |d: Dim| find(d).map(|p| make_group(world, (&bopts, parent), &grid, (d, p), (wire, &router))).transpose();
+    let (tp, ep, pp, dp) = (group(Dim::Tp)?, group(Dim::Ep)?, group(Dim::Pp)?, group(Dim::Dp)?);
     let mut r = Runner {
         world,
         shape: *shape,
         grid,
         wire,
         tp,
+        ep,
         dp,
+        router,
         pp,
         samples: vec![],
         corrupt: opts.debug_corrupt_rank == Some(world.rank),
@@ -507,11 +556,11 @@ mod tests {
             debug_corrupt_rank: None,
             debug_stop_rank: None,
         };
-        let dp3 = Shape { tp: 2, pp: 1, dp: 3 };
+        let dp3 = Shape::dense(2, 1, 3);
         let why = nccl_unfit(&opts(nccl, true, DpStyle::Ddp), &dp3).unwrap();
         assert!(why.starts_with("ddp's average of float gradients over dp=3 ranks"), "{why}");
         assert!(why.ends_with("expected a power-of-two dp, --dp zero, or -c 0"), "{why}");
-        assert_eq!(nccl_unfit(&opts(nccl, true, DpStyle::Ddp), &Shape { tp: 3, pp: 1, dp: 4 }), None);
+        assert_eq!(nccl_unfit(&opts(nccl, true, DpStyle::Ddp), &Shape::dense(3, 1, 4)), None);
         assert_eq!(nccl_unfit(&opts(nccl, false, DpStyle::Ddp), &dp3), None);
         assert_eq!(nccl_unfit(&opts(nccl, true, DpStyle::Zero), &dp3), None);
         assert_eq!(nccl_unfit(&opts(mpi, true, DpStyle::Ddp), &dp3), None);
@@ -526,9 +575,17 @@ mod tests {
         for sp in [false, true] {
             for style in [DpStyle::Ddp, DpStyle::Zero] {
                 let m = Model { sequence_parallel: sp, dp_style: style, ..small() };
-                for shape in
-                    [Shape { tp: 2, pp: 1, dp: 2 }, Shape { tp: 1, pp: 2, dp: 2 }, Shape { tp: 2, pp: 2, dp: 1 }]
-                {
+                let m = Model {
+                    moe: Some(crate::step::model::Experts { experts: 4, topk: 2, skew: 1.0, capacity: None }),
+                    ..m
+                };
+                for shape in [
+                    Shape::dense(2, 1, 2),
+                    Shape::dense(1, 2, 2),
+                    Shape::dense(2, 2, 1),
+                    Shape { tp: 1, pp: 2, dp: 1, ep: 2 },
+                    Shape { tp: 2, pp: 1, dp: 1, ep: 2 },
+                ] {
                     let plans = plan(&m, &shape);
                     let mut sends = 0u64;
                     for rank in 0..shape.world() {
@@ -550,7 +607,7 @@ mod tests {
                             as u64;
                     }
                     // PP: 2·M transfers per stage boundary, (pp − 1) boundaries per pipeline.
-                    let pipelines = (shape.tp * shape.dp) as u64;
+                    let pipelines = (shape.tp * shape.ep * shape.dp) as u64;
                     let want = plans.iter().find(|p| p.dim == Dim::Pp).map_or(0, |p| p.calls() * (shape.pp as u64 - 1));
                     assert_eq!(sends, want * pipelines, "{shape}");
                 }

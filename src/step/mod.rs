@@ -1,4 +1,4 @@
-//! `coll-bench step`: what one training step of a tp × pp × dp layout sends, run with real
+//! `coll-bench step`: what one training step of a tp × ep × pp × dp layout sends, run with real
 //! buffers, every group of a dimension at the same time; each dimension's time per step in the
 //! step and alone, and the total. `--layout all` runs every valid layout of the world and ranks
 //! them. The model ([`model`]) says what is sent; [`schedule`] orders the pipeline's transfers
@@ -6,11 +6,11 @@
 //! nccl: device buffers, PP as grouped `ncclSend`/`ncclRecv`); the printing is here. Compute is
 //! not modelled and overlap is not assumed.
 //!
-//! Layouts, rank order and groups are [`crate::layout`]'s (`--layout` is a [`Grid`] of tp, pp and
-//! dp; `--layout all` is [`crate::layout::factorizations`] less the layouts whose pp does not
-//! divide the layers): tp fastest-varying, then dp, then pp (Megatron-LM's order),
-//! rank = t + tp·(d + dp·p), so a TP group is tp consecutive ranks (on one host when tp divides
-//! the ranks per host).
+//! Layouts, rank order and groups are [`crate::layout`]'s (`--layout` is a [`Grid`] of tp, ep, pp
+//! and dp; `--layout all` is [`crate::layout::factorizations`] less the layouts whose pp does not
+//! divide the layers, with ep splits of dp where the model has experts): tp fastest-varying,
+//! then ep, then dp, then pp (Megatron's order), rank = t + tp·(e + ep·(d + dp·p)), so a TP
+//! group is tp consecutive ranks (on one host when tp divides the ranks per host).
 
 pub mod exec;
 pub mod model;
@@ -159,7 +159,7 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     for shape in &shapes {
         let r = exec::run_layout(world, opts, backend.as_ref(), shape, watchdog.as_ref())?;
         if world.rank == 0 {
-            print_layout(&r);
+            print_layout(&r, opts.model.moe);
             if let (Some(f), Ok(())) = (csv.as_mut(), &written) {
                 written = write_csv(f, opts, &r);
             }
@@ -201,7 +201,9 @@ fn layouts(world: &World, opts: &StepOptions) -> Result<(Vec<Shape>, LeftOut)> {
         LayoutChoice::One(grid) => {
             let shape = grid.resolve_for("step --layout", world.size).map(|g| Shape::of(&g));
             let shape = shape.and_then(|s| match opts.model.refuse(&s) {
-                Some(why) => Err(Error::usage(format!("step --layout: {why}; expected pp dividing the layers"))),
+                Some(why) => Err(Error::usage(format!(
+                    "step --layout: {why}; expected pp dividing --layers, and ep above 1 only with --experts, dividing them"
+                ))),
                 None => Ok(s),
             });
             let shape = shape.and_then(|s| match exec::nccl_unfit(opts, &s) {
@@ -398,7 +400,21 @@ fn print_header(world: &World, opts: &StepOptions, shapes: &[Shape], left_out: &
         let _ = writeln!(out, "# {line}");
     }
     let _ = writeln!(out, "# Communication only: compute is not modelled and overlap is not assumed (every call waits for the one before).");
-    let _ = writeln!(out, "# Ranks: tp fastest-varying, then dp, then pp (rank = t + tp·(d + dp·p)).");
+    let _ =
+        writeln!(out, "# Ranks: tp fastest-varying, then ep, then dp, then pp (rank = t + tp·(e + ep·(d + dp·p))).");
+    if let Some(e) = m.moe {
+        let capacity = e.capacity.map_or("no capacity cap".to_string(), |c| format!("capacity factor {c}"));
+        let _ = writeln!(
+            out,
+            "# Experts: {} per layer, top-{}, router skew {} (Zipf), {capacity}; on layouts with ep > 1, per layer and micro-batch a dispatch and a combine all-to-all-v forward and both again backward, over each ep group, of micro-batch × seq{} × top-k × hidden elements for the mean rank (pattern {}).",
+            e.experts,
+            e.topk,
+            e.skew,
+            if m.sequence_parallel { " / tp" } else { "" },
+            e.pattern()
+        );
+        let _ = writeln!(out, "# Not modelled with experts: the dense layers' gradients reduced over ep × dp ranks (DP reduces each rank's gradient shard, params / (tp · pp), over its dp group), and the experts' weights in --params.");
+    }
     let wire = exec::wire_dtype(opts.dtype, opts.backend, opts.check);
     let why = match opts.backend {
         crate::options::BackendKind::Mpi => "MPI has no standard 16-bit float",
@@ -435,9 +451,19 @@ fn print_header(world: &World, opts: &StepOptions, shapes: &[Shape], left_out: &
     let _ = out.flush();
 }
 
-fn print_layout(r: &LayoutResult) {
+fn print_layout(r: &LayoutResult, moe: Option<model::Experts>) {
     let mut out = std::io::stdout().lock();
     let _ = writeln!(out, "# Layout {}", r.shape);
+    if let (true, Some(e)) = (r.shape.ep > 1, moe) {
+        let i = e.pattern().imbalance(r.shape.ep);
+        let _ = writeln!(
+            out,
+            "#   ep traffic: the dispatch's busiest rank sends {:.2}x and receives {:.2}x the mean (the combine the reverse){}",
+            i.sent,
+            i.received,
+            if i.dropped > 0.0 { format!("; {:.1}% of token copies dropped at the capacity", i.dropped * 100.0) } else { String::new() }
+        );
+    }
     let grid = r.shape.grid();
     for (dim, groups) in DIMS.iter().map(|d| (d, grid.groups_of(*d))) {
         if groups[0].size() > 1 {
@@ -512,7 +538,7 @@ fn print_ranking(results: &[LayoutResult], elapsed: f64) {
 }
 
 /// `step --csv`'s columns (times in µs, as every file's: docs/output.md).
-pub const CSV_HEAD: [&str; 20] = [
+pub const CSV_HEAD: [&str; 25] = [
     "tp",
     "pp",
     "dp",
@@ -533,6 +559,11 @@ pub const CSV_HEAD: [&str; 20] = [
     "micro_batches",
     "dtype",
     "backend",
+    "ep",
+    "experts",
+    "topk",
+    "skew",
+    "capacity",
 ];
 
 /// One row per dimension of `r` (the header is written when the file is created).
@@ -561,6 +592,11 @@ fn write_csv(f: &mut crate::report::AppendFile, opts: &StepOptions, r: &LayoutRe
             m.micro_batches.to_string(),
             opts.dtype.name().to_string(),
             opts.backend.name().to_string(),
+            r.shape.ep.to_string(),
+            m.moe.map_or(String::new(), |e| e.experts.to_string()),
+            m.moe.map_or(String::new(), |e| e.topk.to_string()),
+            m.moe.map_or(String::new(), |e| e.skew.to_string()),
+            m.moe.and_then(|e| e.capacity).map_or(String::new(), |c| c.to_string()),
         ])?;
     }
     Ok(())

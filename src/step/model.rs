@@ -13,6 +13,17 @@
 //! - **PP** (pipeline parallel): per micro-batch, the activations forward from each stage to the
 //!   next and their gradients backward, micro_batch × seq × hidden elements (÷ tp with sequence
 //!   parallelism, as Megatron-LM sends the sequence shard), in 1F1B order ([`super::schedule`]).
+//! - **EP** (expert parallel, mixture of experts): every layer's MLP is `experts` experts spread
+//!   evenly over the ep group; per layer of the stage and micro-batch, forward, a dispatch
+//!   all-to-all-v sends each token to the ranks of its `topk` experts and a combine
+//!   all-to-all-v (the transposed counts) brings them back; backward, the gradients take the
+//!   same two ways in reverse (the combine's gradient as a dispatch, the dispatch's as a
+//!   combine), as Megatron-core's all-to-all token dispatcher does. Each call moves
+//!   micro_batch × seq (÷ tp with sequence parallelism) × topk × hidden elements for the mean
+//!   rank; the router's choices follow the `moe` traffic pattern
+//!   ([`crate::collective::traffic`]: Zipf(`skew`) popularity, `capacity`), so the busiest rank
+//!   moves more. Ranks: tp fastest-varying, then ep, then dp, then pp (Megatron-core's
+//!   `tp-cp-ep-dp-pp`).
 //! - **DP** (data parallel), at the end of the step, on the gradients of the rank's parameter
 //!   shard, params / (tp · pp): `ddp` all-reduces them (AVG) in buckets of `bucket` bytes (PyTorch
 //!   DDP, 25 MiB by default); `zero` reduce-scatters the gradients and all-gathers the updated
@@ -30,8 +41,8 @@ use std::fmt;
 /// The dimensions of the layout model ([`crate::layout::Dim`]); a step uses three of them.
 pub use crate::layout::Dim;
 
-/// The dimensions of a step, in the order it prints them (the order of `--layout tp=T,pp=P,dp=D`).
-pub const DIMS: [Dim; 3] = [Dim::Tp, Dim::Pp, Dim::Dp];
+/// The dimensions of a step, in the order it prints them (the order of `--layout tp=T,ep=E,pp=P,dp=D`).
+pub const DIMS: [Dim; 4] = [Dim::Tp, Dim::Ep, Dim::Pp, Dim::Dp];
 
 /// Data-parallel style.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,35 +71,73 @@ pub struct Shape {
     pub tp: usize,
     pub pp: usize,
     pub dp: usize,
+    /// Expert parallel (1: the model has no experts on this layout).
+    pub ep: usize,
 }
 
 impl Shape {
-    /// The sizes of a resolved grid (cp and ep are 1 in every grid step accepts).
+    /// The sizes of a resolved grid (cp is 1 in every grid step accepts).
     pub fn of(grid: &Grid) -> Shape {
-        Shape { tp: grid.size(Dim::Tp), pp: grid.size(Dim::Pp), dp: grid.size(Dim::Dp) }
+        Shape { tp: grid.size(Dim::Tp), pp: grid.size(Dim::Pp), dp: grid.size(Dim::Dp), ep: grid.size(Dim::Ep) }
     }
-    /// The grid of these sizes, in Megatron-LM's default rank order.
+    /// tp × pp × dp, without experts.
+    pub fn dense(tp: usize, pp: usize, dp: usize) -> Shape {
+        Shape { tp, pp, dp, ep: 1 }
+    }
+    /// The grid of these sizes, in Megatron's default rank order (tp, ep, dp, pp).
     pub fn grid(&self) -> Grid {
-        Grid::new(&[(Dim::Tp, self.tp), (Dim::Pp, self.pp), (Dim::Dp, self.dp)])
+        Grid::new(&[(Dim::Tp, self.tp), (Dim::Ep, self.ep), (Dim::Pp, self.pp), (Dim::Dp, self.dp)])
     }
-    /// The size of `dim` (1 for cp and ep, which a step does not use).
+    /// The size of `dim` (1 for cp, which a step does not use).
     pub fn size(&self, dim: Dim) -> usize {
         match dim {
             Dim::Tp => self.tp,
             Dim::Pp => self.pp,
             Dim::Dp => self.dp,
-            Dim::Cp | Dim::Ep => 1,
+            Dim::Ep => self.ep,
+            Dim::Cp => 1,
         }
     }
     pub fn world(&self) -> usize {
-        self.tp * self.pp * self.dp
+        self.tp * self.ep * self.pp * self.dp
     }
 }
 
 impl fmt::Display for Shape {
-    /// `tp=2, pp=1, dp=2` (every dimension, in the order of the flag).
+    /// `tp=2, pp=1, dp=2` (every dimension, in the order of the flag; ep where above 1:
+    /// `tp=1, ep=4, pp=1, dp=1`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "tp={}, pp={}, dp={}", self.tp, self.pp, self.dp)
+        match self.ep {
+            1 => write!(f, "tp={}, pp={}, dp={}", self.tp, self.pp, self.dp),
+            ep => write!(f, "tp={}, ep={ep}, pp={}, dp={}", self.tp, self.pp, self.dp),
+        }
+    }
+}
+
+/// The experts of a mixture-of-experts model (`--experts`, `--topk`, `--skew`, `--capacity`).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Experts {
+    /// Experts per MoE layer, spread evenly over the ep group.
+    pub experts: usize,
+    /// Experts each token goes to.
+    pub topk: usize,
+    /// Zipf exponent of the experts' popularity (0: a balanced router).
+    pub skew: f64,
+    /// Capacity factor (None: no cap; tokens past it are dropped).
+    pub capacity: Option<f64>,
+}
+
+impl Experts {
+    /// The router's traffic on an ep group: the `moe` pattern of the sweep's all-to-all-v, with
+    /// seed 1 (every rank the same matrix).
+    pub fn pattern(&self) -> crate::collective::traffic::Pattern {
+        crate::collective::traffic::Pattern::Moe(crate::collective::traffic::Moe {
+            experts: self.experts,
+            topk: self.topk,
+            skew: self.skew,
+            capacity: self.capacity,
+            seed: 1,
+        })
     }
 }
 
@@ -108,6 +157,8 @@ pub struct Model {
     /// DP bucket, bytes.
     pub bucket: u64,
     pub sequence_parallel: bool,
+    /// `--experts`…: a mixture-of-experts model, which layouts with ep > 1 need.
+    pub moe: Option<Experts>,
 }
 
 impl Model {
@@ -121,12 +172,29 @@ impl Model {
         self.micro_batch * self.seq * self.hidden * self.elem_bytes
     }
 
-    /// Why this shape cannot run this model (pp must divide the layers), or None.
+    /// Why this shape cannot run this model (pp must divide the layers; ep > 1 needs experts,
+    /// and must divide them), or None.
     pub fn refuse(&self, shape: &Shape) -> Option<String> {
         if self.layers % shape.pp as u64 != 0 {
             return Some(format!("pp={} does not divide --layers {}", shape.pp, self.layers));
         }
-        None
+        match (shape.ep, self.moe) {
+            (1, _) => None,
+            (ep, None) => Some(format!("ep={ep} needs a mixture-of-experts model (--experts E)")),
+            (ep, Some(m)) if m.experts % ep != 0 => Some(format!("ep={ep} does not divide --experts {}", m.experts)),
+            _ => None,
+        }
+    }
+
+    /// Tokens of one micro-batch on a rank of the ep group: micro_batch × seq, ÷ tp with
+    /// sequence parallelism (each TP rank holds its shard of the sequence).
+    pub fn tokens(&self, shape: &Shape) -> u64 {
+        let t = self.micro_batch * self.seq;
+        if self.sequence_parallel {
+            t / shape.tp as u64
+        } else {
+            t
+        }
     }
 }
 
@@ -134,9 +202,11 @@ impl Model {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct CallGroup {
     pub dim: Dim,
-    /// All-reduce, all-gather, reduce-scatter; sendrecv for PP's point-to-point transfers.
+    /// All-reduce, all-gather, reduce-scatter; sendrecv for PP's point-to-point transfers;
+    /// all-to-all-v for EP's dispatch and combine.
     pub kind: Kind,
-    /// Calls per step (for PP: transfers across one stage boundary, forward and backward).
+    /// Calls per step (for PP: transfers across one stage boundary, forward and backward; for
+    /// EP: dispatches and combines together, half each).
     #[serde(rename = "calls_per_step")]
     pub calls: u64,
     /// Bytes of one call: the whole buffer, as the sweep's size column (JSON `size_bytes`).
@@ -165,7 +235,7 @@ impl DimPlan {
     }
 }
 
-/// The calls of one step, per dimension of size > 1 (TP, PP, DP in that order).
+/// The calls of one step, per dimension of size > 1 (TP, EP, PP, DP in that order).
 pub fn plan(model: &Model, shape: &Shape) -> Vec<DimPlan> {
     let mut out = vec![];
     let act = model.activation_bytes();
@@ -182,6 +252,16 @@ pub fn plan(model: &Model, shape: &Shape) -> Vec<DimPlan> {
             vec![CallGroup { dim: Dim::Tp, kind: Kind::AllReduce, calls: 4 * per, bytes: act }]
         };
         out.push(DimPlan { dim: Dim::Tp, group_size: shape.tp, groups, shard_bytes: 0 });
+    }
+    if let (true, Some(m)) = (shape.ep > 1, model.moe) {
+        let per = model.layers / shape.pp as u64 * mb;
+        let bytes = model.tokens(shape) * m.topk as u64 * model.hidden * model.elem_bytes;
+        out.push(DimPlan {
+            dim: Dim::Ep,
+            group_size: shape.ep,
+            groups: vec![CallGroup { dim: Dim::Ep, kind: Kind::AllToAllV, calls: 4 * per, bytes }],
+            shard_bytes: 0,
+        });
     }
     if shape.pp > 1 {
         let bytes = if model.sequence_parallel { act / shape.tp as u64 } else { act };
@@ -235,8 +315,9 @@ fn buckets(total: u64, bucket: u64, unit: u64) -> Vec<(u64, u64)> {
 
 /// The layouts `--layout all` runs: [`layout::factorizations`] of `world` (tp within a host,
 /// i.e. dividing `ranks_per_host`, unless `tp_across_hosts`), less those whose pp does not divide
-/// the model's layers; in order of tp, then pp. The second list: every factorization left out,
-/// with why.
+/// the model's layers; in order of tp, then pp. With experts (`--experts`), each tp × pp × dp
+/// also with its data-parallel ranks split into ep × dp for every ep > 1 dividing both dp and
+/// the experts, right after it. The second list: every factorization left out, with why.
 pub fn layouts(
     world: usize,
     ranks_per_host: usize,
@@ -256,6 +337,10 @@ pub fn layouts(
             left.push((shape, why));
         } else {
             ok.push(shape);
+            let experts = model.moe.map_or(1, |m| m.experts);
+            for ep in (2..=shape.dp).filter(|ep| shape.dp % ep == 0 && experts % ep == 0) {
+                ok.push(Shape { ep, dp: shape.dp / ep, ..shape });
+            }
         }
     }
     (ok, left)
@@ -276,6 +361,7 @@ pub(crate) fn small_for_tests() -> Model {
         dp_style: DpStyle::Ddp,
         bucket: 1 << 20,
         sequence_parallel: false,
+        moe: None,
     }
 }
 
@@ -294,7 +380,7 @@ mod tests {
 
     #[test]
     fn tp_dp_ddp_by_hand() {
-        let p = plan(&small(), &Shape { tp: 2, pp: 1, dp: 2 });
+        let p = plan(&small(), &Shape::dense(2, 1, 2));
         assert_eq!(p.len(), 2);
         // TP: 4 all-reduces × 4 layers × 3 micro-batches = 48 calls of 2·128·256·2 = 131 072 B.
         assert_eq!(p[0].dim, Dim::Tp);
@@ -310,7 +396,7 @@ mod tests {
     #[test]
     fn pp_dp_zero_by_hand() {
         let m = Model { dp_style: DpStyle::Zero, bucket: 1_000_000, ..small() };
-        let p = plan(&m, &Shape { tp: 1, pp: 2, dp: 2 });
+        let p = plan(&m, &Shape::dense(1, 2, 2));
         // PP: 3 forward + 3 backward transfers of 131 072 B per stage boundary.
         assert_eq!(p[0].groups, vec![CallGroup { dim: Dim::Pp, kind: Kind::SendRecv, calls: 6, bytes: 131_072 }]);
         // DP: shard 3 MiB (1 572 864 params × 2 B); bucket 1 000 000 B rounded down to a
@@ -324,7 +410,7 @@ mod tests {
     #[test]
     fn sequence_parallel_splits_each_all_reduce() {
         let m = Model { sequence_parallel: true, ..small() };
-        let p = plan(&m, &Shape { tp: 2, pp: 2, dp: 1 });
+        let p = plan(&m, &Shape::dense(2, 2, 1));
         // 2 layers per stage × 3 micro-batches × 4 = 24 all-gathers and 24 reduce-scatters.
         assert_eq!(
             p[0].groups,
@@ -338,9 +424,52 @@ mod tests {
         assert_eq!(p.len(), 2, "dp=1 sends nothing");
     }
 
+    /// EP: 4 all-to-all-v's per layer of the stage and micro-batch (dispatch and combine,
+    /// forward and backward) of micro-batch × seq × topk × hidden elements; ep must divide the
+    /// experts and needs them; `--layout all` splits dp into ep × dp.
+    #[test]
+    fn ep_by_hand() {
+        let moe = Experts { experts: 8, topk: 2, skew: 0.0, capacity: None };
+        let m = Model { moe: Some(moe), ..small() };
+        let p = plan(&m, &Shape { tp: 1, pp: 2, dp: 1, ep: 2 });
+        // 2 layers per stage × 3 micro-batches × 4 = 24 calls of 2·128 tokens × 2 × 256 × 2 B.
+        assert_eq!(p[0].groups, vec![CallGroup { dim: Dim::Ep, kind: Kind::AllToAllV, calls: 24, bytes: 262_144 }]);
+        assert_eq!((p[0].dim, p[0].group_size, p[1].dim), (Dim::Ep, 2, Dim::Pp));
+        // With sequence parallelism a TP rank dispatches its shard of the sequence.
+        let sp = Model { sequence_parallel: true, ..m.clone() };
+        assert_eq!(plan(&sp, &Shape { tp: 2, pp: 1, dp: 1, ep: 2 })[1].groups[0].bytes, 131_072);
+        assert_eq!(m.refuse(&Shape { tp: 1, pp: 1, dp: 1, ep: 3 }).unwrap(), "ep=3 does not divide --experts 8");
+        assert_eq!(
+            small().refuse(&Shape { tp: 1, pp: 1, dp: 1, ep: 2 }).unwrap(),
+            "ep=2 needs a mixture-of-experts model (--experts E)"
+        );
+        assert_eq!(Shape { tp: 1, pp: 1, dp: 1, ep: 4 }.to_string(), "tp=1, ep=4, pp=1, dp=1");
+        let all: Vec<(usize, usize, usize, usize)> =
+            layouts(4, 4, false, &Model { layers: 4, ..m }).0.iter().map(|s| (s.tp, s.ep, s.pp, s.dp)).collect();
+        assert_eq!(
+            all,
+            vec![
+                (1, 1, 1, 4),
+                (1, 2, 1, 2),
+                (1, 4, 1, 1),
+                (1, 1, 2, 2),
+                (1, 2, 2, 1),
+                (1, 1, 4, 1),
+                (2, 1, 1, 2),
+                (2, 2, 1, 1),
+                (2, 1, 2, 1),
+                (4, 1, 1, 1)
+            ]
+        );
+        let g = Shape { tp: 2, pp: 1, dp: 2, ep: 2 }.grid();
+        // tp fastest, then ep, then dp: rank 3 = t1, e1, d0; rank 4 = t0, e0, d1.
+        assert_eq!((g.coord(3, Dim::Tp), g.coord(3, Dim::Ep), g.coord(3, Dim::Dp)), (1, 1, 0));
+        assert_eq!((g.coord(4, Dim::Ep), g.coord(4, Dim::Dp)), (0, 1));
+    }
+
     #[test]
     fn a_world_of_one_sends_nothing() {
-        assert!(plan(&small(), &Shape { tp: 1, pp: 1, dp: 1 }).is_empty());
+        assert!(plan(&small(), &Shape::dense(1, 1, 1)).is_empty());
     }
 
     fn shapes(world: usize, per_host: usize, across: bool) -> Vec<(usize, usize, usize)> {
@@ -395,12 +524,12 @@ mod tests {
 
     #[test]
     fn shape_is_a_view_of_the_grid() {
-        let s = Shape { tp: 2, pp: 2, dp: 2 };
+        let s = Shape::dense(2, 2, 2);
         let g = s.grid();
         assert_eq!(Shape::of(&g), s);
         assert_eq!(g.world(), Some(8));
         // Megatron-LM's order: tp fastest-varying, then dp, then pp (rank 5 = t1, d0, p1).
         assert_eq!((g.coord(5, Dim::Tp), g.coord(5, Dim::Dp), g.coord(5, Dim::Pp)), (1, 0, 1));
-        assert_eq!(DIMS.map(|d| s.size(d)), [2, 2, 2]);
+        assert_eq!(DIMS.map(|d| s.size(d)), [2, 1, 2, 2]);
     }
 }

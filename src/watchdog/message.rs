@@ -34,8 +34,12 @@ pub fn describe(task: &Task) -> String {
 /// step 2 of 5 of layout tp=2, pp=1, dp=2 (rank 0 waits in tp all-reduce of 524288 B, float)`.
 /// The pass is what every rank shares (its step number); the part is this rank's own.
 fn describe_step(task: &Task, t: &StepTask) -> String {
-    let [tp, pp, dp] = t.layout;
-    let layout = format!("layout tp={tp}, pp={pp}, dp={dp}");
+    let [tp, ep, pp, dp] = t.layout;
+    // As step prints a layout: ep only where above 1.
+    let layout = match ep {
+        1 => format!("layout tp={tp}, pp={pp}, dp={dp}"),
+        _ => format!("layout tp={tp}, ep={ep}, pp={pp}, dp={dp}"),
+    };
     let alone = t.alone.map(|d| format!(", {d} alone")).unwrap_or_default();
     let pass = match t.pass {
         StepPass::SetUp => return format!("the set-up of {layout} (its groups' communicators and buffers)"),
@@ -218,7 +222,7 @@ mod tests {
     fn step_task(part: StepPart, pass: StepPass, alone: Option<crate::layout::Dim>) -> Task {
         let layout = Layout { alg_count: 131072, ..Layout::default() };
         let call = Call { kind: Kind::AllReduce, dtype: DType::Float32, op: Op::Sum, root: 0, layout, in_place: false };
-        Task { call, phase: Phase::Step(StepTask { layout: [2, 1, 2], pass, alone, part, rank: 2 }), calls: 1 }
+        Task { call, phase: Phase::Step(StepTask { layout: [2, 1, 1, 2], pass, alone, part, rank: 2 }), calls: 1 }
     }
 
     #[test]

@@ -104,8 +104,8 @@ pub enum Phase {
 /// is in (re-armed per call, `Watchdog::rearm`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StepTask {
-    /// The layout's tp, pp and dp.
-    pub layout: [usize; 3],
+    /// The layout's tp, ep, pp and dp.
+    pub layout: [usize; 4],
     pub pass: StepPass,
     /// The pass runs this dimension's calls alone (the others idle).
     pub alone: Option<Dim>,
