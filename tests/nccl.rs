@@ -1599,7 +1599,7 @@ fn step_on_nccl_tp_dp_and_pp_dp_are_exact() {
     );
     assert!(out.contains("; all data correct"), "{out}");
     let mut rd = csv::Reader::from_path(dir.path().join("s.csv")).unwrap();
-    assert_eq!(rd.headers().unwrap().iter().next_back(), Some("backend"));
+    assert_eq!(rd.headers().unwrap().iter().nth(19), Some("backend"));
     let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| &r[13] == "0" && &r[19] == "nccl"), "{rows:?}");
@@ -1615,6 +1615,20 @@ fn step_on_nccl_tp_dp_and_pp_dp_are_exact() {
     assert_eq!(
         step_dims(&out),
         [("pp".into(), "2×2".into(), 8, "128K".into()), ("dp".into(), "2×2".into(), 2, "384K".into())]
+    );
+    assert!(out.contains("; all data correct"), "{out}");
+
+    // EP: each dispatch and combine as grouped ncclSend/ncclRecv of the router's unequal
+    // counts over the ep group, every token checked: 4 layers × 4 micro-batches × 4 calls of
+    // 128 tokens × 2 × 64 × 2 B = 32 KiB.
+    let moe = ["--layout", "tp=2,ep=2", "--experts", "4", "--skew", "1.5", "--no-csv"];
+    let (o, _d) = step_run(4, &[&moe[..], &SMALL].concat(), &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("ep groups: [0,2] [1,3]"), "{out}");
+    assert_eq!(
+        step_dims(&out),
+        [("tp".into(), "2×2".into(), 64, "1M".into()), ("ep".into(), "2×2".into(), 64, "2M".into())]
     );
     assert!(out.contains("; all data correct"), "{out}");
 
