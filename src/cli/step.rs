@@ -10,7 +10,7 @@ use crate::step::model::{DpStyle, Model};
 use crate::step::{LayoutChoice, StepOptions};
 use std::path::PathBuf;
 
-/// One training step's communication: TP, PP and DP calls with real buffers, all groups at once.
+/// One training step's communication: TP, EP, PP and DP calls with real buffers, all groups at once.
 #[derive(clap::Parser, Debug)]
 #[command(
     name = "coll-bench step",
