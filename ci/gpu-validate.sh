@@ -97,9 +97,13 @@ launch_run() { # label env… -- args…
   local envs=()
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
-  local csv=$out/launch-$label-$n_max-ranks-$stamp.csv
+  local csv=$out/launch-$label-$n_max-ranks-$stamp.csv log=$out/launch-$label-$n_max-ranks-$stamp.txt r=0
   env ${envs[@]+"${envs[@]}"} "${MPIRUN[@]}" -n "$n_max" "$COLL_BENCH_BIN" --backend nccl all-reduce -d float -b 8 -e 1M -f 8 \
-    --csv "$csv" "$@" >"$out/launch-$label-$n_max-ranks-$stamp.txt" 2>&1 || { rc=1; return; }
+    --csv "$csv" "$@" >"$log" 2>&1 || r=$?
+  if [ "$r" -ne 0 ]; then
+    echo "ci/gpu-validate.sh: launch run '$label' exited $r: $(grep -m1 'error' "$log" || tail -n1 "$log")" >&2
+    rc=1
+  fi
 }
 launch_run back-to-back --
 launch_run non-blocking COLL_BENCH_DEBUG_NCCL_NONBLOCKING_TIMING=1 --
@@ -140,7 +144,11 @@ if [ "$n_max" -ge 2 ]; then
   shared=no
   grep -q 'would share one GPU' "$blog2" && shared=yes
   verdict=ok
-  if [ "$b1" -ne 0 ] || [ "$buses" -ne "$n_max" ] || [ "$b2" -ne 2 ] || [ "$shared" != yes ]; then verdict=FAILED; rc=1; fi
+  if [ "$b1" -ne 0 ] || [ "$buses" -ne "$n_max" ] || [ "$b2" -ne 2 ] || [ "$shared" != yes ]; then
+    verdict=FAILED
+    rc=1
+    echo "ci/gpu-validate.sh: binding check FAILED (see its section of the summary)" >&2
+  fi
   {
     echo
     echo "## binding: one GPU visible per rank ($verdict)"
@@ -197,7 +205,10 @@ if [ "$a_verdict" = ok ]; then
     a_verdict=FAILED
   fi
 fi
-[ "$a_verdict" = FAILED ] && rc=1
+if [ "$a_verdict" = FAILED ]; then
+  rc=1
+  echo "ci/gpu-validate.sh: algorithm check FAILED (see its section of the summary)" >&2
+fi
 {
   echo
   echo "## algorithm: NCCL's tuning line ($a_verdict)"
@@ -218,6 +229,28 @@ fi
   grep -o '(PCI [^)]*)' "$out/algorithm-chosen-$stamp.txt" 2>/dev/null | sort -u | sed 's/^/- /' || true
 } >>"$summary"
 
+# One table row per size both ran: "| ranks | collective | size | ours | theirs | ratio |", from our
+# CSV (float, sum or none, out of place) and nccl-tests' log (size count type redop root time
+# algbw busbw #wrong, out of place first).
+compare_rows() { # collective ranks our.csv their.log
+  awk -v coll="$1" -v n="$2" -v ours="$3" '
+    BEGIN {
+      FS = ","
+      while ((getline line < ours) > 0) {
+        split(line, f, ",")
+        if (!hdr) { for (i = 1; i in f; i++) col[f[i]] = i; hdr = 1; continue }
+        if (f[col["collective"]] == coll && f[col["dtype"]] == "float" && (f[col["placement"]] == "out-of-place" || f[col["placement"]] == "out_of_place") \
+            && (f[col["op"]] == "sum" || f[col["op"]] == "none"))
+          bw[f[col["size_bytes"]]] = f[col["busbw_gbps"]]
+      }
+      FS = " "
+    }
+    /^ *[0-9]/ && NF >= 8 {
+      size = $1; theirs = $8
+      if ((size in bw) && theirs > 0) printf "| %d | %s | %s | %.3f | %.3f | %.3f |\n", n, coll, size, bw[size], theirs, bw[size] / theirs
+    }' "$4"
+}
+
 # nccl-tests beside it: float, sum, out of place, at the same sizes.
 if [ -n "${NCCL_TESTS_DIR:-}" ]; then
   declare -A perf=([all-reduce]=all_reduce_perf [all-gather]=all_gather_perf [reduce-scatter]=reduce_scatter_perf
@@ -237,7 +270,11 @@ if [ -n "${NCCL_TESTS_DIR:-}" ]; then
       # maxP2pPeers = 2 (2.30+) in its config; coll-bench leaves NCCL's defaults, as an
       # application does. NCCL's variables override any config: compare at the defaults.
       NCCL_NVLINK_UTIL_CENTRIC_SCHED_ENABLE=0 NCCL_P2P_MAX_PEERS=$n \
-        "${MPIRUN[@]}" -n "$n" "$bin" "${sizes[@]}" -g 1 -d float -o sum >"$log" 2>&1 || { rc=1; continue; }
+        "${MPIRUN[@]}" -n "$n" "$bin" "${sizes[@]}" -g 1 -d float -o sum >"$log" 2>&1 || {
+          echo "ci/gpu-validate.sh: $bin on $n rank(s) failed: $(tail -n1 "$log")" >&2
+          rc=1
+          continue
+        }
       # Built without MPI=1, each process under mpirun runs a 1-rank test of its own and prints
       # its own header ("# nThread …", printed by rank 0 alone when built with MPI): its rows
       # would be compared with our n-rank ones.
@@ -246,23 +283,7 @@ if [ -n "${NCCL_TESTS_DIR:-}" ]; then
         rc=1
         continue
       fi
-      # nccl-tests rows: size count type redop root time algbw busbw #wrong (out of place) ...
-      awk -v coll="$coll" -v n="$n" -v ours="$ours" '
-        BEGIN {
-          FS = ","
-          while ((getline line < ours) > 0) {
-            split(line, f, ",")
-            if (!hdr) { for (i = 1; i in f; i++) col[f[i]] = i; hdr = 1; continue }
-            if (f[col["collective"]] == coll && f[col["dtype"]] == "float" && (f[col["placement"]] == "out-of-place" || f[col["placement"]] == "out_of_place") \
-                && (f[col["op"]] == "sum" || f[col["op"]] == "none"))
-              bw[f[col["size_bytes"]]] = f[col["busbw_gbps"]]
-          }
-          FS = " "
-        }
-        /^ *[0-9]/ && NF >= 8 {
-          size = $1; theirs = $8
-          if ((size in bw) && theirs > 0) printf "| %d | %s | %s | %.3f | %.3f | %.3f |\n", n, coll, size, bw[size], theirs, bw[size] / theirs
-        }' "$log" >>"$summary.rows"
+      compare_rows "$coll" "$n" "$ours" "$log" >>"$summary.rows"
     done
   done
   {
@@ -270,6 +291,49 @@ if [ -n "${NCCL_TESTS_DIR:-}" ]; then
     echo "| ranks | collective | size (B) | coll-bench busbw | nccl-tests busbw | ratio |"
     echo "|---|---|---|---|---|---|"
     sort -t'|' -k2,2n -k3,3 -k4,4n "$summary.rows" 2>/dev/null || true
+  } >>"$summary"
+  rm -f "$summary.rows"
+fi
+
+# The launch modes (docs/gpu.md "Launch modes"): coll-bench's -G 1 and -m 4 beside nccl-tests'
+# same flags, all-reduce, all-gather and reduce-scatter on all N GPUs, check off on both sides
+# (nccl-tests checks outside its timed loop too); a ratio outside 0.98-1.02 is marked.
+if [ -n "${NCCL_TESTS_DIR:-}" ]; then
+  : >"$summary.rows"
+  for mode in "-G 1" "-m 4"; do
+    for coll in all-reduce all-gather reduce-scatter; do
+      bin=$NCCL_TESTS_DIR/${perf[$coll]}
+      [ -x "$bin" ] || continue
+      tag=${mode// /}
+      ours=$out/mode$tag-$coll-$n_max-ranks-$stamp.csv
+      log=$out/nccl-tests-mode$tag-$coll-$n_max-ranks-$stamp.txt
+      # shellcheck disable=SC2086 # the mode is two words on purpose
+      "${MPIRUN[@]}" -n "$n_max" "$COLL_BENCH_BIN" --backend nccl "$coll" "${sizes[@]}" -d float -o sum -c 0 $mode \
+        --csv "$ours" >"${ours%.csv}.txt" 2>&1 || { echo "ci/gpu-validate.sh: coll-bench $coll $mode failed: ${ours%.csv}.txt" >&2; rc=1; continue; }
+      # shellcheck disable=SC2086
+      NCCL_NVLINK_UTIL_CENTRIC_SCHED_ENABLE=0 NCCL_P2P_MAX_PEERS=$n_max \
+        "${MPIRUN[@]}" -n "$n_max" "$bin" "${sizes[@]}" -g 1 -d float -o sum -c 0 $mode >"$log" 2>&1 || {
+          echo "ci/gpu-validate.sh: $bin $mode failed: $log" >&2
+          rc=1
+          continue
+        }
+      if [ "$(grep -c '^# nThread' "$log")" -gt 1 ]; then
+        echo "ci/gpu-validate.sh: $bin ran as $n_max separate 1-rank tests (build nccl-tests with make MPI=1); skipped $coll $mode: $log" >&2
+        rc=1
+        continue
+      fi
+      compare_rows "$coll" "$n_max" "$ours" "$log" | awk -v mode="$mode" -F'|' '{
+        r = $7 + 0; mark = (r < 0.98 || r > 1.02) ? "outside ±2%" : "ok"
+        printf "| %s %s %s |\n", mode, $0, mark }' >>"$summary.rows"
+    done
+  done
+  {
+    echo
+    echo "## launch modes: coll-bench / nccl-tests busbw with the same flag (float, sum, out of place, -c 0)"
+    echo
+    echo "| mode | ranks | collective | size (B) | coll-bench busbw | nccl-tests busbw | ratio | within ±2% |"
+    echo "|---|---|---|---|---|---|---|---|"
+    cat "$summary.rows"
   } >>"$summary"
   rm -f "$summary.rows"
 fi

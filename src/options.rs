@@ -234,6 +234,50 @@ impl Malloc {
     }
 }
 
+/// How the NCCL backend launches its timed calls: nccl-tests' `-G`, `-m` and `-C`
+/// (docs/gpu.md "Launch modes"). The MPI backend has none of them: every field at its default.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchModes {
+    /// `-G/--cuda-graph N`: each timed batch of calls captured once into a CUDA graph, which is
+    /// then launched N times per sample; 0: calls launched on the stream one by one.
+    pub cuda_graph: u32,
+    /// `-m/--agg-iters N`: N calls per `ncclGroupStart`/`ncclGroupEnd` (one launch); an
+    /// iteration is such a group, and the time is per call.
+    pub agg_iters: u32,
+    /// `-C/--cpu-time 1`: also report the host's time to launch a call (`cpu_time_us`).
+    pub cpu_time: bool,
+}
+
+impl Default for LaunchModes {
+    fn default() -> Self {
+        LaunchModes { cuda_graph: 0, agg_iters: 1, cpu_time: false }
+    }
+}
+
+impl LaunchModes {
+    /// Whether any mode differs from plain stream launches.
+    pub fn any(&self) -> bool {
+        *self != LaunchModes::default()
+    }
+
+    /// The header's words, e.g. "calls launched on the stream; 4 calls per NCCL group (-m 4; time
+    /// per call)".
+    pub fn describe(&self) -> String {
+        let mut parts = vec![match self.cuda_graph {
+            0 => "calls launched on the stream".to_string(),
+            1 => "each batch captured as a CUDA graph, launched once per sample (-G 1)".to_string(),
+            n => format!("each batch captured as a CUDA graph, launched {n} times per sample (-G {n})"),
+        }];
+        if self.agg_iters > 1 {
+            parts.push(format!("{} calls per NCCL group (-m {}; time per call)", self.agg_iters, self.agg_iters));
+        }
+        if self.cpu_time {
+            parts.push("the host's launch time per call in cpu_time_us (-C 1)".to_string());
+        }
+        parts.join("; ")
+    }
+}
+
 /// The order points are measured in (`--order`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -300,6 +344,8 @@ pub struct Options {
     /// pattern lists several skews).
     pub patterns: Vec<crate::collective::traffic::Pattern>,
     pub blocking: bool,
+    /// `-G`, `-m`, `-C`: how the NCCL backend launches its timed calls.
+    pub launch: LaunchModes,
     pub backend: BackendKind,
     /// Which implementation of the collectives inside the backend (`native`: the library's own).
     pub implementation: Implementation,
@@ -374,6 +420,7 @@ impl Default for Options {
             root: 0,
             patterns: vec![crate::collective::traffic::Pattern::Uniform],
             blocking: false,
+            launch: LaunchModes::default(),
             backend: BackendKind::Mpi,
             implementation: Implementation::Native,
             malloc: Malloc::Default,

@@ -69,6 +69,9 @@ pub struct Measurement {
     /// Minor page faults per timed call (`getrusage` of the calling thread around the timed
     /// calls): the rank with most. `None` where not counted (tune's cells).
     pub minor_faults_per_call: Option<f64>,
+    /// The host's time to launch one call (`-C 1`, NCCL; nccl-tests' cputime), µs, each rank's
+    /// combined as the time is; `None` without `-C 1`.
+    pub cpu_time_us: Option<f64>,
 }
 
 /// How one placement was run: its warm-up and timed call counts.
@@ -101,6 +104,7 @@ impl Measurement {
             slow_ranks: vec![],
             warnings: vec![],
             minor_faults_per_call: None,
+            cpu_time_us: None,
         }
     }
 
@@ -141,6 +145,7 @@ impl Measurement {
             first_call_us,
             warnings,
             minor_faults_per_call: None,
+            cpu_time_us: None,
         }
     }
 

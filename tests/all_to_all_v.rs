@@ -19,15 +19,6 @@ fn matrix_file(dir: &std::path::Path, n: usize) -> std::path::PathBuf {
     p
 }
 
-/// The CSV's rows as maps from column name to value.
-fn csv_rows(path: &std::path::Path) -> Vec<std::collections::HashMap<String, String>> {
-    let mut rd = csv::Reader::from_path(path).unwrap();
-    let h = rd.headers().unwrap().clone();
-    rd.records()
-        .map(|r| h.iter().zip(r.unwrap().iter()).map(|(k, v)| (k.to_string(), v.to_string())).collect())
-        .collect()
-}
-
 #[test]
 fn every_pattern_is_exact_on_1_to_8_ranks() {
     for n in [1, 2, 3, 4, 8] {

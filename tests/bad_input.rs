@@ -58,6 +58,22 @@ fn names() {
     refused(2, &["--frobnicate"], "--frobnicate");
 }
 
+/// nccl-tests' launch modes (issue 48): the nccl backend's only, each refused on the mpi backend
+/// by name, out of range, and where they cannot run together; tune and doctor refuse them.
+#[test]
+fn launch_modes_are_the_nccl_backends() {
+    refused(2, &["-G", "1"], "-G/--cuda-graph: a launch mode of the nccl backend");
+    refused(2, &["-m", "4"], "-m/--agg-iters: a launch mode of the nccl backend");
+    refused(2, &["-C", "1"], "-C/--cpu-time: a launch mode of the nccl backend");
+    refused(2, &["-m", "0"], "-m/--agg-iters: 0 is out of range");
+    refused(2, &["-G", "2000"], "-G/--cuda-graph: 2000 is out of range; expected a whole number from 0 to 1024");
+    refused(2, &["-C", "yes"], "-C/--cpu-time");
+    refused(2, &["--backend", "nccl", "-G", "1", "-z", "1"], "-G/--cuda-graph with -z 1");
+    refused(2, &["--backend", "nccl", "-m", "2", "ping-pong"], "-m/--agg-iters: ping-pong's");
+    refused(2, &["tune", "-G", "1"], "tune -G/--cuda-graph");
+    refused(2, &["doctor", "-m", "2"], "doctor -m/--agg-iters");
+}
+
 /// Values that used to get through and fail later (issue 49): a layout whose sizes overflow
 /// (wrapped to 2, then "capacity overflow" on every rank) and a `-T` too short to tell a stuck
 /// rank from a slow one (taken for a hang of ranks that had all answered).

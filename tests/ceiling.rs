@@ -4,15 +4,6 @@
 mod common;
 use common::*;
 
-/// The CSV's rows as maps of column name to value.
-fn csv_rows(path: &std::path::Path) -> Vec<std::collections::HashMap<String, String>> {
-    let mut r = csv::Reader::from_path(path).unwrap();
-    let h = r.headers().unwrap().clone();
-    r.records()
-        .map(|rec| h.iter().zip(rec.unwrap().iter()).map(|(k, v)| (k.to_string(), v.to_string())).collect())
-        .collect()
-}
-
 #[test]
 fn the_header_gives_the_ceiling_and_every_point_is_read_against_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -58,6 +58,9 @@ const COLUMNS: &[&str] = &[
     "imbalance_sent",
     "imbalance_received",
     "dropped_pct",
+    "cuda_graph",
+    "agg_iters",
+    "cpu_time_us",
 ];
 
 #[test]

@@ -682,6 +682,7 @@ fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
         .filter(|p| p.extension().is_some_and(|e| e == "csv"))
         .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with("launch-"))
         .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with("algorithm-"))
+        .filter(|p| !p.file_name().unwrap().to_string_lossy().starts_with("mode-"))
         .collect();
     assert_eq!(csvs.len(), 4, "{csvs:?}");
     for c in &csvs {
@@ -716,6 +717,19 @@ fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
         }
     }
     assert!(stderr(&o).contains("reduce_perf missing; skipped reduce"), "{}", stderr(&o));
+    // The launch modes beside nccl-tests' same flags (issue 48): a row per mode, collective and
+    // size, its ratio judged against ±2% (the fake rows are not the stand-in's speed: marked).
+    assert!(out.contains("## launch modes: coll-bench / nccl-tests busbw with the same flag"), "{out}");
+    for mode in ["-G 1", "-m 4"] {
+        for coll in ["all-reduce", "all-gather"] {
+            let row = out
+                .lines()
+                .find(|l| l.starts_with(&format!("| {mode} | 2 | {coll} | 64 | ")))
+                .unwrap_or_else(|| panic!("no {mode} row for {coll}:\n{out}"));
+            let ratio: f64 = row.split('|').map(str::trim).nth(7).unwrap().parse().unwrap();
+            assert!(row.ends_with(if (0.98..=1.02).contains(&ratio) { "| ok |" } else { "| outside ±2% |" }), "{row}");
+        }
+    }
     // nccl-tests built without MPI=1: under mpirun every process runs a 1-rank test and prints
     // its own header; the script says so and fails instead of comparing those rows.
     script(
@@ -979,6 +993,107 @@ fn launches_per_sync(events: &[&str]) -> usize {
         }
     }
     most
+}
+
+/// Issue 48's launch modes, as nccl-tests' `BenchTime` runs them. `-G 3 -m 2`: each timed run's
+/// batch is captured once (its calls reach NCCL once, at capture: one launch per group of 2
+/// calls) and its graph launched 3 times per sample; the stand-in's trace shows the captures and
+/// the replays (every replay runs the captured group: one node). `-m 2 -C 1` without a graph:
+/// each iteration is one group (one launch, two calls), and the host's launch time is reported.
+#[test]
+fn graphs_replay_captured_groups_and_groups_launch_once() {
+    for (modes, launches, replays) in [(&["-G", "3", "-m", "2"][..], 4, 60), (&["-m", "2", "-C", "1"][..], 20, 0)] {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace");
+        let env = fake_env("2", &[("FAKE_NCCL_TRACE", trace.to_str().unwrap()), ("FAKE_NCCL_TRACE_BUFFERS", "1")]);
+        let mut args = vec!["all-reduce", "-b", "1M", "-e", "1M", "-n", "8", "-w", "2", "-c", "0", "--no-ceiling"];
+        args.extend(modes);
+        args.extend(["--csv", "r.csv"]);
+        let (o, d) = nccl_run(2, &args, &env);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "{modes:?}: {out}\n{}", stderr(&o));
+        assert!(out.contains("calls per NCCL group (-m 2; time per call)"), "{out}");
+        assert_eq!(out.contains("#wrong  cputime\n"), modes.contains(&"-C"), "{out}");
+        let text = std::fs::read_to_string(&trace).unwrap();
+        let by_pid = trace_by_pid(&text);
+        assert_eq!(by_pid.len(), 2, "{text}");
+        for (pid, ev) in &by_pid {
+            // Per placement: the warm-up's 2 iterations and the timed 8, each a group of 2.
+            let count = |what: &str| ev.iter().filter(|e| **e == what).count();
+            assert_eq!(count("launch"), launches, "process {pid} {modes:?}: {ev:?}");
+            assert_eq!(ev.iter().filter(|e| e.starts_with("buffers ")).count(), 2 * launches, "process {pid}");
+            assert_eq!(count("graph-launch 1"), replays, "process {pid} {modes:?}");
+            assert_eq!(ev.iter().filter(|e| e.starts_with("graph-launch")).count(), replays, "process {pid}");
+        }
+        let rows = csv_rows(&d.path().join("r.csv"));
+        assert_eq!(rows.len(), 2, "{rows:?}");
+        for r in &rows {
+            assert_eq!((r["iters"].as_str(), r["warmup_iters"].as_str()), ("8", "2"), "{r:?}");
+            assert_eq!(r["cuda_graph"], if replays > 0 { "3" } else { "0" }, "{r:?}");
+            assert_eq!(r["agg_iters"], "2", "{r:?}");
+            match modes.contains(&"-C") {
+                true => assert!(r["cpu_time_us"].parse::<f64>().unwrap() > 0.0, "{r:?}"),
+                false => assert_eq!(r["cpu_time_us"], "", "{r:?}"),
+            }
+        }
+    }
+}
+
+/// A graph needs blocking calls: where the library cannot split a blocking copy off the
+/// non-blocking init (NCCL before 2.18), -G is refused before anything is timed.
+#[test]
+fn a_graph_on_a_non_blocking_communicator_is_refused_up_front() {
+    let env = fake_env("2", &[("COLL_BENCH_NCCL_LIBRARY", fake_nccl_without_split()), ("FAKE_NCCL_VERSION", "21705")]);
+    let (o, d) = nccl_run(2, &["all-reduce", "-b", "8", "-e", "8", "-G", "1", "--csv", "r.csv"], &env);
+    refused(&o, d.path(), &["-G/--cuda-graph: the timed calls run on a non-blocking communicator", "NCCL 2.17.5"]);
+}
+
+/// Every moving collective stays exact when its calls are grouped (-m 3: several sends to one
+/// peer in one group) and replayed from graphs (-G 2): the check is one plain call, as
+/// nccl-tests' `CheckData` after its timed loop (an in-place reduction repeated in a group would
+/// not give the expected data).
+#[test]
+fn grouped_and_graphed_calls_are_exact() {
+    let env = fake_env("3", &[]);
+    let args = [
+        "all-reduce",
+        "all-gather",
+        "reduce-scatter",
+        "broadcast",
+        "reduce",
+        "gather",
+        "scatter",
+        "all-to-all",
+        "all-to-all-v",
+        "sendrecv",
+        "barrier",
+        "-b",
+        "8",
+        "-e",
+        "64K",
+        "-f",
+        "64",
+        "--budget",
+        "2ms",
+        "-G",
+        "2",
+        "-m",
+        "3",
+        "-d",
+        "int32",
+        "--csv",
+        "r.csv",
+    ];
+    let (o, d) = nccl_run(3, &args, &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}\n{}", stderr(&o));
+    assert!(out.contains("# Wrong elements       : 0 OK"), "{out}");
+    let rows = csv_rows(&d.path().join("r.csv"));
+    assert!(rows.len() >= 11 * 2, "{rows:?}");
+    for r in &rows {
+        assert_eq!(r["wrong"], wrong_cell(&r["placement"], &r["collective"]), "{r:?}");
+        assert_eq!((r["cuda_graph"].as_str(), r["agg_iters"].as_str()), ("2", "3"), "{r:?}");
+    }
 }
 
 /// Issue 23, points 2 and 5 (and its speed bar): on NCCL 2.23 semantics, where every call on a

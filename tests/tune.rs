@@ -100,6 +100,9 @@ fn check_reduce_scatter_tune(n: usize, full: bool) {
             "imbalance_sent",
             "imbalance_received",
             "dropped_pct",
+            "cuda_graph",
+            "agg_iters",
+            "cpu_time_us",
             "algorithm_id",
             "is_default",
             "skipped"

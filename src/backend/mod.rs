@@ -66,11 +66,23 @@ pub trait Backend {
     fn write(&mut self, buf: Buf, len: usize, f: &mut dyn FnMut(&mut [u8])) -> Result<()>;
     /// Let `f` read the first `len` bytes of a buffer through a host view.
     fn read(&mut self, buf: Buf, len: usize, f: &mut dyn FnMut(&[u8])) -> Result<()>;
-    /// Run `iters` calls back to back in batches of `batch` (which divides `iters`); `samples`
-    /// (cleared first) gets one entry per batch: its time per call, in seconds. Batching keeps
-    /// the clock's own cost (tens of ns) out of sub-microsecond calls. For ping-pong the time is
-    /// one way.
+    /// Run `iters` iterations back to back in batches of `batch` (which divides `iters`);
+    /// `samples` (cleared first) gets one entry per batch: its time per iteration, in seconds.
+    /// An iteration is one call, or with `-m N` (NCCL) N calls in one group: the sweep divides
+    /// by N. Batching keeps the clock's own cost (tens of ns) out of sub-microsecond calls. For
+    /// ping-pong the time is one way.
     fn run(&mut self, call: &Call, iters: usize, batch: usize, samples: &mut Vec<f64>) -> Result<()>;
+    /// One call launched plainly, as `run(call, 1, 1, samples)` without `-m`'s group or `-G`'s
+    /// graph: the check pass.
+    fn run_plain(&mut self, call: &Call, samples: &mut Vec<f64>) -> Result<()> {
+        self.run(call, 1, 1, samples)
+    }
+    /// The host's seconds per call spent launching the last `run`'s timed calls, from the first
+    /// launch to the return of the last (`-C`, nccl-tests' cputime); `None` where the backend's
+    /// calls are not launched apart from running (MPI).
+    fn launch_seconds(&self) -> Option<f64> {
+        None
+    }
     /// Why the result of `call` is not checked on this backend (the row says N/A, as
     /// nccl-tests'), or `None`: it is, where the check is on.
     fn unchecked(&self, call: &Call) -> Option<&'static str> {

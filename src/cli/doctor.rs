@@ -78,7 +78,10 @@ pub fn parse(argv: &[String]) -> Result<Clap<DoctorOptions>> {
         .mut_arg("progress", |a| a.help("A line on stderr as each of doctor's phases starts"))
         .mut_arg("minbytes", |a| a.hide(true));
     // The sweep's flags doctor refuses (below) are not in its help.
-    let cmd = NOT_DOCTOR_ARGS.iter().fold(cmd, |cmd, id| cmd.mut_arg(*id, |a| a.hide(true)));
+    let cmd = NOT_DOCTOR_ARGS
+        .iter()
+        .chain(super::sweep::LaunchFlags::IDS.iter())
+        .fold(cmd, |cmd, id| cmd.mut_arg(*id, |a| a.hide(true)));
     let a: DoctorArgs = match super::clap_parse_with(cmd, argv)? {
         Clap::Args(a) => a,
         Clap::Info(t) => return Ok(Clap::Info(t)),
@@ -100,6 +103,11 @@ pub fn parse(argv: &[String]) -> Result<Clap<DoctorOptions>> {
         return Err(Error::usage(format!(
             "doctor {}: doctor measures at one size; expected -e/--maxbytes SIZE only (e.g. -e 64M)",
             flag.0
+        )));
+    }
+    if let Some(flag) = a.sweep.launch.given() {
+        return Err(Error::usage(format!(
+            "doctor {flag}: a launch mode of the sweep's nccl backend; doctor diagnoses the MPI library; expected no {flag}"
         )));
     }
     let named = !a.sweep.collectives.is_empty();

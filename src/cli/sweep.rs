@@ -8,7 +8,9 @@ use crate::collective::Kind;
 use crate::dtype::{DType, Op};
 use crate::duration;
 use crate::error::{Error, Result};
-use crate::options::{Aggregation, BackendKind, CsvTarget, Implementation, Malloc, Options, Order, Step, Timeout};
+use crate::options::{
+    Aggregation, BackendKind, CsvTarget, Implementation, LaunchModes, Malloc, Options, Order, Step, Timeout,
+};
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -95,6 +97,8 @@ pub struct Args {
     /// Synchronise all ranks after every call (0 or 1)
     #[arg(short = 'z', long = "blocking", value_name = "0|1", default_value = "0")]
     pub blocking: String,
+    #[command(flatten)]
+    pub launch: LaunchFlags,
     /// Communication backend: mpi (CPU buffers) or nccl (GPU buffers, one GPU per rank)
     #[arg(long = "backend", value_name = "NAME", default_value = "mpi")]
     pub backend: String,
@@ -183,6 +187,85 @@ pub struct Args {
     pub debug_mpi_error: Vec<usize>,
 }
 
+/// How the NCCL backend launches its timed calls (nccl-tests' `-G`, `-m`, `-C`); the mpi
+/// backend refuses them.
+#[derive(clap::Args, Debug, Clone)]
+pub struct LaunchFlags {
+    /// With --backend nccl: capture each timed batch of calls into a CUDA graph and launch it N
+    /// times per sample (nccl-tests -G N); 0: launch the calls on the stream
+    #[arg(short = 'G', long = "cuda-graph", value_name = "N", default_value = "0")]
+    pub cuda_graph: String,
+    /// With --backend nccl: N calls per ncclGroupStart/ncclGroupEnd, one launch (nccl-tests -m N);
+    /// -n and -w then count groups, and the time is per call
+    #[arg(short = 'm', long = "agg-iters", value_name = "N", default_value = "1")]
+    pub agg_iters: String,
+    /// With --backend nccl: also report the host's time to launch one call, cpu_time_us
+    /// (nccl-tests -C 1), beside the time the GPU took (0 or 1)
+    #[arg(short = 'C', long = "cpu-time", value_name = "0|1", default_value = "0")]
+    pub cpu_time: String,
+}
+
+impl LaunchFlags {
+    /// The clap ids, for subcommands that take the sweep's flags but not these (hidden there).
+    pub const IDS: [&'static str; 3] = ["cuda_graph", "agg_iters", "cpu_time"];
+
+    /// The first of these flags given a value other than its default, for subcommands that
+    /// refuse them.
+    pub fn given(&self) -> Option<&'static str> {
+        [
+            (&self.cuda_graph, "0", "-G/--cuda-graph"),
+            (&self.agg_iters, "1", "-m/--agg-iters"),
+            (&self.cpu_time, "0", "-C/--cpu-time"),
+        ]
+        .into_iter()
+        .find(|(v, default, _)| v.trim() != *default)
+        .map(|(_, _, flag)| flag)
+    }
+
+    /// The modes, refused for any backend but NCCL and in combinations that cannot run.
+    pub fn modes(&self, backend: BackendKind, blocking: bool, collectives: &[Kind]) -> Result<LaunchModes> {
+        let graph = count_flag("-G/--cuda-graph", &self.cuda_graph, 0)?;
+        let agg = count_flag("-m/--agg-iters", &self.agg_iters, 1)?;
+        let cpu_time = bool_flag("-C/--cpu-time", &self.cpu_time)?;
+        let too_many = |flag: &str, n: u64, min: u64| {
+            Error::usage(format!(
+                "{flag}: {n} is out of range; expected a whole number from {min} to {MAX_LAUNCH_COUNT}"
+            ))
+        };
+        if graph > MAX_LAUNCH_COUNT {
+            return Err(too_many("-G/--cuda-graph", graph, 0));
+        }
+        if agg > MAX_LAUNCH_COUNT {
+            return Err(too_many("-m/--agg-iters", agg, 1));
+        }
+        let modes = LaunchModes { cuda_graph: graph as u32, agg_iters: agg as u32, cpu_time };
+        if backend != BackendKind::Nccl {
+            let given = [(graph > 0, "-G/--cuda-graph"), (agg > 1, "-m/--agg-iters"), (cpu_time, "-C/--cpu-time")];
+            if let Some((_, flag)) = given.iter().find(|g| g.0) {
+                return Err(Error::usage(format!(
+                    "{flag}: a launch mode of the nccl backend (CUDA streams and NCCL groups); the {} backend has none; expected --backend nccl",
+                    backend.name()
+                )));
+            }
+        }
+        if graph > 0 && blocking {
+            return Err(Error::usage(
+                "-G/--cuda-graph with -z 1: a captured graph cannot wait for each call; expected -z 0 with -G",
+            ));
+        }
+        if agg > 1 && collectives.contains(&Kind::PingPong) {
+            return Err(Error::usage(
+                "-m/--agg-iters: ping-pong's sends and receives take turns, and one NCCL group would run them at once; expected -m 1 with ping-pong",
+            ));
+        }
+        Ok(modes)
+    }
+}
+
+/// The most graph launches per sample (`-G`) or calls per group (`-m`): NCCL queues at most
+/// 4096 operations in one group here and there, and a larger count only multiplies the run.
+pub const MAX_LAUNCH_COUNT: u64 = 1024;
+
 /// Parse the sweep's command line (`argv[0]` is the program).
 pub fn parse(argv: &[String]) -> Result<Clap<Options>> {
     Ok(match super::clap_parse::<Args>(argv)? {
@@ -243,6 +326,7 @@ impl Args {
             )));
         }
         let (backend, implementation) = backend(&self.backend, &self.implementation, &collectives)?;
+        let launch = self.launch.modes(backend, blocking, &collectives)?;
         let malloc = Malloc::parse(&self.malloc).ok_or_else(|| {
             Error::usage(format!("--malloc: unknown heap '{}'; expected {}", self.malloc, Malloc::ACCEPTED))
         })?;
@@ -277,6 +361,7 @@ impl Args {
             root,
             patterns,
             blocking,
+            launch,
             backend,
             implementation,
             malloc,

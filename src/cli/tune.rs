@@ -65,11 +65,17 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
     // The sweep's flags tune refuses (below) are not in its help.
     let cmd = ["json", "markdown", "progress", "no_ceiling", "backend", "implementation"]
         .iter()
+        .chain(super::sweep::LaunchFlags::IDS.iter())
         .fold(cmd, |cmd, id| cmd.mut_arg(*id, |a| a.hide(true)));
     let a: TuneArgs = match super::clap_parse_with(cmd, argv)? {
         Clap::Args(a) => a,
         Clap::Info(t) => return Ok(Clap::Info(t)),
     };
+    if let Some(flag) = a.sweep.launch.given() {
+        return Err(Error::usage(format!(
+            "tune {flag}: a launch mode of the sweep's nccl backend; tune tunes the MPI library; expected no {flag}"
+        )));
+    }
     let named = !a.sweep.collectives.is_empty();
     let sweep_only = [a.sweep.json.is_some(), a.sweep.markdown.is_some(), a.sweep.progress, a.sweep.no_ceiling];
     let mut sweep = a.sweep.into_options().map_err(|e| Error::usage(format!("tune {e}")))?;

@@ -67,6 +67,9 @@ pub const COLUMNS: &[&str] = &[
     "imbalance_sent",
     "imbalance_received",
     "dropped_pct",
+    "cuda_graph",
+    "agg_iters",
+    "cpu_time_us",
 ];
 
 #[derive(Serialize)]
@@ -144,6 +147,12 @@ struct Row<'a> {
     imbalance_received: String,
     /// Percentage of the `moe` pattern's token copies dropped by its capacity.
     dropped_pct: String,
+    /// `-G`: graph launches per sample (0: calls launched on the stream); empty on MPI.
+    cuda_graph: String,
+    /// `-m`: calls per NCCL group; empty on MPI.
+    agg_iters: String,
+    /// `-C 1`: the host's time to launch one call, µs; empty otherwise.
+    cpu_time_us: String,
 }
 
 /// Which row of a measurement: the combined one, one rank's (`--per-rank`) or one group's
@@ -339,6 +348,7 @@ impl CsvReport {
             Which::Rank(r) => Some(r),
             _ => None,
         };
+        let nccl = info.options.backend == crate::options::BackendKind::Nccl;
         let row = Row {
             timestamp: &info.timestamp,
             coll_bench_version: &info.version,
@@ -398,6 +408,9 @@ impl CsvReport {
             imbalance_sent: p.traffic.as_ref().map(|t| num(t.imbalance_sent)).unwrap_or_default(),
             imbalance_received: p.traffic.as_ref().map(|t| num(t.imbalance_received)).unwrap_or_default(),
             dropped_pct: p.traffic.as_ref().map(|t| num(t.dropped_pct)).unwrap_or_default(),
+            cuda_graph: if nccl { info.options.launch.cuda_graph.to_string() } else { String::new() },
+            agg_iters: if nccl { info.options.launch.agg_iters.to_string() } else { String::new() },
+            cpu_time_us: m.cpu_time_us.map(num).unwrap_or_default(),
         };
         let mut row = row;
         // A rank's (group's) row names the host(s) it covers, and leaves the slow ranks (a fact

@@ -239,9 +239,11 @@ impl<W: Write> Report for TableReport<W> {
                 None => self.line(&format!("# Collective: {}", p.collective.name())),
             }
             let (ceil, unit) = if info.ceiling.is_some() { ("  %ceil", "  (oop)") } else { ("", "") };
+            // -C 1: the host's launch time per call, out of place, after nccl-tests' columns.
+            let (cpu, cpu_unit) = if info.options.launch.cpu_time { ("  cputime", " (us,oop)") } else { ("", "") };
             self.line("#                                                              out-of-place                       in-place");
-            self.line(&format!("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong{ceil}"));
-            self.line(&format!("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)        {unit}"));
+            self.line(&format!("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong{ceil}{cpu}"));
+            self.line(&format!("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)        {unit}{cpu_unit}"));
         }
         // Where the algorithm changes (and at a block's first row): a comment line before the
         // row, so the rows keep nccl-tests' columns.
@@ -260,8 +262,13 @@ impl<W: Write> Report for TableReport<W> {
             (Some(_), Some(pct)) => format!("  {pct:>5.0}"),
             (Some(_), None) => format!("  {:>5}", "-"),
         };
+        let cpu = match (info.options.launch.cpu_time, p.out_of_place.cpu_time_us) {
+            (false, _) => String::new(),
+            (true, Some(us)) => format!("  {}", time_col(us)),
+            (true, None) => format!("  {:>7}", "-"),
+        };
         self.line(&format!(
-            "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}{ceil}",
+            "{:>12}  {:>12}  {:>8}  {:>6}  {:>6}{}{}{ceil}{cpu}",
             p.size_bytes,
             p.count,
             dtype,

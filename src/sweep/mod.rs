@@ -170,6 +170,9 @@ struct Turn {
     verdict: DataErrors,
     /// Minor page faults of this process during the timed batches (0 on an idle rank).
     faults: u64,
+    /// The host's seconds per call launching the timed calls (`-C`; 0 on an idle rank or where
+    /// the backend does not tell).
+    launch_s: f64,
 }
 
 pub struct Sweep<'a> {
@@ -325,9 +328,13 @@ impl<'a> Sweep<'a> {
                 mine = Some(turn);
             }
         }
-        let Some(Turn { runs, samples, verdict, faults }) = mine else {
+        let Some(Turn { mut runs, mut samples, verdict, faults, launch_s }) = mine else {
             unreachable!("every rank is in one group, whose turn comes")
         };
+        // -m N: the backend timed iterations of N calls in one group; the time is per call.
+        let agg = f64::from(opts.launch.agg_iters.max(1));
+        samples.iter_mut().for_each(|s| *s /= agg);
+        runs.first_call_us = runs.first_call_us.map(|t| t / agg);
         self.samples = samples;
         // One exchange for all that a point needs of every rank (each reduction is a small
         // collective of its own, and at 128 ranks they are what the run spends beside the
@@ -335,7 +342,8 @@ impl<'a> Sweep<'a> {
         // faults per call (the most count: the rank a collective waits for), and its wrong and
         // out-of-bounds elements (summed).
         let faults_per_call = faults as f64 / runs.iters.max(1) as f64;
-        let mine = [mean_of(&self.samples), faults_per_call, verdict.wrong as f64, verdict.out_of_bounds as f64];
+        let mine =
+            [mean_of(&self.samples), faults_per_call, verdict.wrong as f64, verdict.out_of_bounds as f64, launch_s];
         let all = world.all_gather_f64(&mine);
         let each = |i: usize| all.chunks(mine.len()).map(move |c| c[i]);
         let per_rank_s: Vec<f64> = each(0).collect();
@@ -356,6 +364,9 @@ impl<'a> Sweep<'a> {
         let faults = each(1).fold(0.0, f64::max);
         let warn = world.rank() == 0 && opts.malloc == Malloc::Default;
         m.set_faults(faults, if warn { crate::memory::fault_cost_us() } else { None }, warn);
+        if opts.launch.cpu_time {
+            m.cpu_time_us = Some(aggregate(opts.aggregation, &each(4).collect::<Vec<_>>()) * 1e6);
+        }
         if self.limits.map_or(opts.check, |l| l.check) && self.backend.unchecked(call).is_none() {
             // Counts below 2^53 are exact as doubles.
             let sum = |i| each(i).map(|x| x as u64).sum::<u64>();
@@ -397,14 +408,18 @@ impl<'a> Sweep<'a> {
             budget_s: opts.budget_s,
             check: opts.check,
         });
+        // -G N: a sample's time is per iteration, and each iteration of a batch runs N times (its
+        // graph is launched N times), so the budget and the watchdog count N per iteration.
+        let launches = f64::from(opts.launch.cuda_graph.max(1));
         let warm = timing::warm_up(fixed_warmup, budget_s, true, &mut |n, est, stat| {
             self.turn_batch(active, call, Phase::WarmUp, n, 1, est)?;
             Ok(world.max_f64(match stat {
                 Agreed::First => self.samples.first().copied().unwrap_or(0.0),
                 Agreed::Mean => mean_of(&self.samples),
-            }))
+            }) * launches)
         })?;
-        let (est, warmup_iters, first_call_us) = (warm.est_s, warm.iters, warm.first_call_us);
+        let (est, warmup_iters) = (warm.est_s, warm.iters);
+        let first_call_us = warm.first_call_us.map(|t| t / launches);
         let (planned, batch) = iterations(fixed_iters, budget_s, est);
         // Adaptive: with the count from the budget, time it in quarters and stop once every
         // rank's median is known tightly enough (the decision is agreed, so all ranks stop
@@ -414,10 +429,14 @@ impl<'a> Sweep<'a> {
         let mut timed: Vec<f64> = Vec::with_capacity((planned / batch) as usize);
         let mut iters = 0u64;
         let faults_before = crate::memory::minor_faults();
+        let mut launch_s = 0.0;
         while iters < planned {
             let n = per_chunk.min(planned - iters);
             self.turn_batch(active, call, Phase::Timed, n, batch, est)?;
             timed.extend_from_slice(&self.samples);
+            if active {
+                launch_s += self.backend.launch_seconds().unwrap_or(0.0) * n as f64;
+            }
             iters += n;
             let ci = if active { relative_ci95(&timed) } else { 0.0 };
             if chunks > 1 && iters < planned && world.max_f64(ci) <= opts.ci_target {
@@ -427,7 +446,8 @@ impl<'a> Sweep<'a> {
         let faults = if active { crate::memory::minor_faults().saturating_sub(faults_before) } else { 0 };
         let checked = check && active && self.backend.unchecked(call).is_none();
         let verdict = if checked { self.check(call)? } else { DataErrors::default() };
-        Ok(Turn { runs: Runs { warmup_iters, iters, batch, first_call_us }, samples: timed, verdict, faults })
+        let launch_s = launch_s / iters.max(1) as f64;
+        Ok(Turn { runs: Runs { warmup_iters, iters, batch, first_call_us }, samples: timed, verdict, faults, launch_s })
     }
 
     /// The check pass: known input, sentinel-filled output, one call, compare.

@@ -132,7 +132,12 @@ pub fn watched_batch(
     if let Some(w) = watchdog {
         w.arm(Task { call: *call, phase, calls: iters }, iters as f64 * est_s);
     }
-    let r = backend.run(call, iters as usize, batch as usize, samples);
+    // The check is one plain call (nccl-tests' `startColl` then `CheckData`): an in-place
+    // reduction repeated within a group or a graph would not give the expected data.
+    let r = match phase {
+        Phase::Check => backend.run_plain(call, samples),
+        _ => backend.run(call, iters as usize, batch as usize, samples),
+    };
     if let Some(w) = watchdog {
         w.arm(Task { call: *call, phase: Phase::Results, calls: 1 }, 0.0);
     }

@@ -340,3 +340,12 @@ impl Drop for SmallDisk {
         let _ = std::process::Command::new("umount").arg(&self.0).status();
     }
 }
+
+/// A CSV file's rows as maps from column name to value.
+pub fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
+    let mut rd = csv::Reader::from_path(path).unwrap();
+    let h = rd.headers().unwrap().clone();
+    rd.records()
+        .map(|r| h.iter().zip(r.unwrap().iter()).map(|(k, v)| (k.to_string(), v.to_string())).collect())
+        .collect()
+}

@@ -14,6 +14,8 @@ pub type CuDevicePtr = u64;
 pub type CuContext = *mut c_void;
 pub type CuStream = *mut c_void;
 pub type CuEvent = *mut c_void;
+pub type CuGraph = *mut c_void;
+pub type CuGraphExec = *mut c_void;
 /// `CUuuid` (cuda.h): 16 bytes.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -29,6 +31,9 @@ const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
 const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: c_int = 76;
 /// `CU_STREAM_NON_BLOCKING`: no implicit synchronisation with the legacy default stream.
 const CU_STREAM_NON_BLOCKING: c_uint = 1;
+/// `CU_STREAM_CAPTURE_MODE_THREAD_LOCAL` (cuda.h `CUstreamCaptureMode`): as nccl-tests captures
+/// (`cudaStreamCaptureModeThreadLocal`), so NCCL may still allocate from other threads.
+const CU_STREAM_CAPTURE_MODE_THREAD_LOCAL: c_int = 1;
 /// `CU_EVENT_DEFAULT`: timing enabled (`CU_EVENT_DISABLE_TIMING` would be 2).
 const CU_EVENT_DEFAULT: c_uint = 0;
 
@@ -73,6 +78,14 @@ optional_api! {
         /// instances of one GPU would look alike). What NCCL asks for (through
         /// `cuGetProcAddress`) to tell GPUs apart.
         device_get_uuid_v2: "cuDeviceGetUuid_v2" => fn(*mut CuUuid, CuDevice) -> CuResult,
+        /// CUDA graphs (`-G`): capture (cuda.h maps `cuStreamBeginCapture` to `_v2` from
+        /// CUDA 10.1), instantiate (`cuGraphInstantiateWithFlags`, CUDA 11.4), launch, destroy.
+        stream_begin_capture: "cuStreamBeginCapture_v2" => fn(CuStream, c_int) -> CuResult,
+        stream_end_capture: "cuStreamEndCapture" => fn(CuStream, *mut CuGraph) -> CuResult,
+        graph_instantiate: "cuGraphInstantiateWithFlags" => fn(*mut CuGraphExec, CuGraph, u64) -> CuResult,
+        graph_launch: "cuGraphLaunch" => fn(CuGraphExec, CuStream) -> CuResult,
+        graph_exec_destroy: "cuGraphExecDestroy" => fn(CuGraphExec) -> CuResult,
+        graph_destroy: "cuGraphDestroy" => fn(CuGraph) -> CuResult,
     }
 }
 
@@ -325,6 +338,92 @@ impl Drop for Stream {
     fn drop(&mut self) {
         // SAFETY: our stream; destroying it lets queued work finish first.
         unsafe { (self.drv.api.stream_destroy)(self.raw) };
+    }
+}
+
+/// The graph entry points, where the driver has every one of them (CUDA 11.4 and newer).
+#[derive(Clone, Copy)]
+struct GraphApi {
+    begin: unsafe extern "C" fn(CuStream, c_int) -> CuResult,
+    end: unsafe extern "C" fn(CuStream, *mut CuGraph) -> CuResult,
+    instantiate: unsafe extern "C" fn(*mut CuGraphExec, CuGraph, u64) -> CuResult,
+    launch: unsafe extern "C" fn(CuGraphExec, CuStream) -> CuResult,
+    exec_destroy: unsafe extern "C" fn(CuGraphExec) -> CuResult,
+    destroy: unsafe extern "C" fn(CuGraph) -> CuResult,
+}
+
+impl Driver {
+    fn graph_api(&self) -> Option<GraphApi> {
+        let o = &self.optional;
+        Some(GraphApi {
+            begin: o.stream_begin_capture?,
+            end: o.stream_end_capture?,
+            instantiate: o.graph_instantiate?,
+            launch: o.graph_launch?,
+            exec_destroy: o.graph_exec_destroy?,
+            destroy: o.graph_destroy?,
+        })
+    }
+
+    /// `Err` naming what is missing where this driver cannot capture and launch graphs.
+    pub fn can_graph(&self) -> Result<(), String> {
+        match self.graph_api() {
+            Some(_) => Ok(()),
+            None => Err(format!(
+                "the CUDA driver at {} has no graph capture (cuStreamBeginCapture_v2, cuGraphInstantiateWithFlags, cuGraphLaunch: CUDA 11.4 or newer)",
+                self.location
+            )),
+        }
+    }
+}
+
+/// A CUDA graph captured from a stream and instantiated: the calls `capture`'s closure queued,
+/// replayed by each `launch`. Both the graph and its executable are destroyed on drop.
+pub struct Graph {
+    api: GraphApi,
+    drv: &'static Driver,
+    graph: CuGraph,
+    exec: CuGraphExec,
+}
+
+impl Graph {
+    /// Capture what `queue` puts on `s` (thread-local mode, as nccl-tests), then instantiate it.
+    /// The capture is ended even where `queue` fails, so the stream is usable again.
+    pub fn capture(s: &Stream, queue: &mut dyn FnMut() -> Result<(), String>) -> Result<Graph, String> {
+        let drv = s.drv;
+        let api = drv.graph_api().ok_or_else(|| drv.can_graph().unwrap_err())?;
+        // SAFETY: our stream.
+        drv.check(unsafe { (api.begin)(s.raw, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) }, "cuStreamBeginCapture")?;
+        let queued = queue();
+        let mut graph: CuGraph = std::ptr::null_mut();
+        // SAFETY: our stream, capturing; out-pointer to a local.
+        let ended = drv.check(unsafe { (api.end)(s.raw, &mut graph) }, "cuStreamEndCapture");
+        let mut g = Graph { api, drv, graph, exec: std::ptr::null_mut() };
+        queued?;
+        ended?;
+        // SAFETY: out-pointer to a local; the graph just captured.
+        drv.check(unsafe { (api.instantiate)(&mut g.exec, g.graph, 0) }, "cuGraphInstantiateWithFlags")?;
+        Ok(g)
+    }
+
+    /// Queue one replay of the graph on `s`.
+    pub fn launch(&self, s: &Stream) -> Result<(), String> {
+        // SAFETY: our instantiated graph and stream.
+        self.drv.check(unsafe { (self.api.launch)(self.exec, s.raw) }, "cuGraphLaunch")
+    }
+}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        // SAFETY: ours; the driver lets queued launches finish.
+        unsafe {
+            if !self.exec.is_null() {
+                (self.api.exec_destroy)(self.exec);
+            }
+            if !self.graph.is_null() {
+                (self.api.destroy)(self.graph);
+            }
+        }
     }
 }
 

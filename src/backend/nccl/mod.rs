@@ -126,10 +126,10 @@ use super::{Backend, Buf, Call, HostBuffer};
 use crate::collective::{partner, ring_peers, Convention, Kind};
 use crate::dtype::{DType, Op};
 use crate::error::{exit, Error, Result};
-use crate::options::Options;
+use crate::options::{LaunchModes, Options};
 use crate::verify::SENTINEL;
 use crate::world::World;
-use cuda::{Context, CuDevicePtr, DeviceBuffer, Driver, Event, Stream};
+use cuda::{Context, CuDevicePtr, DeviceBuffer, Driver, Event, Graph, Stream};
 use ffi::{Nccl, NcclComm, UniqueId, NCCL_IN_PROGRESS, NCCL_SUCCESS, UNIQUE_ID_BYTES};
 use std::ffi::OsString;
 use std::io::Write;
@@ -159,6 +159,7 @@ const RECORD: usize = 512;
 pub fn create(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     let env = |k: &str| std::env::var_os(k);
     let mut backend = NcclBackend::new(world, opts, &env, RunsOn::World(world.size), WorldComm::Always)?;
+    world.agree(backend.can_launch().map_err(Error::setup))?;
     // The hidden test path of group communicators (see `split`).
     if let Some(spec) = env(split::DEBUG_VAR) {
         let lines = split::self_test(&backend, world, &spec.to_string_lossy(), opts.timeout.setup_limit_s())?;
@@ -174,7 +175,9 @@ pub fn create(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
 pub fn create_in_group(world: &World, opts: &Options, color: u32, sizes: &[usize]) -> Result<Box<dyn Backend>> {
     let env = |k: &str| std::env::var_os(k);
     let backend = NcclBackend::new(world, opts, &env, RunsOn::Groups(sizes), WorldComm::ForSplit)?;
-    Ok(Box::new(backend.into_group(world, color, opts.timeout.setup_limit_s())?))
+    let backend = backend.into_group(world, color, opts.timeout.setup_limit_s())?;
+    world.agree(backend.can_launch().map_err(Error::setup))?;
+    Ok(Box::new(backend))
 }
 
 /// The parent of a run's group backends (`step`), kept for the whole run: the world's backend,
@@ -476,6 +479,10 @@ pub struct NcclBackend {
     /// Bytes of this GPU kept free for NCCL's own buffers ([`nccl_reserve`]).
     reserve: u64,
     blocking: bool,
+    /// `-G`, `-m`, `-C`: how the timed calls are launched.
+    launch: LaunchModes,
+    /// The host's seconds per call spent launching the last timed run's calls (`-C`).
+    launch_s: Option<f64>,
     details: Vec<String>,
     /// The group's MPI communicator when running in a group (`--groups`): `mpi_comm` for the
     /// barriers of `-z`. Dropped after the NCCL communicator (field order).
@@ -668,6 +675,8 @@ impl NcclBackend {
             min_cc,
             reserve,
             blocking: opts.blocking,
+            launch: opts.launch,
+            launch_s: None,
             details,
             group_mpi: None,
             marks: Vec::new(),
@@ -706,6 +715,23 @@ impl NcclBackend {
         Ok(self.split(world, Some(0), world.rank as i32, limit_s)?.map(|g| g.into_comm()))
     }
 
+    /// `Err` saying why the launch modes asked for cannot run here: a graph (`-G`) needs a
+    /// driver that captures and a blocking communicator (on a non-blocking one NCCL 2.23 and
+    /// newer launch from a thread of their own, outside the capture). Before anything is timed.
+    fn can_launch(&self) -> std::result::Result<(), String> {
+        if self.launch.cuda_graph == 0 {
+            return Ok(());
+        }
+        self.drv.can_graph().map_err(|e| format!("-G/--cuda-graph: {e}; expected -G 0"))?;
+        match self.calls_comm() {
+            Some(c) if !c.blocking => Err(format!(
+                "-G/--cuda-graph: the timed calls run on a non-blocking communicator (NCCL {} has no ncclCommSplit for a blocking copy, or {NON_BLOCKING_TIMING_VAR} is set), whose launches NCCL makes from a thread of its own; expected NCCL 2.18 or newer, or -G 0",
+                self.nccl.version_string()
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// The header's line on the communicator the timed calls run on and how they are timed.
     fn timing_note(&self) -> String {
         let on = match (&self.timed, self.comm.as_ref().map(|c| c.blocking)) {
@@ -718,7 +744,8 @@ impl NcclBackend {
         } else {
             "each timed run's calls launched back to back, one host wait at its end, a GPU event between samples, the buffers moved by one message from call to call within their allocation (as nccl-tests)"
         };
-        format!("NCCL timing: on {on}; {how}")
+        let launch = if self.launch.any() { format!("; launch: {}", self.launch.describe()) } else { String::new() };
+        format!("NCCL timing: on {on}; {how}{launch}")
     }
 
     /// An error once the sweep has begun: abort the communicators (so peers stop waiting on
@@ -1488,44 +1515,94 @@ impl Backend for NcclBackend {
         // The barriers around the timed calls go through MPI: a failure ends the job.
         let p = self.prepare(call)?;
         let batch = batch.max(1);
-        // Ping-pong pairs time a round trip; report one way.
+        let agg = self.launch.agg_iters.max(1) as usize;
+        let launches = self.launch.cuda_graph as usize;
+        // Ping-pong pairs time a round trip; report one way. A sample is `batch` iterations
+        // (each `agg` calls in one NCCL group), replayed `launches` times from a graph.
         let round_trip = if call.kind == Kind::PingPong && p.partner != self.rank { 2.0 } else { 1.0 };
-        let scale = 1.0 / (batch as f64 * round_trip);
+        let scale = 1.0 / (batch as f64 * round_trip * launches.max(1) as f64);
         let n = iters / batch;
         samples.clear();
         samples.reserve(n);
-        // nccl-tests' timing loop: every call launched back to back, the host waits once at the
-        // end (a wait per sample would add each launch's cost instead of overlapping it); a GPU
-        // event between samples splits the run into them. -z 1: the host waits for each call.
+        // nccl-tests' timing loop (`common.cu`, `BenchTime`): every call launched back to back,
+        // the host waits once at the end (a wait per sample would add each launch's cost instead
+        // of overlapping it); a GPU event between samples splits the run into them. -z 1: the
+        // host waits for each iteration. -m: an iteration is `agg` calls in one group. -G: one
+        // sample's batch captured once into a graph, then launched `launches` times per sample.
         while self.marks.len() < n + 1 {
             match Event::new(self.drv) {
                 Ok(e) => self.marks.push(e),
                 Err(e) => self.fatal(e),
             }
         }
+        let iteration = |me: &Self, i: usize| -> std::result::Result<(), String> {
+            let api = &me.nccl.api;
+            if agg > 1 {
+                // SAFETY: plain call into NCCL.
+                me.settle(unsafe { (api.group_start)() }, "ncclGroupStart")?;
+            }
+            for a in 0..agg {
+                me.call_once(&p.at(i * agg + a))?;
+            }
+            if agg > 1 {
+                // SAFETY: plain call into NCCL; the group started above.
+                me.settle(unsafe { (api.group_end)() }, "ncclGroupEnd")?;
+            }
+            Ok(())
+        };
+        let graph = match launches {
+            0 => None,
+            _ => match Graph::capture(&self.stream, &mut || (0..batch).try_for_each(|b| iteration(self, b))) {
+                Ok(g) => Some(g),
+                Err(e) => self.fatal(format!("capturing a CUDA graph (-G): {e}")),
+            },
+        };
         self.mpi_barrier(call);
-        let timed = (|| -> std::result::Result<(), String> {
+        let timed = (|| -> std::result::Result<f64, String> {
+            let t0 = std::time::Instant::now();
             self.marks[0].record(&self.stream)?;
             for s in 0..n {
-                for b in 0..batch {
-                    self.call_once(&p.at(s * batch + b))?;
-                    if self.blocking {
-                        self.wait_stream()?;
-                        self.mpi_barrier(call);
+                match &graph {
+                    Some(g) => (0..launches).try_for_each(|_| g.launch(&self.stream))?,
+                    None => {
+                        for b in 0..batch {
+                            iteration(self, s * batch + b)?;
+                            if self.blocking {
+                                self.wait_stream()?;
+                                self.mpi_barrier(call);
+                            }
+                        }
                     }
                 }
                 self.marks[s + 1].record(&self.stream)?;
             }
+            let launched = t0.elapsed().as_secs_f64();
             self.wait(&self.marks[n])?;
             for s in 0..n {
                 samples.push(self.marks[s + 1].seconds_since(&self.marks[s])? * scale);
             }
-            Ok(())
+            Ok(launched)
         })();
-        if let Err(e) = timed {
-            self.fatal(e);
+        drop(graph);
+        match timed {
+            Ok(launched) => {
+                let calls = (n * batch * agg * launches.max(1)).max(1);
+                self.launch_s = Some(launched / calls as f64);
+            }
+            Err(e) => self.fatal(e),
         }
         Ok(())
+    }
+
+    fn launch_seconds(&self) -> Option<f64> {
+        self.launch_s
+    }
+
+    fn run_plain(&mut self, call: &Call, samples: &mut Vec<f64>) -> Result<()> {
+        let modes = std::mem::take(&mut self.launch);
+        let r = self.run(call, 1, 1, samples);
+        self.launch = modes;
+        r
     }
 }
 

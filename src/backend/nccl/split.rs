@@ -126,6 +126,8 @@ impl NcclBackend {
             // The group's communicator has buffers of its own (splitShare = 0).
             reserve: self.reserve,
             blocking: opts.blocking,
+            launch: opts.launch,
+            launch_s: None,
             details: self.details.clone(),
             group_mpi: None,
             marks: Vec::new(),

@@ -8,6 +8,13 @@
  * cuMemcpyDtoHAsync into pageable memory, cuStreamSynchronize and cuMemFree wait for the queued
  * work (of every stream, for cuMemFree). So a host that reads a result before the stream has
  * produced it reads stale data, as on a GPU.
+ * Graphs (CUDA 11.4's driver API): cuStreamBeginCapture_v2 on a stream of its own (the NULL
+ * stream refuses, as the driver's legacy stream), then the fake NCCL's calls become nodes
+ * (fake_cuda_capture: nothing runs), cuStreamEndCapture, cuGraphInstantiateWithFlags, and each
+ * cuGraphLaunch queues every node again (traced "PID graph-launch NODES"). While capturing, a
+ * synchronize, a copy to the host, a memset, a copy or an event record on that stream answers
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the capture (cuStreamEndCapture then
+ * answers CUDA_ERROR_STREAM_CAPTURE_INVALIDATED), as the driver's for work a graph cannot hold.
  * It exports the entry points the nccl backend binds (src/backend/nccl/cuda.rs), and
  * fake_cuda_enqueue for the fake NCCL.
  *
@@ -215,6 +222,25 @@ struct op {
     void *arg;
     struct op *next;
 };
+/* A graph captured from a stream (cuStreamBeginCapture_v2 .. cuStreamEndCapture): the work the
+ * fake NCCL's calls queued while capturing (fake_cuda_capture), replayed by each cuGraphLaunch.
+ * Held by the graph and by each executable made from it; the nodes' arguments are released
+ * (`release`) when the last of those is destroyed. */
+struct node {
+    void (*fn)(void *);
+    void *arg;
+    void (*release)(void *);
+    struct node *next;
+};
+struct graph {
+    struct node *head, *tail;
+    int nodes;
+    int refs;
+    int invalid; /* something the capture cannot hold was asked of the stream */
+};
+struct exec {
+    struct graph *g;
+};
 struct stream {
     pthread_t thread;
     pthread_mutex_t mu;
@@ -222,6 +248,7 @@ struct stream {
     struct op *head, *tail;
     unsigned long queued, done;
     int stop;
+    struct graph *capture; /* capturing into this graph, or NULL */
 };
 enum { MAX_STREAMS = 64 };
 static struct stream *streams[MAX_STREAMS];
@@ -246,10 +273,16 @@ static void *stream_main(void *arg) {
     pthread_mutex_unlock(&st->mu);
     return NULL;
 }
-/* Queue fn(arg) on stream `s` (the fake NCCL's calls come here); -1 without a stream. */
+/* Queue fn(arg) on stream `s` (the fake NCCL's calls come here); -1 without a stream; -2 (and
+ * the capture invalidated) on a stream capturing a graph, where only fake_cuda_capture adds
+ * work. */
 int fake_cuda_enqueue(void *s, void (*fn)(void *), void *arg) {
     struct stream *st = s;
     if (!st) return -1;
+    if (st->capture) {
+        st->capture->invalid = 1;
+        return -2;
+    }
     struct op *o = malloc(sizeof *o);
     *o = (struct op){fn, arg, NULL};
     pthread_mutex_lock(&st->mu);
@@ -266,6 +299,103 @@ static void drain(struct stream *st) {
     unsigned long want = st->queued;
     while (st->done < want) pthread_cond_wait(&st->cv, &st->mu);
     pthread_mutex_unlock(&st->mu);
+}
+static void trace_line(const char *what, long n) {
+    const char *path = getenv("FAKE_NCCL_TRACE");
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (!f) return;
+    fprintf(f, "%d %s %ld\n", (int)getpid(), what, n);
+    fclose(f);
+}
+/* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, _INVALIDATED, CUDA_ERROR_ILLEGAL_STATE. */
+enum { CAPTURE_UNSUPPORTED = 900, CAPTURE_INVALIDATED = 901, ILLEGAL_STATE = 401 };
+/* As the driver: the legacy (NULL) stream cannot capture, nor can a stream already capturing. */
+CUresult cuStreamBeginCapture_v2(void *s, int mode) {
+    struct stream *st = s;
+    (void)mode;
+    if (!st) return CAPTURE_UNSUPPORTED;
+    if (st->capture) return ILLEGAL_STATE;
+    st->capture = calloc(1, sizeof *st->capture);
+    st->capture->refs = 1;
+    return 0;
+}
+static void unref(struct graph *g) {
+    if (--g->refs > 0) return;
+    for (struct node *n = g->head, *next; n; n = next) {
+        next = n->next;
+        if (n->release) n->release(n->arg);
+        free(n);
+    }
+    free(g);
+}
+CUresult cuStreamEndCapture(void *s, void **out) {
+    struct stream *st = s;
+    *out = NULL;
+    if (!st || !st->capture) return ILLEGAL_STATE;
+    struct graph *g = st->capture;
+    st->capture = NULL;
+    if (g->invalid) {
+        unref(g);
+        return CAPTURE_INVALIDATED;
+    }
+    *out = g;
+    return 0;
+}
+/* CU_STREAM_CAPTURE_STATUS_NONE 0, _ACTIVE 1, _INVALIDATED 2. */
+CUresult cuStreamIsCapturing(void *s, int *status) {
+    struct stream *st = s;
+    *status = st && st->capture ? (st->capture->invalid ? 2 : 1) : 0;
+    return 0;
+}
+/* The fake NCCL's calls on a capturing stream: fn(arg) becomes a node of the graph, run at each
+ * launch (fn must not free arg: `release` does, with the graph); -1 if `s` is not capturing. */
+int fake_cuda_capture(void *s, void (*fn)(void *), void *arg, void (*release)(void *)) {
+    struct stream *st = s;
+    if (!st || !st->capture) return -1;
+    struct node *n = malloc(sizeof *n);
+    *n = (struct node){fn, arg, release, NULL};
+    struct graph *g = st->capture;
+    if (g->tail) g->tail->next = n; else g->head = n;
+    g->tail = n;
+    g->nodes++;
+    return 0;
+}
+CUresult cuGraphInstantiateWithFlags(void **out, void *graph, unsigned long long flags) {
+    struct graph *g = graph;
+    (void)flags;
+    if (!g || !out) return 1;
+    struct exec *e = malloc(sizeof *e);
+    e->g = g;
+    g->refs++;
+    *out = e;
+    return 0;
+}
+/* Each node queued on `s` in order; traced "graph-launch NODES". */
+CUresult cuGraphLaunch(void *exec, void *s) {
+    struct exec *e = exec;
+    struct stream *st = s;
+    if (!e) return 1;
+    if (!st) return CAPTURE_UNSUPPORTED; /* the stand-in launches on streams of its own only */
+    if (st->capture) return ILLEGAL_STATE;
+    trace_line("graph-launch", e->g->nodes);
+    for (struct node *n = e->g->head; n; n = n->next) fake_cuda_enqueue(st, n->fn, n->arg);
+    return 0;
+}
+static void drain_all(void);
+/* Launches still queued keep running the nodes: wait for them before letting the graph go. */
+CUresult cuGraphExecDestroy(void *exec) {
+    struct exec *e = exec;
+    if (!e) return 1;
+    drain_all();
+    unref(e->g);
+    free(e);
+    return 0;
+}
+CUresult cuGraphDestroy(void *graph) {
+    if (!graph) return 1;
+    drain_all();
+    unref(graph);
+    return 0;
 }
 CUresult cuStreamCreate(void **s, unsigned flags) {
     (void)flags;
@@ -309,7 +439,12 @@ static void trace_sync(void) {
     fclose(f);
 }
 CUresult cuStreamSynchronize(void *s) {
+    struct stream *st = s;
     trace_sync();
+    if (st && st->capture) {
+        st->capture->invalid = 1;
+        return CAPTURE_UNSUPPORTED;
+    }
     if (s) drain(s);
     return 0;
 }
@@ -341,15 +476,19 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t len) {
     *p = (CUdeviceptr)(uintptr_t)((char *)m + HEADER);
     return 0;
 }
-/* As the real one, freeing waits for the device (every stream's queued work). */
-CUresult cuMemFree_v2(CUdeviceptr p) {
-    if (!p) return 0;
+/* Wait for every stream's queued work. */
+static void drain_all(void) {
     pthread_mutex_lock(&streams_mu);
     struct stream *all[MAX_STREAMS];
     memcpy(all, streams, sizeof all);
     pthread_mutex_unlock(&streams_mu);
     for (int i = 0; i < MAX_STREAMS; i++)
         if (all[i]) drain(all[i]);
+}
+/* As the real one, freeing waits for the device (every stream's queued work). */
+CUresult cuMemFree_v2(CUdeviceptr p) {
+    if (!p) return 0;
+    drain_all();
     char *m = (char *)P(p) - HEADER;
     pthread_mutex_lock(&held_mu);
     held -= *(size_t *)m;
@@ -373,28 +512,40 @@ static void run_copy(void *arg) {
     }
     free(c);
 }
-/* Queued, or done now on the NULL stream. */
-static void queue_copy(void *s, void *dst, const void *src, size_t n, int byte) {
+/* Queued, or done now on the NULL stream; a stream capturing a graph refuses it (the stand-in
+ * captures the fake NCCL's calls only). */
+static CUresult queue_copy(void *s, void *dst, const void *src, size_t n, int byte) {
     struct copy *c = malloc(sizeof *c);
     *c = (struct copy){dst, src, n, byte};
-    if (fake_cuda_enqueue(s, run_copy, c) != 0) run_copy(c);
+    int r = fake_cuda_enqueue(s, run_copy, c);
+    if (r == -2) {
+        free((void *)(byte < 0 ? src : NULL));
+        free(c);
+        return CAPTURE_UNSUPPORTED;
+    }
+    if (r != 0) run_copy(c);
+    return 0;
 }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *s) {
     /* From pageable memory the driver stages the source before returning. */
     void *held_src = malloc(n ? n : 1);
     memcpy(held_src, src, n);
-    queue_copy(s, P(dst), held_src, n, -1);
-    return 0;
+    return queue_copy(s, P(dst), held_src, n, -1);
 }
 CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *s) {
-    /* Into pageable memory: returns once the copy is done, after the stream's earlier work. */
+    /* Into pageable memory: returns once the copy is done, after the stream's earlier work; a
+     * capturing stream cannot wait. */
+    struct stream *st = s;
+    if (st && st->capture) {
+        st->capture->invalid = 1;
+        return CAPTURE_UNSUPPORTED;
+    }
     if (s) drain(s);
     memcpy(dst, P(src), n);
     return 0;
 }
 CUresult cuMemsetD8Async(CUdeviceptr dst, unsigned char c, size_t n, void *s) {
-    queue_copy(s, P(dst), NULL, n, c);
-    return 0;
+    return queue_copy(s, P(dst), NULL, n, c);
 }
 
 struct event {
@@ -428,7 +579,13 @@ CUresult cuEventRecord(void *e, void *s) {
     ev->queried = 0;
     __atomic_store_n(&ev->reached, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&ev->pending, 1, __ATOMIC_RELEASE);
-    if (fake_cuda_enqueue(s, stamp, ev) != 0) stamp(ev);
+    int r = fake_cuda_enqueue(s, stamp, ev);
+    if (r == -2) {
+        /* Captured, a record is a node no host can time: the stand-in refuses it. */
+        __atomic_store_n(&ev->pending, 0, __ATOMIC_RELEASE);
+        return CAPTURE_UNSUPPORTED;
+    }
+    if (r != 0) stamp(ev);
     return 0;
 }
 CUresult cuEventQuery(void *e) {
@@ -459,7 +616,10 @@ CUresult cuGetErrorName(CUresult r, const char **s) {
     case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0;
     case 101: *s = "CUDA_ERROR_INVALID_DEVICE"; return 0;
     case 201: *s = "CUDA_ERROR_INVALID_CONTEXT"; return 0;
+    case 401: *s = "CUDA_ERROR_ILLEGAL_STATE"; return 0;
     case 600: *s = "CUDA_ERROR_NOT_READY"; return 0;
+    case 900: *s = "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"; return 0;
+    case 901: *s = "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"; return 0;
     default: *s = NULL; return 1;
     }
 }
@@ -471,7 +631,10 @@ CUresult cuGetErrorString(CUresult r, const char **s) {
     case 100: *s = "no CUDA-capable device is detected"; return 0;
     case 101: *s = "invalid device ordinal"; return 0;
     case 201: *s = "invalid device context"; return 0;
+    case 401: *s = "the operation is not permitted in the current state"; return 0;
     case 600: *s = "device not ready"; return 0;
+    case 900: *s = "operation not permitted when stream is capturing"; return 0;
+    case 901: *s = "operation failed due to a previous error during capture"; return 0;
     default: *s = NULL; return 1;
     }
 }

@@ -442,6 +442,17 @@ static ncclResult_t put(struct comm *c, int dst, const void *data, size_t bytes)
     return ok;
 }
 
+/* As put, but 0 without waiting where the previous message was not yet taken; 1 once written. */
+static int try_put(struct comm *c, int dst, const void *data, size_t bytes) {
+    struct channel *ch = chan(c, c->rank, dst);
+    uint64_t sent = __atomic_load_n(&ch->sent, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&ch->taken, __ATOMIC_ACQUIRE) != sent) return 0;
+    memcpy((char *)(ch + 1), data, bytes);
+    ch->bytes = bytes;
+    __atomic_store_n(&ch->sent, sent + 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
 /* Read the next message from `src` into `data` (at most `bytes`). */
 static ncclResult_t take(struct comm *c, int src, void *data, size_t bytes) {
     if (!bootstrap && connected_lazily()) CHECK(connect_(c));
@@ -852,11 +863,14 @@ struct job {
     ncclComm_t *newcomm;
     int child_nonblocking;
     void *stream;              /* a collective's or group's: where its work is queued */
+    struct job *colls;         /* a group's collectives, in call order (malloc'ed copies) */
+    int ncolls;
 };
 
 static void free_job(struct job *j) {
     free(j->sends);
     free(j->recvs);
+    free(j->colls);
 }
 
 /* A call's work as the stream runs it: an error is the communicator's asynchronous error. */
@@ -871,6 +885,25 @@ static void run_queued(void *arg) {
     __atomic_sub_fetch(&c->queued, 1, __ATOMIC_ACQ_REL);
 }
 
+/* A captured call's work, at each launch of its graph: the job stays (the graph releases it). */
+static void run_replayed(void *arg) {
+    struct job *j = arg;
+    ncclResult_t r = j->fn(j);
+    ncclResult_t none = ok;
+    if (r != ok) __atomic_compare_exchange_n(&j->c->sticky, &none, r, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+static void release_job(void *arg) {
+    free_job(arg);
+    free(arg);
+}
+/* Whether `stream` is capturing a graph (cuStreamIsCapturing, as NCCL asks the runtime's
+ * cudaStreamGetCaptureInfo); an invalidated capture counts as one. */
+static int capturing(void *lib, void *stream) {
+    int (*is)(void *, int *) = lib ? (int (*)(void *, int *))dlsym(lib, "cuStreamIsCapturing") : NULL;
+    int status = 0;
+    return is && is(stream, &status) == 0 && status != 0;
+}
+
 /* Hand the heap job `h` (taken) to its stream, through the libcuda this process loaded
  * (fake_cuda_enqueue), as NCCL's kernels run on the caller's stream after the call returns; where
  * there is no such stream, run it now. */
@@ -879,6 +912,15 @@ static ncclResult_t submit(struct job *h) {
     int (*enqueue)(void *, void (*)(void *), void *) =
         lib ? (int (*)(void *, void (*)(void *), void *))dlsym(lib, "fake_cuda_enqueue") : NULL;
     ncclComm_t c = h->c;
+    if (h->stream && capturing(lib, h->stream)) {
+        /* NCCL's kernels on a capturing stream become nodes of the graph, run at each launch. */
+        int (*add)(void *, void (*)(void *), void *, void (*)(void *)) =
+            (int (*)(void *, void (*)(void *), void *, void (*)(void *)))dlsym(lib, "fake_cuda_capture");
+        if (add && add(h->stream, run_replayed, h, release_job) == 0) return ok;
+        free_job(h);
+        free(h);
+        return error(invalid_usage, "a call on a stream whose capture cannot take it");
+    }
     if (h->stream && enqueue) {
         __atomic_add_fetch(&c->queued, 1, __ATOMIC_ACQ_REL);
         if (enqueue(h->stream, run_queued, h) == 0) return ok;
@@ -955,16 +997,18 @@ static ncclResult_t spawn(struct job *j, int launched) {
 /* Hand a collective or a group of sends/receives to NCCL (src/group.cc, ncclGroupEndInternal). */
 static ncclResult_t launch(struct job *j) {
     trace("launch", -1);
-    if (j->r && getenv("FAKE_NCCL_TRACE_BUFFERS")) {
+    for (int i = 0; i < (j->ncolls ? j->ncolls : 1) && getenv("FAKE_NCCL_TRACE_BUFFERS"); i++) {
+        const struct job *k = j->ncolls ? &j->colls[i] : j;
+        if (!k->r) continue;
         char line[96];
-        snprintf(line, sizeof line, "buffers %zu %p %p", j->n * type_size[j->dt], j->s, j->r);
+        snprintf(line, sizeof line, "buffers %zu %p %p", k->n * type_size[k->dt], k->s, k->r);
         trace(line, -1);
     }
     ncclComm_t c = j->c;
     /* The lazy connection (NCCL 2.22+): made by the first call, on the host, before it returns:
      * its buffers, and for a collective every rank's first collective. */
     ncclResult_t r = connected_lazily() ? connect_(c) : ok;
-    if (r == ok && j->r) r = meet(c);
+    if (r == ok && (j->r || j->ncolls)) r = meet(c);
     if (r != ok) {
         free_job(j);
         return r;
@@ -1152,6 +1196,21 @@ static ncclResult_t gather_reduce(ncclComm_t c, const void *mine, void *out, siz
     return r;
 }
 
+/* Collectives inside ncclGroupStart/ncclGroupEnd (NCCL src/collectives.cc, enqueue.cc): each
+ * is a task of the group, taken with ncclSuccess (on a non-blocking communicator too), and the
+ * group's tasks are launched together at ncclGroupEnd, in call order, then its sends and
+ * receives: one launch (traced once) for the whole group, as nccl-tests' -m counts on. */
+#define MAXCOLL 4096
+static struct job group_colls[MAXCOLL];
+static int ngroup_colls;
+static int depth;
+static ncclResult_t collective(struct job *j) {
+    if (depth == 0) return launch(j);
+    if (ngroup_colls == MAXCOLL) return error(invalid_usage, "too many collectives in a group");
+    group_colls[ngroup_colls++] = *j;
+    return ok;
+}
+
 static ncclResult_t run_all_reduce(struct job *j) {
     ncclComm_t c = j->c;
     size_t b = j->n * type_size[j->dt];
@@ -1168,7 +1227,7 @@ ncclResult_t ncclAllReduce(const void *s, void *r, size_t n, int dt, int op, ncc
     READY(c);
     if (bad(dt, op) || fp8_reduction_refused(dt)) return invalid_argument;
     CHECK(plan(c, 4, n, dt));
-    return launch(&(struct job){.stream = st, .fn = run_all_reduce, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op});
+    return collective(&(struct job){.stream = st, .fn = run_all_reduce, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op});
 }
 
 static ncclResult_t run_all_gather(struct job *j) {
@@ -1185,7 +1244,7 @@ ncclResult_t ncclAllGather(const void *s, void *r, size_t n, int dt, ncclComm_t 
     READY(c);
     if (bad(dt, 0)) return invalid_argument;
     CHECK(plan(c, 2, n, dt));
-    return launch(&(struct job){.stream = st, .fn = run_all_gather, .c = c, .s = s, .r = r, .n = n, .dt = dt});
+    return collective(&(struct job){.stream = st, .fn = run_all_gather, .c = c, .s = s, .r = r, .n = n, .dt = dt});
 }
 
 static ncclResult_t run_reduce_scatter(struct job *j) {
@@ -1203,7 +1262,7 @@ ncclResult_t ncclReduceScatter(const void *s, void *r, size_t n, int dt, int op,
     READY(c);
     if (bad(dt, op) || fp8_reduction_refused(dt)) return invalid_argument;
     CHECK(plan(c, 3, n, dt));
-    return launch(&(struct job){.stream = st, .fn = run_reduce_scatter, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op});
+    return collective(&(struct job){.stream = st, .fn = run_reduce_scatter, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op});
 }
 
 static ncclResult_t run_broadcast(struct job *j) {
@@ -1221,7 +1280,7 @@ ncclResult_t ncclBroadcast(const void *s, void *r, size_t n, int dt, int root, n
     READY(c);
     if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
     CHECK(plan(c, 0, n, dt));
-    return launch(&(struct job){.stream = st, .fn = run_broadcast, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
+    return collective(&(struct job){.stream = st, .fn = run_broadcast, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
 }
 
 static ncclResult_t run_reduce(struct job *j) {
@@ -1234,22 +1293,57 @@ ncclResult_t ncclReduce(const void *s, void *r, size_t n, int dt, int op, int ro
     READY(c);
     if (bad(dt, op) || fp8_reduction_refused(dt) || root < 0 || root >= c->nranks) return invalid_argument;
     CHECK(plan(c, 1, n, dt));
-    return launch(
+    return collective(
         &(struct job){.stream = st, .fn = run_reduce, .c = c, .s = s, .r = r, .n = n, .dt = dt, .op = op, .root = root});
 }
 
 /* Point-to-point. Outside a group a call is a group of its own; inside one, calls are queued and
- * at ncclGroupEnd every send is written before any receive is read. */
-static int depth;
+ * at ncclGroupEnd every send is written before any receive is read (after the group's
+ * collectives, `collective`). */
 static struct p2p sends[MAXP2P], recvs[MAXP2P];
 static int nsend, nrecv;
 
+/* The group's collectives in call order, then its sends and receives progressing together, as
+ * NCCL's: each channel holds one message, so a send waits only for its peer to take the one
+ * before it (several sends to one peer in a group, as -m's aggregated sendrecv, do not block
+ * each other's receives); sends to one peer, and receives from one, keep their order. */
 static ncclResult_t run_p2p(struct job *j) {
     ncclResult_t r = ok;
-    for (int i = 0; i < j->nsend && r == ok; i++)
-        r = put(j->sends[i].comm, j->sends[i].peer, j->sends[i].buf, j->sends[i].bytes);
-    for (int i = 0; i < j->nrecv && r == ok; i++)
-        r = take(j->recvs[i].comm, j->recvs[i].peer, j->recvs[i].buf, j->recvs[i].bytes);
+    for (int i = 0; i < j->ncolls && r == ok; i++) r = j->colls[i].fn(&j->colls[i]);
+    if (r != ok || (!j->nsend && !j->nrecv)) return r;
+    struct comm *c = j->nsend ? j->sends[0].comm : j->recvs[0].comm;
+    if (connected_lazily()) CHECK(connect_(c));
+    for (int i = 0; i < j->nsend; i++)
+        if (j->sends[i].bytes > j->sends[i].comm->cap) return error(invalid_usage, "message larger than FAKE_NCCL_CHANNEL_BYTES");
+    char *sent = calloc((size_t)j->nsend + 1, 1), *got = calloc((size_t)j->nrecv + 1, 1);
+    int left = j->nsend + j->nrecv;
+    while (left > 0 && r == ok) {
+        int moved = 0;
+        for (int i = 0; i < j->nsend; i++) {
+            if (sent[i]) continue;
+            struct p2p *q = &j->sends[i];
+            int earlier = 0; /* an earlier send to the same peer still waiting keeps the order */
+            for (int k = 0; k < i && !earlier; k++) earlier = !sent[k] && j->sends[k].peer == q->peer && j->sends[k].comm == q->comm;
+            if (!earlier && try_put(q->comm, q->peer, q->buf, q->bytes)) sent[i] = 1, left--, moved = 1;
+        }
+        for (int i = 0; i < j->nrecv && r == ok; i++) {
+            if (got[i]) continue;
+            struct p2p *q = &j->recvs[i];
+            int earlier = 0;
+            for (int k = 0; k < i && !earlier; k++) earlier = !got[k] && j->recvs[k].peer == q->peer && j->recvs[k].comm == q->comm;
+            if (earlier) continue;
+            struct channel *ch = chan(q->comm, q->peer, q->comm->rank);
+            if (__atomic_load_n(&ch->sent, __ATOMIC_ACQUIRE) == __atomic_load_n(&ch->taken, __ATOMIC_RELAXED)) continue;
+            r = take(q->comm, q->peer, q->buf, q->bytes);
+            if (r == ok) got[i] = 1, left--, moved = 1;
+        }
+        if (!moved) {
+            if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE)) r = error(remote_error, "aborted");
+            pause_();
+        }
+    }
+    free(sent);
+    free(got);
     return r;
 }
 
@@ -1268,9 +1362,12 @@ static ncclResult_t launch_p2p(void) {
         }
     }
     if (overlap) trace("overlap", -1);
-    struct job j = {.fn = run_p2p, .nsend = nsend, .nrecv = nrecv};
-    j.c = nsend ? sends[0].comm : recvs[0].comm;
-    j.stream = nsend ? sends[0].stream : recvs[0].stream;
+    struct job j = {.fn = run_p2p, .nsend = nsend, .nrecv = nrecv, .ncolls = ngroup_colls};
+    j.c = ngroup_colls ? group_colls[0].c : nsend ? sends[0].comm : recvs[0].comm;
+    j.stream = ngroup_colls ? group_colls[0].stream : nsend ? sends[0].stream : recvs[0].stream;
+    j.colls = malloc(sizeof(struct job) * (size_t)(ngroup_colls ? ngroup_colls : 1));
+    memcpy(j.colls, group_colls, sizeof(struct job) * (size_t)ngroup_colls);
+    ngroup_colls = 0;
     j.sends = malloc(sizeof(struct p2p) * (size_t)(nsend ? nsend : 1));
     j.recvs = malloc(sizeof(struct p2p) * (size_t)(nrecv ? nrecv : 1));
     memcpy(j.sends, sends, sizeof(struct p2p) * (size_t)nsend);
@@ -1286,7 +1383,7 @@ ncclResult_t ncclGroupStart(void) {
 ncclResult_t ncclGroupEnd(void) {
     if (depth == 0) return error(invalid_usage, "ncclGroupEnd without ncclGroupStart");
     if (--depth > 0) return ok;
-    if (!nsend && !nrecv) return ok;
+    if (!nsend && !nrecv && !ngroup_colls) return ok;
     return launch_p2p();
 }
 static ncclResult_t queue(struct p2p *q, int *nq, ncclComm_t c, const void *buf, size_t bytes, int peer, void *st) {
@@ -1330,7 +1427,7 @@ ncclResult_t ncclAlltoAll(const void *s, void *r, size_t n, int dt, ncclComm_t c
     /* In place is not refused (NCCL 2.28-2.30's ncclAlltoAll has no such check: nccl-tests calls
      * it with one buffer), nor supported: its send and receive tasks have no order between them. */
     if (s == r && c->nranks > 1) trace("overlap", -1);
-    return launch(&(struct job){.stream = st, .fn = run_all_to_all, .c = c, .s = s, .r = r, .n = n, .dt = dt});
+    return collective(&(struct job){.stream = st, .fn = run_all_to_all, .c = c, .s = s, .r = r, .n = n, .dt = dt});
 }
 static ncclResult_t run_gather(struct job *j) {
     ncclComm_t c = j->c;
@@ -1344,7 +1441,7 @@ static ncclResult_t run_gather(struct job *j) {
 ncclResult_t ncclGather(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c, cudaStream_t st) {
     READY(c);
     if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
-    return launch(&(struct job){.stream = st, .fn = run_gather, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
+    return collective(&(struct job){.stream = st, .fn = run_gather, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
 }
 static ncclResult_t run_scatter(struct job *j) {
     ncclComm_t c = j->c;
@@ -1358,6 +1455,6 @@ static ncclResult_t run_scatter(struct job *j) {
 ncclResult_t ncclScatter(const void *s, void *r, size_t n, int dt, int root, ncclComm_t c, cudaStream_t st) {
     READY(c);
     if (bad(dt, 0) || root < 0 || root >= c->nranks) return invalid_argument;
-    return launch(&(struct job){.stream = st, .fn = run_scatter, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
+    return collective(&(struct job){.stream = st, .fn = run_scatter, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
 }
 #endif
