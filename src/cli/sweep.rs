@@ -554,6 +554,21 @@ mod tests {
     }
 
     #[test]
+    fn launch_modes_parse_for_nccl_only() {
+        let o = run(&["--backend", "nccl", "-G", "2", "-m", "4", "-C", "1"]).unwrap();
+        assert_eq!(o.launch, LaunchModes { cuda_graph: 2, agg_iters: 4, cpu_time: true });
+        assert!(o.launch.describe().contains("launched 2 times per sample (-G 2); 4 calls per NCCL group"));
+        assert_eq!(run(&["--backend", "nccl"]).unwrap().launch, LaunchModes::default());
+        assert!(!LaunchModes::default().any());
+        assert!(err(&["-G", "1"]).starts_with("-G/--cuda-graph: a launch mode of the nccl backend"));
+        assert!(err(&["--backend", "nccl", "-m", "0"]).starts_with("-m/--agg-iters: 0 is out of range"));
+        assert!(err(&["--backend", "nccl", "-m", "1025"]).contains("from 1 to 1024"));
+        assert!(err(&["--backend", "nccl", "-G", "1", "-z", "1"]).starts_with("-G/--cuda-graph with -z 1"));
+        assert!(err(&["--backend", "nccl", "-m", "2", "all"]).starts_with("-m/--agg-iters: ping-pong's"));
+        assert!(run(&["--backend", "nccl", "-m", "2", "all-reduce", "sendrecv"]).is_ok());
+    }
+
+    #[test]
     fn an_empty_command_line_gives_the_literal_defaults() {
         assert_eq!(run(&[]).unwrap(), Options::default());
     }

@@ -128,7 +128,17 @@ mod tests {
         assert!(help.contains("[default: 20ms]") && !help.contains("50ms"), "{help}");
         assert!(help.contains("results/coll-bench-tune-<UTC time>.csv"), "{help}");
         // What tune refuses is not offered.
-        for flag in ["--json", "--markdown", "--progress", "--no-ceiling", "--backend", "--impl"] {
+        for flag in [
+            "--json",
+            "--markdown",
+            "--progress",
+            "--no-ceiling",
+            "--backend",
+            "--impl",
+            "--cuda-graph",
+            "--agg-iters",
+            "--cpu-time",
+        ] {
             assert!(!help.contains(flag), "{flag} in tune's help: {help}");
         }
         let Clap::Args(o) = parse(&args(&["tune"])).unwrap() else { panic!("args") };
