@@ -234,7 +234,8 @@ impl Malloc {
     }
 }
 
-/// How the NCCL backend launches its timed calls: nccl-tests' `-G`, `-m` and `-C`
+/// How the NCCL backend launches its timed calls, and on what memory: nccl-tests' `-G`, `-m`,
+/// `-C` and `-R`
 /// (docs/gpu.md "Launch modes"). The MPI backend has none of them: every field at its default.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LaunchModes {
@@ -246,11 +247,15 @@ pub struct LaunchModes {
     pub agg_iters: u32,
     /// `-C/--cpu-time 1`: also report the host's time to launch a call (`cpu_time_us`).
     pub cpu_time: bool,
+    /// `-R/--register N`: the timed buffers from NCCL's allocator (`ncclMemAlloc`) and
+    /// registered with the communicator: 1 `ncclCommRegister`, 2 symmetric windows
+    /// (`ncclCommWindowRegister`); 0: plain `cuMemAlloc` buffers, not registered.
+    pub register: u32,
 }
 
 impl Default for LaunchModes {
     fn default() -> Self {
-        LaunchModes { cuda_graph: 0, agg_iters: 1, cpu_time: false }
+        LaunchModes { cuda_graph: 0, agg_iters: 1, cpu_time: false, register: 0 }
     }
 }
 
@@ -273,6 +278,14 @@ impl LaunchModes {
         }
         if self.cpu_time {
             parts.push("the host's launch time per call in cpu_time_us (-C 1)".to_string());
+        }
+        match self.register {
+            0 => {}
+            1 => parts.push("buffers from ncclMemAlloc, registered with ncclCommRegister (-R 1)".to_string()),
+            _ => parts.push(
+                "buffers from ncclMemAlloc in symmetric windows (ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC; -R 2)"
+                    .to_string(),
+            ),
         }
         parts.join("; ")
     }

@@ -72,6 +72,10 @@ fn launch_modes_are_the_nccl_backends() {
     refused(2, &["--backend", "nccl", "-m", "2", "ping-pong"], "-m/--agg-iters: ping-pong's");
     refused(2, &["tune", "-G", "1"], "tune -G/--cuda-graph");
     refused(2, &["doctor", "-m", "2"], "doctor -m/--agg-iters");
+    refused(2, &["-R", "1"], "-R/--register: a launch mode of the nccl backend");
+    refused(2, &["--backend", "nccl", "-R", "3"], "-R/--register: '3' is not a registration level; expected 0 (none), 1 (ncclCommRegister) or 2 (symmetric windows)");
+    refused(2, &["tune", "-R", "2"], "tune -R/--register");
+    refused(2, &["doctor", "--register", "1"], "doctor -R/--register");
 }
 
 /// Values that used to get through and fail later (issue 49): a layout whose sizes overflow

@@ -61,6 +61,7 @@ const COLUMNS: &[&str] = &[
     "cuda_graph",
     "agg_iters",
     "cpu_time_us",
+    "register",
 ];
 
 #[test]

@@ -1039,6 +1039,109 @@ fn graphs_replay_captured_groups_and_groups_launch_once() {
     }
 }
 
+/// `-R`: the timed buffers come from ncclMemAlloc and each is registered once (ncclCommRegister,
+/// or a symmetric window from NCCL 2.27), before any call, and deregistered after the last call,
+/// before the memory is freed; every collective stays exact, with graphs too.
+#[test]
+fn registered_buffers_are_registered_once_and_deregistered_at_the_end() {
+    for (level, version, reg, unreg) in
+        [("1", "21905", "register", "deregister"), ("2", "22703", "window", "window-free")]
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let trace = dir.path().join("trace");
+        let env = fake_env("3", &[("FAKE_NCCL_TRACE", trace.to_str().unwrap()), ("FAKE_NCCL_VERSION", version)]);
+        let args = [
+            "all-reduce",
+            "all-gather",
+            "reduce-scatter",
+            "sendrecv",
+            "-b",
+            "8",
+            "-e",
+            "256K",
+            "-f",
+            "8",
+            "--budget",
+            "2ms",
+            "-G",
+            "1",
+            "-R",
+            level,
+            "--csv",
+            "r.csv",
+        ];
+        let (o, d) = nccl_run(3, &args, &env);
+        let out = stdout(&o);
+        assert_eq!(o.status.code(), Some(0), "-R {level}: {out}\n{}", stderr(&o));
+        let said = if level == "1" {
+            "registered with ncclCommRegister (-R 1)"
+        } else {
+            "symmetric windows (ncclCommWindowRegister"
+        };
+        assert!(out.contains(said), "{out}");
+        let text = std::fs::read_to_string(&trace).unwrap();
+        let by_pid = trace_by_pid(&text);
+        assert_eq!(by_pid.len(), 3, "{text}");
+        for (pid, ev) in &by_pid {
+            let at = |p: &dyn Fn(&str) -> bool| {
+                ev.iter().enumerate().filter(|(_, e)| p(e)).map(|(i, _)| i).collect::<Vec<_>>()
+            };
+            let (allocs, regs) = (at(&|e| e.starts_with("memalloc ")), at(&|e| e.starts_with(&format!("{reg} "))));
+            let (unregs, frees, launches) = (at(&|e| e == unreg), at(&|e| e == "memfree"), at(&|e| e == "launch"));
+            assert_eq!(
+                (allocs.len(), regs.len(), unregs.len(), frees.len()),
+                (2, 2, 2, 2),
+                "process {pid} -R {level}: {ev:?}"
+            );
+            assert!(regs[1] < launches[0] && launches[launches.len() - 1] < unregs[0], "process {pid}: {ev:?}");
+            assert!(unregs[1] < frees[0], "process {pid}: {ev:?}");
+            let other = if level == "1" { "window " } else { "register " };
+            assert!(!ev.iter().any(|e| e.starts_with(other)), "process {pid}: {ev:?}");
+        }
+        let rows = csv_rows(&d.path().join("r.csv"));
+        assert!(!rows.is_empty());
+        for r in &rows {
+            assert_eq!(r["register"], level, "{r:?}");
+            assert_eq!(r["wrong"], wrong_cell(&r["placement"], &r["collective"]), "{r:?}");
+        }
+    }
+}
+
+/// `-R` where the library cannot: refused in one line before anything is timed, naming the
+/// version it needs; and a communicator without symmetric-memory support (NCCL then makes a null
+/// window) is refused rather than timed unregistered.
+#[test]
+fn registration_the_library_cannot_do_is_refused() {
+    for (level, version, more, needles) in [
+        (
+            "1",
+            "21805",
+            None,
+            &[
+                "-R/--register 1: NCCL 2.18.5 has no ncclMemAlloc and ncclCommRegister",
+                "expected NCCL 2.19 or newer, or -R 0",
+            ][..],
+        ),
+        (
+            "2",
+            "22605",
+            None,
+            &["-R/--register 2: NCCL 2.26.5 has no symmetric windows", "expected NCCL 2.27 or newer, or -R 1 or 0"][..],
+        ),
+        (
+            "2",
+            "22703",
+            Some(("FAKE_NCCL_SYMMETRIC", "0")),
+            &["-R/--register 2: NCCL 2.27.3 made no symmetric window", "expected -R 1 or 0"][..],
+        ),
+    ] {
+        let mut env = fake_env("2", &[("FAKE_NCCL_VERSION", version)]);
+        env.extend(more);
+        let (o, d) = nccl_run(2, &["all-reduce", "-b", "8", "-e", "8", "-R", level, "--csv", "r.csv"], &env);
+        refused(&o, d.path(), needles);
+    }
+}
+
 /// A graph needs blocking calls: where the library cannot split a blocking copy off the
 /// non-blocking init (NCCL before 2.18), -G is refused before anything is timed.
 #[test]

@@ -95,6 +95,11 @@ fn the_real_library_has_ncclcommsplit_and_it_is_bound() {
     let nccl = coll_bench::backend::nccl::ffi::load(&env).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(nccl.version, (2, 32, 3));
     assert!(nccl.optional.comm_split.is_some() && nccl.comm_split().is_some());
+    // -R 1 and -R 2: NCCL's allocator, registration and symmetric windows, all bound.
+    let o = &nccl.optional;
+    assert!(o.mem_alloc.is_some() && o.mem_free.is_some() && o.comm_register.is_some() && o.comm_deregister.is_some());
+    assert!(o.comm_window_register.is_some() && o.comm_window_deregister.is_some());
+    assert_eq!((nccl.cannot_register(1), nccl.cannot_register(2)), (None, None));
 }
 
 #[test]

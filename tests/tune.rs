@@ -85,7 +85,7 @@ fn check_reduce_scatter_tune(n: usize, full: bool) {
     let mut r = csv::Reader::from_path(dir.path().join("rs.csv")).unwrap();
     let h = r.headers().unwrap().clone();
     let col = |name: &str| h.iter().position(|c| c == name).unwrap_or_else(|| panic!("no {name} in {h:?}"));
-    let last: Vec<&str> = h.iter().skip(h.len() - 17).collect();
+    let last: Vec<&str> = h.iter().skip(h.len() - 18).collect();
     assert_eq!(
         last,
         [
@@ -103,6 +103,7 @@ fn check_reduce_scatter_tune(n: usize, full: bool) {
             "cuda_graph",
             "agg_iters",
             "cpu_time_us",
+            "register",
             "algorithm_id",
             "is_default",
             "skipped"

@@ -181,7 +181,7 @@ mod tests {
         let Clap::Info(help) = parse(&args(&["doctor", "--help"])).unwrap() else { panic!("help") };
         assert!(help.contains("--min-pct-of-ceiling") && help.contains("[default: the first three]"), "{help}");
         // What doctor refuses is not offered.
-        let launch = ["--cuda-graph", "--agg-iters", "--cpu-time"];
+        let launch = ["--cuda-graph", "--agg-iters", "--cpu-time", "--register"];
         for flag in ["--csv", "--no-csv", "--markdown", "--plot", "--per-rank", "--stepfactor", "--stepbytes", "--impl"]
             .iter()
             .chain(&launch)

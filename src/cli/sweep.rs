@@ -187,8 +187,8 @@ pub struct Args {
     pub debug_mpi_error: Vec<usize>,
 }
 
-/// How the NCCL backend launches its timed calls (nccl-tests' `-G`, `-m`, `-C`); the mpi
-/// backend refuses them.
+/// How the NCCL backend launches its timed calls and on what memory (nccl-tests' `-G`, `-m`,
+/// `-C`, `-R`); the mpi backend refuses them.
 #[derive(clap::Args, Debug, Clone)]
 pub struct LaunchFlags {
     /// With --backend nccl: capture each timed batch of calls into a CUDA graph and launch it N
@@ -203,11 +203,16 @@ pub struct LaunchFlags {
     /// (nccl-tests -C 1), beside the time the GPU took (0 or 1)
     #[arg(short = 'C', long = "cpu-time", value_name = "0|1", default_value = "0")]
     pub cpu_time: String,
+    /// With --backend nccl: the buffers from ncclMemAlloc and registered with the communicator:
+    /// 1 ncclCommRegister (NCCL 2.19+), 2 symmetric windows (NCCL 2.27+); 0: cuMemAlloc, not
+    /// registered (nccl-tests -R)
+    #[arg(short = 'R', long = "register", value_name = "0|1|2", default_value = "0")]
+    pub register: String,
 }
 
 impl LaunchFlags {
     /// The clap ids, for subcommands that take the sweep's flags but not these (hidden there).
-    pub const IDS: [&'static str; 3] = ["cuda_graph", "agg_iters", "cpu_time"];
+    pub const IDS: [&'static str; 4] = ["cuda_graph", "agg_iters", "cpu_time", "register"];
 
     /// The first of these flags given a value other than its default, for subcommands that
     /// refuse them.
@@ -216,6 +221,7 @@ impl LaunchFlags {
             (&self.cuda_graph, "0", "-G/--cuda-graph"),
             (&self.agg_iters, "1", "-m/--agg-iters"),
             (&self.cpu_time, "0", "-C/--cpu-time"),
+            (&self.register, "0", "-R/--register"),
         ]
         .into_iter()
         .find(|(v, default, _)| v.trim() != *default)
@@ -238,12 +244,27 @@ impl LaunchFlags {
         if agg > MAX_LAUNCH_COUNT {
             return Err(too_many("-m/--agg-iters", agg, 1));
         }
-        let modes = LaunchModes { cuda_graph: graph as u32, agg_iters: agg as u32, cpu_time };
+        let register = match self.register.trim() {
+            "0" => 0,
+            "1" => 1,
+            "2" => 2,
+            other => {
+                return Err(Error::usage(format!(
+                    "-R/--register: '{other}' is not a registration level; expected 0 (none), 1 (ncclCommRegister) or 2 (symmetric windows)"
+                )))
+            }
+        };
+        let modes = LaunchModes { cuda_graph: graph as u32, agg_iters: agg as u32, cpu_time, register };
         if backend != BackendKind::Nccl {
-            let given = [(graph > 0, "-G/--cuda-graph"), (agg > 1, "-m/--agg-iters"), (cpu_time, "-C/--cpu-time")];
+            let given = [
+                (graph > 0, "-G/--cuda-graph"),
+                (agg > 1, "-m/--agg-iters"),
+                (cpu_time, "-C/--cpu-time"),
+                (register > 0, "-R/--register"),
+            ];
             if let Some((_, flag)) = given.iter().find(|g| g.0) {
                 return Err(Error::usage(format!(
-                    "{flag}: a launch mode of the nccl backend (CUDA streams and NCCL groups); the {} backend has none; expected --backend nccl",
+                    "{flag}: a launch mode of the nccl backend (CUDA streams, NCCL groups, registered buffers); the {} backend has none; expected --backend nccl",
                     backend.name()
                 )));
             }
@@ -555,8 +576,15 @@ mod tests {
 
     #[test]
     fn launch_modes_parse_for_nccl_only() {
-        let o = run(&["--backend", "nccl", "-G", "2", "-m", "4", "-C", "1"]).unwrap();
-        assert_eq!(o.launch, LaunchModes { cuda_graph: 2, agg_iters: 4, cpu_time: true });
+        let o = run(&["--backend", "nccl", "-G", "2", "-m", "4", "-C", "1", "-R", "2"]).unwrap();
+        assert_eq!(o.launch, LaunchModes { cuda_graph: 2, agg_iters: 4, cpu_time: true, register: 2 });
+        assert!(o
+            .launch
+            .describe()
+            .ends_with("symmetric windows (ncclCommWindowRegister, NCCL_WIN_COLL_SYMMETRIC; -R 2)"));
+        assert_eq!(run(&["--backend", "nccl", "--register", "1"]).unwrap().launch.register, 1);
+        assert!(err(&["--backend", "nccl", "-R", "3"]).starts_with("-R/--register: '3' is not a registration level"));
+        assert!(err(&["-R", "1"]).starts_with("-R/--register: a launch mode of the nccl backend"));
         assert!(o.launch.describe().contains("launched 2 times per sample (-G 2); 4 calls per NCCL group"));
         assert_eq!(run(&["--backend", "nccl"]).unwrap().launch, LaunchModes::default());
         assert!(!LaunchModes::default().any());

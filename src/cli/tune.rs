@@ -138,6 +138,7 @@ mod tests {
             "--cuda-graph",
             "--agg-iters",
             "--cpu-time",
+            "--register",
         ] {
             assert!(!help.contains(flag), "{flag} in tune's help: {help}");
         }

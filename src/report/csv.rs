@@ -70,6 +70,7 @@ pub const COLUMNS: &[&str] = &[
     "cuda_graph",
     "agg_iters",
     "cpu_time_us",
+    "register",
 ];
 
 #[derive(Serialize)]
@@ -153,6 +154,8 @@ struct Row<'a> {
     agg_iters: String,
     /// `-C 1`: the host's time to launch one call, µs; empty otherwise.
     cpu_time_us: String,
+    /// `-R`: 0 buffers not registered, 1 `ncclCommRegister`, 2 symmetric windows; empty on MPI.
+    register: String,
 }
 
 /// Which row of a measurement: the combined one, one rank's (`--per-rank`) or one group's
@@ -411,6 +414,7 @@ impl CsvReport {
             cuda_graph: if nccl { info.options.launch.cuda_graph.to_string() } else { String::new() },
             agg_iters: if nccl { info.options.launch.agg_iters.to_string() } else { String::new() },
             cpu_time_us: m.cpu_time_us.map(num).unwrap_or_default(),
+            register: if nccl { info.options.launch.register.to_string() } else { String::new() },
         };
         let mut row = row;
         // A rank's (group's) row names the host(s) it covers, and leaves the slow ranks (a fact

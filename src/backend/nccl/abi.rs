@@ -53,6 +53,7 @@ pub fn c_type(rust: &str) -> Result<String, String> {
             "NcclDataType" => "ncclDataType_t",
             "NcclRedOp" => "ncclRedOp_t",
             "Config" => "ncclConfig_t",
+            "NcclWindow" => "ncclWindow_t",
             _ => return None,
         })
     })
@@ -120,6 +121,8 @@ pub fn constants() -> Vec<(String, i64)> {
     ];
     out.push(("NCCL_CONFIG_UNDEF_INT".into(), ffi::CONFIG_UNDEF_INT as i64));
     out.push(("NCCL_API_MAGIC".into(), ffi::API_MAGIC as i64));
+    out.push(("NCCL_WIN_COLL_SYMMETRIC".into(), ffi::WIN_COLL_SYMMETRIC as i64));
+    out.push(("NCCL_WIN_REQUIRED_ALIGNMENT".into(), ffi::WIN_REQUIRED_ALIGNMENT as i64));
     out.extend(DType::ALL.iter().chain(&DType::FP8).map(|d| (dtype_name(*d).to_string(), ffi::datatype(*d) as i64)));
     out.extend(Op::ALL.iter().map(|o| (op_name(*o).to_string(), ffi::reduce_op(*o) as i64)));
     out

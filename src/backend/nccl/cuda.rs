@@ -480,11 +480,14 @@ pub struct DeviceBuffer {
     drv: &'static Driver,
     pub ptr: CuDevicePtr,
     pub len: usize,
+    /// How it is freed where not by `cuMemFree`: memory from another allocator (NCCL's
+    /// `ncclMemAlloc`), with that allocator's free.
+    free: Option<unsafe extern "C" fn(*mut c_void) -> c_int>,
 }
 
 impl DeviceBuffer {
     pub fn empty(drv: &'static Driver) -> DeviceBuffer {
-        DeviceBuffer { drv, ptr: 0, len: 0 }
+        DeviceBuffer { drv, ptr: 0, len: 0, free: None }
     }
 
     pub fn new(drv: &'static Driver, len: usize) -> Result<DeviceBuffer, String> {
@@ -494,15 +497,35 @@ impl DeviceBuffer {
         let mut ptr: CuDevicePtr = 0;
         // SAFETY: out-pointer to a local; a context is current.
         drv.check(unsafe { (drv.api.mem_alloc)(&mut ptr, len) }, "cuMemAlloc")?;
-        Ok(DeviceBuffer { drv, ptr, len })
+        Ok(DeviceBuffer { drv, ptr, len, free: None })
+    }
+
+    /// Device memory another allocator gave (`ptr`, `len` bytes), freed by its `free`, which does
+    /// not wait for the device as `cuMemFree` does: the owner waits for the work using it first.
+    pub fn adopt(
+        drv: &'static Driver,
+        ptr: CuDevicePtr,
+        len: usize,
+        free: unsafe extern "C" fn(*mut c_void) -> c_int,
+    ) -> DeviceBuffer {
+        DeviceBuffer { drv, ptr, len, free: Some(free) }
     }
 }
 
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
-        if self.ptr != 0 {
+        if self.ptr == 0 {
+            return;
+        }
+        match self.free {
+            // SAFETY: allocated by the allocator whose free this is; its owner waited for its work.
+            Some(free) => unsafe {
+                free(self.ptr as *mut c_void);
+            },
             // SAFETY: allocated by cuMemAlloc; cuMemFree waits for work using it.
-            unsafe { (self.drv.api.mem_free)(self.ptr) };
+            None => unsafe {
+                (self.drv.api.mem_free)(self.ptr);
+            },
         }
     }
 }

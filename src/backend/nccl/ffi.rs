@@ -16,6 +16,8 @@ pub type CudaStream = *mut c_void;
 /// real `nccl.h` by the ABI test).
 pub type NcclDataType = c_int;
 pub type NcclRedOp = c_int;
+/// `ncclWindow_t`: a symmetric memory window (NCCL 2.27), opaque.
+pub type NcclWindow = *mut c_void;
 
 pub const NCCL_SUCCESS: NcclResult = 0;
 /// `ncclInProgress`: a non-blocking operation still running (not an error).
@@ -74,6 +76,15 @@ optional_api! {
         comm_split: "ncclCommSplit" => fn(NcclComm, c_int, c_int, *mut NcclComm, *mut Config) -> NcclResult,
         /// NCCL 2.24: re-read the debug settings (used only from [`super::tuning::RESET_VERSION`]).
         reset_debug_init: "ncclResetDebugInit" => fn() -> (),
+        /// NCCL 2.19: memory from NCCL's allocator (cuMem, where the driver has it) and buffers
+        /// registered with a communicator (`-R 1`; used only from [`REGISTER_VERSION`]).
+        mem_alloc: "ncclMemAlloc" => fn(*mut *mut c_void, usize) -> NcclResult,
+        mem_free: "ncclMemFree" => fn(*mut c_void) -> NcclResult,
+        comm_register: "ncclCommRegister" => fn(NcclComm, *mut c_void, usize, *mut *mut c_void) -> NcclResult,
+        comm_deregister: "ncclCommDeregister" => fn(NcclComm, *mut c_void) -> NcclResult,
+        /// NCCL 2.27: symmetric memory windows (`-R 2`; used only from [`WINDOW_VERSION`]).
+        comm_window_register: "ncclCommWindowRegister" => fn(NcclComm, *mut c_void, usize, *mut NcclWindow, c_int) -> NcclResult,
+        comm_window_deregister: "ncclCommWindowDeregister" => fn(NcclComm, NcclWindow) -> NcclResult,
     }
 }
 
@@ -91,6 +102,17 @@ pub const NON_BLOCKING_INIT: (u32, u32) = (2, 14);
 /// `splitShare`); older libraries, or one without the symbol, get a group communicator from one
 /// unique id per group instead ([`super::split`]).
 pub const SPLIT_VERSION: (u32, u32) = (2, 18);
+/// The oldest NCCL whose `ncclMemAlloc` and `ncclCommRegister` we call (`-R 1`; nccl-tests
+/// ignores its `-R` below it).
+pub const REGISTER_VERSION: (u32, u32) = (2, 19);
+/// The oldest NCCL whose `ncclCommWindowRegister` we call (`-R 2`; nccl-tests falls back to
+/// `-R 1` below it, we refuse).
+pub const WINDOW_VERSION: (u32, u32) = (2, 27);
+/// `NCCL_WIN_COLL_SYMMETRIC`: a window the symmetric collective kernels may use.
+pub const WIN_COLL_SYMMETRIC: c_int = 0x01;
+/// `NCCL_WIN_REQUIRED_ALIGNMENT`: a window's offset in its allocation is a multiple of it.
+pub const WIN_REQUIRED_ALIGNMENT: usize = 4096;
+
 /// `NCCL_SPLIT_NOCOLOR`: the colour of a rank that joins no group (its new comm is null).
 pub const SPLIT_NOCOLOR: c_int = -1;
 
@@ -415,6 +437,44 @@ impl Nccl {
     /// ([`super::tuning::RESET_VERSION`]).
     pub fn reset_debug_init(&self) -> Option<unsafe extern "C" fn()> {
         self.optional.reset_debug_init.filter(|_| (self.version.0, self.version.1) >= super::tuning::RESET_VERSION)
+    }
+
+    /// Why `-R level` cannot run on this library, if it cannot: 1 needs NCCL's allocator and
+    /// `ncclCommRegister` ([`REGISTER_VERSION`]), 2 also its windows ([`WINDOW_VERSION`]).
+    pub fn cannot_register(&self, level: u32) -> Option<String> {
+        let o = &self.optional;
+        let v = (self.version.0, self.version.1);
+        let (need, have) = match level {
+            0 => return None,
+            1 => (
+                REGISTER_VERSION,
+                [o.mem_alloc.is_some(), o.mem_free.is_some(), o.comm_register.is_some(), o.comm_deregister.is_some()]
+                    .iter()
+                    .all(|b| *b),
+            ),
+            _ => (
+                WINDOW_VERSION,
+                [
+                    o.mem_alloc.is_some(),
+                    o.mem_free.is_some(),
+                    o.comm_window_register.is_some(),
+                    o.comm_window_deregister.is_some(),
+                ]
+                .iter()
+                .all(|b| *b),
+            ),
+        };
+        let what =
+            if level == 1 { "ncclMemAlloc and ncclCommRegister" } else { "symmetric windows (ncclCommWindowRegister)" };
+        (v < need || !have).then(|| {
+            format!(
+                "-R/--register {level}: NCCL {} has no {what}; expected NCCL {}.{} or newer, or -R {}",
+                self.version_string(),
+                need.0,
+                need.1,
+                if level == 2 && v >= REGISTER_VERSION { "1 or 0" } else { "0" }
+            )
+        })
     }
 
     /// How gather, scatter and all-to-all run: "native all-to-all, gather, scatter", or which

@@ -118,6 +118,7 @@ pub mod cuda;
 pub mod ffi;
 pub mod gpu;
 pub mod nvml;
+pub mod register;
 pub mod search;
 pub mod split;
 pub mod tuning;
@@ -445,6 +446,9 @@ impl Drop for Comm {
 }
 
 pub struct NcclBackend {
+    /// `-R`: the registrations of `send` and `recv`, undone first of all (before the
+    /// communicators they belong to and the memory they cover).
+    registered: Vec<register::Registered>,
     /// The blocking communicator the timed calls run on, where the world's is non-blocking and
     /// the library can split ([`NcclBackend::blocking_copy`]); else they run on `comm`.
     timed: Option<Comm>,
@@ -654,6 +658,7 @@ impl NcclBackend {
         ));
         let drv = local.drv;
         let mut backend = NcclBackend {
+            registered: Vec::new(),
             timed: None,
             comm,
             send: DeviceBuffer::empty(drv),
@@ -715,10 +720,14 @@ impl NcclBackend {
         Ok(self.split(world, Some(0), world.rank as i32, limit_s)?.map(|g| g.into_comm()))
     }
 
-    /// `Err` saying why the launch modes asked for cannot run here: a graph (`-G`) needs a
+    /// `Err` saying why the launch modes asked for cannot run here: `-R` needs NCCL's allocator
+    /// and registration (2.19) or windows (2.27); a graph (`-G`) needs a
     /// driver that captures and a blocking communicator (on a non-blocking one NCCL 2.23 and
     /// newer launch from a thread of their own, outside the capture). Before anything is timed.
     fn can_launch(&self) -> std::result::Result<(), String> {
+        if let Some(why) = self.nccl.cannot_register(self.launch.register) {
+            return Err(why);
+        }
         if self.launch.cuda_graph == 0 {
             return Ok(());
         }
@@ -1011,6 +1020,73 @@ impl NcclBackend {
                 }
             }
         }
+    }
+
+    /// Undo `-R`'s registrations and free the buffers, once the work using them is done
+    /// (`ncclMemFree`, unlike `cuMemFree`, does not wait for it).
+    fn release_buffers(&mut self) {
+        if !self.registered.is_empty() || self.launch.register > 0 {
+            let _ = self.stream.synchronize();
+        }
+        self.registered.clear();
+        self.send = DeviceBuffer::empty(self.drv);
+        self.recv = DeviceBuffer::empty(self.drv);
+        self.scratch = DeviceBuffer::empty(self.drv);
+    }
+
+    /// The send, receive and barrier buffers, if they fit beside NCCL's reserve: from
+    /// `ncclMemAlloc` with `-R`, else `cuMemAlloc`.
+    fn new_buffers(
+        &self,
+        send_len: usize,
+        recv_len: usize,
+        place: &str,
+    ) -> Result<(DeviceBuffer, DeviceBuffer, DeviceBuffer)> {
+        let drv = self.drv;
+        let (free, total) = drv.mem_info().map_err(|e| Error::setup(format!("{e} on {place}")))?;
+        let need = send_len + recv_len + MIN_ALLOC;
+        if need as u64 + self.reserve > free as u64 {
+            return Err(Error::setup(format!(
+                "buffers of {} do not fit on {}: {} free of {}, {} of it kept for NCCL's own buffers; lower -e/--maxbytes",
+                crate::size::amount(need as u64),
+                place,
+                crate::size::amount(free as u64),
+                crate::size::amount(total as u64),
+                crate::size::amount(self.reserve)
+            )));
+        }
+        let nccl = self.nccl;
+        let timed = |len| match self.launch.register {
+            0 => DeviceBuffer::new(drv, len),
+            _ => register::alloc(nccl, drv, len),
+        };
+        let at = |e: String| Error::setup(format!("{e} on {place}"));
+        let send = timed(send_len).map_err(at)?;
+        let recv = timed(recv_len).map_err(at)?;
+        let scratch = DeviceBuffer::new(drv, MIN_ALLOC).map_err(at)?;
+        Ok((send, recv, scratch))
+    }
+
+    /// Whether `ok` holds on every rank of this backend's MPI communicator (the group's in a
+    /// group). Collective; a failed MPI call ends the job with one line.
+    fn all_ok(&self, ok: bool) -> bool {
+        let mine: i32 = ok.into();
+        let mut all: i32 = 0;
+        // SAFETY: MPI is initialised (the World outlives the backend); pointers to locals.
+        let rc = unsafe {
+            mpi::ffi::MPI_Allreduce(
+                (&mine as *const i32).cast(),
+                (&mut all as *mut i32).cast(),
+                1,
+                mpi::ffi::RSMPI_INT32_T,
+                mpi::ffi::RSMPI_MIN,
+                self.mpi_comm,
+            )
+        };
+        crate::mpi_error::check(rc, "MPI_Allreduce", self.rank, &self.host, || {
+            "the agreement on the registered buffers of -R".to_string()
+        });
+        all == 1
     }
 
     /// Host staging of at least `len` bytes.
@@ -1316,7 +1392,8 @@ fn describe_all(world: &World, local: &Local, nvlinks: &str) -> Vec<String> {
 
 impl Drop for NcclBackend {
     fn drop(&mut self) {
-        // Let queued work finish before the communicator and the buffers go.
+        // Let queued work finish before the registrations, the communicator and the buffers go
+        // (in that order: the fields' order).
         let _ = self.stream.synchronize();
     }
 }
@@ -1403,9 +1480,7 @@ impl Backend for NcclBackend {
 
     fn buffer_limit(&mut self) -> Result<Option<(u64, String)>> {
         // Our own buffers go first (allocate frees them too), so free memory is measured without.
-        self.send = DeviceBuffer::empty(self.drv);
-        self.recv = DeviceBuffer::empty(self.drv);
-        self.scratch = DeviceBuffer::empty(self.drv);
+        self.release_buffers();
         let place = format!("GPU {} of rank {} on {}", self.ordinal, self.rank, self.host);
         let (free, _) = self.drv.mem_info().map_err(|e| Error::setup(format!("{e} on {place}")))?;
         let limit = (free as u64).saturating_sub(self.reserve + 3 * MIN_ALLOC as u64);
@@ -1414,28 +1489,34 @@ impl Backend for NcclBackend {
 
     fn allocate(&mut self, send_bytes: usize, recv_bytes: usize) -> Result<()> {
         // Free first so the peak never holds old and new buffers together.
-        self.send = DeviceBuffer::empty(self.drv);
-        self.recv = DeviceBuffer::empty(self.drv);
-        self.scratch = DeviceBuffer::empty(self.drv);
+        self.release_buffers();
         let (send_len, recv_len) = (send_bytes.max(MIN_ALLOC), recv_bytes.max(MIN_ALLOC));
         let place = format!("GPU {} of rank {} on {}", self.ordinal, self.rank, self.host);
-        let drv = self.drv;
-        let (free, total) = drv.mem_info().map_err(|e| Error::setup(format!("{e} on {place}")))?;
-        let need = send_len + recv_len + MIN_ALLOC;
-        if need as u64 + self.reserve > free as u64 {
-            return Err(Error::setup(format!(
-                "buffers of {} do not fit on {}: {} free of {}, {} of it kept for NCCL's own buffers; lower -e/--maxbytes",
-                crate::size::amount(need as u64),
-                place,
-                crate::size::amount(free as u64),
-                crate::size::amount(total as u64),
-                crate::size::amount(self.reserve)
-            )));
+        let made = self.new_buffers(send_len, recv_len, &place);
+        let level = self.launch.register;
+        // Registering a window is collective: every rank goes on only if every rank has its
+        // buffers (the caller's agreement then carries the failing rank's error to all).
+        if level > 0 && !self.all_ok(made.is_ok()) {
+            return made.map(|_| ());
         }
-        let alloc = |len| DeviceBuffer::new(drv, len).map_err(|e| Error::setup(format!("{e} on {place}")));
-        self.send = alloc(send_len)?;
-        self.recv = alloc(recv_len)?;
-        self.scratch = alloc(MIN_ALLOC)?;
+        (self.send, self.recv, self.scratch) = made?;
+        if level > 0 {
+            let (nccl, comm) = (self.nccl, self.raw());
+            let settle = |r: c_int, what: &str| self.settle(r, what);
+            let regs = [&self.send, &self.recv]
+                .into_iter()
+                .map(|b| register::register(nccl, comm, b, level, &settle))
+                .collect::<std::result::Result<Vec<_>, String>>()
+                .map_err(|e| Error::setup(format!("-R/--register {level}: {e} on {place}")))?;
+            let made_none = regs.iter().any(|r| r.is_null());
+            self.registered = regs;
+            if level == 2 && !self.all_ok(!made_none) {
+                return Err(Error::usage(format!(
+                    "-R/--register 2: NCCL {} made no symmetric window on some rank (a communicator without symmetric-memory support: NVLink peer access between all its GPUs and cuMem are needed); expected -R 1 or 0",
+                    self.nccl.version_string()
+                )));
+            }
+        }
         let filled = self
             .stream
             .memset(self.send.ptr, 0, send_len)

@@ -103,6 +103,7 @@ impl NcclBackend {
         let stream = cuda::Stream::new(drv)?;
         let (start, end, sync) = (cuda::Event::new(drv)?, cuda::Event::new(drv)?, cuda::Event::new(drv)?);
         Ok(NcclBackend {
+            registered: Vec::new(),
             timed: None,
             comm: None,
             send: DeviceBuffer::empty(drv),

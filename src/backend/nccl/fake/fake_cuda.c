@@ -462,6 +462,19 @@ CUresult cuMemGetInfo_v2(size_t *free_, size_t *total) {
     *total = (size_t)env_long("FAKE_CUDA_TOTAL_BYTES", 16L << 30);
     return 0;
 }
+/* Live allocations, for fake_cuda_allocation (as the driver's cuMemGetAddressRange). */
+struct allocation { char *base; size_t len; struct allocation *next; };
+static struct allocation *allocations;
+/* 0 where [p, p+len) lies in one live allocation of cuMemAlloc, else CUDA_ERROR_NOT_FOUND (the
+ * fake NCCL's registration asks, as NCCL asks cuMemGetAddressRange). */
+int fake_cuda_allocation(const void *p, size_t len) {
+    int found = 0;
+    pthread_mutex_lock(&held_mu);
+    for (struct allocation *a = allocations; a && !found; a = a->next)
+        found = (const char *)p >= a->base && (const char *)p + len <= a->base + a->len;
+    pthread_mutex_unlock(&held_mu);
+    return found ? 0 : 500;
+}
 CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t len) {
     void *m = NULL;
     if (len == 0) return 1; /* CUDA_ERROR_INVALID_VALUE, as the real one */
@@ -474,6 +487,12 @@ CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t len) {
     if (posix_memalign(&m, 256, len + HEADER)) return 2;
     *(size_t *)m = len;
     *p = (CUdeviceptr)(uintptr_t)((char *)m + HEADER);
+    struct allocation *a = malloc(sizeof *a);
+    *a = (struct allocation){(char *)m + HEADER, len, NULL};
+    pthread_mutex_lock(&held_mu);
+    a->next = allocations;
+    allocations = a;
+    pthread_mutex_unlock(&held_mu);
     return 0;
 }
 /* Wait for every stream's queued work. */
@@ -491,8 +510,16 @@ CUresult cuMemFree_v2(CUdeviceptr p) {
     drain_all();
     char *m = (char *)P(p) - HEADER;
     pthread_mutex_lock(&held_mu);
-    held -= *(size_t *)m;
+    struct allocation **at = &allocations;
+    while (*at && (*at)->base != (char *)P(p)) at = &(*at)->next;
+    struct allocation *a = *at;
+    if (a) {
+        *at = a->next;
+        held -= *(size_t *)m;
+    }
     pthread_mutex_unlock(&held_mu);
+    if (!a) return 1; /* CUDA_ERROR_INVALID_VALUE: not an allocation of cuMemAlloc */
+    free(a);
     free(m);
     return 0;
 }

@@ -129,7 +129,8 @@ struct segment {
     uint64_t nranks;
     uint64_t cap;
     uint64_t met; /* ranks that have made their first collective (see meet) */
-    char pad[32];
+    uint64_t windows; /* symmetric windows registered, summed over the ranks (see window_meet) */
+    char pad[24];
     /* then nranks * nranks channels, [src][dst] */
 };
 
@@ -158,6 +159,7 @@ struct comm {
     int share;             /* made with splitShare = 1: its children use its connection */
     struct comm *shares;   /* the parent whose connection this one uses, or NULL */
     int queued;            /* calls queued on a stream and not yet run (atomic) */
+    unsigned long long windows; /* symmetric windows this rank has registered (window_meet) */
 };
 typedef struct comm *ncclComm_t;
 
@@ -1110,8 +1112,10 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
 }
 #endif
 
+static void forget_registrations(ncclComm_t c);
 static ncclResult_t release(ncclComm_t c) {
     if (c) {
+        forget_registrations(c);
         disconnect(c);
         if (c->seg) munmap(c->seg, c->size);
         free(c);
@@ -1380,9 +1384,11 @@ ncclResult_t ncclGroupStart(void) {
     depth++;
     return ok;
 }
+static ncclResult_t register_windows(void);
 ncclResult_t ncclGroupEnd(void) {
     if (depth == 0) return error(invalid_usage, "ncclGroupEnd without ncclGroupStart");
     if (--depth > 0) return ok;
+    CHECK(register_windows());
     if (!nsend && !nrecv && !ngroup_colls) return ok;
     return launch_p2p();
 }
@@ -1458,3 +1464,218 @@ ncclResult_t ncclScatter(const void *s, void *r, size_t n, int dt, int root, ncc
     return collective(&(struct job){.stream = st, .fn = run_scatter, .c = c, .s = s, .r = r, .n = n, .dt = dt, .root = root});
 }
 #endif
+
+/* Buffer registration, as NCCL's (2.19: src/allocator.cc, src/register/register.cc; 2.27:
+ * src/dev_runtime.cc). Each entry point aborts the process where FAKE_NCCL_VERSION claims a
+ * library without it, as ncclResetDebugInit does.
+ *   ncclMemAlloc     device memory (through the loaded libcuda's cuMemAlloc, rounded up to the
+ *                    2 MiB granularity of cuMem, so free memory shrinks by that), remembered as
+ *                    cuMem memory; traced "PID memalloc BYTES"
+ *   ncclMemFree      only ncclMemAlloc's memory (other memory has no cuMem handle:
+ *                    ncclUnhandledCudaError); memory still registered or in a window is refused
+ *                    (ncclInvalidUsage; NCCL would leave dangling registrations); "PID memfree"
+ *   ncclCommRegister local (no peer takes part); any device memory of this process, the whole
+ *                    range inside one allocation, else ncclUnhandledCudaError (NCCL's
+ *                    cuMemGetAddressRange fails); NCCL_LOCAL_REGISTER=0 gives a null handle;
+ *                    "PID register BYTES"
+ *   ncclCommDeregister  a handle this communicator gave, else ncclInvalidUsage ("Could not find
+ *                    handle"); null is a no-op; "PID deregister"
+ *   ncclCommWindowRegister  collective: every rank registers its windows in the same order, and
+ *                    each waits for every rank's window of that rank (a rank that never registers
+ *                    holds the others, as NCCL's exchange does); inside a group it is done at the
+ *                    group's end (the window is filled then), outside a group it is a group of
+ *                    its own; on a non-blocking communicator it answers ncclInProgress. Only
+ *                    ncclMemAlloc's memory (else ncclUnhandledCudaError: no cuMem handle), at an
+ *                    offset in its allocation that is a multiple of 4096
+ *                    (NCCL_WIN_REQUIRED_ALIGNMENT; else ncclInvalidArgument). With
+ *                    FAKE_NCCL_SYMMETRIC=0 the communicator has no symmetric-memory support: success
+ *                    and a null window, as NCCL. "PID window BYTES"
+ *   ncclCommWindowDeregister  a window of this communicator (null: no-op); "PID window-free"
+ * A communicator destroyed or aborted forgets its registrations, as NCCL's cleanup does. */
+struct mem { char *p; size_t len; struct mem *next; };
+struct reg { ncclComm_t c; char *p; size_t len; int window; struct reg *next; };
+static struct mem *mems;
+static struct reg *regs;
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void needs_version(int code, const char *fn) {
+    if (env_version() < code) {
+        fprintf(stderr, "fake NCCL: %s called, which NCCL %d does not export\n", fn, env_version());
+        abort();
+    }
+}
+static void trace_bytes(const char *what, size_t bytes) {
+    char line[64];
+    snprintf(line, sizeof line, "%s %zu", what, bytes);
+    trace(line, -1);
+}
+static struct mem *mem_of(const void *p, size_t len) {
+    for (struct mem *m = mems; m; m = m->next)
+        if ((const char *)p >= m->p && (const char *)p + len <= m->p + m->len) return m;
+    return NULL;
+}
+
+ncclResult_t ncclMemAlloc(void **ptr, size_t size) {
+    needs_version(21900, "ncclMemAlloc");
+    void *lib = cuda_lib();
+    int (*alloc)(unsigned long long *, size_t) = lib ? (int (*)(unsigned long long *, size_t))dlsym(lib, "cuMemAlloc_v2") : NULL;
+    if (!ptr || size == 0 || !alloc) return error(1, "Cuda failure 'invalid argument' (ncclMemAlloc)");
+    size_t gran = (size_t)2 << 20, len = (size + gran - 1) / gran * gran;
+    unsigned long long d = 0;
+    if (alloc(&d, len) != 0) return error(1, "Cuda failure 'out of memory' (ncclMemAlloc)");
+    struct mem *m = malloc(sizeof *m);
+    *m = (struct mem){(char *)(uintptr_t)d, len, NULL};
+    pthread_mutex_lock(&reg_mu);
+    m->next = mems;
+    mems = m;
+    pthread_mutex_unlock(&reg_mu);
+    *ptr = m->p;
+    trace_bytes("memalloc", len);
+    return ok;
+}
+
+ncclResult_t ncclMemFree(void *ptr) {
+    needs_version(21900, "ncclMemFree");
+    if (!ptr) return ok;
+    pthread_mutex_lock(&reg_mu);
+    struct mem **at = &mems;
+    while (*at && (*at)->p != (char *)ptr) at = &(*at)->next;
+    struct mem *m = *at;
+    int held = 0;
+    for (struct reg *r = regs; r && m; r = r->next) held |= r->p >= m->p && r->p < m->p + m->len;
+    if (m && !held) *at = m->next;
+    pthread_mutex_unlock(&reg_mu);
+    if (!m) return error(1, "Cuda failure 'invalid argument': ncclMemFree of memory not from ncclMemAlloc");
+    if (held) return error(invalid_usage, "ncclMemFree of memory still registered with a communicator");
+    void *lib = cuda_lib();
+    int (*release_)(unsigned long long) = lib ? (int (*)(unsigned long long))dlsym(lib, "cuMemFree_v2") : NULL;
+    if (release_) release_((unsigned long long)(uintptr_t)m->p);
+    free(m);
+    trace("memfree", -1);
+    return ok;
+}
+
+/* Whether [p, p+len) lies in one live allocation of the loaded libcuda (cuMemGetAddressRange). */
+static int device_memory(const void *p, size_t len) {
+    void *lib = cuda_lib();
+    int (*range)(const void *, size_t) = lib ? (int (*)(const void *, size_t))dlsym(lib, "fake_cuda_allocation") : NULL;
+    return range && range(p, len) == 0;
+}
+
+static ncclResult_t add_reg(ncclComm_t c, void *p, size_t len, int window, struct reg **out) {
+    struct reg *r = malloc(sizeof *r);
+    *r = (struct reg){c, p, len, window, NULL};
+    pthread_mutex_lock(&reg_mu);
+    r->next = regs;
+    regs = r;
+    pthread_mutex_unlock(&reg_mu);
+    *out = r;
+    return ok;
+}
+static int drop_reg(ncclComm_t c, struct reg *h, int window) {
+    pthread_mutex_lock(&reg_mu);
+    struct reg **at = &regs;
+    while (*at && !(*at == h && h->c == c && h->window == window)) at = &(*at)->next;
+    struct reg *r = *at;
+    if (r) *at = r->next;
+    pthread_mutex_unlock(&reg_mu);
+    free(r);
+    return r != NULL;
+}
+static void forget_registrations(ncclComm_t c) {
+    pthread_mutex_lock(&reg_mu);
+    for (struct reg **at = &regs; *at;) {
+        struct reg *r = *at;
+        if (r->c == c) {
+            *at = r->next;
+            free(r);
+        } else {
+            at = &r->next;
+        }
+    }
+    pthread_mutex_unlock(&reg_mu);
+}
+
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle) {
+    needs_version(21900, "ncclCommRegister");
+    if (!comm || !handle) return error(invalid_argument, "ncclCommRegister: null argument");
+    const char *local = getenv("NCCL_LOCAL_REGISTER");
+    if (local && atoi(local) == 0) {
+        *handle = NULL;
+        return ok;
+    }
+    if (!device_memory(buff, size)) return error(1, "Cuda failure 'named symbol not found': ncclCommRegister of memory that is not the device's");
+    trace_bytes("register", size);
+    return add_reg(comm, buff, size, 0, (struct reg **)handle);
+}
+
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle) {
+    needs_version(21900, "ncclCommDeregister");
+    if (!comm) return error(invalid_argument, "ncclCommDeregister: null communicator");
+    if (!handle) return ok;
+    if (!drop_reg(comm, handle, 0)) return error(invalid_usage, "Deregister: Could not find handle");
+    trace("deregister", -1);
+    return ok;
+}
+
+/* Every rank's k-th window: wait until every rank has registered k (a rank that never does holds
+ * the others, as NCCL's exchange at the group's end). */
+static ncclResult_t window_meet(ncclComm_t c) {
+    c->windows++;
+    if (!c->seg) return ok;
+    __atomic_add_fetch(&c->seg->windows, 1, __ATOMIC_ACQ_REL);
+    while (__atomic_load_n(&c->seg->windows, __ATOMIC_ACQUIRE) < (uint64_t)c->windows * (uint64_t)c->nranks) {
+        if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE)) return error(remote_error, "aborted");
+        sched_yield();
+    }
+    return ok;
+}
+
+struct window_task { ncclComm_t c; void *buff; size_t size; void **win; };
+enum { MAXWIN = 64 };
+static struct window_task window_tasks[MAXWIN];
+static int nwindow_tasks;
+
+static ncclResult_t register_window(struct window_task *t) {
+    ncclComm_t c = t->c;
+    const char *sym = getenv("FAKE_NCCL_SYMMETRIC");
+    if (sym && atoi(sym) == 0) return ok; /* no symmetric support: a null window */
+    pthread_mutex_lock(&reg_mu);
+    struct mem *m = mem_of(t->buff, t->size);
+    pthread_mutex_unlock(&reg_mu);
+    if (!m) return error(1, "Cuda failure 'invalid value': ncclCommWindowRegister of memory without a cuMem handle (not from ncclMemAlloc)");
+    if ((size_t)((char *)t->buff - m->p) % 4096 != 0) return error(invalid_argument, "Window address must be suitably aligned.");
+    CHECK(window_meet(c));
+    trace_bytes("window", t->size);
+    return add_reg(c, t->buff, t->size, 1, (struct reg **)t->win);
+}
+static ncclResult_t register_windows(void) {
+    ncclResult_t r = ok;
+    for (int i = 0; i < nwindow_tasks && r == ok; i++) r = register_window(&window_tasks[i]);
+    nwindow_tasks = 0;
+    return r;
+}
+
+ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, void **win, int flags) {
+    (void)flags;
+    needs_version(22700, "ncclCommWindowRegister");
+    if (!comm) return error(invalid_argument, "ncclCommWindowRegister: null communicator");
+    if (!win) return error(invalid_argument, "ncclCommWindowRegister: null win");
+    *win = NULL;
+    if (!buff || size == 0) return error(invalid_argument, "invalid pointer / size");
+    READY(comm);
+    if (nwindow_tasks == MAXWIN) return error(invalid_usage, "too many windows in a group");
+    window_tasks[nwindow_tasks++] = (struct window_task){comm, buff, size, win};
+    if (depth > 0) return ok;
+    ncclResult_t r = register_windows();
+    return r == ok && comm->nonblocking ? in_progress : r;
+}
+
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, void *win) {
+    needs_version(22700, "ncclCommWindowDeregister");
+    if (!comm) return error(invalid_argument, "ncclCommWindowDeregister: null communicator");
+    if (!win) return ok;
+    if (!drop_reg(comm, win, 1)) return error(invalid_usage, "ncclCommWindowDeregister: not a window of this communicator");
+    trace("window-free", -1);
+    return ok;
+}
