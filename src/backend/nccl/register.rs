@@ -69,7 +69,7 @@ impl Drop for Registered {
 
 /// `len` bytes of device memory from `ncclMemAlloc`, freed by `ncclMemFree`. Only where
 /// [`Nccl::cannot_register`] found the functions.
-pub fn alloc(nccl: &'static Nccl, drv: &'static Driver, len: usize) -> Result<DeviceBuffer, String> {
+pub(super) fn alloc(nccl: &'static Nccl, drv: &'static Driver, len: usize) -> Result<DeviceBuffer, String> {
     let (Some(mem_alloc), Some(mem_free)) = (nccl.optional.mem_alloc, nccl.optional.mem_free) else {
         return Err("NCCL has no ncclMemAlloc".to_string());
     };
@@ -82,7 +82,7 @@ pub fn alloc(nccl: &'static Nccl, drv: &'static Driver, len: usize) -> Result<De
 /// Register `buf` with `comm`: `level` 1 `ncclCommRegister`, 2 a symmetric window (collective:
 /// every rank of `comm` calls this for the same buffers in the same order). `settle` waits out
 /// `ncclInProgress` on a non-blocking communicator.
-pub fn register(
+pub(super) fn register(
     nccl: &'static Nccl,
     comm: NcclComm,
     buf: &DeviceBuffer,
