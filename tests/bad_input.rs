@@ -76,6 +76,8 @@ fn launch_modes_are_the_nccl_backends() {
     refused(2, &["--backend", "nccl", "-R", "3"], "-R/--register: '3' is not a registration level; expected 0 (none), 1 (ncclCommRegister) or 2 (symmetric windows)");
     refused(2, &["tune", "-R", "2"], "tune -R/--register");
     refused(2, &["doctor", "--register", "1"], "doctor -R/--register");
+    refused(2, &["step", "-G", "1"], "-G/--cuda-graph: a launch mode of the nccl backend");
+    refused(2, &["step", "--backend", "nccl", "-R", "4"], "-R/--register: '4' is not a registration level");
 }
 
 /// Values that used to get through and fail later (issue 49): a layout whose sizes overflow

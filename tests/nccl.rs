@@ -1872,6 +1872,42 @@ fn step_on_nccl_tp_dp_and_pp_dp_are_exact() {
 
 /// The check can fail on nccl too: a rank that flips a bit of what it receives (TP collectives
 /// and PP transfers read back from the device) makes the run exit 1.
+/// The launch modes in a step (`-G`, `-m`, `-R`): every phase's calls replayed from graphs in
+/// groups of 2 on windows, each group's two buffers registered once and deregistered at the end
+/// (the parent's, which only prove the fit, not at all), the data exact, the CSV saying so; `-C`
+/// is the sweep's.
+#[test]
+fn step_on_nccl_takes_the_launch_modes() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace");
+    let env = fake_env("4", &[("FAKE_NCCL_TRACE", trace.to_str().unwrap()), ("FAKE_NCCL_VERSION", "22703")]);
+    let modes = ["--layout", "tp=2,dp=2", "-G", "2", "-m", "2", "-R", "2", "--csv", "s.csv"];
+    let (o, d) = step_run(4, &[&modes[..], &SMALL].concat(), &env);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", stderr(&o));
+    assert!(out.contains("; all data correct"), "{out}");
+    let rows = csv_rows(&d.path().join("s.csv"));
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    for r in &rows {
+        assert_eq!((&r["cuda_graph"][..], &r["agg_iters"][..], &r["register"][..]), ("2", "2", "2"), "{r:?}");
+    }
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let by_pid = trace_by_pid(&text);
+    assert_eq!(by_pid.len(), 4, "{text}");
+    for (pid, ev) in &by_pid {
+        let count = |p: &dyn Fn(&str) -> bool| ev.iter().filter(|e| p(e)).count();
+        // The parent's two buffers twice (the fit, then the smallest, kept to the end), then
+        // two per group (tp, dp); every one freed.
+        assert_eq!(count(&|e| e.starts_with("memalloc ")), 8, "process {pid}: {ev:?}");
+        assert_eq!(count(&|e| e == "memfree"), 8, "process {pid}: {ev:?}");
+        assert_eq!(count(&|e| e.starts_with("window ")), 4, "process {pid}: {ev:?}");
+        assert_eq!(count(&|e| e == "window-free"), 4, "process {pid}: {ev:?}");
+        assert!(count(&|e| e.starts_with("graph-launch")) > 0, "process {pid}: {ev:?}");
+    }
+    let (o, d) = step_run(2, &["--layout", "tp=2", "-C", "1", "--csv", "s.csv"], &fake_env("2", &[]));
+    refused(&o, d.path(), &["step -C/--cpu-time: the sweep's"]);
+}
+
 #[test]
 fn step_on_nccl_a_corrupted_phase_is_wrong() {
     let env = fake_env("4", &[]);

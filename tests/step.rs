@@ -51,7 +51,10 @@ fn tp_dp_and_pp_dp_zero_wrong() {
     let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
     assert_eq!(rows.len(), 2);
     assert_eq!((&rows[1][3], &rows[1][6], &rows[1][7], &rows[1][13]), ("dp", "2", "25165824", "0"));
-    assert_eq!((head.len(), &rows[1][19], &rows[1][20]), (25, "mpi", "1"));
+    assert_eq!((head.len(), &rows[1][19], &rows[1][20]), (28, "mpi", "1"));
+    // The nccl backend's launch modes: empty on mpi.
+    assert_eq!(&head[25..], ["cuda_graph", "agg_iters", "register"]);
+    assert!(rows.iter().all(|r| (&r[25], &r[26], &r[27]) == ("", "", "")), "{rows:?}");
     for r in &rows {
         let t: f64 = r[8].parse().unwrap();
         assert!(t > 0.0, "{r:?}");

@@ -114,6 +114,8 @@ pub struct StepArgs {
     pub timeout: Option<String>,
     #[command(flatten)]
     pub files: super::FileFlags,
+    #[command(flatten)]
+    pub launch: super::sweep::LaunchFlags,
     /// Testing only: flip a bit of every output this rank receives in the check pass
     #[arg(long = "debug-corrupt-rank", value_name = "RANK", hide = true)]
     pub debug_corrupt_rank: Option<usize>,
@@ -272,12 +274,20 @@ pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
         sequence_parallel: a.sequence_parallel,
         moe,
     };
+    let backend = super::values::backend_kind(&a.backend)?;
+    let launch = a.launch.modes(backend, false, &[])?;
+    if launch.cpu_time {
+        return Err(Error::usage(
+            "step -C/--cpu-time: the sweep's; a step's rows are per dimension, not per call, and carry no launch time; expected no -C (the sweep of the same collective gives cpu_time_us)",
+        ));
+    }
     Ok(Clap::Args(StepOptions {
         model,
         dtype,
         layout: choice,
         tp_across_hosts: a.tp_across_hosts,
-        backend: super::values::backend_kind(&a.backend)?,
+        backend,
+        launch,
         iters: count_flag("step -n/--iters", &a.iters, 1)?,
         warmup: count_flag("step -w/--warmup-iters", &a.warmup, 0)?,
         check: super::values::bool_flag("step -c/--check", &a.check)?,

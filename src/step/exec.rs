@@ -52,7 +52,14 @@ pub fn backend_options(opts: &StepOptions) -> Options {
     let wire = wire_dtype(opts.dtype, opts.backend, opts.check);
     // ops: Sum only, so the nccl backend's own avg rule (on the world's size) does not apply;
     // `nccl_unfit` judges the DP group's size instead.
-    Options { backend: opts.backend, check: opts.check, dtypes: vec![wire], ops: vec![Op::Sum], ..Options::default() }
+    Options {
+        backend: opts.backend,
+        check: opts.check,
+        dtypes: vec![wire],
+        ops: vec![Op::Sum],
+        launch: opts.launch,
+        ..Options::default()
+    }
 }
 
 /// One operation of a rank's program.
@@ -163,6 +170,8 @@ struct Runner<'a> {
     /// This rank's pipeline: its place in the group is its stage.
     pp: Option<Group>,
     samples: Vec<f64>,
+    /// `-m`: calls per NCCL group, each group one iteration of the backend's (1 elsewhere).
+    launch_agg: u32,
     /// Testing only: flip a bit of each output received in the check pass.
     corrupt: bool,
     /// `-T`: armed once per pass (the same sequence on every rank), re-armed per call.
@@ -267,7 +276,8 @@ impl Runner<'_> {
         let mut samples = std::mem::take(&mut self.samples);
         let g = self.group(dim);
         g.backend.run(&call, 1, 1, &mut samples)?;
-        let t = samples[0];
+        // -m: one iteration is that many calls in one NCCL group; the step makes one.
+        let t = samples[0] / f64::from(self.launch_agg);
         self.samples = samples;
         let mut wrong = 0;
         if check {
@@ -481,6 +491,7 @@ pub fn run_layout(
         router,
         pp,
         samples: vec![],
+        launch_agg: opts.launch.agg_iters.max(1),
         corrupt: opts.debug_corrupt_rank == Some(world.rank),
         watchdog,
         pass: StepPass::SetUp,
@@ -546,6 +557,7 @@ mod tests {
             layout: crate::step::LayoutChoice::All,
             tp_across_hosts: false,
             backend,
+            launch: crate::options::LaunchModes::default(),
             iters: 1,
             warmup: 0,
             check,

@@ -65,6 +65,9 @@ pub struct StepOptions {
     pub tp_across_hosts: bool,
     /// `--backend`: where the step's calls run (mpi: host buffers; nccl: device buffers).
     pub backend: crate::options::BackendKind,
+    /// `-G`, `-m`, `-R` on the nccl backend: how each call is launched and on what memory
+    /// (`-C` is the sweep's only).
+    pub launch: crate::options::LaunchModes,
     pub iters: u64,
     pub warmup: u64,
     pub check: bool,
@@ -538,7 +541,7 @@ fn print_ranking(results: &[LayoutResult], elapsed: f64) {
 }
 
 /// `step --csv`'s columns (times in µs, as every file's: docs/output.md).
-pub const CSV_HEAD: [&str; 25] = [
+pub const CSV_HEAD: [&str; 28] = [
     "tp",
     "pp",
     "dp",
@@ -564,10 +567,15 @@ pub const CSV_HEAD: [&str; 25] = [
     "topk",
     "skew",
     "capacity",
+    "cuda_graph",
+    "agg_iters",
+    "register",
 ];
 
 /// One row per dimension of `r` (the header is written when the file is created).
 fn write_csv(f: &mut crate::report::AppendFile, opts: &StepOptions, r: &LayoutResult) -> Result<()> {
+    let nccl = opts.backend == crate::options::BackendKind::Nccl;
+    let nccl_only = |v: u32| if nccl { v.to_string() } else { String::new() };
     let mut record = |fields: &[String]| crate::report::csv::append_record(f, "step --csv", fields);
     let m = &opts.model;
     for d in &r.dims {
@@ -597,6 +605,9 @@ fn write_csv(f: &mut crate::report::AppendFile, opts: &StepOptions, r: &LayoutRe
             m.moe.map_or(String::new(), |e| e.topk.to_string()),
             m.moe.map_or(String::new(), |e| e.skew.to_string()),
             m.moe.and_then(|e| e.capacity).map_or(String::new(), |c| c.to_string()),
+            nccl_only(opts.launch.cuda_graph),
+            nccl_only(opts.launch.agg_iters),
+            nccl_only(opts.launch.register),
         ])?;
     }
     Ok(())

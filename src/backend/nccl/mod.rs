@@ -187,7 +187,11 @@ pub fn create_in_group(world: &World, opts: &Options, color: u32, sizes: &[usize
 /// unique id and no world communicator is made. Its own collectives are never run. Collective.
 pub fn create_parent(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     let env = |k: &str| std::env::var_os(k);
-    Ok(Box::new(NcclBackend::new(world, opts, &env, RunsOn::Groups(&[]), WorldComm::ForSplit)?))
+    let backend = NcclBackend::new(world, opts, &env, RunsOn::Groups(&[]), WorldComm::ForSplit)?;
+    // The groups' calls run on split communicators, blocking (else on non-blocking ones from
+    // their own unique ids): refused here, before any file or group is made.
+    world.agree(backend.can_launch_on(Some(backend.nccl.comm_split().is_some())).map_err(Error::setup))?;
+    Ok(Box::new(backend))
 }
 
 /// A hidden variable for `ci/gpu-validate.sh`'s comparison: where set, the timed calls run on
@@ -449,6 +453,9 @@ pub struct NcclBackend {
     /// `-R`: the registrations of `send` and `recv`, undone first of all (before the
     /// communicators they belong to and the memory they cover).
     registered: Vec<register::Registered>,
+    /// Whether this backend's collectives run (false for a parent of groups, `step`'s, whose
+    /// buffers only prove the fit: they are not registered).
+    runs_calls: bool,
     /// The blocking communicator the timed calls run on, where the world's is non-blocking and
     /// the library can split ([`NcclBackend::blocking_copy`]); else they run on `comm`.
     timed: Option<Comm>,
@@ -659,6 +666,7 @@ impl NcclBackend {
         let drv = local.drv;
         let mut backend = NcclBackend {
             registered: Vec::new(),
+            runs_calls: make == WorldComm::Always,
             timed: None,
             comm,
             send: DeviceBuffer::empty(drv),
@@ -725,6 +733,12 @@ impl NcclBackend {
     /// driver that captures and a blocking communicator (on a non-blocking one NCCL 2.23 and
     /// newer launch from a thread of their own, outside the capture). Before anything is timed.
     fn can_launch(&self) -> std::result::Result<(), String> {
+        self.can_launch_on(self.calls_comm().map(|c| c.blocking))
+    }
+
+    /// [`NcclBackend::can_launch`] for the timed calls on a communicator that is blocking or not
+    /// (`None`: none).
+    fn can_launch_on(&self, blocking: Option<bool>) -> std::result::Result<(), String> {
         if let Some(why) = self.nccl.cannot_register(self.launch.register) {
             return Err(why);
         }
@@ -732,8 +746,8 @@ impl NcclBackend {
             return Ok(());
         }
         self.drv.can_graph().map_err(|e| format!("-G/--cuda-graph: {e}; expected -G 0"))?;
-        match self.calls_comm() {
-            Some(c) if !c.blocking => Err(format!(
+        match blocking {
+            Some(false) => Err(format!(
                 "-G/--cuda-graph: the timed calls run on a non-blocking communicator (NCCL {} has no ncclCommSplit for a blocking copy, or {NON_BLOCKING_TIMING_VAR} is set), whose launches NCCL makes from a thread of its own; expected NCCL 2.18 or newer, or -G 0",
                 self.nccl.version_string()
             )),
@@ -1500,7 +1514,7 @@ impl Backend for NcclBackend {
             return made.map(|_| ());
         }
         (self.send, self.recv, self.scratch) = made?;
-        if level > 0 {
+        if level > 0 && self.runs_calls {
             let (nccl, comm) = (self.nccl, self.raw());
             let settle = |r: c_int, what: &str| self.settle(r, what);
             let regs = [&self.send, &self.recv]
@@ -1555,7 +1569,8 @@ impl Backend for NcclBackend {
     fn group(&self, world: &World, opts: &Options, color: u32, sizes: &[usize]) -> Option<Result<Box<dyn Backend>>> {
         let made = avg_is_checkable(&opts.ops, &opts.dtypes, opts.check, RunsOn::Groups(sizes))
             .map_err(Error::usage)
-            .and_then(|()| self.group_from(world, opts, color, opts.timeout.setup_limit_s()));
+            .and_then(|()| self.group_from(world, opts, color, opts.timeout.setup_limit_s()))
+            .and_then(|b| world.agree(b.can_launch().map_err(Error::setup)).map(|()| b));
         Some(made.map(|b| Box::new(b) as Box<dyn Backend>))
     }
 

@@ -104,6 +104,7 @@ impl NcclBackend {
         let (start, end, sync) = (cuda::Event::new(drv)?, cuda::Event::new(drv)?, cuda::Event::new(drv)?);
         Ok(NcclBackend {
             registered: Vec::new(),
+            runs_calls: true,
             timed: None,
             comm: None,
             send: DeviceBuffer::empty(drv),
@@ -146,6 +147,7 @@ impl NcclBackend {
         self.details.push(format!("{}", self.split_via()));
         let Group { comm, rank, size, .. } = group;
         self.timed = None;
+        self.runs_calls = true;
         self.comm = Some(comm);
         self.rank = rank;
         self.nranks = size;
