@@ -295,12 +295,14 @@ if [ -n "${NCCL_TESTS_DIR:-}" ]; then
   rm -f "$summary.rows"
 fi
 
-# The launch modes (docs/gpu.md "Launch modes"): coll-bench's -G 1 and -m 4 beside nccl-tests'
-# same flags, all-reduce, all-gather and reduce-scatter on all N GPUs, check off on both sides
-# (nccl-tests checks outside its timed loop too); a ratio outside 0.98-1.02 is marked.
+# The launch modes (docs/gpu.md "Launch modes"): coll-bench's -G 1, -m 4 and -R 2 beside
+# nccl-tests' same flags, all-reduce, all-gather and reduce-scatter on all N GPUs, check off on
+# both sides (nccl-tests checks outside its timed loop too); a ratio outside 0.98-1.02 is marked.
+# -R 2 where coll-bench refuses it (NCCL before 2.27, or no symmetric-memory support: nccl-tests
+# would quietly fall back to -R 1 or run unregistered) is a row saying why, not a failure.
 if [ -n "${NCCL_TESTS_DIR:-}" ]; then
   : >"$summary.rows"
-  for mode in "-G 1" "-m 4"; do
+  for mode in "-G 1" "-m 4" "-R 2"; do
     for coll in all-reduce all-gather reduce-scatter; do
       bin=$NCCL_TESTS_DIR/${perf[$coll]}
       [ -x "$bin" ] || continue
@@ -309,7 +311,17 @@ if [ -n "${NCCL_TESTS_DIR:-}" ]; then
       log=$out/nccl-tests-mode$tag-$coll-$n_max-ranks-$stamp.txt
       # shellcheck disable=SC2086 # the mode is two words on purpose
       "${MPIRUN[@]}" -n "$n_max" "$COLL_BENCH_BIN" --backend nccl "$coll" "${sizes[@]}" -d float -o sum -c 0 $mode \
-        --csv "$ours" >"${ours%.csv}.txt" 2>&1 || { echo "ci/gpu-validate.sh: coll-bench $coll $mode failed: ${ours%.csv}.txt" >&2; rc=1; continue; }
+        --csv "$ours" >"${ours%.csv}.txt" 2>&1 || {
+          r=$?
+          why=$(grep -m1 -o -- '-R/--register [0-9]: .*' "${ours%.csv}.txt")
+          if [ "$r" = 2 ] && [ -n "$why" ]; then
+            echo "| $mode | $n_max | $coll | - | - | - | - | not run: ${why//|/\\|} |" >>"$summary.rows"
+            continue
+          fi
+          echo "ci/gpu-validate.sh: coll-bench $coll $mode failed: ${ours%.csv}.txt" >&2
+          rc=1
+          continue
+        }
       # shellcheck disable=SC2086
       NCCL_NVLINK_UTIL_CENTRIC_SCHED_ENABLE=0 NCCL_P2P_MAX_PEERS=$n_max \
         "${MPIRUN[@]}" -n "$n_max" "$bin" "${sizes[@]}" -g 1 -d float -o sum -c 0 $mode >"$log" 2>&1 || {

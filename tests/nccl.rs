@@ -730,6 +730,15 @@ fn gpu_validate_checks_every_collective_and_compares_with_nccl_tests() {
             assert!(row.ends_with(if (0.98..=1.02).contains(&ratio) { "| ok |" } else { "| outside ±2% |" }), "{row}");
         }
     }
+    // -R 2 on an NCCL before 2.27: coll-bench refuses it (nccl-tests would quietly run -R 1), a
+    // row says why, and the script does not fail for it.
+    for coll in ["all-reduce", "all-gather"] {
+        let row = out
+            .lines()
+            .find(|l| l.starts_with(&format!("| -R 2 | 2 | {coll} | - |")))
+            .unwrap_or_else(|| panic!("no -R 2 row for {coll}:\n{out}"));
+        assert!(row.ends_with("| not run: -R/--register 2: NCCL 2.24.3 has no symmetric windows (ncclCommWindowRegister); expected NCCL 2.27 or newer, or -R 1 or 0 |"), "{row}");
+    }
     // nccl-tests built without MPI=1: under mpirun every process runs a 1-rank test and prints
     // its own header; the script says so and fails instead of comparing those rows.
     script(
