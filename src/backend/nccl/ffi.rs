@@ -444,25 +444,11 @@ impl Nccl {
     pub fn cannot_register(&self, level: u32) -> Option<String> {
         let o = &self.optional;
         let v = (self.version.0, self.version.1);
+        let allocator = o.mem_alloc.is_some() && o.mem_free.is_some();
         let (need, have) = match level {
             0 => return None,
-            1 => (
-                REGISTER_VERSION,
-                [o.mem_alloc.is_some(), o.mem_free.is_some(), o.comm_register.is_some(), o.comm_deregister.is_some()]
-                    .iter()
-                    .all(|b| *b),
-            ),
-            _ => (
-                WINDOW_VERSION,
-                [
-                    o.mem_alloc.is_some(),
-                    o.mem_free.is_some(),
-                    o.comm_window_register.is_some(),
-                    o.comm_window_deregister.is_some(),
-                ]
-                .iter()
-                .all(|b| *b),
-            ),
+            1 => (REGISTER_VERSION, allocator && o.comm_register.is_some() && o.comm_deregister.is_some()),
+            _ => (WINDOW_VERSION, allocator && o.comm_window_register.is_some() && o.comm_window_deregister.is_some()),
         };
         let what =
             if level == 1 { "ncclMemAlloc and ncclCommRegister" } else { "symmetric windows (ncclCommWindowRegister)" };

@@ -1039,7 +1039,7 @@ impl NcclBackend {
     /// Undo `-R`'s registrations and free the buffers, once the work using them is done
     /// (`ncclMemFree`, unlike `cuMemFree`, does not wait for it).
     fn release_buffers(&mut self) {
-        if !self.registered.is_empty() || self.launch.register > 0 {
+        if self.launch.register > 0 {
             let _ = self.stream.synchronize();
         }
         self.registered.clear();

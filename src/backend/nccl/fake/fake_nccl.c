@@ -1609,14 +1609,18 @@ ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, vo
     return add_reg(comm, buff, size, 0, (struct reg **)handle);
 }
 
-ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle) {
-    needs_version(21900, "ncclCommDeregister");
-    if (!comm) return error(invalid_argument, "ncclCommDeregister: null communicator");
+/* ncclCommDeregister (window 0) and ncclCommWindowDeregister (window 1): a handle of this
+ * communicator's of that kind, null a no-op. */
+static ncclResult_t deregister(ncclComm_t comm, void *handle, int window) {
+    needs_version(window ? 22700 : 21900, window ? "ncclCommWindowDeregister" : "ncclCommDeregister");
+    if (!comm) return error(invalid_argument, "deregistration on a null communicator");
     if (!handle) return ok;
-    if (!drop_reg(comm, handle, 0)) return error(invalid_usage, "Deregister: Could not find handle");
-    trace("deregister", -1);
+    if (!drop_reg(comm, handle, window))
+        return error(invalid_usage, window ? "ncclCommWindowDeregister: not a window of this communicator" : "Deregister: Could not find handle");
+    trace(window ? "window-free" : "deregister", -1);
     return ok;
 }
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle) { return deregister(comm, handle, 0); }
 
 /* Every rank's k-th window: wait until every rank has registered k (a rank that never does holds
  * the others, as NCCL's exchange at the group's end). */
@@ -1671,11 +1675,4 @@ ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, vo
     return r == ok && comm->nonblocking ? in_progress : r;
 }
 
-ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, void *win) {
-    needs_version(22700, "ncclCommWindowDeregister");
-    if (!comm) return error(invalid_argument, "ncclCommWindowDeregister: null communicator");
-    if (!win) return ok;
-    if (!drop_reg(comm, win, 1)) return error(invalid_usage, "ncclCommWindowDeregister: not a window of this communicator");
-    trace("window-free", -1);
-    return ok;
-}
+ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, void *win) { return deregister(comm, win, 1); }
