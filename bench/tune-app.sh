@@ -14,6 +14,7 @@ bash ci/setup.sh
 . ci/env.sh
 unset MALLOC_MMAP_MAX_ MALLOC_MMAP_THRESHOLD_ MALLOC_TRIM_THRESHOLD_ MALLOC_TOP_PAD_ GLIBC_TUNABLES
 REPS=${REPS:-3}
+BUDGET=${BUDGET:-1.0} # seconds of timed calls per loop (was 0.1 until 2026-12-03: 130 calls at 1 MiB, too few against the faults' spread)
 SIZES="262144 1048576 4194304"
 out=target/bench/tune-app
 rm -rf "$out"
@@ -25,16 +26,19 @@ rules=$(realpath "$out/rs.rules")
 for i in $(seq 1 "$REPS"); do
   for h in 0 20; do
     for s in $SIZES; do
-      "${MPIRUN[@]}" -n 2 "$out/bare_loop" "$s" 0.1 "$s" reduce-scatter 2 "$h" | tail -1 > "$out/without-$h-$s-$i.csv"
+      "${MPIRUN[@]}" -n 2 "$out/bare_loop" "$s" "$BUDGET" "$s" reduce-scatter 2 "$h" | tail -1 > "$out/without-$h-$s-$i.csv"
       "${MPIRUN[@]}" -n 2 --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename "$rules" \
-        "$out/bare_loop" "$s" 0.1 "$s" reduce-scatter 2 "$h" | tail -1 > "$out/with-$h-$s-$i.csv"
+        "$out/bare_loop" "$s" "$BUDGET" "$s" reduce-scatter 2 "$h" | tail -1 > "$out/with-$h-$s-$i.csv"
+      # the switch alone: dynamic rules on, no file (does turning the decision on cost anything by itself?)
+      "${MPIRUN[@]}" -n 2 --mca coll_tuned_use_dynamic_rules 1 \
+        "$out/bare_loop" "$s" "$BUDGET" "$s" reduce-scatter 2 "$h" | tail -1 > "$out/switch-$h-$s-$i.csv"
     done
   done
 done
 NAME=${NAME:-$(hostname)}
-python3 - "$out" "$REPS" "$SIZES" <<'PY' | tee "bench/tune-app-$NAME.md"
+python3 - "$out" "$REPS" "$SIZES" "$BUDGET" <<'PY' | tee "bench/tune-app-$NAME.md"
 import platform, re, statistics, subprocess, sys
-d, reps, sizes = sys.argv[1], int(sys.argv[2]), [int(x) for x in sys.argv[3].split()]
+d, reps, sizes, budget = sys.argv[1], int(sys.argv[2]), [int(x) for x in sys.argv[3].split()], sys.argv[4]
 t = lambda w, h, s, i: float(open(f"{d}/{w}-{h}-{s}-{i}.csv").read().split(",")[4])
 f = lambda w, h, s, i: float(open(f"{d}/{w}-{h}-{s}-{i}.csv").read().split(",")[5])
 table = open(f"{d}/tune.txt").read()
@@ -46,11 +50,12 @@ for line in table.splitlines():
         pred[int(m.group(1))] = (m.group(2), m.group(3), float(m.group(4)))
 mpi = subprocess.run(["mpirun", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
 print(f"# tune's rules in an application's loop ({platform.node()}, {mpi})\n")
-print(f"2 ranks; MPI_Reduce_scatter_block, float sum; {reps} alternated repeats, median; µs per call (faults per call).")
+print(f"2 ranks; MPI_Reduce_scatter_block, float sum; {reps} alternated repeats, median; µs per call (faults per call);")
+print(f"each loop {budget} s of timed calls. `switch`: coll_tuned_use_dynamic_rules 1 and no file (the switch the file needs, alone).")
 print("`fresh`: a bare loop with nothing before it; `history`: after 20 one-double all-reduces. The file: `coll-bench tune")
 print("reduce-scatter -b 256K -e 4M --write-rules`; `predicted`: tune's fastest selectable / the file's choice / its speed-up over the default.\n")
-print("| size | predicted | fresh without | fresh with | with ÷ without | history without | history with | with ÷ without |")
-print("|---|---|---:|---:|---:|---:|---:|---:|")
+print("| size | predicted | fresh without | fresh with | fresh switch | with ÷ without | history without | history with | history switch | with ÷ without |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 for s in sizes:
     row = [f"{s >> 10} KiB" if s < 1 << 20 else f"{s >> 20} MiB"]
     p = pred.get(s)
@@ -60,7 +65,9 @@ for s in sizes:
         x = statistics.median(t("with", h, s, i) for i in range(1, reps + 1))
         fw = statistics.median(f("without", h, s, i) for i in range(1, reps + 1))
         fx = statistics.median(f("with", h, s, i) for i in range(1, reps + 1))
-        row += [f"{w:.1f} ({fw:.0f})", f"{x:.1f} ({fx:.0f})", f"{w / x:.2f}"]
+        y = statistics.median(t("switch", h, s, i) for i in range(1, reps + 1))
+        fy = statistics.median(f("switch", h, s, i) for i in range(1, reps + 1))
+        row += [f"{w:.1f} ({fw:.0f})", f"{x:.1f} ({fx:.0f})", f"{y:.1f} ({fy:.0f})", f"{w / x:.2f}"]
     print("| " + " | ".join(row) + " |")
 print("\n`with ÷ without` is the speed-up the file gives the application (the bar: ≥ 0.95 at every size).")
 print("\nThe rules file:\n\n```")
