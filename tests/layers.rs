@@ -5,7 +5,14 @@
 //! an upward (or sideways) path fails, naming the file, the line and both modules.
 //!
 //! Comments and doc comments are left out (a doc link is not an import); `super::` paths stay
-//! inside their own top-level module and are not followed.
+//! inside their own top-level module and are not followed by the layer check.
+//!
+//! Inside a module the files point one way too ([`circles`]): a file's paths (`super::x`,
+//! `self::x`, `crate::m::x`, a child's `x::` from its parent) name other files of its module, and
+//! no chain of them comes back to where it started. A module's root (`mod.rs`) may use its
+//! children; a child that needs a type of the root's makes a circle, so shared types live in a
+//! file of their own below both (`collective/contract.rs`, `watchdog/transport.rs`). Test modules
+//! (`#[cfg(test)] mod … { … }` at a file's end) are left out: tests sit above what they test.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -277,6 +284,255 @@ fn violations(root: &Path, layers: &[Vec<String>]) -> Vec<String> {
         }
     }
     bad
+}
+
+/// A file's module path: `src/a/b.rs` → `a::b`, `src/a/mod.rs` → `a`, `src/lib.rs` → ``.
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let mut segs: Vec<String> = rel.components().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect();
+    if segs.last().is_some_and(|s| s == "mod" || s == "lib") {
+        segs.pop();
+    }
+    segs
+}
+
+/// `code` without its inline test modules: from a `#[cfg(test)]` line followed by `mod NAME {`
+/// to the next line that is `}` alone (rustfmt's end of an item at the left margin).
+fn without_tests(code: &str) -> String {
+    let mut out = String::new();
+    let mut lines = code.lines().peekable();
+    while let Some(l) = lines.next() {
+        let opens_test = l.trim() == "#[cfg(test)]"
+            && lines.peek().is_some_and(|n| n.starts_with("mod ") && n.trim_end().ends_with('{'));
+        if opens_test {
+            for l in lines.by_ref() {
+                out.push('\n');
+                if l == "}" {
+                    break;
+                }
+            }
+        } else {
+            out.push_str(l);
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Every path in `code` (comments stripped) that starts with `super::`, `self::`, `crate::` or
+/// `first::` for a `first` in `children`, as its segments after the prefix's resolution against
+/// `module` (`super` → the parent's path); a group `a::{b, c::d}` gives one path per item, each
+/// with its line.
+fn paths_in(code: &str, module: &[String], children: &[String]) -> Vec<(usize, Vec<String>)> {
+    let b: Vec<char> = code.chars().collect();
+    let word = |i: usize| -> (String, usize) {
+        let mut j = i;
+        while j < b.len() && is_ident(b[j]) {
+            j += 1;
+        }
+        (b[i..j].iter().collect(), j)
+    };
+    let sep = |i: usize| i + 1 < b.len() && b[i] == ':' && b[i + 1] == ':';
+    let mut out = vec![];
+    let mut i = 0;
+    while i < b.len() {
+        let starts = is_ident(b[i]) && (i == 0 || !(is_ident(b[i - 1]) || matches!(b[i - 1], ':' | '$' | '.' | '\'')));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        let line = b[..i].iter().filter(|c| **c == '\n').count() + 1;
+        // The prefix.
+        let (first, mut j) = word(i);
+        let base: Vec<String> = match first.as_str() {
+            "crate" => vec![],
+            "self" => module.to_vec(),
+            "super" => {
+                let mut m = module.to_vec();
+                m.pop();
+                while sep(j) && word(j + 2).0 == "super" {
+                    m.pop();
+                    j = word(j + 2).1;
+                }
+                m
+            }
+            f if children.iter().any(|c| c == f) && sep(j) => {
+                j = i; // the child's name is the path's first segment
+                module.to_vec()
+            }
+            _ => {
+                i = j;
+                continue;
+            }
+        };
+        if j > i && !sep(j) {
+            i = j;
+            continue;
+        }
+        if j > i {
+            j += 2;
+        }
+        // The segments, then an item or a group.
+        let before = out.len();
+        let mut segs = vec![];
+        loop {
+            if j < b.len() && b[j] == '{' {
+                let (mut depth, mut item, mut items) = (0usize, String::new(), vec![]);
+                j += 1;
+                while j < b.len() {
+                    match b[j] {
+                        '{' => depth += 1,
+                        '}' if depth == 0 => break,
+                        '}' => depth -= 1,
+                        ',' if depth == 0 => {
+                            items.push(std::mem::take(&mut item));
+                            j += 1;
+                            continue;
+                        }
+                        _ => {}
+                    }
+                    item.push(b[j]);
+                    j += 1;
+                }
+                items.push(item);
+                for it in items {
+                    let mut p = segs.clone();
+                    p.extend(
+                        it.trim()
+                            .split("::")
+                            .map(|s| s.trim().chars().take_while(|c| is_ident(*c)).collect::<String>()),
+                    );
+                    out.push((line, p));
+                }
+                break;
+            }
+            let (w, k) = word(j);
+            if w.is_empty() {
+                out.push((line, segs));
+                break;
+            }
+            segs.push(w);
+            j = k;
+            if !sep(j) {
+                out.push((line, segs));
+                break;
+            }
+            j += 2;
+        }
+        for (_, p) in &mut out[before..] {
+            let mut full = base.clone();
+            full.append(p);
+            *p = full;
+        }
+        i = j.max(i + 1);
+    }
+    out
+}
+
+/// The circles among the files of each top-level module of `src/` under `root`: one line per
+/// circle, its files in order and the line of each file's path to the next.
+fn circles(root: &Path) -> Vec<String> {
+    let src = root.join("src");
+    let files: Vec<(PathBuf, Vec<String>)> =
+        rust_files(&src).into_iter().map(|p| (p.clone(), module_path(&src, &p))).collect();
+    let known: std::collections::BTreeSet<Vec<String>> = files.iter().map(|(_, m)| m.clone()).collect();
+    // Edges: file index → (file index, line).
+    let index: BTreeMap<Vec<String>, usize> = files.iter().enumerate().map(|(i, (_, m))| (m.clone(), i)).collect();
+    let mut edges: Vec<BTreeMap<usize, usize>> = vec![BTreeMap::new(); files.len()];
+    for (i, (path, module)) in files.iter().enumerate() {
+        if module.is_empty() {
+            continue;
+        }
+        let children: Vec<String> = known
+            .iter()
+            .filter(|m| m.len() == module.len() + 1 && m.starts_with(module))
+            .map(|m| m.last().unwrap().clone())
+            .collect();
+        let code = without_tests(&strip_comments(&std::fs::read_to_string(path).unwrap()));
+        for (line, p) in paths_in(&code, module, &children) {
+            // The longest prefix of the path that is a file of the same top-level module.
+            let mut target: Vec<String> = vec![];
+            for s in &p {
+                let mut next = target.clone();
+                next.push(s.clone());
+                if known.contains(&next) {
+                    target = next;
+                } else {
+                    break;
+                }
+            }
+            if target.is_empty() || target[0] != module[0] || target == *module {
+                continue;
+            }
+            edges[i].entry(index[&target]).or_insert(line);
+        }
+    }
+    // Each circle once: a depth-first search from every file, through files after it only.
+    let shown = |i: usize| files[i].0.strip_prefix(root).unwrap().display().to_string();
+    let mut out = vec![];
+    for start in 0..files.len() {
+        let mut stack = vec![(start, edges[start].keys().copied().collect::<Vec<_>>())];
+        let mut trail = vec![start];
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some((_, next)) = stack.last_mut() {
+            let Some(n) = next.pop() else {
+                stack.pop();
+                trail.pop();
+                continue;
+            };
+            if n == start {
+                let mut hops: Vec<String> = vec![];
+                for w in trail.windows(2).chain(std::iter::once(&[*trail.last().unwrap(), start][..])) {
+                    hops.push(format!("{}:{}", shown(w[0]), edges[w[0]][&w[1]]));
+                }
+                out.push(format!("{} → back to {}", hops.join(" → "), shown(start)));
+            } else if n > start && seen.insert(n) {
+                trail.push(n);
+                stack.push((n, edges[n].keys().copied().collect()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_circle_among_the_files_of_a_module() {
+    let bad = circles(&root());
+    assert!(bad.is_empty(), "{} circle(s) among files (each file:line uses the next):\n{}", bad.len(), bad.join("\n"));
+}
+
+#[test]
+fn a_circle_inside_a_module_is_reported_with_its_files_and_lines() {
+    // A copy of src/ where the transport (below the UDP channel) names the channel.
+    let tmp = std::env::temp_dir().join(format!("coll-bench-circles-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    for f in rust_files(&root().join("src")) {
+        let to = tmp.join(f.strip_prefix(root()).unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&f, &to).unwrap();
+    }
+    let transport = tmp.join("src/watchdog/transport.rs");
+    let text = std::fs::read_to_string(&transport).unwrap();
+    let line = text.lines().count() + 1;
+    std::fs::write(&transport, format!("{text}fn circle() {{ let _ = super::channel::Channel::open; }}\n")).unwrap();
+    let bad = circles(&tmp);
+    let _ = std::fs::remove_dir_all(&tmp);
+    let want = format!("src/watchdog/transport.rs:{line} → ");
+    assert!(bad.iter().any(|b| b.contains(&want) && b.contains("src/watchdog/channel.rs:")), "{bad:?}");
+    // The scanner's forms: a group, a child's path from its root, nested `super`.
+    let m = |s: &str| s.split("::").map(String::from).collect::<Vec<_>>();
+    let got = paths_in(
+        "use super::{a, b::C};\nfn f() { child::g(); super::super::x::y(); self::z(); crate::q::R; other::no(); }",
+        &m("top::mid"),
+        &["child".to_string()],
+    );
+    let got: Vec<(usize, String)> = got.into_iter().map(|(l, p)| (l, p.join("::"))).collect();
+    let want: Vec<(usize, String)> =
+        [(1, "top::a"), (1, "top::b::C"), (2, "top::mid::child::g"), (2, "x::y"), (2, "top::mid::z"), (2, "q::R")]
+            .iter()
+            .map(|(l, p)| (*l, p.to_string()))
+            .collect();
+    assert_eq!(got, want);
 }
 
 #[test]

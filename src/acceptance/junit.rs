@@ -5,7 +5,7 @@
 //! as a `<measurement>` line that Jenkins' measurement-plots plugin charts; `failure` and
 //! `skipped` elements as the schema has them.
 
-use super::{CheckResult, Outcome};
+use super::verdict::{CheckResult, Outcome};
 use crate::error::Result;
 use std::fmt::Write;
 use std::path::Path;

@@ -7,6 +7,7 @@
 pub mod from_run;
 pub mod junit;
 pub mod spec;
+mod verdict;
 
 use crate::error::{exit, Error, Result};
 use crate::options::{Aggregation, CsvTarget, Options, Step};
@@ -21,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use spec::{Rule, Spec};
 use std::io::Write;
 use std::path::PathBuf;
+pub use verdict::{CheckResult, Outcome};
 
 /// `coll-bench check`'s options (from `crate::cli`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -35,48 +37,6 @@ pub struct CheckOptions {
 
 /// What every NOISY line ends with.
 const NOISY_ADVICE: &str = "the machine changed speed; check again when it is quiet";
-
-/// PASS, FAIL, NOISY or SKIP of one check.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub enum Outcome {
-    Pass,
-    Fail,
-    /// Measured, but the measurement cannot carry a verdict: the machine changed speed under
-    /// it (the line says what disagreed and what to do).
-    Noisy,
-    Skip,
-}
-
-impl Outcome {
-    /// As the verdict table, the per-rule line and JUnit write it.
-    pub fn word(self) -> &'static str {
-        match self {
-            Outcome::Pass => "PASS",
-            Outcome::Fail => "FAIL",
-            Outcome::Noisy => "NOISY",
-            Outcome::Skip => "SKIP",
-        }
-    }
-}
-
-/// One line of the verdict table (one JUnit testcase).
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct CheckResult {
-    pub rule: String,
-    pub line: usize,
-    pub collective: String,
-    pub check: &'static str,
-    pub measured: String,
-    pub required: String,
-    pub outcome: Outcome,
-    /// The measured value as a number and its name with unit (`busbw_gbps`, `time_us`, `median_us`,
-    /// `wrong_elements`, `slow_ranks`), for CI systems that chart it; `None` when nothing was
-    /// measured (a skipped rule).
-    pub value: Option<(&'static str, f64)>,
-    /// Ranks that stood out during this rule's sweeps: (rank, host, measurements, of).
-    pub slow_ranks: Vec<(usize, String, usize, usize)>,
-    pub seconds: f64,
-}
 
 /// The ceiling's own check, for a `min_pct_of_ceiling` rule on more than two hosts: the ceiling
 /// is the slowest link's rate, so a slow link lowers it and the collective still reads well

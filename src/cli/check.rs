@@ -1,6 +1,6 @@
 //! `coll-bench check SPEC.toml [OPTIONS]`.
 
-use super::Clap;
+use super::common::Clap;
 use crate::acceptance::CheckOptions;
 use crate::error::Result;
 use crate::options::CsvTarget;
@@ -31,7 +31,7 @@ pub struct CheckArgs {
     #[arg(long = "no-csv")]
     pub no_csv: bool,
     #[command(flatten)]
-    pub files: super::FileFlags,
+    pub files: super::common::FileFlags,
     /// Show a progress bar on stderr over every rule's points (automatic when rank 0's stderr
     /// is a terminal; under mpirun it is a pipe, so ask)
     #[arg(long = "progress")]
@@ -43,7 +43,7 @@ pub struct CheckArgs {
 
 /// Parse `check …` (`argv[0]` is "check").
 pub fn parse(argv: &[String]) -> Result<Clap<CheckOptions>> {
-    Ok(match super::clap_parse::<CheckArgs>(argv)? {
+    Ok(match super::common::clap_parse::<CheckArgs>(argv)? {
         Clap::Args(a) => Clap::Args(CheckOptions {
             spec: a.spec,
             junit: a.junit,

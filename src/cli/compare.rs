@@ -1,6 +1,6 @@
 //! `coll-bench compare BASE.csv NEW.csv`, or `compare BASE.csv… -- NEW.csv…` (no MPI).
 
-use super::Clap;
+use super::common::Clap;
 use crate::compare::{CompareOptions, Settings, Stat, FORM};
 use crate::error::{Error, Result};
 use std::path::PathBuf;

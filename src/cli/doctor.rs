@@ -1,7 +1,8 @@
 //! `coll-bench doctor [OPTIONS] [COLLECTIVE]...`: the sweep's flags that apply to one size, and
 //! doctor's own.
 
-use super::{Args, Clap};
+use super::common::Clap;
+use super::sweep::Args;
 use crate::collective::Kind;
 use crate::doctor::{DoctorOptions, DEFAULT_MIN_PCT};
 use crate::error::{Error, Result};
@@ -82,7 +83,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<DoctorOptions>> {
         .iter()
         .chain(super::sweep::LaunchFlags::IDS.iter())
         .fold(cmd, |cmd, id| cmd.mut_arg(*id, |a| a.hide(true)));
-    let a: DoctorArgs = match super::clap_parse_with(cmd, argv)? {
+    let a: DoctorArgs = match super::common::clap_parse_with(cmd, argv)? {
         Clap::Args(a) => a,
         Clap::Info(t) => return Ok(Clap::Info(t)),
     };

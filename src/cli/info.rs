@@ -1,6 +1,6 @@
 //! `coll-bench info [OPTIONS]`.
 
-use super::Clap;
+use super::common::Clap;
 use crate::error::Result;
 use crate::info::InfoOptions;
 
@@ -27,7 +27,7 @@ pub struct InfoArgs {
 
 /// Parse `info …` (`argv[0]` is "info").
 pub fn parse(argv: &[String]) -> Result<Clap<InfoOptions>> {
-    Ok(match super::clap_parse::<InfoArgs>(argv)? {
+    Ok(match super::common::clap_parse::<InfoArgs>(argv)? {
         Clap::Args(a) => Clap::Args(InfoOptions { json: a.json, strict: a.strict }),
         Clap::Info(t) => Clap::Info(t),
     })

@@ -6,6 +6,7 @@
 //! flag and the accepted form.
 
 mod check;
+mod common;
 mod compare;
 mod doctor;
 mod info;
@@ -17,29 +18,12 @@ pub mod sweep;
 mod tune;
 mod values;
 
+pub use common::Clap;
+use common::SUBCOMMANDS;
 pub use sweep::Args;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::options::Options;
-use clap::Parser;
-
-/// The flags of every subcommand that writes files, defined once: how an output that exists, or
-/// a symbolic link at an output path, is treated (`crate::options::Policy`).
-#[derive(clap::Args, Debug, Clone, Copy)]
-pub struct FileFlags {
-    /// Replace output files that already exist (regular files only)
-    #[arg(long = "force", visible_alias = "overwrite")]
-    pub force: bool,
-    /// Write to the file an output path's symbolic link points at (refused by default)
-    #[arg(long = "follow-symlinks")]
-    pub follow_symlinks: bool,
-}
-
-impl FileFlags {
-    pub fn policy(self) -> crate::options::Policy {
-        crate::options::Policy { force: self.force, follow_symlinks: self.follow_symlinks }
-    }
-}
 
 /// What parsing the command line led to.
 #[derive(Debug)]
@@ -58,13 +42,6 @@ pub enum Parsed {
     /// `coll-bench doctor …`
     Doctor(Box<crate::doctor::DoctorOptions>),
     /// `--help` or `--version`: the text to print (once) and exit 0.
-    Info(String),
-}
-
-/// The options, or help and version text (a usage error is the `Err` beside it).
-#[derive(Debug)]
-pub enum Clap<T> {
-    Args(T),
     Info(String),
 }
 
@@ -92,21 +69,6 @@ pub fn parse_files(argv: &[String]) -> Option<Result<Clap<FileCommand>>> {
         Some("spec") => Some(boxed(spec::parse(&argv[1..]), |o| FileCommand::Spec(Box::new(o)))),
         Some("compare") => Some(boxed(compare::parse(&argv[1..]), |o| FileCommand::Compare(Box::new(o)))),
         _ => None,
-    }
-}
-
-/// As [`clap_parse`], for a subcommand over files (`sub`): a usage error is one line,
-/// `SUB: …; expected FORM` (printed after `coll-bench: error: `).
-fn clap_parse_files<T: Parser>(sub: &str, form: &str, argv: &[String]) -> Result<Clap<T>> {
-    match T::try_parse_from(argv) {
-        Ok(a) => Ok(Clap::Args(a)),
-        Err(e) => {
-            use clap::error::ErrorKind;
-            match e.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => Ok(Clap::Info(e.render().to_string())),
-                _ => Err(Error::usage(format!("{sub}: {}; expected {form}", crate::error::clap_message(&e)))),
-            }
-        }
     }
 }
 
@@ -151,52 +113,6 @@ pub fn renamed_flags(argv: &mut [String]) -> Vec<String> {
     notes
 }
 
-/// Every subcommand's name, in the order the help lists them.
-pub const SUBCOMMANDS: [&str; 9] = ["check", "tune", "doctor", "pairs", "step", "info", "plot", "compare", "spec"];
-
-/// The subcommand `word` is most likely a misspelling of (at most two edits away), if any.
-pub fn nearest_subcommand(word: &str) -> Option<&'static str> {
-    fn edits(a: &str, b: &str) -> usize {
-        let b: Vec<char> = b.chars().collect();
-        let mut row: Vec<usize> = (0..=b.len()).collect();
-        for (i, ca) in a.chars().enumerate() {
-            let mut prev = row[0];
-            row[0] = i + 1;
-            for (j, cb) in b.iter().enumerate() {
-                let next = (row[j + 1] + 1).min(row[j] + 1).min(prev + usize::from(ca != *cb));
-                prev = row[j + 1];
-                row[j + 1] = next;
-            }
-        }
-        row[b.len()]
-    }
-    let word = word.to_ascii_lowercase();
-    SUBCOMMANDS.iter().map(|s| (edits(&word, s), *s)).filter(|(d, _)| *d <= 2).min().map(|(_, s)| s)
-}
-
-/// Run clap on `argv`: a usage error becomes one line ([`crate::error::clap_message`], then
-/// where to look), help and version become [`Clap::Info`].
-pub fn clap_parse<T: Parser>(argv: &[String]) -> Result<Clap<T>> {
-    clap_parse_with(T::command(), argv)
-}
-
-/// As [`clap_parse`], with `T`'s command as `cmd` has changed it (a subcommand that shares
-/// another's flags with other defaults says so in its own help: the help and the parse cannot
-/// disagree).
-pub fn clap_parse_with<T: Parser>(cmd: clap::Command, argv: &[String]) -> Result<Clap<T>> {
-    let name = cmd.get_name().to_string();
-    match cmd.try_get_matches_from(argv).and_then(|m| T::from_arg_matches(&m)) {
-        Ok(a) => Ok(Clap::Args(a)),
-        Err(e) => {
-            use clap::error::ErrorKind;
-            match e.kind() {
-                ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => Ok(Clap::Info(e.render().to_string())),
-                _ => Err(Error::usage(format!("{} (see {name} --help)", crate::error::clap_message(&e)))),
-            }
-        }
-    }
-}
-
 /// Parse and validate `argv` (including the program name).
 pub fn parse(argv: &[String]) -> Result<Parsed> {
     fn boxed<T>(c: Clap<T>, f: impl FnOnce(T) -> Parsed) -> Parsed {
@@ -219,6 +135,7 @@ pub fn parse(argv: &[String]) -> Result<Parsed> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use common::nearest_subcommand;
 
     /// The old spellings still parse, to the new flags, with one note each naming the new one;
     /// other subcommands' flags of the same name are left alone.

@@ -1,6 +1,6 @@
 //! `coll-bench pairs [OPTIONS]`.
 
-use super::Clap;
+use super::common::Clap;
 use crate::duration;
 use crate::error::{Error, Result};
 use crate::pairs::PairsOptions;
@@ -40,12 +40,12 @@ pub struct PairsArgs {
     #[arg(long = "no-csv")]
     pub no_csv: bool,
     #[command(flatten)]
-    pub files: super::FileFlags,
+    pub files: super::common::FileFlags,
 }
 
 /// Parse `pairs …` (`argv[0]` is "pairs").
 pub fn parse(argv: &[String]) -> Result<Clap<PairsOptions>> {
-    let a: PairsArgs = match super::clap_parse(argv)? {
+    let a: PairsArgs = match super::common::clap_parse(argv)? {
         Clap::Args(a) => a,
         Clap::Info(t) => return Ok(Clap::Info(t)),
     };

@@ -1,6 +1,6 @@
 //! `coll-bench plot RUN.csv [MORE.csv…] -o FILE.svg|FILE.png [OPTIONS]` → [`PlotOptions`].
 
-use super::Clap;
+use super::common::Clap;
 use crate::error::Result;
 use crate::plot::{PlacementChoice, PlotOptions, Stat, Style, XAxis, FORM, MAX_SIDE, MIN_SIDE};
 use clap::ValueEnum;
@@ -41,7 +41,7 @@ pub struct PlotArgs {
     #[arg(long = "x-axis", value_enum, default_value = "size")]
     x_axis: XAxisArg,
     #[command(flatten)]
-    outputs: super::FileFlags,
+    outputs: super::common::FileFlags,
 }
 
 /// `--placement`'s spellings.
@@ -102,7 +102,7 @@ impl PlotArgs {
 
 /// Parse `plot …` (`argv[0]` is "plot"). A bad flag is one line, `plot: …; expected FORM`.
 pub fn parse(argv: &[String]) -> Result<Clap<PlotOptions>> {
-    super::clap_parse_files::<PlotArgs>("plot", FORM, argv).map(|c| match c {
+    super::common::clap_parse_files::<PlotArgs>("plot", FORM, argv).map(|c| match c {
         Clap::Args(a) => Clap::Args(a.options()),
         Clap::Info(t) => Clap::Info(t),
     })

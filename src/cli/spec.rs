@@ -1,6 +1,6 @@
 //! `coll-bench spec from-run RUN.csv [RUN.csv ...] [--margin PCT] [-o SPEC.toml]` → [`FromRunOptions`].
 
-use super::Clap;
+use super::common::Clap;
 use crate::acceptance::from_run::{FromRunOptions, FORM};
 use crate::error::{Error, Result};
 use std::path::PathBuf;
@@ -43,13 +43,13 @@ struct FromRunArgs {
     #[arg(short = 'o', long = "output", value_name = "SPEC.toml")]
     output: Option<PathBuf>,
     #[command(flatten)]
-    files: super::FileFlags,
+    files: super::common::FileFlags,
 }
 
 /// Parse `spec …` (`argv[0]` is "spec"). A bad flag is one line, `spec: …; expected FORM`; a
 /// bad margin `spec from-run: --margin: …`.
 pub fn parse(argv: &[String]) -> Result<Clap<FromRunOptions>> {
-    Ok(match super::clap_parse_files::<SpecArgs>("spec", FORM, argv)? {
+    Ok(match super::common::clap_parse_files::<SpecArgs>("spec", FORM, argv)? {
         Clap::Args(SpecArgs { command: Command::FromRun(a) }) => Clap::Args(FromRunOptions {
             margin: margin(&a.margin).map_err(|e| Error::usage(format!("spec from-run: {e}")))?,
             margin_text: a.margin,

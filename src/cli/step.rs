@@ -1,7 +1,7 @@
 //! `coll-bench step [OPTIONS]`: one training step's communication.
 
+use super::common::Clap;
 use super::values::{count_flag, size_flag, timeout};
-use super::Clap;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{Dim, Grid, Layout};
@@ -113,7 +113,7 @@ pub struct StepArgs {
     #[arg(short = 'T', long = "timeout", value_name = "SECONDS")]
     pub timeout: Option<String>,
     #[command(flatten)]
-    pub files: super::FileFlags,
+    pub files: super::common::FileFlags,
     #[command(flatten)]
     pub launch: super::sweep::LaunchFlags,
     /// Testing only: flip a bit of every output this rank receives in the check pass
@@ -191,7 +191,7 @@ pub fn layout(v: &str) -> Result<Grid> {
 
 /// Parse `step …` (`argv[0]` is "step").
 pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
-    let a: StepArgs = match super::clap_parse(argv)? {
+    let a: StepArgs = match super::common::clap_parse(argv)? {
         Clap::Args(a) => a,
         Clap::Info(t) => return Ok(Clap::Info(t)),
     };

@@ -2,8 +2,8 @@
 //! exist, turned into a validated [`Options`]. tune takes the same flags (its parser flattens
 //! [`Args`] in).
 
+use super::common::Clap;
 use super::values::{bool_flag, count_flag, dedup, list, size_flag, slow_rank, timeout};
-use super::Clap;
 use crate::collective::Kind;
 use crate::dtype::{DType, Op};
 use crate::duration;
@@ -166,7 +166,7 @@ pub struct Args {
     #[arg(short = 'T', long = "timeout", value_name = "SECONDS", allow_hyphen_values = true)]
     pub timeout: Option<String>,
     #[command(flatten)]
-    pub files: super::FileFlags,
+    pub files: super::common::FileFlags,
     /// Refuse a plan of more points (collective × type × op × size) than this; 0: no limit
     #[arg(long = "max-points", value_name = "N", default_value = "10000")]
     pub max_points: String,
@@ -289,7 +289,7 @@ pub const MAX_LAUNCH_COUNT: u64 = 1024;
 
 /// Parse the sweep's command line (`argv[0]` is the program).
 pub fn parse(argv: &[String]) -> Result<Clap<Options>> {
-    Ok(match super::clap_parse::<Args>(argv)? {
+    Ok(match super::common::clap_parse::<Args>(argv)? {
         Clap::Args(args) => Clap::Args(args.into_options()?),
         Clap::Info(t) => Clap::Info(t),
     })
@@ -488,9 +488,9 @@ fn collectives(names: &[String]) -> Result<Vec<Kind>> {
             match Kind::parse(name) {
                 Some(k) => collectives.push(k),
                 None => {
-                    let hint = match super::nearest_subcommand(name) {
+                    let hint = match super::common::nearest_subcommand(name) {
                         Some(sub) => format!("; did you mean the subcommand '{sub}'?"),
-                        None => format!(" (or a subcommand first: {})", super::SUBCOMMANDS.join(", ")),
+                        None => format!(" (or a subcommand first: {})", super::common::SUBCOMMANDS.join(", ")),
                     };
                     return Err(Error::usage(format!(
                         "COLLECTIVE: unknown collective '{name}'; expected {}{hint}",

@@ -1,6 +1,7 @@
 //! `coll-bench tune [OPTIONS] [COLLECTIVE]...`: the sweep's flags and tune's own.
 
-use super::{Args, Clap};
+use super::common::Clap;
+use super::sweep::Args;
 use crate::collective::Kind;
 use crate::error::{Error, Result};
 use crate::options::Implementation;
@@ -67,7 +68,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
         .iter()
         .chain(super::sweep::LaunchFlags::IDS.iter())
         .fold(cmd, |cmd, id| cmd.mut_arg(*id, |a| a.hide(true)));
-    let a: TuneArgs = match super::clap_parse_with(cmd, argv)? {
+    let a: TuneArgs = match super::common::clap_parse_with(cmd, argv)? {
         Clap::Args(a) => a,
         Clap::Info(t) => return Ok(Clap::Info(t)),
     };

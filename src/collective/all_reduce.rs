@@ -1,5 +1,5 @@
 //! All-reduce: every rank ends with the reduction of every rank's buffer.
-use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
+use super::contract::{Cell, Collective, Convention, Ctx, Kind, Layout};
 
 pub struct AllReduce;
 
@@ -17,7 +17,7 @@ impl Collective for AllReduce {
         Layout { count: elems, send_count: elems, recv_count: elems, alg_count: elems, ..Layout::default() }
     }
     fn bus_factor(&self, n: usize) -> f64 {
-        2.0 * super::one_pass(n)
+        2.0 * super::share::one_pass(n)
     }
     fn input(&self, _c: &Ctx, i: usize) -> Cell {
         Cell::Contribution { idx: i as u64 }

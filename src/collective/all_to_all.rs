@@ -1,5 +1,5 @@
 //! All-to-all: block d of rank s's buffer goes to block s of rank d. The size is the whole buffer.
-use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
+use super::contract::{Cell, Collective, Convention, Ctx, Kind, Layout};
 
 pub struct AllToAll;
 
@@ -11,11 +11,11 @@ impl Collective for AllToAll {
         "all-to-all"
     }
     fn layout(&self, elems: usize, elem: usize, n: usize, _rank: usize, _c: Convention) -> Layout {
-        let base = super::per_rank(elems, elem, n);
+        let base = super::share::per_rank(elems, elem, n);
         Layout { count: base, send_count: base * n, recv_count: base * n, alg_count: base * n, ..Layout::default() }
     }
     fn bus_factor(&self, n: usize) -> f64 {
-        super::one_pass(n)
+        super::share::one_pass(n)
     }
     fn input(&self, c: &Ctx, i: usize) -> Cell {
         let base = c.layout.count;

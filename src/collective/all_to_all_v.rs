@@ -2,8 +2,8 @@
 //! ([`super::traffic`]). Blocks lie contiguous in rank order on both sides. The size is the
 //! bytes a rank sends on average (nccl-tests' total); algbw's bytes are the busiest rank's,
 //! sent or received (nccl-tests' `AlltoAllvGetBw`), with all-to-all's bus factor.
+use super::contract::{Cell, Collective, Convention, Ctx, Kind, Layout};
 use super::traffic::{peer_counts, Pattern, PeerCounts};
-use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
 
 pub struct AllToAllV;
 
@@ -48,7 +48,7 @@ impl Collective for AllToAllV {
         false
     }
     fn bus_factor(&self, n: usize) -> f64 {
-        super::one_pass(n)
+        super::share::one_pass(n)
     }
     fn input(&self, c: &Ctx, i: usize) -> Cell {
         let p = peers(c);

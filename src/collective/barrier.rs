@@ -1,5 +1,5 @@
 //! Barrier: no data; one row with its latency.
-use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
+use super::contract::{Cell, Collective, Convention, Ctx, Kind, Layout};
 
 pub struct Barrier;
 

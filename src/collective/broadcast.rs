@@ -1,5 +1,5 @@
 //! Broadcast: the root's buffer reaches every rank.
-use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
+use super::contract::{Cell, Collective, Convention, Ctx, Kind, Layout};
 
 pub struct Broadcast;
 

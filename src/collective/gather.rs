@@ -1,6 +1,6 @@
 //! Gather: the root ends with every rank's block, in rank order. The size is the root's whole
 //! receive buffer; each rank sends size/n rounded down to whole 16 bytes (`super::per_rank`).
-use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
+use super::contract::{Cell, Collective, Convention, Ctx, Kind, Layout};
 
 pub struct Gather;
 
@@ -15,7 +15,7 @@ impl Collective for Gather {
         true
     }
     fn layout(&self, elems: usize, elem: usize, n: usize, rank: usize, _c: Convention) -> Layout {
-        let base = super::per_rank(elems, elem, n);
+        let base = super::share::per_rank(elems, elem, n);
         Layout {
             count: base,
             send_count: base,
@@ -27,7 +27,7 @@ impl Collective for Gather {
         }
     }
     fn bus_factor(&self, n: usize) -> f64 {
-        super::one_pass(n)
+        super::share::one_pass(n)
     }
     fn input(&self, c: &Ctx, i: usize) -> Cell {
         Cell::Data { src: c.rank as u64, k: i as u64 }

@@ -3,7 +3,7 @@
 //! group). The time is one way (half the round trip). With an odd number of ranks the last one
 //! exchanges with itself. (Before the ring of [`super::sendrecv`] took the name, this was
 //! `sendrecv`.)
-use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
+use super::contract::{Cell, Collective, Convention, Ctx, Kind, Layout};
 
 pub struct PingPong;
 

@@ -1,5 +1,5 @@
 //! Reduce: the root ends with the reduction of every rank's buffer.
-use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
+use super::contract::{Cell, Collective, Convention, Ctx, Kind, Layout};
 
 pub struct Reduce;
 

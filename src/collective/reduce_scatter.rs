@@ -1,5 +1,5 @@
 //! Reduce-scatter: rank r ends with block r of the reduction. The size is the whole send buffer.
-use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
+use super::contract::{Cell, Collective, Convention, Ctx, Kind, Layout};
 
 pub struct ReduceScatter;
 
@@ -14,7 +14,7 @@ impl Collective for ReduceScatter {
         true
     }
     fn layout(&self, elems: usize, elem: usize, n: usize, rank: usize, conv: Convention) -> Layout {
-        let base = super::per_rank(elems, elem, n);
+        let base = super::share::per_rank(elems, elem, n);
         Layout {
             count: base,
             send_count: base * n,
@@ -29,7 +29,7 @@ impl Collective for ReduceScatter {
         }
     }
     fn bus_factor(&self, n: usize) -> f64 {
-        super::one_pass(n)
+        super::share::one_pass(n)
     }
     fn input(&self, _c: &Ctx, i: usize) -> Cell {
         Cell::Contribution { idx: i as u64 }

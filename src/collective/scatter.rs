@@ -1,6 +1,6 @@
 //! Scatter: rank r ends with block r of the root's buffer. The size is the root's whole send
 //! buffer; each rank receives size/n rounded down to whole 16 bytes (`super::per_rank`).
-use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
+use super::contract::{Cell, Collective, Convention, Ctx, Kind, Layout};
 
 pub struct Scatter;
 
@@ -15,7 +15,7 @@ impl Collective for Scatter {
         true
     }
     fn layout(&self, elems: usize, elem: usize, n: usize, rank: usize, _c: Convention) -> Layout {
-        let base = super::per_rank(elems, elem, n);
+        let base = super::share::per_rank(elems, elem, n);
         Layout {
             count: base,
             send_count: base * n,
@@ -27,7 +27,7 @@ impl Collective for Scatter {
         }
     }
     fn bus_factor(&self, n: usize) -> f64 {
-        super::one_pass(n)
+        super::share::one_pass(n)
     }
     fn input_len(&self, c: &Ctx) -> usize {
         if c.rank == c.root {

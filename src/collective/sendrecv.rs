@@ -3,7 +3,7 @@
 //! `ncclRecv` in a group). The bus factor is 1. In place, one buffer is sent and overwritten by
 //! the one received (`MPI_Sendrecv_replace`). For OSU's ping-pong between pairs, which this name
 //! meant before, see [`super::ping_pong`].
-use super::{Cell, Collective, Convention, Ctx, Kind, Layout};
+use super::contract::{Cell, Collective, Convention, Ctx, Kind, Layout};
 
 pub struct SendRecv;
 

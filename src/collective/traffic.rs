@@ -341,11 +341,11 @@ pub fn full_counts(p: &Pattern, elems: usize, elem: usize, n: usize) -> Vec<usiz
     let unit_elems = (16 / elem.max(1)).max(1);
     let align = |bytes: usize| (bytes & !15usize) / elem.max(1);
     match p {
-        Pattern::Uniform => vec![super::per_rank(elems, elem, n); n * n],
+        Pattern::Uniform => vec![super::share::per_rank(elems, elem, n); n * n],
         Pattern::Spread(s) => {
             // nccl-tests' AlltoAllvGetPeerBytesDistanceWeighted (alltoallv.cu:359-368), on its
             // total: paramcount × nranks × eltSize (:396-397).
-            let total = super::per_rank(elems, elem, n) * n * elem;
+            let total = super::share::per_rank(elems, elem, n) * n * elem;
             let mut out = vec![0; n * n];
             if n == 1 {
                 out[0] = align(total);
@@ -529,7 +529,7 @@ pub fn peer_counts_of(
             },
             nominal: match p {
                 Pattern::Matrix(_) => m.iter().sum::<usize>() / n.max(1),
-                _ => super::per_rank(elems, elem, n) * n,
+                _ => super::share::per_rank(elems, elem, n) * n,
             },
         }))
     })

@@ -1,8 +1,14 @@
 //! Matching: the points both sides measured in every run, and what only one side has.
 
-use super::Run;
 use crate::csvread::{Key, Row};
 use std::collections::{HashMap, HashSet};
+
+/// One CSV: one run of a sweep.
+#[derive(Debug)]
+pub struct Run {
+    pub name: String,
+    pub rows: Vec<Row>,
+}
 
 /// One point measured in every run of both sides: its rows, run by run.
 #[derive(Debug)]

@@ -33,11 +33,11 @@ mod stats;
 #[cfg(test)]
 mod tests;
 
-pub use matching::{match_runs, Matched, Point};
-pub use model::{classify_all, Change, Common, Comparison, Judgement, Noise, SeriesJudgement, Stretch};
+pub use matching::{match_runs, Matched, Point, Run};
+pub use model::{classify_all, Change, Common, Comparison, Judgement, Noise, SeriesJudgement, Settings, Stat, Stretch};
 pub use stats::{mad_sigma, median, step_noise, t_for, z_for};
 
-use crate::csvread::{self, Row};
+use crate::csvread;
 use crate::error::{exit, Error, Result};
 use render::render;
 use std::path::PathBuf;
@@ -66,59 +66,6 @@ pub fn main(opts: &CompareOptions) -> i32 {
             exit::ERROR
         }
     }
-}
-
-/// Which statistic of each run is judged.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Stat {
-    Median,
-    Mean,
-}
-
-impl Stat {
-    pub fn parse(s: &str) -> Option<Stat> {
-        match s.trim() {
-            "median" => Some(Stat::Median),
-            "mean" => Some(Stat::Mean),
-            _ => None,
-        }
-    }
-    pub fn name(self) -> &'static str {
-        match self {
-            Stat::Median => "median",
-            Stat::Mean => "mean",
-        }
-    }
-    pub(crate) fn other(self) -> Stat {
-        match self {
-            Stat::Median => Stat::Mean,
-            Stat::Mean => Stat::Median,
-        }
-    }
-    pub(crate) fn of(self, r: &Row) -> f64 {
-        match self {
-            Stat::Median => r.median_us,
-            Stat::Mean => r.time_us,
-        }
-    }
-    /// The CSV column it comes from.
-    pub(crate) fn column(self) -> &'static str {
-        match self {
-            Stat::Median => "median_us",
-            Stat::Mean => "time_us",
-        }
-    }
-}
-
-/// The judgement's settings.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Settings {
-    pub stat: Stat,
-    /// Percent.
-    pub threshold_pct: f64,
-    pub alpha: f64,
-    /// Percent: with one run per side, the shift of the whole run that fails the gate.
-    pub drift_pct: f64,
 }
 
 fn run(opts: &CompareOptions) -> Result<(String, i32)> {
@@ -162,13 +109,6 @@ fn run(opts: &CompareOptions) -> Result<(String, i32)> {
     let c = classify_all(&m.points, base.len(), new.len(), &settings);
     let text = render(&base, &new, &m, &c, &settings);
     Ok((text, if c.regressed() { exit::WRONG } else { exit::OK }))
-}
-
-/// One CSV: one run of a sweep.
-#[derive(Debug)]
-pub struct Run {
-    pub name: String,
-    pub rows: Vec<Row>,
 }
 
 fn side_name(runs: &[Run]) -> String {

@@ -1,9 +1,62 @@
 //! The model: how a point, a series and the whole run changed, against which noise.
 
+use super::matching::Point;
 use super::stats::{ln_ratio, mad_sigma, median, pooled, step_noise, t_for, z_for};
-use super::{Point, Settings, Stat};
 use crate::csvread::{Key, Row};
 use std::collections::HashSet;
+
+/// Which statistic of each run is judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stat {
+    Median,
+    Mean,
+}
+
+impl Stat {
+    pub fn parse(s: &str) -> Option<Stat> {
+        match s.trim() {
+            "median" => Some(Stat::Median),
+            "mean" => Some(Stat::Mean),
+            _ => None,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Stat::Median => "median",
+            Stat::Mean => "mean",
+        }
+    }
+    pub(crate) fn other(self) -> Stat {
+        match self {
+            Stat::Median => Stat::Mean,
+            Stat::Mean => Stat::Median,
+        }
+    }
+    pub(crate) fn of(self, r: &Row) -> f64 {
+        match self {
+            Stat::Median => r.median_us,
+            Stat::Mean => r.time_us,
+        }
+    }
+    /// The CSV column it comes from.
+    pub(crate) fn column(self) -> &'static str {
+        match self {
+            Stat::Median => "median_us",
+            Stat::Mean => "time_us",
+        }
+    }
+}
+
+/// The judgement's settings.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Settings {
+    pub stat: Stat,
+    /// Percent.
+    pub threshold_pct: f64,
+    pub alpha: f64,
+    /// Percent: with one run per side, the shift of the whole run that fails the gate.
+    pub drift_pct: f64,
+}
 
 /// How the noise was estimated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,7 +1,8 @@
 //! Rendering: the header, the tables of points and series, the whole run, and the summary.
 
+use super::matching::{Matched, Run};
+use super::model::Settings;
 use super::model::{pct, Change, Comparison, Noise};
-use super::{Matched, Run, Settings};
 use crate::csvread::Key;
 use crate::size::human;
 use std::fmt::Write as _;

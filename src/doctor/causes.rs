@@ -2,7 +2,7 @@
 //! the causes of a shortfall, each with its evidence and the share of the time it accounts for,
 //! ranked. Every number here comes from a measurement of the run, or is named an estimate.
 
-use super::heap::HeapKept;
+use super::heap::{HeapKept, FAULTS_NOTED};
 use crate::collective::Kind;
 pub use crate::pairs::links::{Link, Nominal};
 use crate::pairs::links::{Peers, SLOWER_THAN_PEERS};
@@ -12,8 +12,6 @@ pub use crate::tune::OtherCall;
 use serde::Serialize;
 /// A point whose 95th percentile is this much above its median is noisy.
 pub const NOISY_SPREAD: f64 = 0.10;
-/// Minor page faults per call below this are not a cause.
-pub const FAULTS_NOTED: f64 = 16.0;
 /// An algorithm counts only when it beats the default by this much (and its slowest round
 /// beats the default's median).
 pub const ALGORITHM_GAIN: f64 = 0.05;

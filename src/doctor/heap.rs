@@ -25,6 +25,9 @@ use crate::sweep::Sweep;
 use crate::world::World;
 use serde::Serialize;
 
+/// Minor page faults per call below this are not a cause (nor measured again here).
+pub const FAULTS_NOTED: f64 = 16.0;
+
 /// The pieces the free region is made of, and the pin: below glibc's smallest mmap threshold
 /// (128 KiB), so each comes from the heap, and above its tcache and fastbin sizes, so freed
 /// neighbours merge (and the freed pin merges the region with the heap top again).
@@ -124,7 +127,7 @@ pub fn measure(
         .filter_map(|d| {
             let k = kept.iter().find(|k| k.collective == d.collective)?;
             // Still faulting: the region did not serve the temporaries.
-            if k.out_of_place.minor_faults_per_call.is_some_and(|f| f >= super::causes::FAULTS_NOTED) {
+            if k.out_of_place.minor_faults_per_call.is_some_and(|f| f >= FAULTS_NOTED) {
                 return None;
             }
             Some(HeapKept {

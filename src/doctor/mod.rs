@@ -283,7 +283,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
     // allocator advice (heap.rs): at once, on the same buffers, while the process's heap is the
     // one the faults were counted in (later phases change it), and only within the time left.
     // Decided on rank 0.
-    let faulted = |p: &Point| p.out_of_place.minor_faults_per_call.is_some_and(|f| f >= causes::FAULTS_NOTED);
+    let faulted = |p: &Point| p.out_of_place.minor_faults_per_call.is_some_and(|f| f >= heap::FAULTS_NOTED);
     let heap_est: f64 = points
         .iter()
         .filter(|p| faulted(p))

@@ -9,7 +9,7 @@ pub use crate::record::{Link, Nominal};
 use crate::world::World;
 
 use super::schedule::{ByHost, Pairing, Schedule};
-use super::PairResult;
+use super::types::PairResult;
 use std::collections::BTreeMap;
 
 /// A link or host below this fraction of the best of its peers is slower than its peers. Half:
@@ -192,7 +192,7 @@ fn best_of_two(
     schedule: &impl Pairing,
     mut each: impl FnMut(Vec<PairResult>),
 ) {
-    let po = super::PairsOptions {
+    let po = super::types::PairsOptions {
         latency_bytes: 8,
         bandwidth_bytes: bytes.clamp(8, LINK_BYTES),
         budget_s,

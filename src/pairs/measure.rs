@@ -4,7 +4,7 @@
 //! whatever the rank count (the whole matrix at the end was 8 GiB at 16 384 ranks).
 
 use super::schedule::Pairing;
-use super::{PairResult, PairsOptions};
+use super::types::{PairResult, PairsOptions};
 use crate::error::Result;
 use crate::world::World;
 

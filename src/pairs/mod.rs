@@ -7,37 +7,15 @@ pub mod links;
 pub mod measure;
 pub mod schedule;
 pub mod tally;
+mod types;
 
 use crate::error::{Error, Result};
 use crate::size::human;
 use crate::world::World;
 use schedule::Schedule;
-use serde::{Deserialize, Serialize};
 use std::io::Write;
-use std::path::PathBuf;
 use tally::{Tally, Verdict};
-
-/// `coll-bench pairs`'s options (from `crate::cli`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PairsOptions {
-    pub latency_bytes: u64,
-    pub bandwidth_bytes: u64,
-    pub budget_s: f64,
-    pub top: usize,
-    pub sequential: bool,
-    pub csv: Option<Option<PathBuf>>,
-    pub files: crate::report::Policy,
-}
-
-/// One measured pair.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct PairResult {
-    pub a: usize,
-    pub b: usize,
-    pub round: usize,
-    pub latency_us: f64,
-    pub bandwidth_gbps: f64,
-}
+pub use types::{PairResult, PairsOptions};
 
 /// The CSV's columns.
 const CSV_HEAD: [&str; 9] = [

@@ -6,7 +6,7 @@
 //! the median to within a bin, and "below half the median" as "below half the lower edge of the
 //! median's bin", which the bins count exactly, per host too.
 
-use super::PairResult;
+use super::types::PairResult;
 use std::collections::BTreeMap;
 
 /// Pairs kept one by one (and printed as a table) at most: every pair of 128 ranks (8 128).

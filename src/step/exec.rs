@@ -8,7 +8,7 @@
 
 use super::model::{plan, CallGroup, Dim, DimPlan, DpStyle, DIMS};
 use super::schedule::{slots, Dir, Exchange, Slot};
-use super::{DimResult, LayoutResult, StepOptions};
+use super::types::{DimResult, LayoutResult, StepOptions};
 use crate::backend::{Backend, Buf, Call};
 use crate::collective::{Ctx, Kind, Layout};
 use crate::dtype::{DType, Op};

@@ -12,7 +12,7 @@ use crate::backend::{Backend, Buf, Call};
 use crate::collective::{Collective, Convention, Ctx, Kind, Layout};
 use crate::dtype::{DType, Op};
 use crate::error::Result;
-use crate::options::{Aggregation, Malloc, Options, Order, MAX_AUTO_ITERS, MIN_AUTO_ITERS};
+use crate::options::{Aggregation, Malloc, Options, Order};
 use crate::record::{Measurement, Placement, Point, Runs, Totals};
 use crate::stats::{mean_of, Summary};
 use crate::verify::{fill_input, verify, DataErrors, GUARD_BYTES, SENTINEL};

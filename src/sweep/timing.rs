@@ -17,9 +17,9 @@
 //! The sweep and tune take their counts, their warm-up and their batches from here, so the two
 //! cannot drift apart (they once did: tune's warm-up differed from the sweep's).
 
-use super::{MAX_AUTO_ITERS, MIN_AUTO_ITERS};
 use crate::backend::{Backend, Call};
 use crate::error::Result;
+use crate::options::{MAX_AUTO_ITERS, MIN_AUTO_ITERS};
 use crate::watchdog::{Phase, Task, Watchdog};
 
 /// Shortest time one sample should span, so the clock's cost stays below 1% of it.

@@ -8,9 +8,11 @@
 
 use super::algorithms::Library;
 use super::choose::{self, Outcome, Source, SKIP_FACTOR};
+use super::discover::{discover, Candidate, Discovered};
 use super::measure::{self, Bench, Cell, Spent};
+use super::model::{MedianFastest, OtherCall, TuneOptions, SKIP_RULE};
 use super::rules;
-use super::{discover, print_table, print_verify, say, Candidate, Discovered, TuneOptions, SKIP_RULE};
+use super::table::{print_table, print_verify, say};
 use crate::backend::mpi::{DupComm, Implementation};
 use crate::backend::mpit::{Cvar, Tool};
 use crate::collective::Kind;
@@ -45,9 +47,9 @@ pub(super) struct Found {
     pub environment: Vec<(String, String)>,
     pub measured: Vec<rules::Measured>,
     /// The library's other function against the default one, per size (`doctor`).
-    pub calls: Vec<super::OtherCall>,
+    pub calls: Vec<OtherCall>,
     /// The library's algorithm of lowest median against the default, per size (`doctor`).
-    pub median_fastest: Vec<super::MedianFastest>,
+    pub median_fastest: Vec<MedianFastest>,
 }
 
 /// A collective's algorithm variable and the value found at start: what each candidate sets.
@@ -163,7 +165,7 @@ fn median_fastest(kind: Kind, d: &Discovered, sizes: &[u64], cells: &[Vec<Cell>]
         let outcomes: Vec<Outcome> =
             cells.iter().map(|r| r.get(i).map(Cell::outcome).unwrap_or(Outcome::Absent)).collect();
         let Some((c, us)) = choose::fastest_algorithm(&sources, &outcomes) else { continue };
-        found.median_fastest.push(super::MedianFastest {
+        found.median_fastest.push(MedianFastest {
             collective: kind,
             size_bytes: size,
             algorithm: d.candidates[c].name.clone(),
@@ -606,7 +608,7 @@ impl Job<'_> {
             let time = |c: usize| cells[c].get(i).map(Cell::outcome);
             let (Some(Outcome::Time(default_us)), Some(Outcome::Time(other_us))) = (time(0), time(j)) else { continue };
             let hi = choose::band(cells[j][i].rounds()).map(|b| b.1).unwrap_or(other_us);
-            found.calls.push(super::OtherCall {
+            found.calls.push(OtherCall {
                 collective: kind,
                 size_bytes: size,
                 function,

@@ -9,11 +9,14 @@
 pub mod algorithms;
 pub mod choose;
 mod collective;
+mod discover;
 pub mod measure;
+mod model;
 pub mod rules;
+mod table;
 
 use crate::backend::mpi::Implementation;
-use crate::backend::mpit::{Cvar, Tool};
+use crate::backend::mpit::Tool;
 use crate::collective::{Convention, Kind};
 use crate::error::{exit, Error, Result};
 use crate::options::{CsvTarget, Options};
@@ -23,35 +26,14 @@ use crate::report::Report;
 use crate::sweep::buffer_bytes;
 use crate::world::World;
 use algorithms::Library;
-use choose::{choose, Outcome, Source};
-use measure::Cell;
-use serde::{Deserialize, Serialize};
-use std::io::Write;
+use discover::discover;
+pub use model::{MedianFastest, OtherCall, TuneOptions, SKIP_RULE, VERIFY_TOLERANCE};
 use std::path::{Path, PathBuf};
-
-/// `coll-bench tune`'s options (from `crate::cli`).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TuneOptions {
-    pub sweep: Options,
-    pub write_rules: Option<PathBuf>,
-    pub verify: Option<PathBuf>,
-    /// `--in-place`: time in place too.
-    pub in_place: bool,
-    /// `--no-skip`: no skip rule.
-    pub no_skip: bool,
-}
-
-/// How much slower than the default the file's choice may be, beyond the two noise bands of the
-/// same run, and still not count as slower (`--verify`; tune-app's bar: an application ≥ 0.95).
-pub const VERIFY_TOLERANCE: f64 = 0.05;
+use table::say;
 
 /// tune's time budget per size, placement and candidate when `--budget` is not given (the
 /// sweep's is 50 ms): 20 ms still gives hundreds of calls at small sizes.
 pub const DEFAULT_BUDGET_S: f64 = 0.02;
-
-fn truthy(v: &str) -> bool {
-    matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "y" | "t" | "enabled")
-}
 
 /// Before `MPI_Init`, on every rank: what the library reads only at start-up. Open MPI forces
 /// algorithms only with `coll_tuned_use_dynamic_rules` on (read-only once MPI runs), which
@@ -77,95 +59,10 @@ pub fn prepare_environment(argv: &[String]) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// One candidate of a collective.
-struct Candidate {
-    name: String,
-    source: Source,
-}
-
-impl Candidate {
-    fn id(&self) -> String {
-        match &self.source {
-            Source::Default => "0".into(),
-            Source::Library(v) => v.to_string(),
-            Source::Own(_) => String::new(),
-        }
-    }
-}
-
-/// A collective's variable and candidates, or why the library's algorithms cannot be forced.
-struct Discovered {
-    var: Option<Cvar>,
-    candidates: Vec<Candidate>,
-    note: Option<String>,
-}
-
-fn discover(tool: &Tool, library: Library, kind: Kind, nranks: usize, all: &[Cvar]) -> Discovered {
-    let mut candidates = vec![Candidate { name: "default".into(), source: Source::Default }];
-    let mut note = None;
-    let mut var = None;
-    match library.variable(kind) {
-        None => note = Some("this MPI library reports no algorithm variable coll-bench knows".to_string()),
-        Some(name) => match all.iter().find(|c| c.name == name) {
-            None => note = Some(format!("the library reports no {name}")),
-            Some(c) => {
-                let items = match (&c.items, library) {
-                    (Some(items), _) => items.clone(),
-                    (None, Library::Mpich) => algorithms::parse_mpich_description(&c.description),
-                    (None, _) => vec![],
-                };
-                let dynamic =
-                    std::env::var("OMPI_MCA_coll_tuned_use_dynamic_rules").map(|v| truthy(&v)).unwrap_or(false);
-                if library == Library::OpenMpi && !dynamic {
-                    note = Some(format!(
-                        "{name} takes effect only with coll_tuned_use_dynamic_rules on, which was set off at launch and is read-only once MPI runs"
-                    ));
-                } else if !c.is_int || items.is_empty() {
-                    note = Some(format!("{name} lists no algorithms tune can set"));
-                } else if let Err(e) = tool.read(c) {
-                    note = Some(e.to_string());
-                } else {
-                    candidates.extend(
-                        items
-                            .iter()
-                            .filter(|(v, _)| *v != 0)
-                            .map(|(v, n)| Candidate { name: n.clone(), source: Source::Library(*v) }),
-                    );
-                    var = Some(c.clone());
-                }
-            }
-        },
-    }
-    for imp in [Implementation::Ring, Implementation::RecursiveDoubling, Implementation::Counts] {
-        if imp.provides(kind) && imp.unfit(nranks).is_none() {
-            let name = match Implementation::counts_functions(kind) {
-                Some((_, other)) if !imp.own() => format!("{other}(call)"),
-                _ => format!("{}(coll-bench)", imp.name()),
-            };
-            candidates.push(Candidate { name, source: Source::Own(imp) });
-        }
-    }
-    Discovered { var, candidates, note }
-}
-
-/// Print on rank 0 and flush.
-fn say(world: &World, line: &str) {
-    if world.rank == 0 {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{line}");
-        let _ = out.flush();
-    }
-}
-
 /// The tune CSV: the sweep's columns plus these.
 /// `skipped`: empty for a cell that was run, else `skipped: ` and the skip rule's reason (the
 /// row then has no numbers).
 pub const EXTRA_COLUMNS: [&str; 3] = ["algorithm_id", "is_default", "skipped"];
-
-/// The skip rule, as printed before each table.
-pub const SKIP_RULE: &str = "skip rule: an algorithm whose fastest round is more than 3x the fastest time (of those the library can select; for coll-bench's own, of all) at two consecutive sizes \
-     of 64 KiB or more is not run at larger sizes (`skip` in the table, `skipped` in the CSV; the default is always run; \
-     --no-skip runs every cell)";
 
 fn check_outputs(o: &TuneOptions) -> Result<()> {
     let mut outputs: Vec<(&str, &Path)> = vec![];
@@ -230,34 +127,6 @@ pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
     // The verdict is rank 0's (it holds the medians).
     let missed = world.max_u64(u64::from(missed && world.rank == 0)) > 0;
     Ok(if any_wrong || missed { exit::WRONG } else { exit::OK })
-}
-
-/// At one size, the library's algorithm with the lowest median (the default aside), whether or
-/// not its rounds were told apart from the default's, and the default's fastest round:
-/// `doctor` names a faster median inside the noise as noise, not as "no faster algorithm".
-#[derive(Clone, Debug, PartialEq)]
-pub struct MedianFastest {
-    pub collective: Kind,
-    pub size_bytes: u64,
-    pub algorithm: String,
-    pub us: f64,
-    pub slowest_round_us: f64,
-    pub default_fastest_round_us: f64,
-}
-
-/// The library's other function for a collective (`--impl counts`) against the one coll-bench
-/// times by default, at one size, interleaved as tune times every candidate.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct OtherCall {
-    pub collective: Kind,
-    pub size_bytes: u64,
-    /// The function timed by default (`MPI_Reduce_scatter_block`) and its time (µs).
-    pub function: &'static str,
-    pub function_us: f64,
-    /// The other (`MPI_Reduce_scatter`, equal counts), its time and its slowest round (µs).
-    pub other_function: &'static str,
-    pub other_us: f64,
-    pub other_slowest_round_us: f64,
 }
 
 /// What [`alternatives`] measured: per collective and size, the library's default against the
@@ -463,179 +332,16 @@ fn write_rules(
     Ok(())
 }
 
-/// A time (µs) to three significant digits, so the speed-up beside it can be read from it
-/// (0.0412, 1.38, 9.12, 91.1, 635, 12345).
-pub(crate) fn shown_us(t: f64) -> String {
-    let a = t.abs();
-    if !t.is_finite() {
-        "-".into()
-    } else if a == 0.0 {
-        "0".into()
-    } else if a >= 100.0 {
-        format!("{t:.0}")
-    } else {
-        let decimals = (2 - a.log10().floor() as i32).clamp(1, 6) as usize;
-        format!("{t:.decimals$}")
-    }
-}
-
-fn fmt_outcome(o: Outcome) -> String {
-    match o {
-        Outcome::Time(t) => shown_us(t),
-        Outcome::Wrong(_) => "WRONG".into(),
-        Outcome::Absent => "-".into(),
-    }
-}
-
-/// How a cell reads in the table.
-fn label(cell: &Cell) -> String {
-    match cell {
-        Cell::Skipped(_) => "skip".into(),
-        Cell::Failed => "failed".into(),
-        c => fmt_outcome(c.outcome()),
-    }
-}
-
-/// The table of one collective: size × candidate, the fastest marked `*`, the rule's choice
-/// and the speed-up of the fastest over the default. `each(index, size, choice)` per size.
-fn print_table(
-    world: &World,
-    quiet: bool,
-    kind: Kind,
-    cands: &[Candidate],
-    sizes: &[u64],
-    cells: &[Vec<Cell>],
-    each: &mut dyn FnMut(usize, u64, &choose::Choice),
-) {
-    let say = |world: &World, line: &str| {
-        if !quiet {
-            say(world, line)
-        }
-    };
-    let sources: Vec<Source> = cands.iter().map(|c| c.source.clone()).collect();
-    let width = |c: &Candidate| c.name.len().max(9);
-    let mut head = format!("# {kind:>11}");
-    for c in cands {
-        head.push_str(&format!("  {:>w$}", c.name, w = width(c)));
-    }
-    head.push_str("  fastest an application can select / library file's choice / its speed-up over default");
-    say(world, &format!("# {kind}: time per call (us): the median over {} interleaved rounds of each round's median, three significant digits; * fastest an application can select (the default, the library's algorithms, (call)); + coll-bench's own, faster still (an application cannot have it: it is listed after the speed-up, apart); skip: not run (the skip rule); (coll-bench) implementations cannot be selected through the library; (call): the library's other function for the collective, which the application selects by calling it", measure::ROUNDS));
-    say(world, &format!("# {:>11}", "size (B)"));
-    say(world, &head);
-    for (i, &size) in sizes.iter().enumerate() {
-        let outcomes: Vec<Outcome> =
-            cells.iter().map(|r| r.get(i).map(Cell::outcome).unwrap_or(Outcome::Absent)).collect();
-        let bands: Vec<Option<(f64, f64)>> =
-            cells.iter().map(|r| r.get(i).and_then(|c| choose::band(c.rounds()))).collect();
-        let c = choose(&sources, &outcomes, &bands);
-        let mut line = format!("  {size:>11}");
-        for (j, cand) in cands.iter().enumerate() {
-            let mark = if c.selectable_best == Some(j) {
-                "*"
-            } else if c.best == Some(j) {
-                "+"
-            } else {
-                ""
-            };
-            let text = cells[j].get(i).map(label).unwrap_or_else(|| "-".into());
-            line.push_str(&format!("  {:>w$}", format!("{text}{mark}"), w = width(cand)));
-        }
-        let name = |x: Option<usize>| x.map(|k| cands[k].name.as_str()).unwrap_or("none correct");
-        let speed = c.selectable_speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into());
-        line.push_str(&format!("  {} / {} / {speed}", name(c.selectable_best), name(c.rule)));
-        if c.best != c.selectable_best {
-            let own = c.speedup.map(|s| format!("{s:.2}x")).unwrap_or_else(|| "-".into());
-            line.push_str(&format!("; coll-bench's own {}: {own}", name(c.best)));
-        }
-        say(world, &line);
-        each(i, size, &c);
-    }
-}
-
-/// One size of `--verify` where the file selects `name`: the speed-up of `ours` over the
-/// default `d` (medians) and the verdict ([`print_verify`]).
-fn judge(d: &Cell, ours: &Cell, name: &str) -> (String, String) {
-    match (d.outcome(), ours) {
-        (_, Cell::Failed) => ("-".into(), format!("FAILED ({name}: the library refused it)")),
-        (_, o) if matches!(o.outcome(), Outcome::Wrong(_)) => ("-".into(), format!("WRONG ({name})")),
-        (Outcome::Time(dt), o) => {
-            let Outcome::Time(ot) = o.outcome() else { return ("-".into(), "-".into()) };
-            let (Some(db), Some(ob)) = (choose::band(d.rounds()), choose::band(o.rounds())) else {
-                return ("-".into(), "-".into());
-            };
-            let speed = format!("{:.2}x", dt / ot);
-            if ob.0 > db.1 * (1.0 + VERIFY_TOLERANCE) {
-                (speed, format!("MISSED ({name} slower than the default)"))
-            } else if ob.1 < db.0 {
-                (speed, format!("ok ({name}: faster)"))
-            } else {
-                (speed, format!("ok ({name}: within noise of the default)"))
-            }
-        }
-        _ => ("-".into(), "-".into()),
-    }
-}
-
-/// The verify table, from one run: per size the library's default and, where the file selects
-/// another algorithm, that algorithm, timed in the same interleaved rounds; the speed-up now
-/// beside the one tune recorded. A size is MISSED when the file's algorithm is slower than the
-/// default beyond noise: its fastest round over the default's slowest by more than
-/// [`VERIFY_TOLERANCE`]; FAILED when the library refused it; WRONG on a wrong result. Where the
-/// file keeps the default there is nothing to compare: the application runs what it ran.
-/// Returns whether any size missed (or failed).
-fn print_verify(
-    world: &World,
-    kind: Kind,
-    sizes: &[u64],
-    plan: &[Vec<usize>],
-    cells: &[Vec<Cell>],
-    names: &[&str],
-    file: &rules::RulesFile,
-) -> bool {
-    say(world, &format!("# {kind}: the library's default and the file's choice, timed in the same interleaved rounds (us; median of the rounds); MISSED: the file's choice slower than the default beyond noise (its fastest round over the default's slowest by more than {:.0}%)", VERIFY_TOLERANCE * 100.0));
-    say(
-        world,
-        &format!(
-            "# {:>11}  {:>10}  {:>12}  {:>8}  {:>8}  verdict",
-            "size (B)", "default", "file's choice", "speed-up", "tune's"
-        ),
-    );
-    let mut missed = false;
-    for (i, &size) in sizes.iter().enumerate() {
-        let Some(row) = plan.get(i) else { continue };
-        let chosen = row.get(1).copied();
-        let cell = |c: usize| cells.get(c).and_then(|r| r.get(i));
-        let (default, ours) = (cell(0), chosen.and_then(cell));
-        let recorded = file.measured.iter().find(|m| m.kind == kind && m.size_bytes == size);
-        let tunes = recorded
-            .map(|m| m.default_us / m.chosen_us)
-            .filter(|x| x.is_finite() && chosen.is_some())
-            .map(|x| format!("{x:.2}x"))
-            .unwrap_or_else(|| "-".into());
-        let time = |c: Option<&Cell>| c.map(|c| fmt_outcome(c.outcome())).unwrap_or_else(|| "-".into());
-        let (speed, verdict) = match (default, chosen.zip(ours)) {
-            (Some(d), _) if matches!(d.outcome(), Outcome::Wrong(_)) => ("-".into(), "WRONG (default)".to_string()),
-            (Some(d), Some((c, ours))) => judge(d, ours, names[c]),
-            (None, Some(_)) => ("-".into(), "-".into()),
-            (_, None) => ("-".into(), "ok (the file keeps the library's default here)".to_string()),
-        };
-        missed |= verdict.starts_with("MISSED") || verdict.starts_with("FAILED") || verdict.starts_with("WRONG");
-        let theirs = if chosen.is_some() { time(ours) } else { "(default)".into() };
-        say(world, &format!("  {size:>11}  {:>10}  {theirs:>12}  {speed:>8}  {tunes:>8}  {verdict}", time(default)));
-    }
-    missed
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
     fn times_show_three_significant_digits() {
         let cases = [(0.0412, "0.0412"), (1.384, "1.38"), (9.1234, "9.12"), (91.14, "91.1"), (634.8, "635")];
         for (t, s) in cases {
-            assert_eq!(super::shown_us(t), s);
+            assert_eq!(super::table::shown_us(t), s);
         }
-        assert_eq!(super::shown_us(12345.6), "12346");
-        assert_eq!(super::shown_us(0.0), "0");
-        assert_eq!(super::shown_us(f64::NAN), "-");
+        assert_eq!(super::table::shown_us(12345.6), "12346");
+        assert_eq!(super::table::shown_us(0.0), "0");
+        assert_eq!(super::table::shown_us(f64::NAN), "-");
     }
 }

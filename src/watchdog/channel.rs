@@ -5,7 +5,7 @@
 //! rank they are meant for, so nothing else on the network is taken for a rank.
 //!
 //! Steady state costs one `sendto` per watched step on the main thread, outside the timed calls
-//! (`Channel::announce`: "I arrived at step N", to the rank's parent in the announcement tree,
+//! (`tree::announce`: "I arrived at step N", to the rank's parent in the announcement tree,
 //! `tree`: at most `tree::FAN_IN` announcements per step reach any rank); nobody reads
 //! them until the watchdog thread's next tick. At thousands of steps a second they overflow the
 //! receiver's socket buffer between ticks (tens of thousands of drops in seconds, by
@@ -15,7 +15,7 @@
 //! full buffer let a stopped rank, resumed by the launcher's SIGCONT at the job's end, print a
 //! second line contradicting the first.
 
-use super::transport::Transport;
+use super::transport::{Kind, Packet, State, Transport};
 use crate::world::World;
 use std::hash::{BuildHasher, Hasher};
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
@@ -28,51 +28,6 @@ const MAX_ADDRS: usize = (RECORD - 5) / 4;
 /// The longest description a packet carries (a failed MPI call's line, with MPICH's error stack,
 /// may take a few hundred bytes).
 const MAX_DESC: usize = 1400;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    /// The sender arms step `step` (main thread, before the calls).
-    Arrive = 1,
-    /// "A step has hung somewhere: where are you?" Carries the sender's own state.
-    Query = 2,
-    /// The answer to a query: the sender's state.
-    State = 3,
-    /// The sender has printed the job's line and ends; the receiver may end quietly.
-    Done = 4,
-    /// An MPI call failed on the sender, whose line is the description: rank 0 prints it and
-    /// ends every rank (`End`, `Bye`, then `Finish` or `Done`).
-    Failed = 5,
-    /// Rank 0 has printed a failed call's line: answer `Bye` and wait for `Finish` (or `Done`).
-    End = 6,
-    /// The answer to `End`: the sender is alive and will end when told.
-    Bye = 7,
-    /// Every rank said `Bye`: leave the launcher's books (`pmi`) and end with exit code 2.
-    Finish = 8,
-    /// With an inquiry's `Query` or `State`: the last step each rank the sender hears in the
-    /// announcement tree announced to it (`tree::send_heard`).
-    Heard = 9,
-}
-
-/// One rank's state as it reports it.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct State {
-    /// Steps armed so far (the same sequence on every rank).
-    pub step: u64,
-    /// Whether that step is still being watched (not between points).
-    pub armed: bool,
-    /// Seconds since it was armed.
-    pub elapsed_s: f64,
-    /// What the step is, e.g. `all-reduce of 64 B (float, out-of-place, 40 timed calls)`.
-    pub desc: String,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct Packet {
-    pub kind: Kind,
-    pub from: usize,
-    pub to: usize,
-    pub state: State,
-}
 
 pub struct Channel {
     /// The inquiry's packets (`Query`, `State`, `Done`); every packet is sent from it.
@@ -138,12 +93,6 @@ impl Channel {
     /// The addresses rank `rank` can be reached at from this one (`liveness`).
     pub fn ips_of(&self, rank: usize) -> Vec<std::net::IpAddr> {
         self.peers[rank].iter().map(|a| a.ip()).collect()
-    }
-
-    /// "I arrived at `step`": to this rank's parent in the announcement tree (`tree::announce`).
-    /// Never blocks.
-    pub fn announce(&self, step: u64) {
-        super::tree::announce(self, step);
     }
 
     /// Send to every address of rank `to` (`Arrive` to its announcement socket); errors are
@@ -304,7 +253,7 @@ mod tests {
         let b = channel(0, 2, 9);
         connect(&mut a, &b);
         for step in 0..20_000 {
-            a.announce(step);
+            super::super::tree::announce(&a, step);
         }
         a.send(0, Kind::Done, &State::default());
         let mut kinds = vec![];

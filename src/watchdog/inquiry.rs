@@ -18,10 +18,10 @@
 //! Each `Query` and `State` a parent in the announcement tree sends is followed by its `Heard`
 //! (`tree`): the last steps of the ranks it hears, so the reporter knows them for the line.
 
-use super::channel::{Kind, Packet, State};
 use super::message::job_line;
 use super::transport::Transport;
-use super::tree;
+use super::transport::{Kind, Packet, State};
+use super::tree::{self, note_arrival};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::{Duration, Instant};
 
@@ -176,13 +176,6 @@ impl Asking {
         }
         self.started = true;
         out
-    }
-}
-
-/// Record that `rank` armed `step` (announcements may arrive out of order).
-pub fn note_arrival(arrivals: &mut [Option<u64>], rank: usize, step: u64) {
-    if let Some(a) = arrivals.get_mut(rank) {
-        *a = Some(a.map_or(step, |s| s.max(step)));
     }
 }
 

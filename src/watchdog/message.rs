@@ -4,8 +4,8 @@
 //! step 17; ranks 0,2-3 (node1, node2) waited 5.2 s; aborting the job`. Without it, each rank
 //! says what it waits in and on whom (`own_view`).
 
-use super::channel::State;
-use super::{Phase, StepPart, StepPass, StepTask, Task};
+use super::task::{Phase, StepPart, StepPass, StepTask, Task};
+use super::transport::State;
 use crate::collective::{partner, ring_peers, Kind};
 use crate::world::rank_list;
 use std::collections::BTreeMap;

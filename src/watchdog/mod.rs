@@ -46,23 +46,24 @@ mod message;
 pub mod pmi;
 #[cfg(test)]
 mod sim;
+mod task;
 mod transport;
 mod tree;
 
-use crate::backend::Call;
 use crate::error::exit;
-use crate::layout::Dim;
 use crate::mpi_error;
 use crate::options::Timeout;
 use crate::world::World;
-use channel::{Channel, Kind, State};
+use channel::Channel;
 use inquiry::Outcome;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use transport::{Kind, Packet, State};
 
 pub use message::describe;
+pub use task::{Phase, StepPart, StepPass, StepTask, Task};
 
 /// How long a rank whose MPI call failed waits for rank 0 to print its line and end the job
 /// before printing it itself (more than `BYE_WAIT` and `FINISH_WAIT` together).
@@ -86,67 +87,6 @@ const REPORTER_WAIT: Duration = Duration::from_secs(2);
 /// given another rank's failure while the main thread reports its own) stays silent and waits
 /// for the first to end the process. One line per rank at most, one for the job by design.
 static SAID: AtomicBool = AtomicBool::new(false);
-
-/// What the sweep is doing while the watchdog is armed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Phase {
-    WarmUp,
-    Timed,
-    Check,
-    /// The exchanges of timings and check results after a batch (small collectives).
-    Results,
-    /// A part of `coll-bench step`'s pass (`Task::calls` is 1).
-    Step(StepTask),
-}
-
-/// Where `coll-bench step` is, for the message: the pass (armed once per pass, so the same
-/// sequence of steps on every rank, whatever its stage's program) and the part of it this rank
-/// is in (re-armed per call, `Watchdog::rearm`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StepTask {
-    /// The layout's tp, ep, pp and dp.
-    pub layout: [usize; 4],
-    pub pass: StepPass,
-    /// The pass runs this dimension's calls alone (the others idle).
-    pub alone: Option<Dim>,
-    pub part: StepPart,
-    /// The rank that armed it (the message says where it waits).
-    pub rank: usize,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StepPass {
-    /// The layout's groups: communicators and buffers.
-    SetUp,
-    WarmUp,
-    /// Timed step `i` (from 1) of `of`.
-    Timed {
-        i: u64,
-        of: u64,
-    },
-    Check,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StepPart {
-    /// The barrier that starts the pass.
-    Barrier,
-    /// A collective of tp or dp: the task's call.
-    Coll(Dim),
-    /// PP's exchange of the call's bytes with the neighbouring stages (world ranks).
-    Pp { to: Option<usize>, from: Option<usize> },
-    /// The exchange of results (and whatever runs until the next pass is armed).
-    Results,
-}
-
-/// The call being watched, for the message.
-#[derive(Clone, Copy, Debug)]
-pub struct Task {
-    pub call: Call,
-    pub phase: Phase,
-    /// Calls in the batch.
-    pub calls: u64,
-}
 
 /// The step being watched.
 #[derive(Default)]
@@ -263,7 +203,7 @@ impl Watchdog {
         s.limit_ns.store((limit * 1e9) as u64, Ordering::Relaxed);
         s.deadline_ns.store((now + (limit * 1e9) as u64).max(1), Ordering::Release);
         if let Some(ch) = &s.channel {
-            ch.announce(step);
+            tree::announce(ch, step);
         }
     }
 
@@ -361,7 +301,7 @@ fn watch(s: &Shared, tick: Duration, ask: Duration) {
         if let Some(ch) = &s.channel {
             while let Some(p) = ch.recv() {
                 match p.kind {
-                    Kind::Arrive => inquiry::note_arrival(&mut arrivals, p.from, p.state.step),
+                    Kind::Arrive => tree::note_arrival(&mut arrivals, p.from, p.state.step),
                     Kind::Query => asked.push(p),
                     Kind::Heard => tree::note_heard(&mut arrivals, &p.state),
                     Kind::State => {}
@@ -388,13 +328,7 @@ fn watch(s: &Shared, tick: Duration, ask: Duration) {
 
 /// A step is given up on (this rank's deadline passed, or another rank asks): find out who is
 /// stuck, print the job's line if this rank is the one to, and end the process.
-fn give_up(
-    s: &Shared,
-    overdue: Option<Task>,
-    arrivals: &mut [Option<u64>],
-    asked: Vec<channel::Packet>,
-    ask: Duration,
-) -> ! {
+fn give_up(s: &Shared, overdue: Option<Task>, arrivals: &mut [Option<u64>], asked: Vec<Packet>, ask: Duration) -> ! {
     match &s.channel {
         Some(ch) => match inquiry::run(ch, &|| s.state(), arrivals, &s.hosts, asked, ask) {
             Outcome::Report(line) => {
@@ -548,6 +482,7 @@ fn end(line: Option<&str>) -> ! {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::Call;
     use crate::collective::{Kind as Coll, Layout};
     use crate::dtype::{DType, Op};
 

@@ -12,8 +12,8 @@
 //! `inquiry::run` follows), to bound the whole job's queries (docs/architecture.md, "Per-rank
 //! costs").
 
-use super::channel::{Kind, Packet, State};
 use super::transport::Transport;
+use super::transport::{Kind, Packet, State};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -93,8 +93,8 @@ impl Transport for End {
 
 #[cfg(test)]
 mod tests {
-    use super::super::inquiry::{self, note_arrival, Outcome};
-    use super::super::tree;
+    use super::super::inquiry::{self, Outcome};
+    use super::super::tree::{self, note_arrival};
     use super::*;
     use std::sync::atomic::AtomicBool;
     use std::time::{Duration, Instant};

@@ -20,8 +20,8 @@
 //! the other's parent, or rank 0 and rank 1 both stuck) has no known last step: the line says it
 //! "stopped answering (stopped, dead or cut off)", its rank and host still named.
 
-use super::channel::{Kind, State};
 use super::transport::Transport;
+use super::transport::{Kind, State};
 
 /// Children of each parent in the tree.
 pub const CHILDREN: usize = 31;
@@ -74,12 +74,19 @@ pub fn send_heard(t: &dyn Transport, to: usize, arrivals: &[Option<u64>]) {
     }
 }
 
+/// Record that `rank` armed `step` (announcements may arrive out of order).
+pub fn note_arrival(arrivals: &mut [Option<u64>], rank: usize, step: u64) {
+    if let Some(a) = arrivals.get_mut(rank) {
+        *a = Some(a.map_or(step, |s| s.max(step)));
+    }
+}
+
 /// Note what a `Heard` packet says into `arrivals` (malformed pairs are skipped).
 pub fn note_heard(arrivals: &mut [Option<u64>], heard: &State) {
     for pair in heard.desc.split(' ') {
         if let Some((r, s)) = pair.split_once(':') {
             if let (Ok(r), Ok(s)) = (r.parse::<usize>(), s.parse::<u64>()) {
-                super::inquiry::note_arrival(arrivals, r, s);
+                note_arrival(arrivals, r, s);
             }
         }
     }
