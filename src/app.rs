@@ -7,7 +7,7 @@ use crate::cli::{self, Clap, FileCommand, Parsed};
 use crate::error::{exit, Error, Result};
 use crate::launch;
 use crate::memory;
-use crate::options::{CsvTarget, Options, Order};
+use crate::options::{Options, Order};
 use crate::report::csv::CsvReport;
 use crate::report::json::JsonReport;
 use crate::report::markdown::MarkdownReport;
@@ -335,11 +335,7 @@ type Opened = (Vec<Box<dyn Report>>, Option<PathBuf>, Vec<(PathBuf, &'static str
 /// (where the data goes: a followed link's target), for the footer.
 fn open_reports(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<Opened> {
     use crate::report::AppendFile;
-    let csv = match &opts.csv {
-        CsvTarget::Off => None,
-        CsvTarget::Path(p) => Some(AppendFile::create("--csv", p, opts.files)?),
-        CsvTarget::Default => Some(crate::report::create_default_csv("--csv", "coll-bench", now)?),
-    };
+    let csv = crate::report::open_csv(&opts.csv, "--csv", "coll-bench", now, opts.files)?;
     let csv_path = csv.as_ref().map(|f| f.real_path().to_path_buf());
     let mut files: Vec<(PathBuf, &'static str)> = csv_path.iter().map(|p| (p.clone(), "CSV")).collect();
     let csv = csv.map(CsvReport::new);

@@ -20,7 +20,7 @@ pub fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     match opts.backend {
         BackendKind::Mpi => Ok(Box::new(MpiBackend::new(world, opts)?)),
         // Collective inside: agrees across ranks at each step of its bootstrap.
-        BackendKind::Nccl => crate::backend::nccl::create(world, opts),
+        BackendKind::Nccl => crate::backend::nccl::open::create(world, opts),
     }
 }
 
@@ -32,7 +32,7 @@ pub fn make_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
 pub fn make_parent_backend(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
     match opts.backend {
         BackendKind::Mpi => make_backend(world, opts),
-        BackendKind::Nccl => crate::backend::nccl::create_parent(world, opts),
+        BackendKind::Nccl => crate::backend::nccl::open::create_parent(world, opts),
     }
 }
 
@@ -119,7 +119,7 @@ pub fn make_group_backend(
             let comm = GroupComm::split(world, color, world.rank);
             Ok(Box::new(backend.into_group(comm)?))
         }
-        BackendKind::Nccl => crate::backend::nccl::create_in_group(world, opts, color, &sizes),
+        BackendKind::Nccl => crate::backend::nccl::open::create_in_group(world, opts, color, &sizes),
     }
 }
 

@@ -535,9 +535,8 @@ fn read_spec(file: &std::path::Path) -> Result<Spec> {
 /// SIGINT/SIGTERM make rank 0 name it (report::interrupted).
 fn open_csv(world: &World, opts: &CheckOptions) -> Result<(Option<CsvReport>, Option<std::path::PathBuf>)> {
     let now = chrono::Utc::now();
-    let created = match (world.rank, &opts.csv) {
-        (0, CsvTarget::Path(p)) => crate::report::AppendFile::create("--csv", p, opts.files).map(Some),
-        (0, CsvTarget::Default) => crate::report::create_default_csv("--csv", "coll-bench-check", &now).map(Some),
+    let created = match world.rank {
+        0 => crate::report::open_csv(&opts.csv, "--csv", "coll-bench-check", &now, opts.files),
         _ => Ok(None),
     };
     let csv_file = world.agree(created)?;

@@ -3,7 +3,6 @@
 use super::common::Clap;
 use crate::acceptance::CheckOptions;
 use crate::error::Result;
-use crate::options::CsvTarget;
 use std::path::PathBuf;
 
 /// Judge the cluster against an acceptance spec.
@@ -23,13 +22,8 @@ pub struct CheckArgs {
     /// Also write the verdicts as JUnit XML
     #[arg(long = "junit", value_name = "FILE")]
     pub junit: Option<PathBuf>,
-    /// Write every measurement behind the verdicts to this CSV (the sweep's columns, then rule
-    /// and repeat) [default: results/coll-bench-check-<UTC time>.csv, never an existing file]
-    #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
-    pub csv: Option<PathBuf>,
-    /// Write no CSV of the measurements
-    #[arg(long = "no-csv")]
-    pub no_csv: bool,
+    #[command(flatten)]
+    pub csv: super::common::CsvFlags,
     #[command(flatten)]
     pub files: super::common::FileFlags,
     /// Show a progress bar on stderr over every rule's points (automatic when rank 0's stderr
@@ -43,15 +37,17 @@ pub struct CheckArgs {
 
 /// Parse `check …` (`argv[0]` is "check").
 pub fn parse(argv: &[String]) -> Result<Clap<CheckOptions>> {
-    Ok(match super::common::clap_parse::<CheckArgs>(argv)? {
+    let cmd = super::common::with_help(
+        <CheckArgs as clap::CommandFactory>::command(),
+        "csv",
+        "Write every measurement behind the verdicts to this CSV (the sweep's columns, then rule and repeat) \
+         [default: results/coll-bench-check-<UTC time>.csv, never an existing file]",
+    );
+    Ok(match super::common::clap_parse_with::<CheckArgs>(cmd, argv)? {
         Clap::Args(a) => Clap::Args(CheckOptions {
             spec: a.spec,
             junit: a.junit,
-            csv: match (a.csv, a.no_csv) {
-                (_, true) => CsvTarget::Off,
-                (Some(p), false) => CsvTarget::Path(p),
-                (None, false) => CsvTarget::Default,
-            },
+            csv: a.csv.target("check --csv")?,
             files: a.files.policy(),
             progress: a.progress,
             debug_slow_rank: a.debug_slow_rank.as_deref().map(super::values::slow_rank).transpose()?,

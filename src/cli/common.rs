@@ -3,7 +3,9 @@
 //! and the subcommands' names.
 
 use crate::error::{Error, Result};
+use crate::options::{CsvTarget, Timeout};
 use clap::Parser;
+use std::path::PathBuf;
 
 /// The flags of every subcommand that writes files, defined once: how an output that exists, or
 /// a symbolic link at an output path, is treated (`crate::options::Policy`).
@@ -21,6 +23,69 @@ impl FileFlags {
     pub fn policy(self) -> crate::options::Policy {
         crate::options::Policy { force: self.force, follow_symlinks: self.follow_symlinks }
     }
+}
+
+/// `--csv PATH` and `--no-csv`, defined once for every subcommand that writes a CSV (the sweep,
+/// `tune`, `check`, `pairs`, `step`). Each subcommand's help says what its CSV holds and where it
+/// goes by default ([`with_help`] on the id `csv`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CsvFlags {
+    /// Write the CSV to PATH [default: results/coll-bench-<UTC time>.csv]
+    #[arg(id = "csv", long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
+    pub path: Option<PathBuf>,
+    /// Write no CSV
+    #[arg(id = "no_csv", long = "no-csv")]
+    pub off: bool,
+}
+
+impl CsvFlags {
+    /// `--csv PATH`, `--no-csv` or neither (the subcommand's default path); an empty path is
+    /// refused (`flag`: how the subcommand names it, e.g. `step --csv`).
+    pub fn target(&self, flag: &str) -> Result<CsvTarget> {
+        Ok(match (&self.path, self.off) {
+            (_, true) => CsvTarget::Off,
+            (Some(p), false) if p.as_os_str().is_empty() => {
+                return Err(Error::usage(format!("{flag}: empty path; expected a file path, e.g. results/run.csv")))
+            }
+            (Some(p), false) => CsvTarget::Path(p.clone()),
+            (None, false) => CsvTarget::Default,
+        })
+    }
+}
+
+/// `--json PATH`, defined once for the subcommands that write their results as a JSON file (the
+/// sweep, `doctor`, `step`). (`info --json` is another flag: the report on standard output.)
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct JsonFlag {
+    /// Also write the results as JSON to PATH
+    #[arg(id = "json", long = "json", value_name = "PATH")]
+    pub path: Option<PathBuf>,
+}
+
+/// `-T/--timeout SECONDS`, defined once for the subcommands the watchdog guards (the sweep and
+/// those built on it, `step`); its value is read by [`super::values::timeout`] (a floor of
+/// 1 s, docs/watchdog.md).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TimeoutFlag {
+    /// Stop the whole job (exit 2) when a call has not finished SECONDS after it was expected to,
+    /// e.g. a host or link gone or a rank stopped (5, 2.5, 30s); 0: never [default: max(30 s,
+    /// 20x the step's expected time)]
+    #[arg(id = "timeout", short = 'T', long = "timeout", value_name = "SECONDS", allow_hyphen_values = true)]
+    pub value: Option<String>,
+}
+
+impl TimeoutFlag {
+    /// The limit (`flag`: how the subcommand names it), [`Timeout::Auto`] when not given.
+    pub fn limit(&self, flag: &str) -> Result<Timeout> {
+        Ok(self.value.as_deref().map(|v| super::values::timeout(flag, v)).transpose()?.unwrap_or(Timeout::Auto))
+    }
+}
+
+/// `cmd` with the help of its flag `id` replaced: a shared flag says what it means in this
+/// subcommand (what its CSV holds, its default path).
+pub fn with_help(cmd: clap::Command, id: &'static str, help: impl Into<String>) -> clap::Command {
+    let help = help.into();
+    cmd.mut_arg(id, |a| a.help(help))
 }
 
 /// The options, or help and version text (a usage error is the `Err` beside it).

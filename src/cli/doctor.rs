@@ -36,7 +36,7 @@ pub struct DoctorArgs {
 }
 
 /// The sweep's arguments (clap ids) doctor refuses: not in its help.
-const NOT_DOCTOR_ARGS: [&str; 10] = [
+const NOT_DOCTOR_ARGS: [&str; 11] = [
     "csv",
     "no_csv",
     "markdown",
@@ -47,6 +47,7 @@ const NOT_DOCTOR_ARGS: [&str; 10] = [
     "stepbytes",
     "backend",
     "implementation",
+    "write_matrix",
 ];
 
 /// Parse `doctor …` (`argv[0]` is "doctor").
@@ -112,14 +113,15 @@ pub fn parse(argv: &[String]) -> Result<Clap<DoctorOptions>> {
         )));
     }
     let named = !a.sweep.collectives.is_empty();
-    let json = a.sweep.json.clone();
+    let json = a.sweep.json.path.clone();
     let not_doctor = [
-        ("--csv", a.sweep.csv.is_some()),
-        ("--no-csv", a.sweep.no_csv),
+        ("--csv", a.sweep.csv.path.is_some()),
+        ("--no-csv", a.sweep.csv.off),
         ("--markdown", a.sweep.markdown.is_some()),
         ("--plot", a.sweep.plot.is_some()),
         ("--no-ceiling", a.sweep.no_ceiling),
         ("--per-rank", a.sweep.per_rank),
+        ("--write-matrix", a.sweep.write_matrix.is_some()),
     ];
     if let Some((flag, _)) = not_doctor.iter().find(|(_, given)| *given) {
         return Err(Error::usage(format!(

@@ -166,6 +166,161 @@ mod tests {
         }
     }
 
+    /// Every flag a subcommand's help lists, the long and the short name alike (`(short, long,
+    /// value name)`), read from the help text as a user reads it.
+    fn flags_in_help(help: &str) -> Vec<(Option<String>, String, Option<String>)> {
+        let mut out = vec![];
+        for line in help.lines() {
+            let t = line.trim_start();
+            if !t.starts_with('-') || line.len() - t.len() < 2 {
+                continue;
+            }
+            let mut words = t.split_whitespace();
+            let (mut short, mut long, mut value) = (None, None, None);
+            for w in words.by_ref() {
+                let w = w.trim_end_matches(',');
+                if let Some(v) = w.strip_prefix('<') {
+                    value = Some(v.trim_end_matches('>').to_string());
+                    break;
+                } else if w.starts_with("--") {
+                    long = Some(w.to_string());
+                } else if w.starts_with('-') && w.len() == 2 {
+                    short = Some(w.to_string());
+                } else {
+                    break;
+                }
+            }
+            if let Some(long) = long {
+                out.push((short, long, value));
+            }
+        }
+        out
+    }
+
+    /// A value a flag takes, for a run that gives it alone: by flag where its value name does not
+    /// say enough, else by value name (the first of listed alternatives).
+    fn sample(long: &str, value: &str) -> String {
+        let by_flag = match long {
+            "--json" => "out.json",
+            "--csv" => "out.csv",
+            "--markdown" => "out.md",
+            "--plot" | "--output" => "out.svg",
+            "--junit" => "out.xml",
+            "--write-matrix" => "out.matrix",
+            "--write-rules" | "--verify" => "out.rules",
+            "--pattern" => "uniform",
+            "--layout" => "dp=*",
+            "--groups" => "world",
+            "--backend" => "mpi",
+            "--impl" => "native",
+            "--placement" => "out-of-place",
+            "--x-axis" => "size",
+            "--title" => "t",
+            "--width" | "--height" => "800",
+            "--skew" => "0.5",
+            "--capacity" => "1.5",
+            "--top" => "3",
+            "--max-points" => "100000",
+            "--max-time" => "2h",
+            _ => "",
+        };
+        if !by_flag.is_empty() {
+            return by_flag.to_string();
+        }
+        match value {
+            "SIZE" => "1M".into(),
+            "TIME" => "10ms".into(),
+            "SECONDS" => "5".into(),
+            "PCT" => "50".into(),
+            "P" => "0.05".into(),
+            "TYPE" => "float".into(),
+            "OP" => "sum".into(),
+            "RANK" => "0".into(),
+            "STAT" => "median".into(),
+            // Listed alternatives: the last (a flag's default is usually the first).
+            v if v.contains('|') => v.rsplit('|').next().unwrap().to_string(),
+            _ => "2".into(),
+        }
+    }
+
+    /// The help of every subcommand lists only what it accepts: each flag it shows, long and short,
+    /// given with a value where it takes one (and what it needs beside it, e.g. `-G` the nccl
+    /// backend), parses. A flag a subcommand takes from the sweep and refuses is hidden from its
+    /// help (tune's and doctor's `--write-matrix`, step's `-C`).
+    #[test]
+    fn every_flag_in_a_subcommands_help_is_accepted_by_it() {
+        let argv = |a: &[&str]| -> Vec<String> { a.iter().map(|s| s.to_string()).collect() };
+        // (subcommand, the arguments it needs besides the flag, whether it is over files)
+        let subs: [(&str, &[&str], bool); 10] = [
+            ("", &[], false),
+            ("check", &["spec.toml"], false),
+            ("tune", &[], false),
+            ("doctor", &[], false),
+            ("pairs", &[], false),
+            ("step", &[], false),
+            ("info", &[], false),
+            ("plot", &["a.csv"], true),
+            ("compare", &["a.csv", "b.csv"], true),
+            ("spec", &["from-run", "a.csv"], true),
+        ];
+        let mut refused = vec![];
+        for (sub, needs, files) in subs {
+            let mut head: Vec<&str> = vec!["coll-bench"];
+            if !sub.is_empty() {
+                head.push(sub);
+            }
+            if sub == "spec" {
+                head.push("from-run");
+            }
+            let help_argv = argv(&[&head[..], &["--help"]].concat());
+            let help = match if files {
+                parse_files(&help_argv).unwrap()
+            } else {
+                parse(&help_argv).map(|p| match p {
+                    Parsed::Info(t) => Clap::Info(t),
+                    _ => Clap::Info(String::new()),
+                })
+            } {
+                Ok(Clap::Info(t)) => t,
+                other => panic!("{sub} --help: {:?}", other.err()),
+            };
+            let flags = flags_in_help(&help);
+            assert!(flags.iter().any(|(_, l, _)| l == "--help"), "{sub}: no flags read from its help:\n{help}");
+            for (short, long, value) in flags {
+                if long == "--help" || long == "--version" {
+                    continue;
+                }
+                for name in [Some(long.clone()), short.clone()].into_iter().flatten() {
+                    let mut a: Vec<String> = argv(&head);
+                    a.extend(needs.iter().skip(usize::from(sub == "spec")).map(|s| s.to_string()));
+                    if sub == "plot" && long != "--output" {
+                        a.extend(argv(&["-o", "p.svg"]));
+                    }
+                    // What a flag needs beside it, in any subcommand that lists it.
+                    a.extend(argv(match long.as_str() {
+                        "--cuda-graph" | "--agg-iters" | "--cpu-time" | "--register" => &["--backend", "nccl"],
+                        "--write-matrix" => &["all-to-all-v"],
+                        "--topk" | "--skew" | "--capacity" => &["--experts", "4"],
+                        _ => &[],
+                    }));
+                    a.push(name.clone());
+                    if let Some(v) = &value {
+                        a.push(sample(&long, v));
+                    }
+                    let ok = if files {
+                        parse_files(&a).unwrap().map(|_| ()).map_err(|e| e.to_string())
+                    } else {
+                        parse(&a).map(|_| ()).map_err(|e| e.to_string())
+                    };
+                    if let Err(e) = ok {
+                        refused.push(format!("{}: {e}", a[1..].join(" ")));
+                    }
+                }
+            }
+        }
+        assert!(refused.is_empty(), "flags in a subcommand's help that it refuses:\n{}", refused.join("\n"));
+    }
+
     #[test]
     fn a_misspelt_subcommand_is_named() {
         assert_eq!(nearest_subcommand("chekc"), Some("check"));

@@ -5,7 +5,6 @@ use crate::duration;
 use crate::error::{Error, Result};
 use crate::pairs::PairsOptions;
 use crate::size::{parse_size, SIZE_FORM};
-use std::path::PathBuf;
 
 /// Measure point-to-point latency and bandwidth between every pair of ranks.
 #[derive(clap::Parser, Debug)]
@@ -33,19 +32,20 @@ pub struct PairsArgs {
     /// Run the pairs one at a time instead of in tournament rounds (for comparison)
     #[arg(long = "sequential")]
     pub sequential: bool,
-    /// Write the matrix as CSV to PATH [default: results/coll-bench-pairs-<UTC time>.csv]
-    #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
-    pub csv: Option<PathBuf>,
-    /// Write no CSV
-    #[arg(long = "no-csv")]
-    pub no_csv: bool,
+    #[command(flatten)]
+    pub csv: super::common::CsvFlags,
     #[command(flatten)]
     pub files: super::common::FileFlags,
 }
 
 /// Parse `pairs …` (`argv[0]` is "pairs").
 pub fn parse(argv: &[String]) -> Result<Clap<PairsOptions>> {
-    let a: PairsArgs = match super::common::clap_parse(argv)? {
+    let cmd = super::common::with_help(
+        <PairsArgs as clap::CommandFactory>::command(),
+        "csv",
+        "Write the matrix as CSV to PATH [default: results/coll-bench-pairs-<UTC time>.csv]",
+    );
+    let a: PairsArgs = match super::common::clap_parse_with(cmd, argv)? {
         Clap::Args(a) => a,
         Clap::Info(t) => return Ok(Clap::Info(t)),
     };
@@ -62,8 +62,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<PairsOptions>> {
         budget_s,
         top: a.top,
         sequential: a.sequential,
-        // None: no CSV; Some(None): the default path; Some(Some(p)): this path.
-        csv: if a.no_csv { None } else { Some(a.csv) },
+        csv: a.csv.target("pairs --csv")?,
         files: a.files.policy(),
     }))
 }

@@ -1,14 +1,12 @@
 //! `coll-bench step [OPTIONS]`: one training step's communication.
 
 use super::common::Clap;
-use super::values::{count_flag, size_flag, timeout};
+use super::values::{count_flag, size_flag};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::layout::{Dim, Grid, Layout};
-use crate::options::Timeout;
 use crate::step::model::{DpStyle, Model};
 use crate::step::{LayoutChoice, StepOptions};
-use std::path::PathBuf;
 
 /// One training step's communication: TP, EP, PP and DP calls with real buffers, all groups at once.
 #[derive(clap::Parser, Debug)]
@@ -98,20 +96,12 @@ pub struct StepArgs {
     /// Check the data of every phase of one step (0 or 1)
     #[arg(short = 'c', long = "check", value_name = "0|1", default_value = "1")]
     pub check: String,
-    /// Write one row per layout and dimension as CSV to PATH [default: results/coll-bench-step-<UTC time>.csv]
-    #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
-    pub csv: Option<PathBuf>,
-    /// Write no CSV
-    #[arg(long = "no-csv")]
-    pub no_csv: bool,
-    /// Write the results as JSON to PATH
-    #[arg(long = "json", value_name = "PATH")]
-    pub json: Option<PathBuf>,
-    /// Stop the whole job (exit 2) when a call has not finished SECONDS after it was expected to,
-    /// e.g. a host or link gone or a rank stopped (5, 2.5, 30s); 0: never [default: max(30 s,
-    /// 20x the longest step so far)]
-    #[arg(short = 'T', long = "timeout", value_name = "SECONDS")]
-    pub timeout: Option<String>,
+    #[command(flatten)]
+    pub csv: super::common::CsvFlags,
+    #[command(flatten)]
+    pub json: super::common::JsonFlag,
+    #[command(flatten)]
+    pub timeout: super::common::TimeoutFlag,
     #[command(flatten)]
     pub files: super::common::FileFlags,
     #[command(flatten)]
@@ -191,7 +181,22 @@ pub fn layout(v: &str) -> Result<Grid> {
 
 /// Parse `step …` (`argv[0]` is "step").
 pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
-    let a: StepArgs = match super::common::clap_parse(argv)? {
+    let cmd = <StepArgs as clap::CommandFactory>::command();
+    let cmd = super::common::with_help(
+        cmd,
+        "csv",
+        "Write one row per layout and dimension as CSV to PATH [default: results/coll-bench-step-<UTC time>.csv]",
+    );
+    let cmd = super::common::with_help(cmd, "json", "Write the results as JSON to PATH");
+    let cmd = super::common::with_help(
+        cmd,
+        "timeout",
+        "Stop the whole job (exit 2) when a call has not finished SECONDS after it was expected to, e.g. a host or \
+         link gone or a rank stopped (5, 2.5, 30s); 0: never [default: max(30 s, 20x the longest step so far)]",
+    );
+    // -C is the sweep's (refused below): not in step's help.
+    let cmd = cmd.mut_arg("cpu_time", |a| a.hide(true));
+    let a: StepArgs = match super::common::clap_parse_with(cmd, argv)? {
         Clap::Args(a) => a,
         Clap::Info(t) => return Ok(Clap::Info(t)),
     };
@@ -291,10 +296,10 @@ pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
         iters: count_flag("step -n/--iters", &a.iters, 1)?,
         warmup: count_flag("step -w/--warmup-iters", &a.warmup, 0)?,
         check: super::values::bool_flag("step -c/--check", &a.check)?,
-        csv: if a.no_csv { None } else { Some(a.csv) },
-        json: a.json,
+        csv: a.csv.target("step --csv")?,
+        json: a.json.path,
         files: a.files.policy(),
-        timeout: a.timeout.as_deref().map(|v| timeout("step -T/--timeout", v)).transpose()?.unwrap_or(Timeout::Auto),
+        timeout: a.timeout.limit("step -T/--timeout")?,
         debug_corrupt_rank: a.debug_corrupt_rank,
         debug_stop_rank: a.debug_stop_rank.as_deref().map(stop_rank).transpose()?,
     }))
@@ -303,6 +308,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::Timeout;
 
     #[test]
     fn layouts_parse_and_refuse() {

@@ -3,14 +3,12 @@
 //! [`Args`] in).
 
 use super::common::Clap;
-use super::values::{bool_flag, count_flag, dedup, list, size_flag, slow_rank, timeout};
+use super::values::{bool_flag, count_flag, dedup, list, size_flag, slow_rank};
 use crate::collective::Kind;
 use crate::dtype::{DType, Op};
 use crate::duration;
 use crate::error::{Error, Result};
-use crate::options::{
-    Aggregation, BackendKind, CsvTarget, Implementation, LaunchModes, Malloc, Options, Order, Step, Timeout,
-};
+use crate::options::{Aggregation, BackendKind, Implementation, LaunchModes, Malloc, Options, Order, Step};
 use std::path::PathBuf;
 
 const AFTER_HELP: &str = "\
@@ -123,12 +121,8 @@ pub struct Args {
     /// percentage of it (%ceil, pct_of_ceiling)
     #[arg(long = "no-ceiling")]
     pub no_ceiling: bool,
-    /// Write results as CSV to PATH [default: results/coll-bench-<UTC time>.csv]
-    #[arg(long = "csv", value_name = "PATH", conflicts_with = "no_csv")]
-    pub csv: Option<PathBuf>,
-    /// Write no CSV
-    #[arg(long = "no-csv")]
-    pub no_csv: bool,
+    #[command(flatten)]
+    pub csv: super::common::CsvFlags,
     /// Show a progress bar on stderr (automatic when rank 0's stderr is a terminal; under mpirun
     /// it is a pipe, so ask for it)
     #[arg(long = "progress")]
@@ -146,9 +140,8 @@ pub struct Args {
     /// Add one CSV/JSON row per group (--groups)
     #[arg(long = "per-group")]
     pub per_group: bool,
-    /// Also write the results as JSON (results, options, hosts, versions)
-    #[arg(long = "json", value_name = "PATH")]
-    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub json: super::common::JsonFlag,
     /// Also write the table as Markdown
     #[arg(long = "markdown", value_name = "PATH")]
     pub markdown: Option<PathBuf>,
@@ -160,11 +153,8 @@ pub struct Args {
     /// At the end, plot the run's CSV (bus bandwidth and time against size) to FILE.svg or FILE.png
     #[arg(long = "plot", value_name = "FILE")]
     pub plot: Option<PathBuf>,
-    /// Stop the whole job (exit 2) when a call has not finished SECONDS after it was expected to,
-    /// e.g. a host or link gone or a rank stopped (5, 2.5, 30s); 0: never [default: max(30 s,
-    /// 20x the step's expected time)]
-    #[arg(short = 'T', long = "timeout", value_name = "SECONDS", allow_hyphen_values = true)]
-    pub timeout: Option<String>,
+    #[command(flatten)]
+    pub timeout: super::common::TimeoutFlag,
     #[command(flatten)]
     pub files: super::common::FileFlags,
     /// Refuse a plan of more points (collective × type × op × size) than this; 0: no limit
@@ -289,7 +279,12 @@ pub const MAX_LAUNCH_COUNT: u64 = 1024;
 
 /// Parse the sweep's command line (`argv[0]` is the program).
 pub fn parse(argv: &[String]) -> Result<Clap<Options>> {
-    Ok(match super::common::clap_parse::<Args>(argv)? {
+    let cmd = super::common::with_help(
+        <Args as clap::CommandFactory>::command(),
+        "csv",
+        "Write results as CSV to PATH [default: results/coll-bench-<UTC time>.csv]",
+    );
+    Ok(match super::common::clap_parse_with::<Args>(cmd, argv)? {
         Clap::Args(args) => Clap::Args(args.into_options()?),
         Clap::Info(t) => Clap::Info(t),
     })
@@ -354,9 +349,9 @@ impl Args {
         let order = Order::parse(&self.order).ok_or_else(|| {
             Error::usage(format!("--order: unknown order '{}'; expected {}", self.order, Order::ACCEPTED))
         })?;
-        let csv = self.csv_target()?;
+        let csv = self.csv.target("--csv")?;
         let debug_slow_rank = self.debug_slow_rank.as_deref().map(slow_rank).transpose()?;
-        let timeout = self.timeout.as_deref().map(|v| timeout("-T/--timeout", v)).transpose()?.unwrap_or(Timeout::Auto);
+        let timeout = self.timeout.limit("-T/--timeout")?;
         self.check_paths()?;
         let max_points: u64 = self.max_points.trim().parse().map_err(|_| {
             Error::usage(format!(
@@ -394,7 +389,7 @@ impl Args {
             groups,
             one_group_at_a_time: self.one_group_at_a_time,
             per_group: self.per_group,
-            json: self.json,
+            json: self.json.path,
             markdown: self.markdown,
             write_matrix: self.write_matrix,
             plot: self.plot,
@@ -444,28 +439,16 @@ impl Args {
         Ok((min_bytes, max_bytes, step))
     }
 
-    /// `--csv PATH` / `--no-csv` / neither.
-    fn csv_target(&self) -> Result<CsvTarget> {
-        Ok(match (&self.csv, self.no_csv) {
-            (_, true) => CsvTarget::Off,
-            (Some(p), false) if p.as_os_str().is_empty() => {
-                return Err(Error::usage("--csv: empty path; expected a file path, e.g. results/run.csv"))
-            }
-            (Some(p), false) => CsvTarget::Path(p.clone()),
-            (None, false) => CsvTarget::Default,
-        })
-    }
-
     /// `--plot` (a format it can draw, and a CSV to draw from) and no empty output path.
     fn check_paths(&self) -> Result<()> {
         if let Some(p) = &self.plot {
             crate::plot::check_output(p)?;
-            if self.no_csv {
+            if self.csv.off {
                 return Err(Error::usage("--plot draws the run's CSV; expected --plot without --no-csv"));
             }
         }
         for (flag, p) in [
-            ("--json", &self.json),
+            ("--json", &self.json.path),
             ("--markdown", &self.markdown),
             ("--plot", &self.plot),
             ("--write-matrix", &self.write_matrix),
@@ -549,6 +532,7 @@ fn backend(backend: &str, implementation: &str, collectives: &[Kind]) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::{CsvTarget, Timeout};
 
     fn run(args: &[&str]) -> Result<Options> {
         let mut argv = vec!["coll-bench".to_string()];

@@ -64,7 +64,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
         })
         .mut_arg("csv", |a| a.help("Write results as CSV to PATH [default: results/coll-bench-tune-<UTC time>.csv]"));
     // The sweep's flags tune refuses (below) are not in its help.
-    let cmd = ["json", "markdown", "progress", "no_ceiling", "backend", "implementation"]
+    let cmd = ["json", "markdown", "progress", "no_ceiling", "backend", "implementation", "write_matrix"]
         .iter()
         .chain(super::sweep::LaunchFlags::IDS.iter())
         .fold(cmd, |cmd, id| cmd.mut_arg(*id, |a| a.hide(true)));
@@ -78,7 +78,13 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
         )));
     }
     let named = !a.sweep.collectives.is_empty();
-    let sweep_only = [a.sweep.json.is_some(), a.sweep.markdown.is_some(), a.sweep.progress, a.sweep.no_ceiling];
+    let sweep_only = [
+        a.sweep.json.path.is_some(),
+        a.sweep.markdown.is_some(),
+        a.sweep.progress,
+        a.sweep.no_ceiling,
+        a.sweep.write_matrix.is_some(),
+    ];
     let mut sweep = a.sweep.into_options().map_err(|e| Error::usage(format!("tune {e}")))?;
     if !named {
         sweep.collectives =
@@ -97,7 +103,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
     }
     if sweep_only.contains(&true) {
         return Err(Error::usage(
-            "tune: --json, --markdown, --progress and --no-ceiling are the sweep's; tune writes --csv, --plot and --write-rules",
+            "tune: --json, --markdown, --progress, --no-ceiling and --write-matrix are the sweep's; tune writes --csv, --plot and --write-rules",
         ));
     }
     if a.write_rules.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {

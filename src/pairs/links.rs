@@ -198,7 +198,7 @@ fn best_of_two(
         budget_s,
         top: 0,
         sequential: false,
-        csv: None,
+        csv: crate::options::CsvTarget::Off,
         files,
     };
     // A pass first that is not kept: the library makes its connections on first use (Open MPI's

@@ -10,6 +10,7 @@ pub mod tally;
 mod types;
 
 use crate::error::{Error, Result};
+use crate::options::CsvTarget;
 use crate::size::human;
 use crate::world::World;
 use schedule::Schedule;
@@ -66,7 +67,7 @@ pub fn run(world: &World, opts: &PairsOptions) -> Result<i32> {
     }
     // The CSV's path first: a run that would fail on it fails before anything is measured.
     let checked = match (&opts.csv, world.rank) {
-        (Some(Some(p)), 0) => crate::report::outfile::check(&[("pairs --csv", p)], &[], opts.files),
+        (CsvTarget::Path(p), 0) => crate::report::outfile::check(&[("pairs --csv", p)], &[], opts.files),
         _ => Ok(()),
     };
     world.agree(checked)?;
@@ -74,9 +75,8 @@ pub fn run(world: &World, opts: &PairsOptions) -> Result<i32> {
     crate::setup::fit_memory(world, "pairs -e/--bandwidth-bytes", per_rank)?;
     let now = chrono::Utc::now();
     // Created before measuring (exclusively: a default name never collides), written a round at a time.
-    let created = match (&opts.csv, world.rank) {
-        (Some(Some(p)), 0) => crate::report::AppendFile::create("pairs --csv", p, opts.files).map(Some),
-        (Some(None), 0) => crate::report::create_default_csv("pairs --csv", "coll-bench-pairs", &now).map(Some),
+    let created = match world.rank {
+        0 => crate::report::open_csv(&opts.csv, "pairs --csv", "coll-bench-pairs", &now, opts.files),
         _ => Ok(None),
     };
     let mut csv_file = world.agree(created)?;
@@ -169,7 +169,7 @@ fn print_report(
             }
         }
         None => {
-            let whole = if opts.csv.is_some() { "every pair is in the CSV" } else { "--csv writes every pair" };
+            let whole = if opts.csv != CsvTarget::Off { "every pair is in the CSV" } else { "--csv writes every pair" };
             let _ = writeln!(
                 out,
                 "# No table: it is printed up to {} pairs (128 ranks); {whole}. The median and the slow pairs come from a summary of every pair in bins of 1.1%",
@@ -214,7 +214,7 @@ mod tests {
             budget_s: 0.02,
             top: 5,
             sequential: false,
-            csv: Some(None),
+            csv: CsvTarget::Default,
             files: Default::default(),
         };
         let schedule = Schedule::Tournament(64);

@@ -2,7 +2,6 @@
 //! result. Below the other files of `pairs`, which all speak in them.
 
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
 
 /// `coll-bench pairs`'s options (from `crate::cli`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -12,7 +11,7 @@ pub struct PairsOptions {
     pub budget_s: f64,
     pub top: usize,
     pub sequential: bool,
-    pub csv: Option<Option<PathBuf>>,
+    pub csv: crate::options::CsvTarget,
     pub files: crate::report::Policy,
 }
 

@@ -35,15 +35,30 @@ pub trait Report {
     fn end(&mut self, info: &RunInfo, totals: &Totals) -> Result<()>;
 }
 
-/// Where a run writes by default: `results/<prefix>-<UTC time>.csv` under the working directory,
-/// or `…-1.csv`, `…-2.csv` when taken (created exclusively: concurrent runs never share a file).
-pub(crate) fn create_default_csv(flag: &str, prefix: &str, now: &chrono::DateTime<chrono::Utc>) -> Result<AppendFile> {
-    AppendFile::create_unique(
-        flag,
-        std::path::Path::new("results"),
-        &format!("{prefix}-{}", now.format("%Y%m%dT%H%M%SZ")),
-        "csv",
-    )
+/// The one way a CSV is opened, for every subcommand that writes one: `target`'s path (checked
+/// and created as every output is, `outfile`), the default `results/PREFIX-<UTC time>.csv` under
+/// the working directory (or `…-1.csv`, `…-2.csv` when taken: created exclusively, so concurrent
+/// runs never share a file), or none. `flag` names it in errors
+/// (`--csv`, `pairs --csv`).
+pub(crate) fn open_csv(
+    target: &crate::options::CsvTarget,
+    flag: &str,
+    prefix: &str,
+    now: &chrono::DateTime<chrono::Utc>,
+    policy: Policy,
+) -> Result<Option<AppendFile>> {
+    use crate::options::CsvTarget;
+    match target {
+        CsvTarget::Off => Ok(None),
+        CsvTarget::Path(p) => AppendFile::create(flag, p, policy).map(Some),
+        CsvTarget::Default => AppendFile::create_unique(
+            flag,
+            std::path::Path::new("results"),
+            &format!("{prefix}-{}", now.format("%Y%m%dT%H%M%SZ")),
+            "csv",
+        )
+        .map(Some),
+    }
 }
 
 /// One footer line naming a file written: `# Wrote /abs/path (WHAT)`, the path absolute.

@@ -561,7 +561,7 @@ mod tests {
             iters: 1,
             warmup: 0,
             check,
-            csv: None,
+            csv: crate::options::CsvTarget::Off,
             json: None,
             files: crate::options::Policy::default(),
             timeout: crate::options::Timeout::Auto,

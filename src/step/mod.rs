@@ -18,6 +18,7 @@ pub mod schedule;
 mod types;
 
 use crate::error::{exit, Error, Result};
+use crate::options::CsvTarget;
 use crate::size::human;
 use crate::world::World;
 use model::{Shape, DIMS};
@@ -32,7 +33,7 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
     let (shapes, left_out) = layouts(world, opts)?;
     // Output paths checked, then created, before measuring.
     let mut outputs: Vec<(&str, &std::path::Path)> = vec![];
-    if let Some(Some(p)) = &opts.csv {
+    if let CsvTarget::Path(p) = &opts.csv {
         outputs.push(("step --csv", p));
     }
     if let Some(p) = &opts.json {
@@ -167,13 +168,7 @@ fn create_files(
     backend_lines: &[String],
 ) -> Result<(Option<crate::report::AppendFile>, Option<crate::report::AppendFile>)> {
     let created = if world.rank == 0 {
-        let csv = match &opts.csv {
-            Some(Some(p)) => Some(crate::report::AppendFile::create("step --csv", p, opts.files)),
-            Some(None) => Some(crate::report::create_default_csv("step --csv", "coll-bench-step", now)),
-            None => None,
-        }
-        .transpose()
-        .and_then(|c| {
+        let csv = crate::report::open_csv(&opts.csv, "step --csv", "coll-bench-step", now, opts.files).and_then(|c| {
             c.map(|f| with_head(f, |f| crate::report::csv::append_record(f, "step --csv", CSV_HEAD))).transpose()
         });
         csv.and_then(|c| {
@@ -236,9 +231,9 @@ fn json_doc(
         o.retain(|k, _| !k.starts_with("debug_"));
         // As the sweep's `run.options.csv`: "default", {"path": PATH} or "off".
         let csv = match &opts.csv {
-            Some(None) => serde_json::json!("default"),
-            Some(Some(p)) => serde_json::json!({ "path": p }),
-            None => serde_json::json!("off"),
+            CsvTarget::Default => serde_json::json!("default"),
+            CsvTarget::Path(p) => serde_json::json!({ "path": p }),
+            CsvTarget::Off => serde_json::json!("off"),
         };
         o.insert("csv".into(), csv);
     }

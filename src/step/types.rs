@@ -52,8 +52,7 @@ pub struct StepOptions {
     pub iters: u64,
     pub warmup: u64,
     pub check: bool,
-    /// None: no CSV; Some(None): the default path; Some(Some(p)): this path.
-    pub csv: Option<Option<PathBuf>>,
+    pub csv: crate::options::CsvTarget,
     pub json: Option<PathBuf>,
     pub files: crate::report::Policy,
     /// `-T/--timeout`, as the sweep's: every part of a step is watched.

@@ -235,11 +235,7 @@ fn open_csv(
     info: &RunInfo,
 ) -> Result<Option<CsvReport>> {
     let csv = if world.rank == 0 {
-        let made = match &opts.csv {
-            CsvTarget::Off => Ok(None),
-            CsvTarget::Path(p) => crate::report::AppendFile::create("--csv", p, opts.files).map(Some),
-            CsvTarget::Default => crate::report::create_default_csv("--csv", "coll-bench-tune", now).map(Some),
-        };
+        let made = crate::report::open_csv(&opts.csv, "--csv", "coll-bench-tune", now, opts.files);
         made.map(|f| f.map(|f| CsvReport::with_extra_columns(f, &EXTRA_COLUMNS)))
     } else {
         Ok(None)

@@ -114,10 +114,12 @@ macro_rules! optional_api {
 }
 
 pub mod abi;
+mod comm;
 pub mod cuda;
 pub mod ffi;
 pub mod gpu;
 pub mod nvml;
+pub mod open;
 pub mod register;
 pub mod search;
 pub mod split;
@@ -130,12 +132,12 @@ use crate::error::{exit, Error, Result};
 use crate::options::{LaunchModes, Options};
 use crate::verify::SENTINEL;
 use crate::world::World;
+use comm::{agreed_comm, agreed_ready, unique_id, Alarm, Comm};
 use cuda::{Context, CuDevicePtr, DeviceBuffer, Driver, Event, Graph, Stream};
 use ffi::{Nccl, NcclComm, UniqueId, NCCL_IN_PROGRESS, NCCL_SUCCESS, UNIQUE_ID_BYTES};
 use std::ffi::OsString;
 use std::io::Write;
 use std::os::raw::{c_int, c_void};
-use std::time::Duration;
 
 /// NCCL reduces the 8-bit floats only on GPUs of compute capability 9.0 or newer: below it,
 /// `ncclAllReduce`, `ncclReduce` and `ncclReduceScatter` of them return `ncclInvalidArgument`
@@ -155,44 +157,6 @@ pub fn nccl_reserve(total: u64) -> u64 {
 const MIN_ALLOC: usize = 256;
 /// Bytes of one rank's header record.
 const RECORD: usize = 512;
-
-/// The backend, ready to run: see the module doc for the bootstrap.
-pub fn create(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
-    let env = |k: &str| std::env::var_os(k);
-    let mut backend = NcclBackend::new(world, opts, &env, RunsOn::World(world.size), WorldComm::Always)?;
-    world.agree(backend.can_launch().map_err(Error::setup))?;
-    // The hidden test path of group communicators (see `split`).
-    if let Some(spec) = env(split::DEBUG_VAR) {
-        let lines = split::self_test(&backend, world, &spec.to_string_lossy(), opts.timeout.setup_limit_s())?;
-        backend.details.extend(lines);
-    }
-    Ok(Box::new(backend))
-}
-
-/// The backend in this rank's group of colour `color` (`--groups`; `sizes`: every group's size,
-/// the same list on every rank): the world's backend (with the world's communicator only where
-/// it is the parent of `ncclCommSplit`), then [`NcclBackend::into_group`]. Collective over the
-/// world.
-pub fn create_in_group(world: &World, opts: &Options, color: u32, sizes: &[usize]) -> Result<Box<dyn Backend>> {
-    let env = |k: &str| std::env::var_os(k);
-    let backend = NcclBackend::new(world, opts, &env, RunsOn::Groups(sizes), WorldComm::ForSplit)?;
-    let backend = backend.into_group(world, color, opts.timeout.setup_limit_s())?;
-    world.agree(backend.can_launch().map_err(Error::setup))?;
-    Ok(Box::new(backend))
-}
-
-/// The parent of a run's group backends (`step`), kept for the whole run: the world's backend,
-/// whose communicator is made once, only where the library has `ncclCommSplit` (every group is
-/// split from it, [`Backend::group`]); without it each group's communicator comes from its own
-/// unique id and no world communicator is made. Its own collectives are never run. Collective.
-pub fn create_parent(world: &World, opts: &Options) -> Result<Box<dyn Backend>> {
-    let env = |k: &str| std::env::var_os(k);
-    let backend = NcclBackend::new(world, opts, &env, RunsOn::Groups(&[]), WorldComm::ForSplit)?;
-    // The groups' calls run on split communicators, blocking (else on non-blocking ones from
-    // their own unique ids): refused here, before any file or group is made.
-    world.agree(backend.can_launch_on(Some(backend.nccl.comm_split().is_some())).map_err(Error::setup))?;
-    Ok(Box::new(backend))
-}
 
 /// A hidden variable for `ci/gpu-validate.sh`'s comparison: where set, the timed calls run on
 /// the non-blocking world communicator, as before the blocking copy
@@ -323,130 +287,6 @@ fn share_unique_id(world: &World, nccl: &'static Nccl) -> Result<(UniqueId, Stri
         if world.size == 1 { "" } else { "s" }
     );
     Ok((id, note))
-}
-
-/// An NCCL communicator: destroyed on drop, or aborted where the run failed.
-struct Comm {
-    nccl: &'static Nccl,
-    raw: NcclComm,
-    /// A non-blocking init or split still running ([`Comm::wait_ready`]).
-    pending: bool,
-    /// Whether its calls block (`ncclCommInitRank`, or a split with `blocking = 1`): a group end
-    /// on a non-blocking communicator may answer `ncclInProgress` and, from NCCL 2.23, launches
-    /// from a thread of its own (`src/group.cc`), so timed calls run on blocking ones.
-    blocking: bool,
-    /// A split still being made: the parent, whose `ncclCommGetAsyncError` says when NCCL's
-    /// thread is done, and the heap slot it then writes the child into (NCCL sets `*newcomm`
-    /// only once the split is complete: `src/init.cc`, `ncclCommInitChildComm`). Leaked where
-    /// never completed, as NCCL may still write into it.
-    filling: Option<(NcclComm, Box<NcclComm>)>,
-}
-
-impl Comm {
-    /// Start joining the communicator: non-blocking (`ncclCommInitRankConfig`, `blocking = 0`)
-    /// where the library can, so a peer that never joins cannot hold this rank forever; else the
-    /// blocking `ncclCommInitRank`. An error here is this rank's own, found at once.
-    fn start(nccl: &'static Nccl, nranks: usize, id: UniqueId, rank: usize) -> std::result::Result<Comm, String> {
-        let mut raw: NcclComm = std::ptr::null_mut();
-        let Some(init) = nccl.non_blocking_init() else {
-            // SAFETY: out-pointer to a local; the id is the one rank 0 made, passed by value.
-            let r = unsafe { (nccl.api.comm_init_rank)(&mut raw, nranks as c_int, id, rank as c_int) };
-            nccl.check(r, "ncclCommInitRank", std::ptr::null_mut())?;
-            return Ok(Comm { nccl, raw, pending: false, blocking: true, filling: None });
-        };
-        let mut config = ffi::Config::parent(nccl.version);
-        // SAFETY: out-pointer and config are locals (NCCL copies the config before returning).
-        let r = unsafe { init(&mut raw, nranks as c_int, id, rank as c_int, &mut config) };
-        if r != NCCL_SUCCESS && r != NCCL_IN_PROGRESS {
-            let e = nccl.check(r, "ncclCommInitRankConfig", raw);
-            if !raw.is_null() {
-                Comm { nccl, raw, pending: false, blocking: false, filling: None }.abort();
-            }
-            e?;
-        }
-        Ok(Comm { nccl, raw, pending: r == NCCL_IN_PROGRESS, blocking: false, filling: None })
-    }
-
-    /// Poll a non-blocking init until it is done, fails, or outlives `limit_s` (from `-T`).
-    /// The error says whether it timed out (`true`: waiting for others) or failed here.
-    /// A split is polled through its parent until NCCL's thread has filled the slot, then the
-    /// child itself. `alarm`: the world's init, where another rank's failure ends the wait.
-    fn wait_ready(
-        &mut self,
-        limit_s: Option<f64>,
-        what: &str,
-        mut alarm: Option<&mut Alarm>,
-    ) -> std::result::Result<(), (bool, String)> {
-        let t0 = std::time::Instant::now();
-        while self.pending {
-            let polled = self.filling.as_ref().map_or(self.raw, |f| f.0);
-            let mut state: c_int = NCCL_SUCCESS;
-            // SAFETY: our comm (or the parent of our split), an out-pointer to a local.
-            let r = unsafe { (self.nccl.api.comm_get_async_error)(polled, &mut state) };
-            self.nccl.check(r, "ncclCommGetAsyncError", polled).map_err(|e| (false, e))?;
-            match state {
-                NCCL_SUCCESS => match self.filling.take() {
-                    // The split is done: the child is in the slot (null for NCCL_SPLIT_NOCOLOR);
-                    // then the child itself is polled.
-                    Some((_, slot)) => {
-                        self.raw = *slot;
-                        self.pending = !self.raw.is_null();
-                    }
-                    None => self.pending = false,
-                },
-                NCCL_IN_PROGRESS => {
-                    if alarm.as_mut().is_some_and(|a| a.raised()) {
-                        return Err((true, format!("{what} given up: it failed on another rank")));
-                    }
-                    if limit_s.is_some_and(|l| t0.elapsed().as_secs_f64() > l) {
-                        return Err((true, format!(
-                            "{what} did not finish within {} s (-T/--timeout): a rank's init failed or cannot reach the others",
-                            limit_s.unwrap_or(0.0)
-                        )));
-                    }
-                    std::thread::sleep(Duration::from_millis(1));
-                }
-                _ => {
-                    let text = self.nccl.error_text(state, polled);
-                    return Err((false, format!("NCCL error in {what}: {text}")));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The error NCCL met in the background, if any.
-    fn async_error(&self) -> std::result::Result<(), String> {
-        let mut state: c_int = NCCL_SUCCESS;
-        // SAFETY: our comm, an out-pointer to a local.
-        let r = unsafe { (self.nccl.api.comm_get_async_error)(self.raw, &mut state) };
-        self.nccl.check(r, "ncclCommGetAsyncError", self.raw)?;
-        if state != NCCL_SUCCESS && state != NCCL_IN_PROGRESS {
-            return Err(format!("NCCL reported an asynchronous error: {}", self.nccl.error_text(state, self.raw)));
-        }
-        Ok(())
-    }
-
-    fn abort(mut self) {
-        if !self.raw.is_null() {
-            // SAFETY: our comm; not used again (drop sees null).
-            unsafe { (self.nccl.api.comm_abort)(self.raw) };
-        }
-        self.raw = std::ptr::null_mut();
-    }
-}
-
-impl Drop for Comm {
-    fn drop(&mut self) {
-        if let Some((_, slot)) = self.filling.take() {
-            // NCCL's thread may still write the child here.
-            Box::leak(slot);
-        }
-        if !self.raw.is_null() {
-            // SAFETY: our comm; the backend waits for its stream before dropping it.
-            unsafe { (self.nccl.api.comm_destroy)(self.raw) };
-        }
-    }
 }
 
 pub struct NcclBackend {
@@ -1181,186 +1021,6 @@ fn init_failed(e: &str) -> ! {
     unsafe { libc::_exit(exit::ERROR) }
 }
 
-/// Agree on a communicator: where another rank failed, abort ours (so we leave without waiting
-/// for it) and return the agreed error. Collective.
-fn agreed_comm(world: &World, comm: std::result::Result<Comm, String>) -> Result<Comm> {
-    agreed(world, comm.map(Some))?.ok_or_else(|| Error::setup("NCCL returned no communicator"))
-}
-
-/// As [`agreed_comm`], where a rank may hold no communicator (`None`: a rank in no group).
-fn agreed(world: &World, comm: std::result::Result<Option<Comm>, String>) -> Result<Option<Comm>> {
-    let status = world.agree(comm.as_ref().map(|_| ()).map_err(|e| Error::setup(e.clone())));
-    match (status, comm) {
-        (Ok(()), Ok(c)) => Ok(c),
-        (Err(e), c) => {
-            if let Ok(Some(c)) = c {
-                c.abort();
-            }
-            Err(e)
-        }
-        (Ok(()), Err(e)) => Err(Error::setup(e)),
-    }
-}
-
-/// Wait for a non-blocking init (`what`: the call that started it) within `limit_s` (from `-T`)
-/// and agree on the outcome; where any rank failed or gave up, abort ours and return the agreed
-/// error. A rank whose init failed is the cause; those that gave up waiting for it are not: agree
-/// on failures first, then on time-outs. Collective (a rank without a communicator takes part).
-fn agreed_ready(
-    world: &World,
-    mut comm: Option<Comm>,
-    limit_s: Option<f64>,
-    place: &dyn Fn(String) -> String,
-    what: &str,
-    mut alarm: Option<&mut Alarm>,
-) -> Result<Option<Comm>> {
-    let waited = comm.as_mut().map_or(Ok(()), |c| c.wait_ready(limit_s, what, alarm.as_deref_mut()));
-    if let (Err((false, _)), Some(a)) = (&waited, alarm) {
-        // The others may be waiting for this rank's init: tell them, so they stop at once.
-        a.raise();
-    }
-    let (failed, timed_out) = match waited {
-        Ok(()) => (Ok(()), Ok(())),
-        Err((false, e)) => (Err(Error::setup(place(e))), Ok(())),
-        Err((true, e)) => (Ok(()), Err(Error::setup(place(e)))),
-    };
-    if let Err(e) = world.agree(failed).and_then(|()| world.agree(timed_out)) {
-        if let Some(c) = comm {
-            c.abort();
-        }
-        return Err(e);
-    }
-    Ok(comm)
-}
-
-/// The world's init, where one rank's failure reaches the others at once (they would otherwise
-/// wait for it until `-T` runs out, as NCCL's init on their side never ends): a one-byte
-/// message to every other rank on a communicator of its own, which every rank polls while it
-/// waits ([`Comm::wait_ready`]). [`Alarm::close`] (collective) takes every message sent and
-/// frees the communicator.
-struct Alarm {
-    comm: mpi::ffi::MPI_Comm,
-    rank: usize,
-    size: usize,
-    /// The receive posted at the start, for the first message from any rank.
-    recv: mpi::ffi::MPI_Request,
-    inbox: Box<u8>,
-    /// Whether it went off (a message arrived).
-    heard: bool,
-    sends: Vec<mpi::ffi::MPI_Request>,
-    outbox: Box<u8>,
-}
-
-/// The tag of [`Alarm`]'s messages.
-const ALARM_TAG: c_int = 23;
-
-impl Alarm {
-    /// Collective over the world.
-    fn open(world: &World) -> Alarm {
-        let mut comm = std::mem::MaybeUninit::<mpi::ffi::MPI_Comm>::uninit();
-        // SAFETY: MPI is initialised; out-pointers to locals; the receive's buffer is on the
-        // heap and lives until `close` has completed it.
-        unsafe {
-            mpi::ffi::MPI_Comm_dup(world.raw_comm(), comm.as_mut_ptr());
-            let comm = comm.assume_init();
-            let mut inbox = Box::new(0u8);
-            let mut recv = std::mem::MaybeUninit::<mpi::ffi::MPI_Request>::uninit();
-            mpi::ffi::MPI_Irecv(
-                (&mut *inbox as *mut u8).cast(),
-                1,
-                mpi::ffi::RSMPI_UINT8_T,
-                mpi::ffi::RSMPI_ANY_SOURCE,
-                ALARM_TAG,
-                comm,
-                recv.as_mut_ptr(),
-            );
-            Alarm {
-                comm,
-                rank: world.rank,
-                size: world.size,
-                recv: recv.assume_init(),
-                inbox,
-                heard: false,
-                sends: Vec::new(),
-                outbox: Box::new(1),
-            }
-        }
-    }
-
-    /// This rank's init failed: tell every other rank (once).
-    fn raise(&mut self) {
-        if !self.sends.is_empty() {
-            return;
-        }
-        for p in (0..self.size).filter(|p| *p != self.rank) {
-            let mut req = std::mem::MaybeUninit::<mpi::ffi::MPI_Request>::uninit();
-            // SAFETY: the buffer is on the heap and lives until `close` waits for the send.
-            unsafe {
-                mpi::ffi::MPI_Isend(
-                    (&*self.outbox as *const u8).cast(),
-                    1,
-                    mpi::ffi::RSMPI_UINT8_T,
-                    p as c_int,
-                    ALARM_TAG,
-                    self.comm,
-                    req.as_mut_ptr(),
-                );
-                self.sends.push(req.assume_init());
-            }
-        }
-    }
-
-    /// Whether another rank's init failed.
-    fn raised(&mut self) -> bool {
-        if !self.heard {
-            let mut flag: c_int = 0;
-            // SAFETY: our pending receive.
-            unsafe { mpi::ffi::MPI_Test(&mut self.recv, &mut flag, mpi::ffi::RSMPI_STATUS_IGNORE) };
-            self.heard = flag != 0;
-        }
-        self.heard
-    }
-
-    /// Collective over the world: every message sent is received (each rank that raised the
-    /// alarm sent one to every other), the receive no message matched is cancelled, every
-    /// send completed, the communicator freed.
-    fn close(mut self, world: &World) {
-        let raisers = world.sum_u64(!self.sends.is_empty() as u64);
-        let mine = raisers - (!self.sends.is_empty()) as u64;
-        // SAFETY: our requests and communicator; the buffers live in `self` until here.
-        unsafe {
-            if mine == 0 {
-                mpi::ffi::MPI_Cancel(&mut self.recv);
-            }
-            mpi::ffi::MPI_Wait(&mut self.recv, mpi::ffi::RSMPI_STATUS_IGNORE);
-            for _ in 1..mine {
-                mpi::ffi::MPI_Recv(
-                    (&mut *self.inbox as *mut u8).cast(),
-                    1,
-                    mpi::ffi::RSMPI_UINT8_T,
-                    mpi::ffi::RSMPI_ANY_SOURCE,
-                    ALARM_TAG,
-                    self.comm,
-                    mpi::ffi::RSMPI_STATUS_IGNORE,
-                );
-            }
-            for r in &mut self.sends {
-                mpi::ffi::MPI_Wait(r, mpi::ffi::RSMPI_STATUS_IGNORE);
-            }
-            mpi::ffi::MPI_Comm_free(&mut self.comm);
-        }
-    }
-}
-
-/// Rank 0's part of step 2.
-fn unique_id(nccl: &Nccl) -> std::result::Result<[u8; UNIQUE_ID_BYTES], String> {
-    let mut id = UniqueId { internal: [0u8; UNIQUE_ID_BYTES] };
-    // SAFETY: out-pointer to a local of the right size.
-    let r = unsafe { (nccl.api.get_unique_id)(&mut id) };
-    nccl.check(r, "ncclGetUniqueId", std::ptr::null_mut())?;
-    Ok(id.internal)
-}
-
 /// Step 4: the header lines, the same on every rank. Collective.
 /// `nvlinks`: this rank's GPU's NVLinks as NVML states them ([`nvml`]), or why it does not.
 fn describe_all(world: &World, local: &Local, nvlinks: &str) -> Vec<String> {
@@ -1402,6 +1062,115 @@ fn describe_all(world: &World, local: &Local, nvlinks: &str) -> Vec<String> {
         String::from_utf8_lossy(&c[..end]).into_owned()
     }));
     lines
+}
+
+impl NcclBackend {
+    /// Run in the group of `color` from now on (`--groups`): the group's communicator
+    /// ([`NcclBackend::split`], keyed by world rank) replaces the world's, this rank's rank and
+    /// the rank count become the group's, and `-z`'s barriers run on the group's MPI
+    /// communicator. Collective over the world; every rank is in a group.
+    pub fn into_group(self, world: &World, color: u32, limit_s: Option<f64>) -> Result<NcclBackend> {
+        let group = self.split(world, Some(color), world.rank as i32, limit_s)?;
+        self.in_group(world, color, group)
+    }
+
+    /// As [`NcclBackend::into_group`], leaving this backend (the parent) as it is: the group's
+    /// communicator split from this one's (or made from the group's own unique id), on a new
+    /// backend of its own (stream, events, buffers) on the same GPU, dropped before the parent.
+    /// Collective over the world.
+    pub fn group_from(
+        &self,
+        world: &World,
+        opts: &crate::options::Options,
+        color: u32,
+        limit_s: Option<f64>,
+    ) -> Result<NcclBackend> {
+        let child = world.agree(self.sibling(opts).map_err(Error::setup))?;
+        let group = self.split(world, Some(color), world.rank as i32, limit_s)?;
+        child.in_group(world, color, group)
+    }
+
+    /// A backend on this one's GPU without a communicator: the context retained again, its own
+    /// stream, timing events and (empty) buffers.
+    fn sibling(&self, opts: &crate::options::Options) -> std::result::Result<NcclBackend, String> {
+        let drv = self.drv;
+        let ctx = self._ctx.again()?;
+        let stream = cuda::Stream::new(drv)?;
+        let (start, end, sync) = (cuda::Event::new(drv)?, cuda::Event::new(drv)?, cuda::Event::new(drv)?);
+        Ok(NcclBackend {
+            registered: Vec::new(),
+            runs_calls: true,
+            timed: None,
+            comm: None,
+            send: DeviceBuffer::empty(drv),
+            recv: DeviceBuffer::empty(drv),
+            scratch: DeviceBuffer::empty(drv),
+            start,
+            end,
+            sync,
+            stream,
+            _ctx: ctx,
+            staging: crate::backend::HostBuffer::empty(),
+            drv,
+            nccl: self.nccl,
+            mpi_comm: self.mpi_comm,
+            rank: self.rank,
+            nranks: self.nranks,
+            host: self.host.clone(),
+            ordinal: self.ordinal,
+            // The world's lowest capability (as nccl-tests, which takes it over every rank).
+            min_cc: self.min_cc,
+            // The group's communicator has buffers of its own (splitShare = 0).
+            reserve: self.reserve,
+            blocking: opts.blocking,
+            launch: opts.launch,
+            launch_s: None,
+            details: self.details.clone(),
+            group_mpi: None,
+            marks: Vec::new(),
+            // The group's own probe, made at its first point (on the group's rank 0).
+            tuning: self.tuning.as_ref().map(|_| None).map_err(String::clone),
+        })
+    }
+
+    /// Run in `group` (this rank's, of colour `color`) from now on: its communicator replaces
+    /// ours, this rank's rank and the rank count become the group's, and `-z`'s barriers run on
+    /// the group's MPI communicator. Collective over the world.
+    fn in_group(mut self, world: &World, color: u32, group: Option<split::Group>) -> Result<NcclBackend> {
+        let group = world.agree(group.ok_or_else(|| Error::setup("NCCL split returned no group communicator")))?;
+        let mpi = crate::backend::mpi::GroupComm::split(world, color, world.rank);
+        self.details.push(format!("{}", self.split_via()));
+        let split::Group { comm, rank, size, .. } = group;
+        self.timed = None;
+        self.runs_calls = true;
+        self.comm = Some(comm);
+        self.rank = rank;
+        self.nranks = size;
+        self.mpi_comm = mpi.raw();
+        self.group_mpi = Some(mpi);
+        Ok(self)
+    }
+}
+
+impl NcclBackend {
+    /// How [`NcclBackend::split`] makes group communicators with this library.
+    pub fn split_via(&self) -> split::Via {
+        split::via(self.nccl)
+    }
+
+    /// This rank's communicator in the group of `color` (`None`: in no group, and no
+    /// communicator), ordered by `key` then world rank ([`split::split`], from this backend's
+    /// communicator). Collective over the world.
+    pub fn split(
+        &self,
+        world: &World,
+        color: Option<u32>,
+        key: i32,
+        limit_s: Option<f64>,
+    ) -> Result<Option<split::Group>> {
+        let place = |e: String| format!("{e} (rank {} on {}, GPU {})", world.rank, self.host, self.ordinal);
+        split::split(self.nccl, self.parent_raw(), world, &place, (color, key), limit_s)
+    }
 }
 
 impl Drop for NcclBackend {

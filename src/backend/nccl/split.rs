@@ -1,5 +1,5 @@
 //! Group communicators split off the world's NCCL communicator, for groups of ranks that run
-//! their own collectives (the groups feature, `--groups`, builds on [`NcclBackend::split`]).
+//! their own collectives (the groups feature, `--groups`, builds on [`split`]).
 //!
 //! Two ways, chosen by what the library has ([`super::ffi::Nccl::comm_split`]):
 //! - `ncclCommSplit` (NCCL 2.18 or newer, looked up by symbol): collective over the parent; the
@@ -9,18 +9,17 @@
 //!   order is NCCL's), the group's first rank makes the id, MPI broadcasts it over the group's
 //!   communicator, and every member joins with `ncclCommInitRank(Config)` as the world did.
 //!
-//! Either way each step is agreed across the whole world (every rank calls [`NcclBackend::split`],
+//! Either way each step is agreed across the whole world (every rank calls [`split`],
 //! a rank in no group too), so a failure on one rank is one line from rank 0, never a hang.
 //!
-//! A hidden test path, `COLL_BENCH_DEBUG_NCCL_SPLIT=N[:R]` ([`self_test`]), splits the world
+//! A hidden test path, `COLL_BENCH_DEBUG_NCCL_SPLIT=N[:R]` (`open::self_test`), splits the world
 //! into the groups `rank % N` (rank R in none), keyed so the order differs from the parent's, and
 //! checks in every group that each rank sits where colour and key put it (the library's rank and
 //! count), an all-gather of the parent ranks in that order, and an exact int32 all-reduce; the
 //! header then lists the groups. A failure is one line, exit 2.
 
-use super::cuda::{self, DeviceBuffer};
+use super::comm::{agreed, agreed_ready, unique_id, Alarm, Comm};
 use super::ffi::{self, Config, Nccl, NcclComm, UniqueId, NCCL_IN_PROGRESS, NCCL_SUCCESS, UNIQUE_ID_BYTES};
-use super::{unique_id, Comm, NcclBackend};
 use crate::error::{Error, Result};
 use crate::world::World;
 use mpi::topology::Color;
@@ -51,7 +50,7 @@ impl std::fmt::Display for Via {
 
 /// One rank's communicator in its group.
 pub struct Group {
-    comm: Comm,
+    pub(super) comm: Comm,
     pub color: u32,
     /// This rank's rank and the group's size, as the library reports them.
     pub rank: usize,
@@ -69,94 +68,6 @@ impl Group {
     }
 }
 
-impl NcclBackend {
-    /// Run in the group of `color` from now on (`--groups`): the group's communicator
-    /// ([`NcclBackend::split`], keyed by world rank) replaces the world's, this rank's rank and
-    /// the rank count become the group's, and `-z`'s barriers run on the group's MPI
-    /// communicator. Collective over the world; every rank is in a group.
-    pub fn into_group(self, world: &World, color: u32, limit_s: Option<f64>) -> Result<NcclBackend> {
-        let group = self.split(world, Some(color), world.rank as i32, limit_s)?;
-        self.in_group(world, color, group)
-    }
-
-    /// As [`NcclBackend::into_group`], leaving this backend (the parent) as it is: the group's
-    /// communicator split from this one's (or made from the group's own unique id), on a new
-    /// backend of its own (stream, events, buffers) on the same GPU, dropped before the parent.
-    /// Collective over the world.
-    pub fn group_from(
-        &self,
-        world: &World,
-        opts: &crate::options::Options,
-        color: u32,
-        limit_s: Option<f64>,
-    ) -> Result<NcclBackend> {
-        let child = world.agree(self.sibling(opts).map_err(Error::setup))?;
-        let group = self.split(world, Some(color), world.rank as i32, limit_s)?;
-        child.in_group(world, color, group)
-    }
-
-    /// A backend on this one's GPU without a communicator: the context retained again, its own
-    /// stream, timing events and (empty) buffers.
-    fn sibling(&self, opts: &crate::options::Options) -> std::result::Result<NcclBackend, String> {
-        let drv = self.drv;
-        let ctx = self._ctx.again()?;
-        let stream = cuda::Stream::new(drv)?;
-        let (start, end, sync) = (cuda::Event::new(drv)?, cuda::Event::new(drv)?, cuda::Event::new(drv)?);
-        Ok(NcclBackend {
-            registered: Vec::new(),
-            runs_calls: true,
-            timed: None,
-            comm: None,
-            send: DeviceBuffer::empty(drv),
-            recv: DeviceBuffer::empty(drv),
-            scratch: DeviceBuffer::empty(drv),
-            start,
-            end,
-            sync,
-            stream,
-            _ctx: ctx,
-            staging: crate::backend::HostBuffer::empty(),
-            drv,
-            nccl: self.nccl,
-            mpi_comm: self.mpi_comm,
-            rank: self.rank,
-            nranks: self.nranks,
-            host: self.host.clone(),
-            ordinal: self.ordinal,
-            // The world's lowest capability (as nccl-tests, which takes it over every rank).
-            min_cc: self.min_cc,
-            // The group's communicator has buffers of its own (splitShare = 0).
-            reserve: self.reserve,
-            blocking: opts.blocking,
-            launch: opts.launch,
-            launch_s: None,
-            details: self.details.clone(),
-            group_mpi: None,
-            marks: Vec::new(),
-            // The group's own probe, made at its first point (on the group's rank 0).
-            tuning: self.tuning.as_ref().map(|_| None).map_err(String::clone),
-        })
-    }
-
-    /// Run in `group` (this rank's, of colour `color`) from now on: its communicator replaces
-    /// ours, this rank's rank and the rank count become the group's, and `-z`'s barriers run on
-    /// the group's MPI communicator. Collective over the world.
-    fn in_group(mut self, world: &World, color: u32, group: Option<Group>) -> Result<NcclBackend> {
-        let group = world.agree(group.ok_or_else(|| Error::setup("NCCL split returned no group communicator")))?;
-        let mpi = crate::backend::mpi::GroupComm::split(world, color, world.rank);
-        self.details.push(format!("{}", self.split_via()));
-        let Group { comm, rank, size, .. } = group;
-        self.timed = None;
-        self.runs_calls = true;
-        self.comm = Some(comm);
-        self.rank = rank;
-        self.nranks = size;
-        self.mpi_comm = mpi.raw();
-        self.group_mpi = Some(mpi);
-        Ok(self)
-    }
-}
-
 /// The parent ranks of colour `color` in their order in the group: by key, then parent rank
 /// (NCCL's and MPI's rule).
 pub fn members(colors: &[Option<u32>], keys: &[i32], color: u32) -> Vec<usize> {
@@ -165,67 +76,70 @@ pub fn members(colors: &[Option<u32>], keys: &[i32], color: u32) -> Vec<usize> {
     m
 }
 
-impl NcclBackend {
-    /// How [`NcclBackend::split`] makes group communicators with this library.
-    pub fn split_via(&self) -> Via {
-        let n = self.nccl;
-        match (n.comm_split(), n.optional.comm_split) {
-            (Some(_), _) => Via::CommSplit,
-            (None, Some(_)) => Via::UniqueIdPerGroup(format!(
-                "NCCL {} predates ncclCommSplit, {}.{}",
-                n.version_string(),
-                ffi::SPLIT_VERSION.0,
-                ffi::SPLIT_VERSION.1
-            )),
-            (None, None) => Via::UniqueIdPerGroup(format!("the NCCL at {} has no ncclCommSplit", n.location)),
-        }
+/// How [`split`] makes group communicators with this library.
+pub fn via(n: &Nccl) -> Via {
+    match (n.comm_split(), n.optional.comm_split) {
+        (Some(_), _) => Via::CommSplit,
+        (None, Some(_)) => Via::UniqueIdPerGroup(format!(
+            "NCCL {} predates ncclCommSplit, {}.{}",
+            n.version_string(),
+            ffi::SPLIT_VERSION.0,
+            ffi::SPLIT_VERSION.1
+        )),
+        (None, None) => Via::UniqueIdPerGroup(format!("the NCCL at {} has no ncclCommSplit", n.location)),
     }
+}
 
-    /// This rank's communicator in the group of `color` (`None`: in no group, and no
-    /// communicator), ordered by `key` then world rank. Collective over the world: every rank
-    /// calls it, with its own colour and key; any rank's failure, or a group whose init outlives
-    /// `limit_s`, is every rank's error.
-    pub fn split(&self, world: &World, color: Option<u32>, key: i32, limit_s: Option<f64>) -> Result<Option<Group>> {
-        let place = |e: String| format!("{e} (rank {} on {}, GPU {})", world.rank, self.host, self.ordinal);
-        let started = match self.nccl.comm_split() {
-            Some(f) => start_split(self.nccl, f, self.parent_raw(), color, key),
-            None => by_unique_id(world, self.nccl, color, key)?,
-        };
-        let what = if matches!(self.split_via(), Via::CommSplit) { "ncclCommSplit" } else { "ncclCommInitRankConfig" };
-        let comm = super::agreed(world, started.map_err(place))?;
-        // As the world's init: a rank whose split fails on NCCL's thread tells the others at
-        // once, who would otherwise wait for it to join the child until -T's limit.
-        let mut alarm = super::Alarm::open(world);
-        let comm = super::agreed_ready(world, comm, limit_s, &place, what, Some(&mut alarm));
-        alarm.close(world);
-        let comm = comm?;
-        // A split is complete only now: the child (or none, for NCCL_SPLIT_NOCOLOR) is known.
-        let comm = match (comm, color) {
-            (Some(c), Some(color)) if c.raw.is_null() => {
-                Err(format!("ncclCommSplit returned no communicator for colour {color}"))
-            }
-            (Some(c), None) if c.raw.is_null() => Ok(None),
-            (Some(c), None) => {
+/// This rank's communicator in the group of `color` (`None`: in no group, and no
+/// communicator), ordered by `key` then world rank. Collective over the world: every rank
+/// calls it, with its own colour and key; any rank's failure, or a group whose init outlives
+/// `limit_s`, is every rank's error.
+pub fn split(
+    nccl: &'static Nccl,
+    parent: NcclComm,
+    world: &World,
+    place: &dyn Fn(String) -> String,
+    (color, key): (Option<u32>, i32),
+    limit_s: Option<f64>,
+) -> Result<Option<Group>> {
+    let started = match nccl.comm_split() {
+        Some(f) => start_split(nccl, f, parent, color, key),
+        None => by_unique_id(world, nccl, color, key)?,
+    };
+    let what = if matches!(via(nccl), Via::CommSplit) { "ncclCommSplit" } else { "ncclCommInitRankConfig" };
+    let comm = agreed(world, started.map_err(place))?;
+    // As the world's init: a rank whose split fails on NCCL's thread tells the others at
+    // once, who would otherwise wait for it to join the child until -T's limit.
+    let mut alarm = Alarm::open(world);
+    let comm = agreed_ready(world, comm, limit_s, place, what, Some(&mut alarm));
+    alarm.close(world);
+    let comm = comm?;
+    // A split is complete only now: the child (or none, for NCCL_SPLIT_NOCOLOR) is known.
+    let comm = match (comm, color) {
+        (Some(c), Some(color)) if c.raw.is_null() => {
+            Err(format!("ncclCommSplit returned no communicator for colour {color}"))
+        }
+        (Some(c), None) if c.raw.is_null() => Ok(None),
+        (Some(c), None) => {
+            c.abort();
+            Err("ncclCommSplit returned a communicator for NCCL_SPLIT_NOCOLOR".to_string())
+        }
+        (c, _) => Ok(c),
+    };
+    let comm = agreed(world, comm.map_err(place))?;
+    // The library's rank and count, agreed on by every rank (one in no group too).
+    let placed = match &comm {
+        Some(c) => query(c, c.nccl.api.comm_user_rank).and_then(|r| Ok((r, query(c, c.nccl.api.comm_count)?))),
+        None => Ok((0, 0)),
+    };
+    match (world.agree(placed.map_err(|e| Error::setup(place(e)))), comm, color) {
+        (Ok((rank, size)), Some(comm), Some(color)) => Ok(Some(Group { comm, color, rank, size })),
+        (Ok(_), _, _) => Ok(None),
+        (Err(e), comm, _) => {
+            if let Some(c) = comm {
                 c.abort();
-                Err("ncclCommSplit returned a communicator for NCCL_SPLIT_NOCOLOR".to_string())
             }
-            (c, _) => Ok(c),
-        };
-        let comm = super::agreed(world, comm.map_err(place))?;
-        // The library's rank and count, agreed on by every rank (one in no group too).
-        let placed = match &comm {
-            Some(c) => query(c, c.nccl.api.comm_user_rank).and_then(|r| Ok((r, query(c, c.nccl.api.comm_count)?))),
-            None => Ok((0, 0)),
-        };
-        match (world.agree(placed.map_err(|e| Error::setup(place(e)))), comm, color) {
-            (Ok((rank, size)), Some(comm), Some(color)) => Ok(Some(Group { comm, color, rank, size })),
-            (Ok(_), _, _) => Ok(None),
-            (Err(e), comm, _) => {
-                if let Some(c) = comm {
-                    c.abort();
-                }
-                Err(e)
-            }
+            Err(e)
         }
     }
 }
@@ -332,145 +246,13 @@ impl Spec {
     }
 }
 
-/// Elements of the self-test's all-reduce.
-const CHECK_COUNT: usize = 1024;
-
-/// The hidden test path (see the module doc): the header lines, the same on every rank.
-pub fn self_test(b: &NcclBackend, world: &World, text: &str, limit_s: Option<f64>) -> Result<Vec<String>> {
-    let spec = world.agree(Spec::parse(text, world.size).map_err(Error::usage))?;
-    let colors: Vec<Option<u32>> = (0..world.size).map(|r| spec.color(r)).collect();
-    let keys: Vec<i32> = (0..world.size).map(|r| spec.key(r, world.size)).collect();
-    let group = b.split(world, colors[world.rank], keys[world.rank], limit_s)?;
-    let place = |e: String| format!("{DEBUG_VAR}: {e} (rank {} on {}, GPU {})", world.rank, b.host, b.ordinal);
-    let expected = group.as_ref().map(|g| members(&colors, &keys, g.color)).unwrap_or_default();
-    // Every rank placed right before any collective runs in a group (else they could not meet).
-    let placed = match &group {
-        None => Ok(None),
-        Some(g) => place_in_group(b, g, world.rank, &expected).map(|bufs| Some((g, bufs))),
-    };
-    let placed = world.agree(placed.map_err(|e| Error::setup(place(e))))?;
-    let checked = match &placed {
-        None => Ok(()),
-        Some((g, bufs)) => run_in_group(b, g, bufs, &expected),
-    };
-    world.agree(checked.map_err(|e| Error::setup(place(e))))?;
-    drop(placed);
-    drop(group);
-    let mut lines = vec![format!(
-        "NCCL split test ({DEBUG_VAR}={text}): {}; in every group the ranks in colour-then-key order, an all-gather of their world ranks and an int32 all-reduce exact",
-        b.split_via()
-    )];
-    let mut seen: Vec<u32> = colors.iter().flatten().copied().collect();
-    seen.sort_unstable();
-    seen.dedup();
-    for c in seen {
-        let m = members(&colors, &keys, c);
-        let order: Vec<String> = m.iter().map(|r| r.to_string()).collect();
-        lines.push(format!("NCCL split group {c}: world ranks {} (in group order)", order.join(",")));
-    }
-    if let Some(r) = spec.nocolor {
-        lines.push(format!("NCCL split: world rank {r} in no group (NCCL_SPLIT_NOCOLOR)"));
-    }
-    Ok(lines)
-}
-
-/// The self-test's device buffers on one rank of a group, filled.
-struct CheckBuffers {
-    send: DeviceBuffer,
-    recv: DeviceBuffer,
-    rank_in: DeviceBuffer,
-    gathered: DeviceBuffer,
-}
-
 /// The self-test's all-reduce input: element `i` of world rank `r`.
-fn check_value(r: usize, i: usize) -> i32 {
+pub(super) fn check_value(r: usize, i: usize) -> i32 {
     ((r + 1) * (i % 7 + 1)) as i32
 }
 
-/// One rank's first check of its group, before any collective runs in it: its place (the
-/// library's rank and count against colour, key, world rank), then its buffers.
-fn place_in_group(
-    b: &NcclBackend,
-    g: &Group,
-    me: usize,
-    expected: &[usize],
-) -> std::result::Result<CheckBuffers, String> {
-    let want = expected.iter().position(|r| *r == me).unwrap_or(usize::MAX);
-    if (g.rank, g.size) != (want, expected.len()) {
-        return Err(format!(
-            "group {}: world rank {me} is rank {} of {} there; colour then key put it at {want} of {} (order {})",
-            g.color,
-            g.rank,
-            g.size,
-            expected.len(),
-            rank_list_ordered(expected)
-        ));
-    }
-    let len = CHECK_COUNT * 4;
-    let bufs = CheckBuffers {
-        send: DeviceBuffer::new(b.drv, len)?,
-        recv: DeviceBuffer::new(b.drv, len)?,
-        rank_in: DeviceBuffer::new(b.drv, 4)?,
-        gathered: DeviceBuffer::new(b.drv, 4 * g.size)?,
-    };
-    let mine: Vec<u8> = (0..CHECK_COUNT).flat_map(|i| check_value(me, i).to_ne_bytes()).collect();
-    b.stream.copy_to_device(bufs.send.ptr, &mine)?;
-    b.stream.copy_to_device(bufs.rank_in.ptr, &(me as i32).to_ne_bytes())?;
-    b.wait_stream()?;
-    Ok(bufs)
-}
-
-/// The collectives in the group, once every rank is placed right: an all-reduce and an
-/// all-gather of world ranks, checked exactly. An NCCL or CUDA error here cannot be agreed on
-/// (the group's other ranks may be inside a collective): it ends the job, as in a sweep.
-fn run_in_group(
-    b: &NcclBackend,
-    g: &Group,
-    bufs: &CheckBuffers,
-    expected: &[usize],
-) -> std::result::Result<(), String> {
-    let a = &b.nccl.api;
-    let (int32, sum) = (ffi::datatype(crate::dtype::DType::Int32), ffi::reduce_op(crate::dtype::Op::Sum));
-    let ptr = |d: cuda::CuDevicePtr| d as usize as *mut std::os::raw::c_void;
-    let mut sums = vec![0u8; CHECK_COUNT * 4];
-    let mut ranks = vec![0u8; 4 * g.size];
-    let ran = (|| {
-        let (s, c) = (b.stream.raw, g.raw());
-        // SAFETY: the buffers are ours and sized for these counts; the group's comm and our
-        // stream are live.
-        let r = unsafe { (a.all_reduce)(ptr(bufs.send.ptr), ptr(bufs.recv.ptr), CHECK_COUNT, int32, sum, c, s) };
-        b.settle_on(c, r, "ncclAllReduce")?;
-        // SAFETY: as above; `gathered` holds one int32 per group member.
-        let r = unsafe { (a.all_gather)(ptr(bufs.rank_in.ptr), ptr(bufs.gathered.ptr), 1, int32, c, s) };
-        b.settle_on(c, r, "ncclAllGather")?;
-        b.stream.copy_to_host(&mut sums, bufs.recv.ptr)?;
-        b.stream.copy_to_host(&mut ranks, bufs.gathered.ptr)?;
-        b.wait_stream()
-    })();
-    if let Err(e) = ran {
-        b.fatal(format!("{DEBUG_VAR}: group {}: {e}", g.color));
-    }
-    let got: Vec<usize> = ranks.chunks(4).map(|c| i32::from_ne_bytes([c[0], c[1], c[2], c[3]]) as usize).collect();
-    if got != expected {
-        return Err(format!(
-            "group {}: the all-gather of world ranks gave {}, expected {}",
-            g.color,
-            rank_list_ordered(&got),
-            rank_list_ordered(expected)
-        ));
-    }
-    for (i, c) in sums.chunks(4).enumerate() {
-        let v = i32::from_ne_bytes([c[0], c[1], c[2], c[3]]);
-        let want: i32 = expected.iter().map(|r| check_value(*r, i)).sum();
-        if v != want {
-            return Err(format!("group {}: all-reduce element {i} is {v}, expected {want}", g.color));
-        }
-    }
-    Ok(())
-}
-
 /// Ranks in the order given: `2,0,3`.
-fn rank_list_ordered(ranks: &[usize]) -> String {
+pub(super) fn rank_list_ordered(ranks: &[usize]) -> String {
     let s: Vec<String> = ranks.iter().map(|r| r.to_string()).collect();
     if s.is_empty() {
         "none".to_string()
