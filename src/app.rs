@@ -1,25 +1,14 @@
-//! The run, from command line to exit code: parse ([`crate::cli`]) → world → agree on the plan
-//! → dispatch to a subcommand, or for the sweep: check the launcher, set up ([`crate::setup`]:
-//! outputs, backend, memory) → sweep → reports, wired here. Every phase boundary is an
-//! agreement across ranks, so an error on one rank stops all of them, printed once by rank 0.
+//! The run, from command line to exit code: parse ([`crate::cli`]) → world → check the
+//! launcher → agree on the plan → dispatch to a subcommand (the sweep's run:
+//! [`crate::sweep_run`]). Every phase boundary is an agreement across ranks, so an error on one
+//! rank stops all of them, printed once by rank 0.
 
-use crate::cli::{self, Clap, FileCommand, Parsed};
+use crate::cli::{self, Clap, FileCommand, Plan};
 use crate::error::{exit, Error, Result};
 use crate::launch;
-use crate::memory;
-use crate::options::{Options, Order};
-use crate::report::csv::CsvReport;
-use crate::report::json::JsonReport;
-use crate::report::markdown::MarkdownReport;
-use crate::report::series_order::InSeriesOrder;
-use crate::report::table::TableReport;
-use crate::report::Report;
-use crate::setup;
-use crate::sweep::Sweep;
 use crate::world::{World, MPI_UP};
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 /// coll-bench's own large blocks are mappings of their own, so they never move the C library's
@@ -43,16 +32,18 @@ pub fn main() -> i32 {
     };
     // `coll-bench help [SUBCOMMAND]` is `coll-bench [SUBCOMMAND] --help`.
     if argv.get(1).map(String::as_str) == Some("help") {
-        match argv.get(2).map(String::as_str) {
-            None | Some("check" | "tune" | "doctor" | "pairs" | "step" | "info" | "plot" | "compare" | "spec")
-                if argv.len() <= 3 || argv[2..] == ["spec", "from-run"] =>
+        let named = argv.get(2).map(String::as_str);
+        match named {
+            _ if named.is_none_or(|n| cli::SUBCOMMANDS.contains(&n))
+                && (argv.len() <= 3 || argv[2..] == ["spec", "from-run"]) =>
             {
                 argv = argv.iter().take(1).chain(&argv[2..]).cloned().chain(["--help".to_string()]).collect();
             }
             _ => {
                 if launcher_rank().unwrap_or(0) == 0 {
                     let asked = argv[2..].join(" ");
-                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of check, tune, doctor, pairs, step, info, plot, compare, spec, spec from-run, or none (coll-bench help [SUBCOMMAND])");
+                    let known = cli::SUBCOMMANDS.join(", ");
+                    eprintln!("coll-bench: error: help: unknown subcommand '{asked}'; expected one of {known}, spec from-run, or none (coll-bench help [SUBCOMMAND])");
                 }
                 return exit::ERROR;
             }
@@ -60,9 +51,8 @@ pub fn main() -> i32 {
     }
     // Subcommands that read files and need no MPI.
     // Launched under mpirun anyway, they run on the launcher's rank 0 only: one help, one file.
-    match argv.get(1).map(String::as_str) {
-        Some("plot" | "compare" | "spec") if launcher_rank().unwrap_or(0) != 0 => return exit::OK,
-        _ => {}
+    if argv.get(1).is_some_and(|s| cli::FILE_SUBCOMMANDS.contains(&s.as_str())) && launcher_rank().unwrap_or(0) != 0 {
+        return exit::OK;
     }
     if let Some(parsed) = cli::parse_files(&argv) {
         return match parsed {
@@ -89,7 +79,7 @@ pub fn main() -> i32 {
     if parsed.is_ok() && launcher_rank().unwrap_or(0) == 0 {
         renamed.iter().for_each(|note| eprintln!("{note}"));
     }
-    if let Ok(Parsed::Info(text)) = &parsed {
+    if let Ok(Clap::Info(text)) = &parsed {
         // --help / --version: print once, without starting MPI.
         if launcher_rank().unwrap_or(0) == 0 {
             print!("{text}");
@@ -100,7 +90,7 @@ pub fn main() -> i32 {
     let env = environment();
     // tune: what the MPI library reads only at start-up (after `env`, which must show the
     // launcher's view only).
-    if matches!(parsed, Ok(Parsed::Tune(_) | Parsed::Doctor(_))) {
+    if matches!(parsed, Ok(Clap::Args(Plan::Tune(_) | Plan::Doctor(_)))) {
         if let Err(line) = crate::tune::prepare_environment(&argv) {
             if launcher_rank().unwrap_or(0) == 0 {
                 eprintln!("coll-bench: error: {line}");
@@ -111,9 +101,9 @@ pub fn main() -> i32 {
     // Before MPI_Init and any thread: the heap the MPI library runs on (`--malloc`; by default
     // the allocator an application gets, untouched: backend::host::set_heap says why).
     let malloc = match &parsed {
-        Ok(Parsed::Run(o)) => o.malloc,
-        Ok(Parsed::Tune(o)) => o.sweep.malloc,
-        Ok(Parsed::Doctor(o)) => o.sweep.malloc,
+        Ok(Clap::Args(Plan::Sweep(o))) => o.malloc,
+        Ok(Clap::Args(Plan::Tune(o))) => o.sweep.malloc,
+        Ok(Clap::Args(Plan::Doctor(o))) => o.sweep.malloc,
         _ => crate::options::Malloc::Default,
     };
     crate::backend::host::set_heap(malloc);
@@ -150,9 +140,16 @@ pub fn main() -> i32 {
         }
     };
     let rank = world.rank;
+    let mut code = code;
     if rank == 0 {
         // The table and verdict leave this process before any rank can end the job.
-        let _ = std::io::stdout().flush();
+        let _ = crate::report::stdout::out().flush();
+        // Standard output is an output: where it could not be written, the run says so once
+        // and ends with exit 2 (report::stdout), after everything else was written.
+        if let Some(why) = crate::report::stdout::failed() {
+            eprintln!("coll-bench: error: writing to standard output failed: {why}; the output is incomplete");
+            code = exit::ERROR;
+        }
         let _ = std::io::stderr().flush();
     }
     if let Some(pmi) = hydra {
@@ -270,29 +267,11 @@ fn install_panic_hook() {
     }));
 }
 
-/// What the command line asks every rank to do.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-enum Plan {
-    Sweep(Box<Options>),
-    Pairs(Box<crate::pairs::PairsOptions>),
-    Check(Box<crate::acceptance::CheckOptions>),
-    HostInfo(Box<crate::info::InfoOptions>),
-    Tune(Box<crate::tune::TuneOptions>),
-    Step(Box<crate::step::StepOptions>),
-    Doctor(Box<crate::doctor::DoctorOptions>),
-}
-
 /// Every rank must run rank 0's plan: rank 0 broadcasts its parse, every rank compares.
-fn agree_plan(world: &World, parsed: Result<Parsed>) -> Result<Plan> {
+fn agree_plan(world: &World, parsed: Result<Clap<Plan>>) -> Result<Plan> {
     let mine: Result<Plan> = match parsed {
-        Ok(Parsed::Run(o)) => Ok(Plan::Sweep(o)),
-        Ok(Parsed::Pairs(o)) => Ok(Plan::Pairs(o)),
-        Ok(Parsed::Check(o)) => Ok(Plan::Check(o)),
-        Ok(Parsed::HostInfo(o)) => Ok(Plan::HostInfo(o)),
-        Ok(Parsed::Tune(o)) => Ok(Plan::Tune(o)),
-        Ok(Parsed::Step(o)) => Ok(Plan::Step(o)),
-        Ok(Parsed::Doctor(o)) => Ok(Plan::Doctor(o)),
-        Ok(Parsed::Info(_)) => Err(Error::usage("--help/--version given on some ranks only")),
+        Ok(Clap::Args(plan)) => Ok(plan),
+        Ok(Clap::Info(_)) => Err(Error::usage("--help/--version given on some ranks only")),
         Err(e) => Err(e),
     };
     let payload = match &mine {
@@ -327,74 +306,7 @@ fn agree_plan(world: &World, parsed: Result<Parsed>) -> Result<Plan> {
     world.agree(local)
 }
 
-/// Rank 0's reports, the CSV's path, and every file they write with what it is.
-type Opened = (Vec<Box<dyn Report>>, Option<PathBuf>, Vec<(PathBuf, &'static str)>);
-
-/// The reports of rank 0, their files created; when one cannot be, those already created are
-/// removed. Also the CSV's path (chosen here for the default name), for `--plot`, and the files
-/// (where the data goes: a followed link's target), for the footer.
-fn open_reports(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<Opened> {
-    use crate::report::AppendFile;
-    let csv = crate::report::open_csv(&opts.csv, "--csv", "coll-bench", now, opts.files)?;
-    let csv_path = csv.as_ref().map(|f| f.real_path().to_path_buf());
-    let mut files: Vec<(PathBuf, &'static str)> = csv_path.iter().map(|p| (p.clone(), "CSV")).collect();
-    let csv = csv.map(CsvReport::new);
-    let json = match opts.json.as_ref().map(|p| AppendFile::create("--json", p, opts.files)).transpose() {
-        Ok(j) => j.map(|j| {
-            files.push((j.real_path().to_path_buf(), "JSON"));
-            JsonReport::new(j)
-        }),
-        Err(e) => {
-            csv.into_iter().for_each(CsvReport::remove);
-            return Err(e);
-        }
-    };
-    let markdown = match opts.markdown.as_ref().map(|p| AppendFile::create("--markdown", p, opts.files)).transpose() {
-        Ok(m) => m.map(|m| {
-            files.push((m.real_path().to_path_buf(), "Markdown"));
-            MarkdownReport::new(m)
-        }),
-        Err(e) => {
-            csv.into_iter().for_each(CsvReport::remove);
-            json.into_iter().for_each(JsonReport::remove);
-            return Err(e);
-        }
-    };
-    let total = opts.point_count(u64::MAX - 1);
-    let progress = crate::report::progress::ProgressReport::new(total, opts.progress);
-    // The table's rows go through the bar (cleared, written, redrawn): never on the bar's line.
-    let stdout =
-        crate::report::progress::BarAwareWriter::new(std::io::stdout(), progress.as_ref().and_then(|p| p.bar()));
-    // `--order size`: the table and the Markdown print each series' block whole, at the end.
-    fn in_series_order<R: Report + 'static>(r: R, order: Order) -> Box<dyn Report> {
-        match order {
-            Order::Collective => Box::new(r),
-            Order::Size => Box::new(InSeriesOrder::new(r)),
-        }
-    }
-    let mut reports: Vec<Box<dyn Report>> = vec![in_series_order(TableReport::new(stdout), opts.order)];
-    reports.extend(csv.map(|r| Box::new(r) as Box<dyn Report>));
-    reports.extend(json.map(|r| Box::new(r) as Box<dyn Report>));
-    reports.extend(markdown.map(|r| in_series_order(r, opts.order)));
-    // Last: its `end` clears the bar after the footer is out.
-    if let Some(bar) = progress {
-        reports.push(Box::new(bar));
-    }
-    Ok((reports, csv_path, files))
-}
-
-/// The footer's last lines: every file the run wrote, absolute (a relative path is no help
-/// when the run went through `srun` on another node).
-fn print_files(files: &[(PathBuf, &str)]) {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    for (path, what) in files {
-        let _ = writeln!(out, "{}", crate::report::written_line(path, what));
-    }
-    let _ = out.flush();
-}
-
-fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one_rank: bool) -> Result<i32> {
+fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Clap<Plan>>, one_rank: bool) -> Result<i32> {
     let view = launch::from_env(env);
     let launcher = view.clone().and_then(|v| match v {
         // torchrun's variables without an MPI launcher: said so, not blamed on a different MPI.
@@ -410,7 +322,7 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
         let launcher = view.as_ref().ok().and_then(Option::as_ref);
         world.agree(launch::alone(world.size, launcher, one_rank).map_err(Error::usage))?;
     }
-    let mut opts = match plan {
+    let opts = match plan {
         Plan::Sweep(o) => *o,
         Plan::Pairs(o) => return crate::pairs::run(world, &o),
         Plan::Check(o) => return crate::acceptance::run(world, &o),
@@ -419,69 +331,5 @@ fn run(world: &World, env: &HashMap<String, String>, parsed: Result<Parsed>, one
         Plan::Step(o) => return crate::step::run(world, &o),
         Plan::Doctor(o) => return crate::doctor::run(world, &o),
     };
-    world.agree(opts.validate_for_world(world.size))?;
-    // --groups: a layout that does not fit this world is refused before anything is made.
-    let groups = world.agree(setup::groups(world, &opts.groups))?;
-    let member = world.agree(setup::member(world, &opts, &groups))?;
-    // Outputs first: a run that would fail on one fails before anything is allocated.
-    setup::check_outputs(world, &setup::sweep_outputs(&opts), &setup::sweep_inputs(&opts), opts.files)?;
-    if let Some(path) = &opts.write_matrix {
-        let text = crate::collective::traffic::matrix_text(opts.pattern(0), opts.max_bytes as usize, member.size);
-        let written = if world.rank == 0 {
-            crate::report::outfile::replace("--write-matrix", path, text.as_bytes(), opts.files, false)
-        } else {
-            Ok(())
-        };
-        world.agree(written)?;
-    }
-
-    let (mut backend, note) = setup::ready_backend(world, &mut opts)?;
-
-    let now = chrono::Utc::now();
-    let mut info = setup::run_info(world, backend.as_ref(), &opts, &now, note.into_iter().collect());
-
-    crate::report::interrupted::arm(world.rank, Some(&[]));
-    // The files and the header first: a run whose ceiling pass or first point takes long (a
-    // large -n, a slow link) shows what it does and has its files from the start.
-    let opened = if world.rank == 0 { open_reports(&opts, &now).map(Some) } else { Ok(None) };
-    let (mut reports, csv_file, mut files) = world.agree(opened)?.unwrap_or_default();
-    crate::report::interrupted::arm(world.rank, Some(&files));
-    let begun: Result<()> = reports.iter_mut().try_for_each(|r| r.begin(&info));
-    world.agree(begun)?;
-
-    let mut sweep = Sweep::new(world, backend.as_mut(), &opts).in_group(member);
-    // Then the ceiling: every point is read against it.
-    let links = info.ring_links();
-    info.ceiling = sweep.ceiling(links, &mut info.notes)?;
-    let more = std::time::Instant::now();
-    crate::nic::beside(world, &mut info.ceiling);
-    // Between hosts, each host pair the ring crosses on its own (every rank alike: the ceiling is).
-    if let Some(c) = info.ceiling.as_mut().filter(|c| c.links == crate::record::RunInfo::BETWEEN_HOSTS) {
-        c.host_pairs = crate::pairs::links::ring_host_links(world, c.size_bytes, opts.budget_s / 2.0, opts.files);
-    }
-    if let Some(c) = info.ceiling.as_mut() {
-        c.seconds += more.elapsed().as_secs_f64();
-    }
-    let told: Result<()> = reports.iter_mut().try_for_each(|r| r.ceiling(&info));
-    world.agree(told)?;
-
-    let mut totals = sweep.run(&mut |p| reports.iter_mut().try_for_each(|r| r.point(&info, p)))?;
-    totals.peak_rss_bytes = world.max_u64(memory::peak_rss_bytes());
-    // Points only the later ones show to be above the trend (rank 0's medians), and what to
-    // suspect of them.
-    let crowded = crate::info::facts::crowded(world);
-    let flags = sweep.above_trend(crowded.as_ref());
-    let amended: Result<()> = reports.iter_mut().try_for_each(|r| r.amend(&info, &flags));
-    world.agree(amended)?;
-    let mut ended: Result<()> = reports.iter_mut().try_for_each(|r| r.end(&info, &totals));
-    drop(reports); // closes the CSV
-    if let (Some(plot), Some(csv), 0, Ok(())) = (&opts.plot, &csv_file, world.rank, &ended) {
-        ended = crate::plot::plot_run(csv, plot, opts.files);
-        files.push((plot.clone(), "plot"));
-    }
-    if ended.is_ok() {
-        print_files(&files);
-    }
-    world.agree(ended)?;
-    Ok(if totals.failed() { exit::WRONG } else { exit::OK })
+    crate::sweep_run::run(world, opts)
 }

@@ -50,6 +50,7 @@ pub mod size;
 pub mod stats;
 pub mod step;
 pub mod sweep;
+pub mod sweep_run;
 pub mod tune;
 pub mod verify;
 pub mod watchdog;

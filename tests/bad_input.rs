@@ -91,7 +91,8 @@ fn values_out_of_range_are_refused_up_front() {
 }
 
 /// A standard output that cannot take the output (a full disk): one line, exit 2, never an
-/// internal error or a silent 0 (issue 49). A closed pipe (`| head`) is not an error.
+/// internal error or a silent 0, for every subcommand (issue 49; the sweep exited 0 before).
+/// A closed pipe (`| head`) is not an error.
 #[test]
 fn a_full_standard_output_is_one_line_and_exit_2() {
     let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
@@ -101,8 +102,21 @@ fn a_full_standard_output_is_one_line_and_exit_2() {
         let o = mpirun_in(dir.path(), 2, &["all-reduce", "-e", "1K", "-n", "3", "--csv", &format!("r{i}.csv")], 120);
         assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     }
-    let cases: [&[&str]; 3] =
-        [&["compare", "r1.csv", "r2.csv"], &["spec", "from-run", "r1.csv", "r2.csv"], &["info", "--json"]];
+    // Every subcommand that prints, as one process (`--one-rank`: under mpirun a rank's stdout
+    // is the launcher's pipe, and what the launcher cannot write is the launcher's to say;
+    // doctor and pairs need two ranks and refuse one before printing anything).
+    let cases: [&[&str]; 10] = [
+        &["compare", "r1.csv", "r2.csv"],
+        &["spec", "from-run", "r1.csv", "r2.csv"],
+        &["info", "--json"],
+        &["info", "--one-rank"],
+        &["plot", "r1.csv", "-o", "p.svg"],
+        &["all-reduce", "-e", "1K", "--no-csv", "--one-rank"],
+        &["tune", "all-reduce", "-b", "8", "-e", "64", "--no-csv", "--one-rank"],
+        &["step", "--no-csv", "--one-rank"],
+        &["--help"],
+        &["help", "check"],
+    ];
     for args in cases {
         let o = std::process::Command::new(BIN)
             .args(args)

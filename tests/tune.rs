@@ -436,8 +436,9 @@ fn refused(args: &[&str], needle: &str) {
 fn bad_input_is_one_line_and_exit_2_before_measuring() {
     refused(&["gather"], "tune COLLECTIVE: gather cannot be tuned");
     refused(&["--impl", "ring"], "tune: --backend and --impl");
-    refused(&["--json", "t.json"], "tune: --json, --markdown, --progress and --no-ceiling");
-    refused(&["--no-ceiling"], "--no-ceiling are the sweep's");
+    refused(&["--json", "t.json"], "tune: --json, --markdown, --progress, --no-ceiling and --write-matrix");
+    refused(&["--no-ceiling"], "--write-matrix are the sweep's");
+    refused(&["--write-matrix", "m.txt"], "--write-matrix are the sweep's");
     refused(&["reduce-scatter", "--write-rules", "taken.rules"], "--write-rules");
     refused(&["--verify", "missing.rules"], "tune --verify: cannot read 'missing.rules'");
     refused(&["--verify", "taken.rules"], "not a rules file written by coll-bench tune");

@@ -430,7 +430,7 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     // Rank 0: a bar over them, and stdout through it.
     let progress =
         if world.rank == 0 { crate::report::progress::ProgressReport::new(total, opts.progress) } else { None };
-    let mut out = BarAwareWriter::new(std::io::stdout(), progress.as_ref().and_then(|p| p.bar()));
+    let mut out = BarAwareWriter::new(crate::report::stdout::out(), progress.as_ref().and_then(|p| p.bar()));
     if world.rank == 0 {
         let _ = writeln!(
             out,
@@ -479,7 +479,7 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
     }
     print_verdicts(&verdicts);
     if let Some(line) = noise.line() {
-        println!("{line}");
+        crate::outln!("{line}");
     }
     let written = write_junit(world, opts, &spec, &by_host, csv_path.as_deref(), &verdicts);
     let code = match overall(&verdicts) {
@@ -756,7 +756,7 @@ fn rule_done(out: &mut impl Write, rule: &Rule, verdicts: &[CheckResult], second
 }
 
 fn print_verdicts(verdicts: &[CheckResult]) {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::report::stdout::out();
     let _ = out.write_all(verdict_table(verdicts).as_bytes());
 }
 

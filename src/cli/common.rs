@@ -113,6 +113,9 @@ pub fn clap_parse_files<T: Parser>(sub: &str, form: &str, argv: &[String]) -> Re
 /// Every subcommand's name, in the order the help lists them.
 pub const SUBCOMMANDS: [&str; 9] = ["check", "tune", "doctor", "pairs", "step", "info", "plot", "compare", "spec"];
 
+/// The subcommands over files, which need no MPI (run on the launcher's rank 0 only).
+pub const FILE_SUBCOMMANDS: [&str; 3] = ["plot", "compare", "spec"];
+
 /// The subcommand `word` is most likely a misspelling of (at most two edits away), if any.
 pub fn nearest_subcommand(word: &str) -> Option<&'static str> {
     fn edits(a: &str, b: &str) -> usize {

@@ -19,16 +19,19 @@ mod tune;
 mod values;
 
 pub use common::Clap;
-use common::SUBCOMMANDS;
+pub use common::{FILE_SUBCOMMANDS, SUBCOMMANDS};
 pub use sweep::Args;
 
 use crate::error::Result;
 use crate::options::Options;
 
-/// What parsing the command line led to.
-#[derive(Debug)]
-pub enum Parsed {
-    Run(Box<Options>),
+/// What the command line asks every rank to do: one subcommand that runs on the MPI world and
+/// its options (rank 0's is broadcast and compared on every rank: `app`). `--help` and
+/// `--version` are [`Clap::Info`] beside it.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub enum Plan {
+    /// The sweep: `coll-bench [COLLECTIVE…] …`
+    Sweep(Box<Options>),
     /// `coll-bench pairs …`
     Pairs(Box<crate::pairs::PairsOptions>),
     /// `coll-bench check SPEC.toml …`
@@ -41,8 +44,6 @@ pub enum Parsed {
     Step(Box<crate::step::StepOptions>),
     /// `coll-bench doctor …`
     Doctor(Box<crate::doctor::DoctorOptions>),
-    /// `--help` or `--version`: the text to print (once) and exit 0.
-    Info(String),
 }
 
 /// A subcommand over files, run without MPI on the launcher's rank 0 only.
@@ -113,22 +114,22 @@ pub fn renamed_flags(argv: &mut [String]) -> Vec<String> {
     notes
 }
 
-/// Parse and validate `argv` (including the program name).
-pub fn parse(argv: &[String]) -> Result<Parsed> {
-    fn boxed<T>(c: Clap<T>, f: impl FnOnce(T) -> Parsed) -> Parsed {
+/// Parse and validate `argv` (including the program name): the plan, or help or version text.
+pub fn parse(argv: &[String]) -> Result<Clap<Plan>> {
+    fn plan<T>(c: Clap<T>, f: impl FnOnce(Box<T>) -> Plan) -> Clap<Plan> {
         match c {
-            Clap::Args(o) => f(o),
-            Clap::Info(t) => Parsed::Info(t),
+            Clap::Args(o) => Clap::Args(f(Box::new(o))),
+            Clap::Info(t) => Clap::Info(t),
         }
     }
     Ok(match argv.get(1).map(String::as_str) {
-        Some("pairs") => boxed(pairs::parse(&argv[1..])?, |o| Parsed::Pairs(Box::new(o))),
-        Some("tune") => boxed(tune::parse(&argv[1..])?, |o| Parsed::Tune(Box::new(o))),
-        Some("doctor") => boxed(doctor::parse(&argv[1..])?, |o| Parsed::Doctor(Box::new(o))),
-        Some("check") => boxed(check::parse(&argv[1..])?, |o| Parsed::Check(Box::new(o))),
-        Some("step") => boxed(step::parse(&argv[1..])?, |o| Parsed::Step(Box::new(o))),
-        Some("info") => boxed(info::parse(&argv[1..])?, |o| Parsed::HostInfo(Box::new(o))),
-        _ => boxed(sweep::parse(argv)?, |o| Parsed::Run(Box::new(o))),
+        Some("pairs") => plan(pairs::parse(&argv[1..])?, Plan::Pairs),
+        Some("tune") => plan(tune::parse(&argv[1..])?, Plan::Tune),
+        Some("doctor") => plan(doctor::parse(&argv[1..])?, Plan::Doctor),
+        Some("check") => plan(check::parse(&argv[1..])?, Plan::Check),
+        Some("step") => plan(step::parse(&argv[1..])?, Plan::Step),
+        Some("info") => plan(info::parse(&argv[1..])?, Plan::HostInfo),
+        _ => plan(sweep::parse(argv)?, Plan::Sweep),
     })
 }
 
@@ -277,8 +278,8 @@ mod tests {
                 parse_files(&help_argv).unwrap()
             } else {
                 parse(&help_argv).map(|p| match p {
-                    Parsed::Info(t) => Clap::Info(t),
-                    _ => Clap::Info(String::new()),
+                    Clap::Info(t) => Clap::Info(t),
+                    Clap::Args(_) => Clap::Info(String::new()),
                 })
             } {
                 Ok(Clap::Info(t)) => t,

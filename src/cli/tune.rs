@@ -85,6 +85,11 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
         a.sweep.no_ceiling,
         a.sweep.write_matrix.is_some(),
     ];
+    if sweep_only.contains(&true) {
+        return Err(Error::usage(
+            "tune: --json, --markdown, --progress, --no-ceiling and --write-matrix are the sweep's; tune writes --csv, --plot and --write-rules",
+        ));
+    }
     let mut sweep = a.sweep.into_options().map_err(|e| Error::usage(format!("tune {e}")))?;
     if !named {
         sweep.collectives =
@@ -99,11 +104,6 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
     if sweep.backend != crate::options::BackendKind::Mpi || sweep.implementation != Implementation::Native {
         return Err(Error::usage(
             "tune: --backend and --impl are chosen by tune (it tunes the MPI library and runs coll-bench's own implementations itself)",
-        ));
-    }
-    if sweep_only.contains(&true) {
-        return Err(Error::usage(
-            "tune: --json, --markdown, --progress, --no-ceiling and --write-matrix are the sweep's; tune writes --csv, --plot and --write-rules",
         ));
     }
     if a.write_rules.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {

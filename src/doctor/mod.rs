@@ -470,7 +470,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
             let mut text = serde_json::to_string_pretty(&f).map_err(|e| Error::setup(format!("doctor --json: {e}")))?;
             text.push('\n');
             crate::report::outfile::replace("doctor --json", path, text.as_bytes(), opts.files, false)
-                .map(|_| println!("{}", crate::report::written_line(path, "JSON")))
+                .map(|_| crate::outln!("{}", crate::report::written_line(path, "JSON")))
         }
         None => Ok(()),
     };
@@ -482,7 +482,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
 fn say(world: &World, line: &str) {
     if world.rank == 0 {
         use std::io::Write;
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::report::stdout::out();
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
     }
@@ -541,9 +541,9 @@ fn print_page(
     (left_out, alg_note): (&[Kind], Option<&str>),
     limit_s: f64,
 ) {
-    println!("# MPI library: {}", info.mpi_library);
+    crate::outln!("# MPI library: {}", info.mpi_library);
     match &info.ceiling {
-        Some(c) => println!(
+        Some(c) => crate::outln!(
             "# ceiling: {} GB/s, {}: sendrecv of {} around the ring, {}, median of {} repeat(s), spread {:.0}%{}",
             c.shown_gbps(),
             c.source,
@@ -557,11 +557,16 @@ fn print_page(
                 ""
             }
         ),
-        None => println!("# ceiling: none (buffers too small for the pass)"),
+        None => crate::outln!("# ceiling: none (buffers too small for the pass)"),
     }
-    println!(
+    crate::outln!(
         "# {:<14} {:>12} {:>6}  {:<32} {:>11} {:>7}  verdict",
-        "collective", "busbw (GB/s)", "%ceil", "algorithm (how known)", "faults/call", "spread"
+        "collective",
+        "busbw (GB/s)",
+        "%ceil",
+        "algorithm (how known)",
+        "faults/call",
+        "spread"
     );
     for s in seen {
         let pct = s.pct_of_ceiling.map(|p| format!("{p:.0}")).unwrap_or_else(|| "-".into());
@@ -573,7 +578,7 @@ fn print_page(
             Some(_) => "ok",
             None => "no ceiling",
         };
-        println!(
+        crate::outln!(
             "  {:<14} {:>12} {:>6}  {:<32} {:>11} {:>7}  {verdict}",
             s.collective.to_string(),
             crate::record::shown_gbps(s.busbw_gbps),
@@ -590,30 +595,32 @@ fn print_page(
         .map(|s| format!("{} {:.0}%", s.collective, s.pct_of_ceiling.unwrap_or(f64::NAN)))
         .collect();
     if !above.is_empty() {
-        println!(
+        crate::outln!(
             "# above the ceiling: {}: more than {:.0}% of it, so the ceiling (point-to-point around the ring) is not what limits them here; their %ceil says little (docs/output.md, \"The ceiling\")",
             above.join(", "),
             bar
         );
     }
     if let Some(n) = alg_note {
-        println!("# algorithms: {n}");
+        crate::outln!("# algorithms: {n}");
     }
     if !left_out.is_empty() && alg_note.is_none_or(|n| !n.ends_with("not weighed")) {
         let names: Vec<String> = left_out.iter().map(|k| k.to_string()).collect();
-        println!(
+        crate::outln!(
             "# algorithms not weighed: {}: the {} limit (--max-time) left no time for them; the causes below rank what was measured",
             names.join(", "),
             human_duration(limit_s)
         );
     }
     if ranked.is_empty() {
-        println!("# causes: none found (links and hosts alike, no faster algorithm, no page faults, little spread)");
+        crate::outln!(
+            "# causes: none found (links and hosts alike, no faster algorithm, no page faults, little spread)"
+        );
     } else {
-        println!("# causes, most likely first (share: the part of the time each would save, or explains):");
+        crate::outln!("# causes, most likely first (share: the part of the time each would save, or explains):");
         for (i, c) in ranked.iter().enumerate() {
             let off = c.share_uncertainty.map(|u| format!(" ±{:.0}%", u * 100.0)).unwrap_or_default();
-            println!(
+            crate::outln!(
                 "  {}. {:<9} {:<24} {:>4.0}%{off} ({}): {}",
                 i + 1,
                 c.cause,
@@ -623,7 +630,7 @@ fn print_page(
                 c.evidence
             );
             if let Some(r) = &c.remedy {
-                println!("     next: {r}");
+                crate::outln!("     next: {r}");
             }
         }
     }
@@ -650,11 +657,11 @@ fn print_page(
         format!("{seconds:.1} s")
     };
     if code == exit::OK {
-        println!(
+        crate::outln!(
             "# verdict: ok: every collective at {}% of the ceiling or more, links and hosts alike ({took})",
             o.min_pct_of_ceiling
         );
     } else {
-        println!("# verdict: SHORT: {} ({took})", why.join("; "));
+        crate::outln!("# verdict: SHORT: {} ({took})", why.join("; "));
     }
 }

@@ -99,9 +99,9 @@ pub fn run(world: &World, opts: &PairsOptions) -> Result<i32> {
     if world.rank != 0 || measured.is_err() {
         return world.agree(measured.map(|_| crate::error::exit::OK));
     }
-    print_report(&mut std::io::stdout().lock(), &world.hosts, opts, &tally.verdict(opts.top), schedule, elapsed);
+    print_report(&mut crate::report::stdout::out(), &world.hosts, opts, &tally.verdict(opts.top), schedule, elapsed);
     if let Some(f) = &csv_file {
-        println!("{}", crate::report::written_line(f.real_path(), "CSV"));
+        crate::outln!("{}", crate::report::written_line(f.real_path(), "CSV"));
     }
     world.agree(Ok(crate::error::exit::OK))
 }

@@ -10,6 +10,7 @@ pub mod markdown;
 pub mod outfile;
 pub mod progress;
 pub mod series_order;
+pub mod stdout;
 pub mod table;
 
 use crate::error::Result;

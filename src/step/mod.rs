@@ -78,11 +78,11 @@ pub fn run(world: &World, opts: &StepOptions) -> Result<i32> {
             bytes.push(b'\n');
             let path = f.real_path().to_path_buf();
             written = f.replace_with(&bytes).map(|_| {
-                println!("{}", crate::report::written_line(&path, "JSON"));
+                crate::outln!("{}", crate::report::written_line(&path, "JSON"));
             });
         }
         if let (Some(f), Ok(())) = (&csv, &written) {
-            println!("{}", crate::report::written_line(f.real_path(), "CSV"));
+            crate::outln!("{}", crate::report::written_line(f.real_path(), "CSV"));
         }
     }
     world.agree(written)?;
@@ -268,7 +268,7 @@ fn json_doc(
 
 fn print_header(world: &World, opts: &StepOptions, shapes: &[Shape], left_out: &[(Shape, String)], backend: &[String]) {
     let m = &opts.model;
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::report::stdout::out();
     let params = match m.params {
         Some(p) => format!("{p} params (--params)"),
         None => format!("{} params (12 · layers · hidden²)", m.param_count()),
@@ -346,7 +346,7 @@ fn print_header(world: &World, opts: &StepOptions, shapes: &[Shape], left_out: &
 }
 
 fn print_layout(r: &LayoutResult, moe: Option<model::Experts>) {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::report::stdout::out();
     let _ = writeln!(out, "# Layout {}", r.shape);
     if let (true, Some(e)) = (r.shape.ep > 1, moe) {
         let i = e.pattern().imbalance(r.shape.ep);
@@ -417,7 +417,7 @@ pub fn ranking_line(results: &[LayoutResult]) -> Vec<String> {
 }
 
 fn print_ranking(results: &[LayoutResult], elapsed: f64) {
-    let mut out = std::io::stdout().lock();
+    let mut out = crate::report::stdout::out();
     if results.len() > 1 {
         let _ = writeln!(out, "# Ranked by communication time per step (ms per dimension in brackets):");
         for (i, line) in ranking_line(results).iter().enumerate() {

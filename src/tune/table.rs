@@ -14,7 +14,7 @@ use std::io::Write;
 /// Print on rank 0 and flush.
 pub fn say(world: &World, line: &str) {
     if world.rank == 0 {
-        let mut out = std::io::stdout().lock();
+        let mut out = crate::report::stdout::out();
         let _ = writeln!(out, "{line}");
         let _ = out.flush();
     }
