@@ -51,10 +51,15 @@ fn data_value(src: u64, k: u64, modulus: u64) -> i64 {
 
 /// Typed values of cells for one rank, dtype and op.
 struct Values<T: Element> {
+    #[cfg(test)]
     op: Op,
+    #[cfg(test)]
     rank: u64,
+    #[cfg(test)]
     signed: bool,
     modulus: u64,
+    /// This rank's contributions, by index mod [`PERIOD`].
+    inputs: [T; PERIOD],
     reduced: [T; PERIOD],
 }
 
@@ -72,10 +77,71 @@ impl<T: Element> Values<T> {
             }
             *slot = acc;
         }
-        Values { op, rank: rank as u64, signed, modulus: T::DTYPE.pattern_modulus(), reduced }
+        let mut inputs = [T::from_i64(0); PERIOD];
+        for (idx, slot) in inputs.iter_mut().enumerate() {
+            *slot = T::from_i64(contribution(op, signed, rank as u64, idx as u64));
+        }
+        Values {
+            #[cfg(test)]
+            op,
+            #[cfg(test)]
+            rank: rank as u64,
+            #[cfg(test)]
+            signed,
+            modulus: T::DTYPE.pattern_modulus(),
+            inputs,
+            reduced,
+        }
     }
 
+    /// `f(t, value)` for the `len` cells from `first` on, stepped one at a time ([`Cell::step`]):
+    /// the values of [`Values::value`], without its per-element arithmetic. Moved data steps its
+    /// residue by `40503 mod M` (exact while `src·2654435761 + k·40503 + 11` stays below 2^64,
+    /// which every run of a real buffer does; else element by element); inputs and reductions
+    /// walk their tables of [`PERIOD`].
     #[inline]
+    fn each(&self, first: Cell, len: usize, mut f: impl FnMut(usize, T)) {
+        let walk = |table: &[T; PERIOD], idx: u64, f: &mut dyn FnMut(usize, T)| {
+            let mut p = (idx % PERIOD as u64) as usize;
+            for t in 0..len {
+                f(t, table[p]);
+                p += 1;
+                if p == PERIOD {
+                    p = 0;
+                }
+            }
+        };
+        match first {
+            Cell::Data { src, k } => {
+                let m = self.modulus;
+                let fits = (k.checked_add(len as u64))
+                    .and_then(|end| end.checked_mul(40_503))
+                    .and_then(|x| x.checked_add(src.checked_mul(2_654_435_761)?))
+                    .and_then(|x| x.checked_add(11))
+                    .is_some();
+                if !fits {
+                    for t in 0..len {
+                        f(t, T::from_i64(data_value(src, k + t as u64, m)));
+                    }
+                    return;
+                }
+                let step = 40_503 % m;
+                let mut r = data_value(src, k, m) as u64;
+                for t in 0..len {
+                    f(t, T::from_i64(r as i64));
+                    r += step;
+                    if r >= m {
+                        r -= m;
+                    }
+                }
+            }
+            Cell::Contribution { idx } => walk(&self.inputs, idx, &mut f),
+            Cell::Reduced { idx } => walk(&self.reduced, idx, &mut f),
+        }
+    }
+
+    /// One cell's value, element by element (the reference [`Values::each`] is tested against).
+    #[cfg(test)]
     fn value(&self, cell: Cell) -> T {
         match cell {
             Cell::Data { src, k } => T::from_i64(data_value(src, k, self.modulus)),
@@ -158,8 +224,13 @@ pub fn fill_input(coll: &dyn Collective, c: &Ctx, dtype: DType, op: Op, buf: &mu
         let v = Values::<T>::new(op, c.rank, c.nranks);
         let len = coll.input_len(c);
         let out = &mut cast_slice_mut::<T>(buf)[at..at + len];
-        for (i, x) in out.iter_mut().enumerate() {
-            *x = v.value(coll.input(c, i));
+        // Run by run (Collective::input_run), as nccl-tests fills a slice at a time.
+        let mut i = 0;
+        while i < len {
+            let run = coll.input_run(c, i).clamp(1, len - i);
+            let slice = &mut out[i..i + run];
+            v.each(coll.input(c, i), run, |t, x| slice[t] = x);
+            i += run;
         }
         len
     }, else unsupported(dtype))
@@ -205,10 +276,15 @@ pub fn verify(
         let v = Values::<T>::new(op, c.rank, c.nranks);
         let len = coll.output_len(c);
         let out = &cast_slice::<T>(buf)[at..at + len];
-        out.iter()
-            .enumerate()
-            .filter(|(j, x)| !x.same(v.value(coll.expected(c, *j))))
-            .count() as u64
+        // Run by run (Collective::expected_run), as nccl-tests checks a slice at a time.
+        let (mut j, mut wrong) = (0, 0u64);
+        while j < len {
+            let run = coll.expected_run(c, j).clamp(1, len - j);
+            let slice = &out[j..j + run];
+            v.each(coll.expected(c, j), run, |t, x| wrong += u64::from(!slice[t].same(x)));
+            j += run;
+        }
+        wrong
     }, else unsupported(dtype))
     };
     let guard_to = (guard_from + GUARD_BYTES).min(buf.len());
@@ -221,6 +297,77 @@ mod tests {
     use super::*;
     use crate::collective::traffic::{Matrix, Moe, Pattern};
     use crate::collective::{Convention, Kind};
+
+    /// The runs each collective declares (`input_run`, `expected_run`) are runs: every cell in
+    /// one is the first stepped (`Cell::step`), on 1 to 8 ranks, every rank, both placements
+    /// and conventions, sizes with whole and partial blocks; and walking a run (`Values::each`)
+    /// gives each cell's own value, the wide-data fallback included.
+    #[test]
+    fn declared_runs_are_runs_and_walk_to_each_cells_value() {
+        let check_runs = |what: &str, len: usize, cell: &dyn Fn(usize) -> Cell, run: &dyn Fn(usize) -> usize| {
+            let mut i = 0;
+            while i < len {
+                let r = run(i).clamp(1, len - i);
+                let first = cell(i);
+                for t in 0..r {
+                    assert_eq!(cell(i + t), first.step(t as u64), "{what}: element {} in the run from {i}", i + t);
+                }
+                i += r;
+            }
+        };
+        for kind in Kind::ALL {
+            let spec = kind.spec();
+            for n in 1..=8 {
+                for elems in [0, 1, 7, 64, 1000, 4099] {
+                    for rank in 0..n {
+                        for convention in [Convention::Mpi, Convention::Nccl] {
+                            for in_place in [false, true] {
+                                let layout = crate::collective::layout_of(
+                                    kind,
+                                    &Pattern::Uniform,
+                                    elems,
+                                    4,
+                                    n,
+                                    rank,
+                                    convention,
+                                );
+                                let c = Ctx { rank, nranks: n, root: n / 2, in_place, convention, layout };
+                                let what = format!("{kind} n={n} elems={elems} rank={rank} {convention:?} {in_place}");
+                                check_runs(&what, spec.input_len(&c), &|i| spec.input(&c, i), &|i| {
+                                    spec.input_run(&c, i)
+                                });
+                                check_runs(&what, spec.output_len(&c), &|j| spec.expected(&c, j), &|j| {
+                                    spec.expected_run(&c, j)
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        fn walk<T: Element + PartialEq + std::fmt::Debug>(op: Op) {
+            let v = Values::<T>::new(op, 3, 5);
+            let firsts = [
+                Cell::Data { src: 2, k: 0 },
+                Cell::Data { src: 7, k: 16_777_200 },
+                Cell::Data { src: u64::MAX / 3, k: 5 },
+                Cell::Contribution { idx: 40 },
+                Cell::Reduced { idx: 1000 },
+            ];
+            for first in firsts {
+                let mut got = vec![];
+                v.each(first, 100, |t, x| got.push((t, x)));
+                let want: Vec<(usize, T)> = (0..100).map(|t| (t, v.value(first.step(t as u64)))).collect();
+                assert_eq!(got, want, "{first:?}");
+            }
+        }
+        for op in [Op::Sum, Op::Prod, Op::Max] {
+            walk::<f32>(op);
+            walk::<i32>(op);
+            walk::<u8>(op);
+            walk::<f64>(op);
+        }
+    }
 
     #[test]
     fn patterns_fit_every_type_exactly() {

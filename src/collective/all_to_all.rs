@@ -27,4 +27,10 @@ impl Collective for AllToAll {
         let source = j / base;
         Cell::Data { src: (source * c.nranks + c.rank) as u64, k: (j % base) as u64 }
     }
+    fn input_run(&self, c: &Ctx, i: usize) -> usize {
+        c.layout.count.max(1) - i % c.layout.count.max(1)
+    }
+    fn expected_run(&self, c: &Ctx, j: usize) -> usize {
+        c.layout.count.max(1) - j % c.layout.count.max(1)
+    }
 }

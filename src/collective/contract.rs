@@ -135,6 +135,18 @@ pub enum Cell {
     Reduced { idx: u64 },
 }
 
+impl Cell {
+    /// The cell `t` elements further along a run of cells that step one at a time: block and
+    /// source kept, element or reduction index `t` further ([`Collective::input_run`]).
+    pub fn step(self, t: u64) -> Cell {
+        match self {
+            Cell::Data { src, k } => Cell::Data { src, k: k + t },
+            Cell::Contribution { idx } => Cell::Contribution { idx: idx + t },
+            Cell::Reduced { idx } => Cell::Reduced { idx: idx + t },
+        }
+    }
+}
+
 /// What one collective supplies to the generic driver.
 pub trait Collective: Sync {
     fn kind(&self) -> Kind;
@@ -167,9 +179,20 @@ pub trait Collective: Sync {
         c.layout.send_count
     }
     fn input(&self, c: &Ctx, i: usize) -> Cell;
+    /// How many input elements from `i` on are `input(c, i)` stepped one at a time
+    /// ([`Cell::step`]): the check fills and compares such a run in one pass (nccl-tests' slices),
+    /// without asking per element. At least 1; `usize::MAX` for "to the end". The default, 1,
+    /// asks per element (all-to-all-v, whose blocks follow its traffic pattern).
+    fn input_run(&self, _c: &Ctx, _i: usize) -> usize {
+        1
+    }
     /// Elements of output this rank checks (0 where the library defines none).
     fn output_len(&self, c: &Ctx) -> usize {
         c.layout.recv_count
     }
     fn expected(&self, c: &Ctx, j: usize) -> Cell;
+    /// As [`Collective::input_run`], for the expected output from element `j` on.
+    fn expected_run(&self, _c: &Ctx, _j: usize) -> usize {
+        1
+    }
 }

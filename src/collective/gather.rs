@@ -43,4 +43,10 @@ impl Collective for Gather {
         let base = c.layout.count;
         Cell::Data { src: (j / base) as u64, k: (j % base) as u64 }
     }
+    fn input_run(&self, _c: &Ctx, _i: usize) -> usize {
+        usize::MAX
+    }
+    fn expected_run(&self, c: &Ctx, j: usize) -> usize {
+        c.layout.count.max(1) - j % c.layout.count.max(1)
+    }
 }

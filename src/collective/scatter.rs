@@ -44,4 +44,10 @@ impl Collective for Scatter {
     fn expected(&self, c: &Ctx, j: usize) -> Cell {
         Cell::Data { src: c.rank as u64, k: j as u64 }
     }
+    fn input_run(&self, c: &Ctx, i: usize) -> usize {
+        c.layout.count.max(1) - i % c.layout.count.max(1)
+    }
+    fn expected_run(&self, _c: &Ctx, _j: usize) -> usize {
+        usize::MAX
+    }
 }

@@ -10,11 +10,12 @@ use super::model::{plan, CallGroup, Dim, DimPlan, DpStyle, DIMS};
 use super::schedule::{slots, Dir, Exchange, Slot};
 use super::types::{DimResult, LayoutResult, StepOptions};
 use crate::backend::{Backend, Buf, Call};
-use crate::collective::{Ctx, Kind, Layout};
+use crate::collective::{Kind, Layout};
 use crate::dtype::{DType, Op};
 use crate::error::Result;
 use crate::options::{BackendKind, Options};
-use crate::verify::{fill_input, verify, GUARD_BYTES, SENTINEL};
+use crate::sweep::check::Check;
+use crate::verify::{GUARD_BYTES, SENTINEL};
 use crate::watchdog::{Phase, StepPart, StepPass, StepTask, Task, Watchdog};
 use crate::world::World;
 
@@ -262,16 +263,12 @@ impl Runner<'_> {
             _ => spec.layout(elems, elem, g.size, g.rank, convention),
         };
         let call = Call { kind, dtype: wire, op, root: 0, layout, in_place: false };
-        let c = Ctx { rank: g.rank, nranks: g.size, root: 0, in_place: false, convention, layout };
+        let check_pass = Check::new(&call, g.rank, g.size, convention);
         self.maybe_stop(dim);
         self.watch(StepPart::Coll(dim), call);
         let g = self.group(dim);
-        let guard_from = layout.recv_count * elem;
         if check {
-            g.backend.write(Buf::Recv, guard_from + GUARD_BYTES, &mut |b| b.fill(SENTINEL))?;
-            g.backend.write(Buf::Send, layout.send_count * elem, &mut |b| {
-                fill_input(spec, &c, wire, op, b, 0);
-            })?;
+            check_pass.prepare(g.backend.as_mut(), true)?;
         }
         let mut samples = std::mem::take(&mut self.samples);
         let g = self.group(dim);
@@ -281,15 +278,13 @@ impl Runner<'_> {
         self.samples = samples;
         let mut wrong = 0;
         if check {
-            let corrupt = self.corrupt && guard_from > 0;
+            let corrupt = self.corrupt;
             let g = self.group(dim);
             if corrupt {
-                g.backend.write(Buf::Recv, guard_from, &mut |b| b[0] ^= 0x40)?;
+                check_pass.corrupt(g.backend.as_mut())?;
             }
-            g.backend.read(Buf::Recv, guard_from + GUARD_BYTES, &mut |b| {
-                let v = verify(spec, &c, wire, op, b, 0, guard_from);
-                wrong = v.wrong + v.out_of_bounds;
-            })?;
+            let v = check_pass.verify(g.backend.as_mut())?;
+            wrong = v.wrong + v.out_of_bounds;
         }
         Ok((t, wrong))
     }

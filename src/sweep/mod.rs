@@ -3,21 +3,23 @@
 //! separate pass. Produces [`Point`]s; prints nothing.
 
 pub mod ceiling;
+pub mod check;
 pub mod timing;
 pub mod trend;
 
 pub use timing::{iterations, MIN_SAMPLE_S};
 
-use crate::backend::{Backend, Buf, Call};
-use crate::collective::{Collective, Convention, Ctx, Kind, Layout};
+use crate::backend::{Backend, Call};
+use crate::collective::{Collective, Convention, Kind, Layout};
 use crate::dtype::{DType, Op};
 use crate::error::Result;
 use crate::options::{Aggregation, Malloc, Options, Order};
 use crate::record::{Measurement, Placement, Point, Runs, Totals};
 use crate::stats::{mean_of, Summary};
-use crate::verify::{fill_input, verify, DataErrors, GUARD_BYTES, SENTINEL};
+use crate::verify::{DataErrors, GUARD_BYTES};
 use crate::watchdog::{Phase, Task, Watchdog};
 use crate::world::{aggregate, World};
+use check::Check;
 use timing::Agreed;
 
 /// The collective × type × op combinations of a run, in the order they run: the options' one
@@ -450,43 +452,15 @@ impl<'a> Sweep<'a> {
         Ok(Turn { runs: Runs { warmup_iters, iters, batch, first_call_us }, samples: timed, verdict, faults, launch_s })
     }
 
-    /// The check pass: known input, sentinel-filled output, one call, compare.
+    /// The check pass ([`check`]): known input, sentinel-filled output, one call, compare.
     fn check(&mut self, call: &Call) -> Result<DataErrors> {
-        let spec = call.kind.spec();
-        let l = call.layout;
-        let elem = call.dtype.size();
-        let c = Ctx {
-            rank: self.member.rank,
-            nranks: self.member.size,
-            root: call.root,
-            in_place: call.in_place,
-            convention: self.backend.convention(),
-            layout: l,
-        };
-        let (dtype, op) = (call.dtype, call.op);
-        let (out_at, guard_from) =
-            if call.in_place { (l.in_place_output, l.in_place_extent() * elem) } else { (0, l.recv_count * elem) };
-        let recv_len = guard_from + GUARD_BYTES;
-        self.backend.write(Buf::Recv, recv_len, &mut |b| {
-            b.fill(SENTINEL);
-            if call.in_place {
-                fill_input(spec, &c, dtype, op, b, l.in_place_input);
-            }
-        })?;
-        if !call.in_place {
-            self.backend.write(Buf::Send, l.send_count * elem, &mut |b| {
-                fill_input(spec, &c, dtype, op, b, 0);
-            })?;
-        }
+        let check = Check::new(call, self.member.rank, self.member.size, self.backend.convention());
+        check.prepare(&mut *self.backend, true)?;
         self.batch(call, Phase::Check, 1, 1, 0.0)?;
-        if self.opts.debug_corrupt_rank == Some(self.world.rank()) && spec.output_len(&c) > 0 {
-            self.backend.write(Buf::Recv, recv_len, &mut |b| b[out_at * elem] ^= 0x40)?;
+        if self.opts.debug_corrupt_rank == Some(self.world.rank()) {
+            check.corrupt(&mut *self.backend)?;
         }
-        let mut verdict = DataErrors::default();
-        self.backend.read(Buf::Recv, recv_len, &mut |b| {
-            verdict = verify(spec, &c, dtype, op, b, out_at, guard_from);
-        })?;
-        Ok(verdict)
+        check.verify(&mut *self.backend)
     }
 }
 

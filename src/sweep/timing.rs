@@ -1,6 +1,6 @@
-//! What the three timing loops share: how many calls a sample spans, how many a size gets, how
-//! the warm-up estimates a call, and one watched batch of calls. The loops themselves stay apart,
-//! for reasons of what they measure:
+//! What the timing loops share: how many calls a sample spans, how many a size gets, how the
+//! warm-up estimates a call, and one watched batch of calls; the check pass they share is
+//! `sweep::check`. There are four loops, kept apart for what they measure:
 //!
 //! - the sweep (`sweep::Sweep`): one collective at a time, warm-up then the budget's timed calls
 //!   in batches, then a separate check call; its numbers are nccl-tests' columns;
@@ -12,7 +12,12 @@
 //! - step (`step::exec`): a whole training step of many calls on several communicators, timed
 //!   by the wall clock between barriers, and each dimension alone; its unit is a step, not a
 //!   call, so it counts steps, not batches (`--iters`/`--warmup` steps), and shares only the
-//!   watchdog with the other two.
+//!   watchdog and the check pass with the other two;
+//! - pairs (`pairs::measure`): ping-pong between the two ranks of each pair, every pair of a
+//!   round at once; the initiator alone times the round trips (its clock only, so no skew
+//!   between hosts enters), with 3 warm-up round trips and a count from the budget (5 to
+//!   100 000); its unit is one message one way, not a collective call, and it has no check pass
+//!   (the bytes are not read back) and no batches.
 //!
 //! The sweep and tune take their counts, their warm-up and their batches from here, so the two
 //! cannot drift apart (they once did: tune's warm-up differed from the sweep's).

@@ -14,7 +14,7 @@
 
 use super::choose::{median_of_rounds, Outcome};
 use crate::backend::mpi::{DupComm, MpiBackend};
-use crate::backend::{Backend, Buf, Call};
+use crate::backend::{Backend, Call};
 use crate::collective::{Convention, Ctx};
 use crate::dtype::Op;
 use crate::error::Result;
@@ -23,8 +23,8 @@ use crate::options::Options;
 use crate::record::{Measurement, Placement, Point, Runs};
 use crate::stats::{mean_of, median_of};
 use crate::sweep::buffer_bytes;
+use crate::sweep::check::Check;
 use crate::sweep::timing::{self, Agreed};
-use crate::verify::{fill_input, verify, GUARD_BYTES, SENTINEL};
 use crate::watchdog::{Phase, Watchdog};
 use crate::world::{aggregate, World};
 
@@ -191,45 +191,26 @@ impl<'a> Bench<'a> {
     }
 
     /// Sentinel output and known input (out of place: the send buffer, once per backend and
-    /// size; in place: the receive buffer's input region).
-    fn prepare_check(&mut self, b: usize, call: &Call, size: u64) -> Result<(usize, usize)> {
-        let spec = call.kind.spec();
-        let l = call.layout;
-        let elem = call.dtype.size();
+    /// size; in place: the receive buffer's input region): the sweep's check pass
+    /// ([`crate::sweep::check`]), its call the next one made.
+    fn prepare_check(&mut self, b: usize, call: &Call, size: u64) -> Result<Check> {
         let c = self.ctx(call);
-        let (dtype, op) = (call.dtype, call.op);
-        let (out_at, guard_from) =
-            if call.in_place { (l.in_place_output, l.in_place_extent() * elem) } else { (0, l.recv_count * elem) };
-        let backend = &mut self.backends[b].1;
-        backend.write(Buf::Recv, guard_from + GUARD_BYTES, &mut |buf| {
-            buf.fill(SENTINEL);
-            if call.in_place {
-                fill_input(spec, &c, dtype, op, buf, l.in_place_input);
-            }
-        })?;
-        if !call.in_place && self.filled[b] != Some(size) {
-            backend.write(Buf::Send, l.send_count * elem, &mut |buf| {
-                fill_input(spec, &c, dtype, op, buf, 0);
-            })?;
+        let check = Check::new(call, c.rank, c.nranks, c.convention);
+        let fill_send = self.filled[b] != Some(size);
+        check.prepare(&mut self.backends[b].1, fill_send)?;
+        if !call.in_place && fill_send {
             self.filled[b] = Some(size);
         }
-        Ok((out_at, guard_from))
+        Ok(check)
     }
 
     /// Compare the output with the expected values; (wrong, out of bounds) summed over ranks.
-    fn verify(&mut self, b: usize, call: &Call, at: (usize, usize)) -> Result<(u64, u64)> {
-        let spec = call.kind.spec();
-        let c = self.ctx(call);
-        let (out_at, guard_from) = at;
-        let elem = call.dtype.size();
+    fn verify(&mut self, b: usize, check: &Check) -> Result<(u64, u64)> {
         let backend = &mut self.backends[b].1;
-        if self.opts.debug_corrupt_rank == Some(c.rank) && spec.output_len(&c) > 0 {
-            backend.write(Buf::Recv, guard_from + GUARD_BYTES, &mut |buf| buf[out_at * elem] ^= 0x40)?;
+        if self.opts.debug_corrupt_rank == Some(self.world.rank) {
+            check.corrupt(backend)?;
         }
-        let mut v = crate::verify::DataErrors::default();
-        backend.read(Buf::Recv, guard_from + GUARD_BYTES, &mut |buf| {
-            v = verify(spec, &c, call.dtype, call.op, buf, out_at, guard_from);
-        })?;
+        let v = check.verify(backend)?;
         Ok((self.world.sum_u64(v.wrong), self.world.sum_u64(v.out_of_bounds)))
     }
 
@@ -282,8 +263,8 @@ impl<'a> Bench<'a> {
         cell.samples.extend_from_slice(&self.samples);
         cell.rounds.push(self.round_median());
         lap(&mut self.spent.exchange);
-        if let Some(at) = check_at {
-            (cell.wrong, cell.out_of_bounds) = self.verify(b, &call, at)?;
+        if let Some(check) = check_at {
+            (cell.wrong, cell.out_of_bounds) = self.verify(b, &check)?;
             lap(&mut self.spent.check);
         }
         if first && self.in_place {
@@ -298,9 +279,9 @@ impl<'a> Bench<'a> {
     fn in_place_measurement(&mut self, b: usize, size: u64) -> Result<Measurement> {
         let call = self.call(size, true);
         let (wrong, oob) = if self.opts.check {
-            let at = self.prepare_check(b, &call, size)?;
+            let check = self.prepare_check(b, &call, size)?;
             self.batch(b, &call, Phase::Check, 1, 1, 0.0)?;
-            self.verify(b, &call, at)?
+            self.verify(b, &check)?
         } else {
             (0, 0)
         };
