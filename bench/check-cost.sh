@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The check pass's CPU cost on rank 0, before (BASE, default 956b049: issue 49's tree) and now
-# (the work tree's HEAD): bench/tools/check_cost.rs copied into a worktree of each revision and run
-# as an ignored integration test, REPS times alternated (default 5); fill_input and verify seconds
+# (this work tree): bench/tools/check_cost.rs copied into a worktree of BASE and into this tree's
+# tests/ (removed after) and run as an ignored integration test, REPS times alternated (default 5); fill_input and verify seconds
 # over the default sweep's points (core three, float sum, 8 B to 64 MiB, both placements, rank 0
 # of 2). Issue 49's bar: fill + verify at least 3x lower than BASE's. Writes
 # bench/check-cost-<host>.md (NAME=x to rename). No MPI run; each tree is built once (minutes).
@@ -12,20 +12,26 @@ BASE=${BASE:-956b049}
 REPS=${REPS:-5}
 out=target/bench/check-cost
 mkdir -p "$out"
-for rev in "$BASE" HEAD; do
-  tree="$out/tree-$rev"
+# BASE in a worktree of its own (built once, target-BASE); HEAD is this tree (the work tree as it
+# is), the test copied into tests/ for the run and removed after it.
+tree="$out/tree-$BASE"
+if [ ! -f "$tree/tests/check_cost.rs" ]; then
   git worktree remove --force "$tree" 2> /dev/null || rm -rf "$tree"
   git worktree prune
-  git worktree add --detach "$tree" "$rev" > /dev/null
+  git worktree add --detach "$tree" "$BASE" > /dev/null
   cp bench/tools/check_cost.rs "$tree/tests/check_cost.rs"
-  (cd "$tree" && CARGO_TARGET_DIR="$PWD/../target-$rev" cargo test --release --quiet --test check_cost --no-run 2>&1 | tail -3)
-done
+fi
+trap 'rm -f tests/check_cost.rs' EXIT
+cp bench/tools/check_cost.rs tests/check_cost.rs
+run() { # dir target
+  (cd "$1" && CARGO_TARGET_DIR="$2" cargo test --release --quiet --test check_cost -- --ignored --nocapture 2>&1 | grep '^CHECK_COST')
+}
+run "$tree" "$PWD/$out/target-$BASE" > /dev/null
+run . "$PWD/target" > /dev/null
 rm -f "$out/times.txt"
 for i in $(seq 1 "$REPS"); do
-  for rev in "$BASE" HEAD; do
-    line=$(cd "$out/tree-$rev" && CARGO_TARGET_DIR="$PWD/../target-$rev" cargo test --release --quiet --test check_cost -- --ignored --nocapture 2>&1 | grep '^CHECK_COST')
-    echo "$rev $line" >> "$out/times.txt"
-  done
+  echo "$BASE $(run "$tree" "$PWD/$out/target-$BASE")" >> "$out/times.txt"
+  echo "HEAD $(run . "$PWD/target")" >> "$out/times.txt"
 done
 NAME=${NAME:-$(hostname)}
 python3 - "$out/times.txt" "$BASE" "$(git rev-parse --short HEAD)" "$REPS" <<'PY' | tee "bench/check-cost-$NAME.md"
