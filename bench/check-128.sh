@@ -3,7 +3,7 @@
 # coll-bench work with its check on (-c 1) within 5% of the same with it off (-c 0): all-reduce
 # of float sums, 4 B to 1 MiB, -n 50 -w 5 -z 1, no ceiling, no CSV (osu.sh's line; OSU itself is
 # not needed for this ratio). Whole `mpirun` wall time, the two alternated REPS times (default 3),
-# medians. Appends its table to bench/check-cost-<host>.md (NAME=x to rename).
+# medians. Writes bench/check-128-<host>.md (NAME=x to rename).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/env.sh
@@ -21,7 +21,7 @@ for i in $(seq 1 "$REPS"); do
   done
 done
 NAME=${NAME:-$(hostname)}
-python3 - "$out/times.txt" "$N" "$REPS" <<'PY' | tee -a "bench/check-cost-$NAME.md"
+python3 - "$out/times.txt" "$N" "$REPS" <<'PY' | tee "bench/check-128-$NAME.md"
 import sys, statistics
 times, n, reps = sys.argv[1:4]
 per = {}
@@ -29,7 +29,7 @@ for line in open(times):
     c, t = line.split()
     per.setdefault(c, []).append(float(t))
 m0, m1 = statistics.median(per["0"]), statistics.median(per["1"])
-print(f"\n## The check at {n} ranks (bench/check-128.sh)\n")
+print(f"# The check at {n} ranks, on and off ({__import__('platform').node()})\n")
 print(f"`mpirun --oversubscribe -n {n} coll-bench all-reduce -b 4 -e 1M -n 50 -w 5 -z 1 --no-ceiling --no-csv -c C`")
 print(f"(bench/osu.sh's coll-bench line), whole wall time, {reps} alternated runs each, seconds.\n")
 print("| check | runs (s) | median (s) | ÷ -c 0 |")

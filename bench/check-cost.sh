@@ -34,7 +34,7 @@ for i in $(seq 1 "$REPS"); do
   echo "HEAD $(run . "$PWD/target")" >> "$out/times.txt"
 done
 NAME=${NAME:-$(hostname)}
-python3 - "$out/times.txt" "$BASE" "$(git rev-parse --short HEAD)" "$REPS" <<'PY' | tee "bench/check-cost-$NAME.md"
+python3 - "$out/times.txt" "$BASE" "$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- src || echo ' + work tree')" "$REPS" <<'PY' | tee "bench/check-cost-$NAME.md"
 import sys, statistics, platform
 times, base, head, reps = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 per = {}

@@ -51,12 +51,6 @@ fn data_value(src: u64, k: u64, modulus: u64) -> i64 {
 
 /// Typed values of cells for one rank, dtype and op.
 struct Values<T: Element> {
-    #[cfg(test)]
-    op: Op,
-    #[cfg(test)]
-    rank: u64,
-    #[cfg(test)]
-    signed: bool,
     modulus: u64,
     /// This rank's contributions, by index mod [`PERIOD`].
     inputs: [T; PERIOD],
@@ -81,27 +75,20 @@ impl<T: Element> Values<T> {
         for (idx, slot) in inputs.iter_mut().enumerate() {
             *slot = T::from_i64(contribution(op, signed, rank as u64, idx as u64));
         }
-        Values {
-            #[cfg(test)]
-            op,
-            #[cfg(test)]
-            rank: rank as u64,
-            #[cfg(test)]
-            signed,
-            modulus: T::DTYPE.pattern_modulus(),
-            inputs,
-            reduced,
-        }
+        Values { modulus: T::DTYPE.pattern_modulus(), inputs, reduced }
     }
 
     /// `f(t, value)` for the `len` cells from `first` on, stepped one at a time ([`Cell::step`]):
-    /// the values of [`Values::value`], without its per-element arithmetic. Moved data steps its
+    /// each cell's value (moved data: [`data_value`]; an input: [`contribution`]; a reduction: the
+    /// table), without per-element arithmetic. Moved data steps its
     /// residue by `40503 mod M` (exact while `src·2654435761 + k·40503 + 11` stays below 2^64,
     /// which every run of a real buffer does; else element by element); inputs and reductions
     /// walk their tables of [`PERIOD`].
     #[inline]
     fn each(&self, first: Cell, len: usize, mut f: impl FnMut(usize, T)) {
-        let walk = |table: &[T; PERIOD], idx: u64, f: &mut dyn FnMut(usize, T)| {
+        // Generic, not a closure over `dyn FnMut`: no indirect call per element.
+        #[inline]
+        fn walk<T: Copy>(table: &[T; PERIOD], idx: u64, len: usize, f: &mut impl FnMut(usize, T)) {
             let mut p = (idx % PERIOD as u64) as usize;
             for t in 0..len {
                 f(t, table[p]);
@@ -110,7 +97,7 @@ impl<T: Element> Values<T> {
                     p = 0;
                 }
             }
-        };
+        }
         match first {
             Cell::Data { src, k } => {
                 let m = self.modulus;
@@ -135,20 +122,8 @@ impl<T: Element> Values<T> {
                     }
                 }
             }
-            Cell::Contribution { idx } => walk(&self.inputs, idx, &mut f),
-            Cell::Reduced { idx } => walk(&self.reduced, idx, &mut f),
-        }
-    }
-
-    /// One cell's value, element by element (the reference [`Values::each`] is tested against).
-    #[cfg(test)]
-    fn value(&self, cell: Cell) -> T {
-        match cell {
-            Cell::Data { src, k } => T::from_i64(data_value(src, k, self.modulus)),
-            Cell::Contribution { idx } => {
-                T::from_i64(contribution(self.op, self.signed, self.rank, idx % PERIOD as u64))
-            }
-            Cell::Reduced { idx } => self.reduced[idx as usize % PERIOD],
+            Cell::Contribution { idx } => walk(&self.inputs, idx, len, &mut f),
+            Cell::Reduced { idx } => walk(&self.reduced, idx, len, &mut f),
         }
     }
 }
@@ -346,7 +321,16 @@ mod tests {
             }
         }
         fn walk<T: Element + PartialEq + std::fmt::Debug>(op: Op) {
-            let v = Values::<T>::new(op, 3, 5);
+            let (rank, n) = (3, 5);
+            let v = Values::<T>::new(op, rank, n);
+            // Each cell on its own, from the pattern's formulas (the reduction: its table).
+            let value = |cell: Cell| match cell {
+                Cell::Data { src, k } => T::from_i64(data_value(src, k, T::DTYPE.pattern_modulus())),
+                Cell::Contribution { idx } => {
+                    T::from_i64(contribution(op, T::SIGNED, rank as u64, idx % PERIOD as u64))
+                }
+                Cell::Reduced { idx } => v.reduced[idx as usize % PERIOD],
+            };
             let firsts = [
                 Cell::Data { src: 2, k: 0 },
                 Cell::Data { src: 7, k: 16_777_200 },
@@ -357,7 +341,7 @@ mod tests {
             for first in firsts {
                 let mut got = vec![];
                 v.each(first, 100, |t, x| got.push((t, x)));
-                let want: Vec<(usize, T)> = (0..100).map(|t| (t, v.value(first.step(t as u64)))).collect();
+                let want: Vec<(usize, T)> = (0..100).map(|t| (t, value(first.step(t as u64)))).collect();
                 assert_eq!(got, want, "{first:?}");
             }
         }
