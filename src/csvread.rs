@@ -12,23 +12,6 @@ use crate::error::{Error, Result};
 use std::fmt;
 use std::path::Path;
 
-/// Columns a file must have to be read as ours.
-pub const REQUIRED: &[&str] = &[
-    "backend",
-    "collective",
-    "dtype",
-    "op",
-    "placement",
-    "size_bytes",
-    "iters",
-    "time_us",
-    "busbw_gbps",
-    "median_us",
-    "min_us",
-    "max_us",
-    "stddev_us",
-];
-
 /// What identifies a point across runs: two rows with the same key measured the same thing.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Key {
@@ -136,6 +119,148 @@ pub fn read_sweep(path: &Path, who: &str) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
+/// The columns [`read`] takes from a row, by the writer's names
+/// ([`crate::report::csv::COLUMNS`]; tune's `algorithm_id` and `skipped`,
+/// `crate::tune::EXTRA_COLUMNS`; a unit test holds the names to those lists). serde finds each
+/// column by its header, so files with columns appended later read as before, and the columns
+/// added after the first release are optional (empty when absent). Values are borrowed text,
+/// typed in [`Line::row`], where an error names its column.
+#[derive(serde::Deserialize)]
+struct Line<'a> {
+    backend: &'a str,
+    collective: &'a str,
+    dtype: &'a str,
+    op: &'a str,
+    placement: &'a str,
+    size_bytes: &'a str,
+    iters: &'a str,
+    time_us: &'a str,
+    busbw_gbps: &'a str,
+    median_us: &'a str,
+    min_us: &'a str,
+    max_us: &'a str,
+    stddev_us: &'a str,
+    #[serde(default)]
+    timestamp: &'a str,
+    #[serde(default)]
+    batch_iters: &'a str,
+    #[serde(default)]
+    ranks: &'a str,
+    #[serde(default)]
+    hosts: &'a str,
+    #[serde(default)]
+    pct_of_ceiling: &'a str,
+    #[serde(default)]
+    ci95_lo_us: &'a str,
+    #[serde(default)]
+    ci95_hi_us: &'a str,
+    #[serde(default)]
+    order: &'a str,
+    #[serde(default)]
+    budget_s: &'a str,
+    #[serde(default)]
+    pattern: &'a str,
+    #[serde(default)]
+    imbalance_sent: &'a str,
+    #[serde(default)]
+    imbalance_received: &'a str,
+    /// A sweep's `algorithm` names what ran at each size (one series); in a tune CSV (one with
+    /// `algorithm_id`) each algorithm is a series of its own, named `backend/algorithm`.
+    #[serde(default)]
+    algorithm: &'a str,
+    #[serde(default)]
+    algorithm_id: &'a str,
+    /// Rows that are not the run's one time per point, and are left out: `--per-rank` (`rank`),
+    /// `--per-group` (`group`), tune's cells it did not run (`skipped`).
+    #[serde(default)]
+    rank: &'a str,
+    #[serde(default)]
+    group: &'a str,
+    #[serde(default)]
+    skipped: &'a str,
+}
+
+impl Line<'_> {
+    /// Whether the row is one of those left out.
+    fn left_out(&self) -> bool {
+        [self.rank, self.group, self.skipped].iter().any(|v| !v.trim().is_empty())
+    }
+
+    /// The row, each value checked: `bad(column, value, expected)` makes the error.
+    fn row(&self, line: u64, bad: &dyn Fn(&str, &str, &str) -> Error) -> Result<Row> {
+        let int = |v: &str, name: &str| v.trim().parse::<u64>().map_err(|_| bad(name, v.trim(), "a whole number"));
+        let num = |v: &str, name: &str| match v.trim().parse::<f64>() {
+            Ok(x) if !x.is_nan() => Ok(x),
+            _ => Err(bad(name, v.trim(), "a number")),
+        };
+        // Times and spreads: a number of microseconds, zero or more.
+        let time = |v: &str, name: &str| match v.trim().parse::<f64>() {
+            Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+            _ => Err(bad(name, v.trim(), "a time in microseconds (a number, zero or more)")),
+        };
+        let name = |v: &str, n: &str| match v.trim() {
+            "" => Err(bad(n, "", "a name")),
+            s => Ok(s.to_string()),
+        };
+        // Columns a row may leave empty (or a file not have): read where they hold a number.
+        let opt_int = |v: &str| v.trim().parse::<u64>().ok();
+        let opt_num = |v: &str| v.trim().parse::<f64>().ok().filter(|x| x.is_finite());
+        let backend = name(self.backend, "backend")?;
+        Ok(Row {
+            key: Key {
+                collective: with_pattern(name(self.collective, "collective")?, self.pattern.trim()),
+                backend: match (self.algorithm_id.trim(), self.algorithm.trim()) {
+                    ("", _) | (_, "") => backend,
+                    (_, alg) => format!("{backend}/{alg}"),
+                },
+                dtype: name(self.dtype, "dtype")?,
+                op: name(self.op, "op")?,
+                // The one spelling (out-of-place), whatever the file's age (out_of_place).
+                placement: match crate::record::Placement::parse(self.placement.trim()) {
+                    Some(p) => p.name().to_string(),
+                    None => name(self.placement, "placement")?,
+                },
+                size_bytes: int(self.size_bytes, "size_bytes")?,
+            },
+            iters: int(self.iters, "iters")?,
+            // Calls per timed sample: 1 in files that predate the column.
+            batch_iters: match self.batch_iters.trim() {
+                "" => 1,
+                v => int(v, "batch_iters")?.max(1),
+            },
+            time_us: time(self.time_us, "time_us")?,
+            median_us: time(self.median_us, "median_us")?,
+            min_us: time(self.min_us, "min_us")?,
+            max_us: time(self.max_us, "max_us")?,
+            stddev_us: match self.stddev_us.trim() {
+                "" => None,
+                v => Some(time(v, "stddev_us")?),
+            },
+            busbw_gbps: num(self.busbw_gbps, "busbw_gbps")?,
+            median_ci95_us: opt_num(self.ci95_lo_us).zip(opt_num(self.ci95_hi_us)),
+            pct_of_ceiling: opt_num(self.pct_of_ceiling),
+            budget_s: opt_num(self.budget_s).filter(|b| *b > 0.0),
+            imbalance: [self.imbalance_sent, self.imbalance_received].into_iter().filter_map(opt_num).reduce(f64::max),
+            ranks: opt_int(self.ranks),
+            hosts: opt_int(self.hosts),
+            line,
+            size_order: match self.order.trim() {
+                "" | "collective" => false,
+                "size" => true,
+                v => return Err(bad("order", v, "collective or size")),
+            },
+        })
+    }
+}
+
+/// The column a header lacks, from serde's "missing field `NAME`".
+fn missing_column(e: &csv::Error) -> Option<String> {
+    let csv::ErrorKind::Deserialize { err, .. } = e.kind() else { return None };
+    let text = err.to_string();
+    let rest = &text[text.find("missing field `")? + "missing field `".len()..];
+    Some(rest[..rest.find('`')?].to_string())
+}
+
 /// Read a whole coll-bench CSV. Errors name the file and what is wrong with it, in one line.
 pub fn read(path: &Path) -> Result<Vec<Row>> {
     let shown = crate::error::shown(path);
@@ -143,118 +268,38 @@ pub fn read(path: &Path) -> Result<Vec<Row>> {
         std::fs::File::open(path).map_err(|e| Error::usage(format!("cannot read '{shown}': {}", io_reason(&e))))?;
     let mut rd = csv::ReaderBuilder::new().has_headers(true).from_reader(std::io::BufReader::new(file));
     let not_ours = |why: String| Error::usage(format!("'{shown}' is not a coll-bench CSV ({why})"));
-    let header = rd.headers().map_err(|e| not_ours(csv_reason(&e)))?.clone();
-    let col = |name: &str| header.iter().position(|h| h.trim() == name);
-    let mut idx = Vec::with_capacity(REQUIRED.len());
-    for name in REQUIRED {
-        idx.push(col(name).ok_or_else(|| not_ours(format!("no column '{name}'")))?);
+    // Names as written, spaces around them forgiven.
+    let header: csv::StringRecord = rd.headers().map_err(|e| not_ours(csv_reason(&e)))?.iter().map(str::trim).collect();
+    // The header read as a row of itself: a column the file lacks is named before any row is.
+    if let Err(e) = header.deserialize::<Line>(Some(&header)) {
+        return Err(not_ours(match missing_column(&e) {
+            Some(column) => format!("no column '{column}'"),
+            None => csv_reason(&e),
+        }));
     }
-    let batch_col = col("batch_iters");
-    let ranks_col = col("ranks");
-    let hosts_col = col("hosts");
-    let pct_col = col("pct_of_ceiling");
-    let rank_col = col("rank");
-    // `--per-group` rows: one group's time, not the run's.
-    let group_col = col("group");
-    let ci_cols = col("ci95_lo_us").zip(col("ci95_hi_us"));
-    // `coll-bench tune`'s CSV (the one with `algorithm_id`): one series per algorithm, named as
-    // backend/algorithm. A sweep's `algorithm` column names what ran at each size: one series.
-    let algorithm_col = col("algorithm_id").and(col("algorithm"));
-    // tune's cells it did not run (its skip rule): no numbers to read.
-    let skipped_col = col("skipped");
-    let [backend, collective, dtype, op, placement, size_bytes, iters, time_us, busbw_gbps, median_us, min_us, max_us, stddev_us] =
-        idx[..]
-    else {
-        unreachable!("one index per required column")
-    };
-
-    let timestamp_col = col("timestamp");
-    let order_col = col("order");
-    let budget_col = col("budget_s");
-    let pattern_col = col("pattern");
-    let imbalance_cols = [col("imbalance_sent"), col("imbalance_received")];
     let mut rows: Vec<Row> = vec![];
     // Each series' latest row (index into `rows`) and its run's timestamp: where a twin is found.
     let mut latest: std::collections::HashMap<Series, (usize, String)> = std::collections::HashMap::new();
     for rec in rd.records() {
         let rec = rec.map_err(|e| Error::usage(format!("'{shown}': {}", csv_reason(&e))))?;
         let line = rec.position().map(|p| p.line()).unwrap_or(0);
+        let fields: Line = rec
+            .deserialize(Some(&header))
+            .map_err(|e| Error::usage(format!("'{shown}' line {line}: {}", csv_reason(&e))))?;
+        if fields.left_out() {
+            continue;
+        }
         let bad = |name: &str, v: &str, want: &str| {
             Error::usage(format!("'{shown}' line {line}: column {name} is '{v}', expected {want}"))
         };
-        let text = |i: usize| rec.get(i).unwrap_or("").trim();
-        if rank_col.is_some_and(|i| !text(i).is_empty())
-            || group_col.is_some_and(|i| !text(i).is_empty())
-            || skipped_col.is_some_and(|i| !text(i).is_empty())
-        {
-            continue;
-        }
-        let int = |i: usize, name: &str| text(i).parse::<u64>().map_err(|_| bad(name, text(i), "a whole number"));
-        let num = |i: usize, name: &str| match text(i).parse::<f64>() {
-            Ok(v) if !v.is_nan() => Ok(v),
-            _ => Err(bad(name, text(i), "a number")),
-        };
-        // Times and spreads: a number of microseconds, zero or more.
-        let time = |i: usize, name: &str| match text(i).parse::<f64>() {
-            Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
-            _ => Err(bad(name, text(i), "a time in microseconds (a number, zero or more)")),
-        };
-        let opt_int = |i: Option<usize>| i.and_then(|i| text(i).parse::<u64>().ok());
-        let opt_num = |i: usize| text(i).parse::<f64>().ok().filter(|v| v.is_finite());
-        let name = |i: usize, n: &str| match text(i) {
-            "" => Err(bad(n, "", "a name")),
-            s => Ok(s.to_string()),
-        };
-        let row = Row {
-            key: Key {
-                collective: with_pattern(name(collective, "collective")?, pattern_col.map(text).unwrap_or("")),
-                backend: match algorithm_col.map(text).filter(|a| !a.is_empty()) {
-                    Some(alg) => format!("{}/{alg}", name(backend, "backend")?),
-                    None => name(backend, "backend")?,
-                },
-                dtype: name(dtype, "dtype")?,
-                op: name(op, "op")?,
-                // The one spelling (out-of-place), whatever the file's age (out_of_place).
-                placement: match crate::record::Placement::parse(text(placement)) {
-                    Some(p) => p.name().to_string(),
-                    None => name(placement, "placement")?,
-                },
-                size_bytes: int(size_bytes, "size_bytes")?,
-            },
-            iters: int(iters, "iters")?,
-            batch_iters: match batch_col {
-                Some(i) if !text(i).is_empty() => int(i, "batch_iters")?.max(1),
-                _ => 1,
-            },
-            time_us: time(time_us, "time_us")?,
-            median_us: time(median_us, "median_us")?,
-            min_us: time(min_us, "min_us")?,
-            max_us: time(max_us, "max_us")?,
-            stddev_us: match text(stddev_us) {
-                "" => None,
-                _ => Some(time(stddev_us, "stddev_us")?),
-            },
-            busbw_gbps: num(busbw_gbps, "busbw_gbps")?,
-            median_ci95_us: ci_cols.and_then(|(lo, hi)| opt_num(lo).zip(opt_num(hi))),
-            pct_of_ceiling: pct_col.and_then(opt_num),
-            budget_s: budget_col.and_then(opt_num).filter(|b| *b > 0.0),
-            imbalance: imbalance_cols.iter().filter_map(|c| c.and_then(opt_num)).reduce(f64::max),
-            ranks: opt_int(ranks_col),
-            hosts: opt_int(hosts_col),
-            line,
-            size_order: match order_col.map(text).unwrap_or("") {
-                "" | "collective" => false,
-                "size" => true,
-                v => return Err(bad("order", v, "collective or size")),
-            },
-        };
+        let row = fields.row(line, &bad)?;
         // Per-rank counts rounded down to whole 16 bytes (as nccl-tests) can make two requested
         // sizes one call (all-gather of 8 B and 16 B of float on 2 ranks: 0 B each); the sweep
         // writes both rows, as nccl-tests prints both. A repeat of its series' latest row, from
         // the same run (same timestamp), is that twin: the first is read, the repeat left out
         // (right after it, or a round later with `--order size`). A point repeated after other
         // sizes of its series, or from another run, is a second run in the file (compare says so).
-        let stamp = timestamp_col.map(|i| text(i).to_string()).unwrap_or_default();
+        let stamp = fields.timestamp.trim().to_string();
         let series = row.key.series();
         if latest.get(&series).is_some_and(|(i, t)| rows[*i].key == row.key && *t == stamp) {
             continue;
@@ -324,6 +369,70 @@ mod tests {
     }
 
     const HEAD: &str = "timestamp,backend,collective,dtype,op,placement,size_bytes,iters,time_us,busbw_gbps,median_us,min_us,max_us,stddev_us,ranks,extra_new_column,rank";
+
+    /// The names a `Deserialize` struct reads (serde hands them to `deserialize_struct`).
+    fn field_names<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
+        struct Fields(&'static [&'static str]);
+        impl<'de> serde::Deserializer<'de> for &mut Fields {
+            type Error = serde::de::value::Error;
+            fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> std::result::Result<V::Value, Self::Error> {
+                Err(serde::de::Error::custom("not a struct"))
+            }
+            fn deserialize_struct<V: serde::de::Visitor<'de>>(
+                self,
+                _: &'static str,
+                fields: &'static [&'static str],
+                _: V,
+            ) -> std::result::Result<V::Value, Self::Error> {
+                self.0 = fields;
+                Err(serde::de::Error::custom("names taken"))
+            }
+            serde::forward_to_deserialize_any! {
+                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+                option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+                ignored_any
+            }
+        }
+        let mut f = Fields(&[]);
+        let _ = T::deserialize(&mut f);
+        f.0
+    }
+
+    /// The reader's columns are the writer's: each name `read` looks for is one the sweep's CSV
+    /// (or tune's) writes, so a renamed column fails here, not in a user's `compare`.
+    #[test]
+    fn every_column_read_is_one_the_writers_write() {
+        let read = field_names::<Line>();
+        assert!(read.len() >= 20, "{read:?}");
+        let written: Vec<&str> =
+            crate::report::csv::COLUMNS.iter().chain(crate::tune::EXTRA_COLUMNS.iter()).copied().collect();
+        let unknown: Vec<&&str> = read.iter().filter(|c| !written.contains(c)).collect();
+        assert!(unknown.is_empty(), "read, never written: {unknown:?}");
+        // And a row the writer's header names, read back by it.
+        let mut w = csv::Writer::from_writer(vec![]);
+        w.write_record(crate::report::csv::COLUMNS).unwrap();
+        let values: Vec<String> = crate::report::csv::COLUMNS
+            .iter()
+            .map(|c| match *c {
+                "backend" => "mpi".into(),
+                "collective" => "all-reduce".into(),
+                "dtype" => "float".into(),
+                "op" => "sum".into(),
+                "placement" => "in-place".into(),
+                "rank" | "group" | "stddev_us" | "algorithm" | "order" | "pattern" => String::new(),
+                "timestamp" => "t".into(),
+                _ => "3".into(),
+            })
+            .collect();
+        w.write_record(&values).unwrap();
+        let f = write(&String::from_utf8(w.into_inner().unwrap()).unwrap());
+        let rows = super::read(f.path()).unwrap();
+        assert_eq!(
+            (rows[0].key.size_bytes, rows[0].batch_iters, rows[0].ranks, rows[0].budget_s),
+            (3, 3, Some(3), Some(3.0))
+        );
+        assert_eq!(rows[0].key.placement, "in-place");
+    }
 
     #[test]
     fn reads_by_column_name_and_tolerates_appended_columns() {

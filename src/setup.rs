@@ -9,7 +9,7 @@ use crate::backend::Backend;
 use crate::error::{Error, Result};
 use crate::layout::{Group, Layout};
 use crate::memory;
-use crate::options::{BackendKind, CsvTarget, Options, Policy};
+use crate::options::{BackendKind, Options, Policy};
 use crate::record::RunInfo;
 use crate::sweep::buffer_bytes;
 use crate::world::World;
@@ -265,25 +265,9 @@ pub fn check_outputs(world: &World, outputs: &[(&str, &Path)], inputs: &[(&str, 
     world.agree(if world.rank == 0 { crate::report::outfile::check(outputs, inputs, files) } else { Ok(()) })
 }
 
-/// The sweep's output paths, with their flags.
+/// The sweep's output paths, with their flags ([`crate::report::outputs::FORMATS`]).
 pub fn sweep_outputs(opts: &Options) -> Vec<(&'static str, &Path)> {
-    let mut outputs: Vec<(&str, &Path)> = vec![];
-    if let CsvTarget::Path(p) = &opts.csv {
-        outputs.push(("--csv", p));
-    }
-    if let Some(p) = &opts.json {
-        outputs.push(("--json", p));
-    }
-    if let Some(p) = &opts.markdown {
-        outputs.push(("--markdown", p));
-    }
-    if let Some(p) = &opts.plot {
-        outputs.push(("--plot", p));
-    }
-    if let Some(p) = &opts.write_matrix {
-        outputs.push(("--write-matrix", p));
-    }
-    outputs
+    crate::report::outputs::paths(opts)
 }
 
 /// The files a sweep reads while it runs: `--pattern matrix=FILE` (no output may be it).

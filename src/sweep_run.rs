@@ -6,11 +6,8 @@
 
 use crate::error::{exit, Result};
 use crate::memory;
-use crate::options::{Options, Order};
-use crate::report::csv::CsvReport;
-use crate::report::json::JsonReport;
-use crate::report::markdown::MarkdownReport;
-use crate::report::series_order::InSeriesOrder;
+use crate::options::Options;
+use crate::report::outputs;
 use crate::report::table::TableReport;
 use crate::report::Report;
 use crate::setup;
@@ -29,7 +26,13 @@ pub fn run(world: &World, mut opts: Options) -> Result<i32> {
     if let Some(path) = &opts.write_matrix {
         let text = crate::collective::traffic::matrix_text(opts.pattern(0), opts.max_bytes as usize, member.size);
         let written = if world.rank == 0 {
-            crate::report::outfile::replace("--write-matrix", path, text.as_bytes(), opts.files, false)
+            crate::report::outfile::replace(
+                outputs::format("--write-matrix").flag,
+                path,
+                text.as_bytes(),
+                opts.files,
+                false,
+            )
         } else {
             Ok(())
         };
@@ -78,7 +81,7 @@ pub fn run(world: &World, mut opts: Options) -> Result<i32> {
     drop(reports); // closes the CSV
     if let (Some(plot), Some(csv), 0, Ok(())) = (&opts.plot, &csv_file, world.rank, &ended) {
         ended = crate::plot::plot_run(csv, plot, opts.files);
-        files.push((plot.clone(), "plot"));
+        files.push((plot.clone(), outputs::format("--plot").what));
     }
     if ended.is_ok() {
         print_files(&files);
@@ -90,36 +93,14 @@ pub fn run(world: &World, mut opts: Options) -> Result<i32> {
 /// Rank 0's reports, the CSV's path, and every file they write with what it is.
 type Opened = (Vec<Box<dyn Report>>, Option<PathBuf>, Vec<(PathBuf, &'static str)>);
 
-/// The reports of rank 0, their files created; when one cannot be, those already created are
-/// removed. Also the CSV's path (chosen here for the default name), for `--plot`, and the files
+/// The reports of rank 0: the table on standard output, every file of
+/// [`crate::report::outputs::FORMATS`] the options name (all created, or none), the progress
+/// bar. Also the CSV's path (chosen here for the default name), for `--plot`, and the files
 /// (where the data goes: a followed link's target), for the footer.
 fn open_reports(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<Opened> {
-    use crate::report::AppendFile;
-    let csv = crate::report::open_csv(&opts.csv, "--csv", "coll-bench", now, opts.files)?;
-    let csv_path = csv.as_ref().map(|f| f.real_path().to_path_buf());
-    let mut files: Vec<(PathBuf, &'static str)> = csv_path.iter().map(|p| (p.clone(), "CSV")).collect();
-    let csv = csv.map(CsvReport::new);
-    let json = match opts.json.as_ref().map(|p| AppendFile::create("--json", p, opts.files)).transpose() {
-        Ok(j) => j.map(|j| {
-            files.push((j.real_path().to_path_buf(), "JSON"));
-            JsonReport::new(j)
-        }),
-        Err(e) => {
-            csv.into_iter().for_each(CsvReport::remove);
-            return Err(e);
-        }
-    };
-    let markdown = match opts.markdown.as_ref().map(|p| AppendFile::create("--markdown", p, opts.files)).transpose() {
-        Ok(m) => m.map(|m| {
-            files.push((m.real_path().to_path_buf(), "Markdown"));
-            MarkdownReport::new(m)
-        }),
-        Err(e) => {
-            csv.into_iter().for_each(CsvReport::remove);
-            json.into_iter().for_each(JsonReport::remove);
-            return Err(e);
-        }
-    };
+    let opened = outputs::open(opts, now)?;
+    let csv_path = opened.iter().find(|o| o.format.flag == "--csv").map(|o| o.path.clone());
+    let files = opened.iter().map(|o| (o.path.clone(), o.format.what)).collect();
     let total = opts.point_count(u64::MAX - 1);
     let progress = crate::report::progress::ProgressReport::new(total, opts.progress);
     // The table's rows go through the bar (cleared, written, redrawn): never on the bar's line.
@@ -127,17 +108,8 @@ fn open_reports(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<O
         crate::report::stdout::out(),
         progress.as_ref().and_then(|p| p.bar()),
     );
-    // `--order size`: the table and the Markdown print each series' block whole, at the end.
-    fn in_series_order<R: Report + 'static>(r: R, order: Order) -> Box<dyn Report> {
-        match order {
-            Order::Collective => Box::new(r),
-            Order::Size => Box::new(InSeriesOrder::new(r)),
-        }
-    }
-    let mut reports: Vec<Box<dyn Report>> = vec![in_series_order(TableReport::new(stdout), opts.order)];
-    reports.extend(csv.map(|r| Box::new(r) as Box<dyn Report>));
-    reports.extend(json.map(|r| Box::new(r) as Box<dyn Report>));
-    reports.extend(markdown.map(|r| in_series_order(r, opts.order)));
+    let mut reports: Vec<Box<dyn Report>> = vec![outputs::in_series_order(TableReport::new(stdout), opts.order)];
+    reports.extend(opened.into_iter().map(|o| o.report));
     // Last: its `end` clears the bar after the footer is out.
     if let Some(bar) = progress {
         reports.push(Box::new(bar));

@@ -88,6 +88,11 @@ fn values_out_of_range_are_refused_up_front() {
     refused(2, &["--groups", "tp=9223372036854775809,pp=2"], "too large");
     refused(2, &["-T", "1ns"], "-T/--timeout: 1ns is below the floor of 1 s");
     refused(2, &["-T", "500ms"], "-T/--timeout");
+    // An empty output path: refused by the flag's own parser (report::outfile::check refuses it
+    // again for every output, wherever a path comes from).
+    for flag in ["--json", "--markdown", "--plot", "--write-matrix", "--csv"] {
+        refused(2, &[flag, ""], &format!("'{flag} <"));
+    }
 }
 
 /// A standard output that cannot take the output (a full disk): one line, exit 2, never an

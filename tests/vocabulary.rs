@@ -9,22 +9,6 @@ use common::*;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-const OUTPUT_MD: &str = include_str!("../docs/output.md");
-
-/// The names of the table rows (`| \`name\` |`) of one `## ` section of docs/output.md, in order.
-fn documented(heading: &str) -> Vec<String> {
-    let start = OUTPUT_MD
-        .find(&format!("\n{heading}\n"))
-        .unwrap_or_else(|| panic!("docs/output.md has no section {heading:?}"));
-    let rest = &OUTPUT_MD[start + heading.len() + 2..];
-    let end = rest.find("\n## ").unwrap_or(rest.len());
-    rest[..end]
-        .lines()
-        .filter_map(|l| l.strip_prefix("| `"))
-        .filter_map(|l| l.split_once("` |").map(|(name, _)| name.to_string()))
-        .collect()
-}
-
 /// Every field path of a JSON value: keys joined by '.', array elements as '[]'; the children
 /// of `free` (objects keyed by data, e.g. variable names) are left out.
 fn paths(v: &serde_json::Value, prefix: &str, free: &[&str], out: &mut BTreeSet<String>) {

@@ -182,6 +182,60 @@ fn compress(ranks: &[String]) -> String {
     parts.join(",")
 }
 
+/// A batch that a loaded machine slows far past its estimate is slow, not stuck: a rank is
+/// stopped 0.6 s of every 0.65 s, 12 times, inside a timed batch of 2 million 8 B calls
+/// (estimated from a quiet warm-up at 1-2 s, so its limit under `-T 2` is -T plus twice that,
+/// about 5 s; the stops stretch the batch to about 9 s). Every limit still sees samples, so the
+/// run ends untouched; before the watchdog counted samples this was reported as a hang ("every
+/// rank answered … a message lost inside MPI?"), as a busy CI machine once did to a plain run.
+/// The stops end inside the batch: the exchange after it (-T alone) is not what is tested.
+#[test]
+fn a_batch_slowed_far_past_its_estimate_is_not_a_hang() {
+    let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("slow.json");
+    let marker = marker.to_str().unwrap().to_string();
+    let started = Instant::now();
+    let child = mpirun_cmd(2, 180)
+        .args(["all-reduce", "-b", "8", "-e", "8", "-w", "1000", "-n", "2000000", "-T", "2", "--no-ceiling"])
+        .args(["--no-csv", "--json", &marker])
+        .current_dir(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("mpirun runs");
+    // The ranks, found by their arguments (the table reaches the pipe only at the end).
+    let mut ranks = vec![];
+    while ranks.len() < 2 && started.elapsed() < Duration::from_secs(60) {
+        std::thread::sleep(Duration::from_millis(20));
+        ranks = ranks_of(&marker);
+    }
+    let pid = ranks.iter().map(|(p, _)| *p).max().unwrap_or_else(|| panic!("no ranks found of {marker}"));
+    let stopping = std::thread::spawn(move || {
+        // Past the start and the warm-up (a thousand calls, about a millisecond): into the
+        // timed batch, estimated at 1-2 µs a call or less.
+        std::thread::sleep(Duration::from_millis(1500));
+        let mut stops = 0;
+        // SAFETY: kill(2) with a pid and a signal number; no memory is shared. Ends when the
+        // process is gone (ESRCH).
+        while stops < 12 && unsafe { libc::kill(pid, libc::SIGSTOP) } == 0 {
+            stops += 1;
+            std::thread::sleep(Duration::from_millis(600));
+            if unsafe { libc::kill(pid, libc::SIGCONT) } != 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        stops
+    });
+    let o = child.wait_with_output().unwrap();
+    let stops = stopping.join().unwrap();
+    let (out, err) = (stdout(&o), stderr(&o));
+    assert_eq!(o.status.code(), Some(0), "after {stops} stops, {:?}: {err}\n{out}", started.elapsed());
+    assert!(!err.contains("every rank answered"), "{err}");
+    assert_eq!(stops, 12, "the run ended {stops} stops in: too short to stretch its batch past the limit\n{out}");
+}
+
 #[test]
 fn a_stopped_rank_ends_the_job_through_the_watchdog() {
     let dir = tempfile::tempdir().unwrap();

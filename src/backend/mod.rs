@@ -26,6 +26,23 @@ pub use host::HostBuffer;
 use crate::collective::{Convention, Kind, Layout};
 use crate::dtype::{DType, Op};
 use crate::error::Result;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Samples the timed loops of this process have taken so far: the watchdog's sign of progress
+/// (`crate::watchdog`: a step still taking samples is slow, not stuck). One relaxed add per
+/// sample, beside the clock read that ends it; a backend whose samples come only at the end of
+/// its batch (NCCL's events) shows none inside it.
+static SAMPLES: AtomicU64 = AtomicU64::new(0);
+
+/// One sample taken ([`SAMPLES`]).
+pub fn sample_taken() {
+    SAMPLES.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Samples taken so far ([`SAMPLES`]).
+pub fn samples_taken() -> u64 {
+    SAMPLES.load(Ordering::Relaxed)
+}
 
 /// One call: which collective, on what, where.
 #[derive(Clone, Copy, Debug)]

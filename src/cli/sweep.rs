@@ -439,7 +439,7 @@ impl Args {
         Ok((min_bytes, max_bytes, step))
     }
 
-    /// `--plot` (a format it can draw, and a CSV to draw from) and no empty output path.
+    /// `--plot`: a format it can draw, and a CSV to draw from.
     fn check_paths(&self) -> Result<()> {
         if let Some(p) = &self.plot {
             crate::plot::check_output(p)?;
@@ -447,16 +447,8 @@ impl Args {
                 return Err(Error::usage("--plot draws the run's CSV; expected --plot without --no-csv"));
             }
         }
-        for (flag, p) in [
-            ("--json", &self.json.path),
-            ("--markdown", &self.markdown),
-            ("--plot", &self.plot),
-            ("--write-matrix", &self.write_matrix),
-        ] {
-            if p.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
-                return Err(Error::usage(format!("{flag}: empty path; expected a file path")));
-            }
-        }
+        // An empty path, a directory, a link, a file already there: refused for every output
+        // in one place (`report::outfile::check`, through `report::outputs::paths`).
         Ok(())
     }
 }

@@ -1,13 +1,15 @@
 //! Outputs, one file each, all fed the same records ([`RunInfo`], [`Point`], [`Totals`]). Only
-//! rank 0 builds reports. Adding a format is one file here and its wiring in six more (its flag,
-//! the options, the output check in `crate::setup`, `crate::app`'s `open_reports`, tune's
-//! refusal, docs/output.md): the checklist is in docs/architecture.md.
+//! rank 0 builds reports. The sweep's files are one table ([`outputs::FORMATS`]: checked, opened
+//! and named from it); every file is written through [`outfile`], standard output through
+//! [`stdout`]. Adding a format is its file here and one row in that table, with its flag, its
+//! field in the options and its rows in docs/output.md (the checklist in docs/architecture.md).
 
 pub mod csv;
 pub mod interrupted;
 pub mod json;
 pub mod markdown;
 pub mod outfile;
+pub mod outputs;
 pub mod progress;
 pub mod series_order;
 pub mod stdout;

@@ -10,6 +10,10 @@
 //! is still caught about `-T` after it began; the first warm-up call, a fixed `-w` warm-up and
 //! the check call have no estimate: `-T` alone. Without `-T`, a step may take max(30 s, 20× its
 //! expected time) (NCCL's init: 5 min, `Timeout::setup_limit_s`); `-T 0` turns the watchdog off.
+//! A batch still taking samples when its limit passes is slow, not stuck (a loaded machine
+//! makes each sample many times slower than the warm-up said): the limit starts again, for as
+//! long as each limit sees a sample (`crate::backend::samples_taken`, counted by the MPI
+//! backend's timed loop). A hang takes no sample, and is caught one limit after the last.
 //!
 //! `coll-bench step` arms it once per pass of a layout (`Phase::Step`: the set-up, each warm-up,
 //! timed and check step), so the steps are numbered alike on every rank although a pipeline
@@ -103,6 +107,9 @@ struct Shared {
     deadline_ns: AtomicU64,
     /// The limit the current deadline was set with, ns (for the message).
     limit_ns: AtomicU64,
+    /// `crate::backend::samples_taken` when the deadline was last set: a step that has taken a
+    /// sample since is slow, not stuck.
+    samples_seen: AtomicU64,
     current: Mutex<Current>,
     stop: AtomicBool,
     rank: usize,
@@ -168,6 +175,7 @@ impl Watchdog {
             epoch: Instant::now(),
             deadline_ns: AtomicU64::new(0),
             limit_ns: AtomicU64::new(0),
+            samples_seen: AtomicU64::new(0),
             current: Mutex::new(Current::default()),
             stop: AtomicBool::new(false),
             rank,
@@ -201,6 +209,7 @@ impl Watchdog {
             c.step
         };
         s.limit_ns.store((limit * 1e9) as u64, Ordering::Relaxed);
+        s.samples_seen.store(crate::backend::samples_taken(), Ordering::Relaxed);
         s.deadline_ns.store((now + (limit * 1e9) as u64).max(1), Ordering::Release);
         if let Some(ch) = &s.channel {
             tree::announce(ch, step);
@@ -220,6 +229,7 @@ impl Watchdog {
             c.armed_at_ns = now;
         }
         s.limit_ns.store((limit * 1e9) as u64, Ordering::Relaxed);
+        s.samples_seen.store(crate::backend::samples_taken(), Ordering::Relaxed);
         s.deadline_ns.store((now + (limit * 1e9) as u64).max(1), Ordering::Release);
     }
 
@@ -275,10 +285,20 @@ impl Shared {
         }
     }
 
-    /// The task whose deadline has passed, if one has.
+    /// The task whose deadline has passed, if one has. A step that took a sample within its
+    /// limit (a batch of calls on a loaded machine, each sample slower than the warm-up said)
+    /// is slow, not stuck: its deadline moves to one limit from now. A hang takes no sample.
     fn overdue(&self) -> Option<Task> {
         let d = self.deadline_ns.load(Ordering::Acquire);
-        if d == 0 || (self.epoch.elapsed().as_nanos() as u64) < d {
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        if d == 0 || now < d {
+            return None;
+        }
+        let taken = crate::backend::samples_taken();
+        if self.samples_seen.swap(taken, Ordering::Relaxed) != taken {
+            let next = now + self.limit_ns.load(Ordering::Relaxed);
+            // Unless the sweep armed another step meanwhile.
+            let _ = self.deadline_ns.compare_exchange(d, next, Ordering::AcqRel, Ordering::Acquire);
             return None;
         }
         // Re-read under the lock: the sweep may have moved on between the two loads.

@@ -349,3 +349,20 @@ pub fn csv_rows(path: &Path) -> Vec<std::collections::HashMap<String, String>> {
         .map(|r| h.iter().zip(r.unwrap().iter()).map(|(k, v)| (k.to_string(), v.to_string())).collect())
         .collect()
 }
+
+/// docs/output.md: the contract the outputs are held to.
+pub const OUTPUT_MD: &str = include_str!("../../docs/output.md");
+
+/// The names of the table rows (`| \`name\` |`) of one `## ` section of docs/output.md, in order.
+pub fn documented(heading: &str) -> Vec<String> {
+    let start = OUTPUT_MD
+        .find(&format!("\n{heading}\n"))
+        .unwrap_or_else(|| panic!("docs/output.md has no section {heading:?}"));
+    let rest = &OUTPUT_MD[start + heading.len() + 2..];
+    let end = rest.find("\n## ").unwrap_or(rest.len());
+    rest[..end]
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once("` |").map(|(name, _)| name.to_string()))
+        .collect()
+}
