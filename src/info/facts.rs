@@ -1,8 +1,14 @@
-//! What one rank sees of its host: each fact as (field, value), the value `absent` where the host
-//! does not have it. The readers take the root of `/proc` and `/sys` and the environment as
-//! parameters, so they are unit-tested on a fake tree.
+//! What one rank sees of its host, typed: each reader returns its fact as a value whose
+//! `Display` is the text `info` prints and compares across ranks (`absent` where the host does
+//! not have it), and whose serde form is its part of `info --json` (snake_case keys, numbers as
+//! numbers, `null` where absent): [`Fact`] holds both, made from the one value. The readers take
+//! the root of `/proc` and `/sys` and the environment as parameters, so they are unit-tested on
+//! a fake tree.
 
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::HashMap;
+use std::fmt;
 use std::path::Path;
 
 pub const ABSENT: &str = "absent";
@@ -27,23 +33,131 @@ pub const FIELDS: &[&str] = &[
     "GPUs",
 ];
 
+/// One fact as `info` reports it: its field, its text, its JSON keys and values, all from one
+/// typed value ([`Fact::new`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fact {
+    pub field: String,
+    pub text: String,
+    pub json: serde_json::Map<String, Value>,
+}
+
+impl Fact {
+    /// `value`'s text and, under `key`, its serde form; a value that serialises to an object
+    /// (several keys, as `cores`) gives its own keys instead.
+    pub fn new<T: fmt::Display + Serialize>(field: &str, key: &str, value: &T) -> Fact {
+        let json = match serde_json::to_value(value).expect("a fact serialises") {
+            Value::Object(m) => m,
+            v => std::iter::once((key.to_string(), v)).collect(),
+        };
+        Fact { field: field.to_string(), text: value.to_string(), json }
+    }
+}
+
+/// Text a host may not have: `absent` (with why, where there is a reason) in the text, `null`
+/// in the JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Found {
+    Is(String),
+    /// Why, or empty.
+    Absent(String),
+}
+
+impl Found {
+    fn of(v: Option<String>) -> Found {
+        v.map_or(Found::Absent(String::new()), Found::Is)
+    }
+
+    /// As `info --json` gives it.
+    fn json(&self) -> Value {
+        match self {
+            Found::Is(s) => Value::from(s.as_str()),
+            Found::Absent(_) => Value::Null,
+        }
+    }
+}
+
+impl fmt::Display for Found {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Found::Is(s) => f.write_str(s),
+            Found::Absent(why) if why.is_empty() => f.write_str(ABSENT),
+            Found::Absent(why) => write!(f, "{ABSENT} ({why})"),
+        }
+    }
+}
+
+/// A [`Found`] as a fact of its own (its JSON the text or `null`).
+struct Plain<'a>(&'a Found);
+
+impl fmt::Display for Plain<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl Serialize for Plain<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.json().serialize(s)
+    }
+}
+
+/// A count or amount the host may not give: the number, or `absent` (`null`), with a unit in
+/// the text.
+struct Count(Option<u64>, &'static str);
+
+impl fmt::Display for Count {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            Some(n) => write!(f, "{n}{}", self.1),
+            None => f.write_str(ABSENT),
+        }
+    }
+}
+
+impl Serialize for Count {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+/// A list the host may not have: its items `; `-joined, or `absent`; in the JSON an array.
+#[derive(Serialize)]
+#[serde(transparent)]
+pub struct List<T>(pub Vec<T>);
+
+impl<T: fmt::Display> fmt::Display for List<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.0.is_empty() {
+            return f.write_str(ABSENT);
+        }
+        for (i, x) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            x.fmt(f)?;
+        }
+        Ok(())
+    }
+}
+
 fn read(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
 /// `model name` from `/proc/cpuinfo` (x86), else `Model`/`CPU part` (Arm), else absent.
-pub fn cpu_model(proc_root: &Path) -> String {
-    let Some(text) = read(&proc_root.join("cpuinfo")) else { return ABSENT.into() };
+pub fn cpu_model(proc_root: &Path) -> Found {
+    let Some(text) = read(&proc_root.join("cpuinfo")) else { return Found::of(None) };
     for key in ["model name", "Model", "cpu model", "CPU part"] {
         let found = text.lines().find_map(|l| {
             let (k, v) = l.split_once(':')?;
             (k.trim() == key).then(|| v.trim().to_string())
         });
         if let Some(v) = found.filter(|v| !v.is_empty()) {
-            return v;
+            return Found::Is(v);
         }
     }
-    ABSENT.into()
+    Found::of(None)
 }
 
 /// The ranges of a CPU list like `0-3,8,10-11` (the format of `/sys/devices/system/cpu/online`
@@ -76,21 +190,44 @@ pub fn cpu_list(list: &str) -> Option<Vec<usize>> {
     Some(ranges.into_iter().flat_map(|(a, b)| a..=b).collect())
 }
 
-/// Online CPUs, and how many this process may run on.
-pub fn cores(sys_root: &Path) -> String {
-    let online = read(&sys_root.join("devices/system/cpu/online")).and_then(|l| count_cpu_list(&l));
-    let usable = std::thread::available_parallelism().map(|n| n.get()).ok();
-    match (online, usable) {
-        (Some(o), Some(u)) if o != u => format!("{o} online, {u} usable by this rank"),
-        (Some(o), _) => format!("{o} online"),
-        (None, Some(u)) => format!("{u} usable by this rank"),
-        (None, None) => ABSENT.into(),
+/// Online CPUs, and how many this process may run on (`cores_online`, `cores_usable`: the
+/// online count where this rank may use every one).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Cores {
+    pub online: Option<usize>,
+    pub usable: Option<usize>,
+}
+
+impl fmt::Display for Cores {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.online, self.usable) {
+            (Some(o), Some(u)) if o != u => write!(f, "{o} online, {u} usable by this rank"),
+            (Some(o), _) => write!(f, "{o} online"),
+            (None, Some(u)) => write!(f, "{u} usable by this rank"),
+            (None, None) => f.write_str(ABSENT),
+        }
     }
 }
 
+impl Serialize for Cores {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("cores_online", &self.online)?;
+        m.serialize_entry("cores_usable", &self.usable.or(self.online))?;
+        m.end()
+    }
+}
+
+pub fn cores(sys_root: &Path) -> Cores {
+    let online = read(&sys_root.join("devices/system/cpu/online")).and_then(|l| count_cpu_list(&l));
+    let usable = std::thread::available_parallelism().map(|n| n.get()).ok();
+    Cores { online, usable }
+}
+
 /// `nodeN` directories under `/sys/devices/system/node`.
-pub fn numa_nodes(sys_root: &Path) -> String {
-    let Ok(rd) = std::fs::read_dir(sys_root.join("devices/system/node")) else { return ABSENT.into() };
+pub fn numa_nodes(sys_root: &Path) -> Option<u64> {
+    let Ok(rd) = std::fs::read_dir(sys_root.join("devices/system/node")) else { return None };
     let n = rd
         .flatten()
         .filter(|e| {
@@ -98,75 +235,149 @@ pub fn numa_nodes(sys_root: &Path) -> String {
             name.strip_prefix("node").is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
         })
         .count();
-    if n == 0 {
-        ABSENT.into()
-    } else {
-        n.to_string()
-    }
+    (n > 0).then_some(n as u64)
 }
 
 /// `MemTotal`, in whole GiB (so hosts that differ by a few reserved MiB read the same).
-pub fn memory(proc_root: &Path) -> String {
+pub fn memory(proc_root: &Path) -> Option<u64> {
     let kib = read(&proc_root.join("meminfo")).and_then(|t| {
         t.lines().find_map(|l| l.strip_prefix("MemTotal:")?.trim().strip_suffix("kB")?.trim().parse::<u64>().ok())
     });
-    match kib {
-        Some(k) => format!("{} GiB", (k as f64 / (1024.0 * 1024.0)).round() as u64),
-        None => ABSENT.into(),
+    kib.map(|k| (k as f64 / (1024.0 * 1024.0)).round() as u64)
+}
+
+/// A resource limit: bytes, or `unlimited` (both in the text and the JSON).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Limit {
+    Bytes(u64),
+    Unlimited,
+}
+
+impl fmt::Display for Limit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Limit::Bytes(b) => f.write_str(&crate::size::amount(*b)),
+            Limit::Unlimited => f.write_str("unlimited"),
+        }
     }
 }
 
-/// `ulimit -l` as this rank has it: soft limit (and hard where it differs).
-pub fn locked_memory() -> String {
+impl Serialize for Limit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Limit::Bytes(b) => s.serialize_u64(*b),
+            Limit::Unlimited => s.serialize_str("unlimited"),
+        }
+    }
+}
+
+/// `ulimit -l` as this rank has it: the soft limit and the hard one (`8M (hard unlimited)` where
+/// they differ); absent where the call fails.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LockedMemory(pub Option<(Limit, Limit)>);
+
+impl fmt::Display for LockedMemory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            None => f.write_str(ABSENT),
+            Some((soft, hard)) if soft == hard => soft.fmt(f),
+            Some((soft, hard)) => write!(f, "{soft} (hard {hard})"),
+        }
+    }
+}
+
+impl Serialize for LockedMemory {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("locked_memory_bytes", &self.0.map(|l| l.0))?;
+        m.serialize_entry("locked_memory_hard_bytes", &self.0.map(|l| l.1))?;
+        m.end()
+    }
+}
+
+pub fn locked_memory() -> LockedMemory {
     let mut r = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
     // SAFETY: out-pointer to a local.
     if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) } != 0 {
-        return ABSENT.into();
+        return LockedMemory(None);
     }
-    let show = |v: libc::rlim_t| {
-        if v == libc::RLIM_INFINITY {
-            "unlimited".to_string()
-        } else {
-            crate::size::amount(v)
+    let limit = |v: libc::rlim_t| if v == libc::RLIM_INFINITY { Limit::Unlimited } else { Limit::Bytes(v) };
+    LockedMemory(Some((limit(r.rlim_cur), limit(r.rlim_max))))
+}
+
+/// A network interface: `NAME STATE SPEEDMb/s mtu N` in the text.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Interface {
+    pub name: String,
+    pub state: String,
+    pub speed_mbit_per_s: Option<u64>,
+    pub mtu: Option<u64>,
+}
+
+impl fmt::Display for Interface {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.name, self.state)?;
+        if let Some(s) = self.speed_mbit_per_s {
+            write!(f, " {s}Mb/s")?;
         }
-    };
-    if r.rlim_cur == r.rlim_max {
-        show(r.rlim_cur)
-    } else {
-        format!("{} (hard {})", show(r.rlim_cur), show(r.rlim_max))
+        if let Some(m) = self.mtu {
+            write!(f, " mtu {m}")?;
+        }
+        Ok(())
     }
 }
 
-/// Each interface under `/sys/class/net` but loopback: `NAME STATE SPEED mtu N`, sorted by name.
-pub fn interfaces(sys_root: &Path) -> String {
-    let Ok(rd) = std::fs::read_dir(sys_root.join("class/net")) else { return ABSENT.into() };
+/// Each interface under `/sys/class/net` but loopback, sorted by name.
+pub fn interfaces(sys_root: &Path) -> List<Interface> {
+    let Ok(rd) = std::fs::read_dir(sys_root.join("class/net")) else { return List(vec![]) };
     let mut names: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     names.retain(|n| n != "lo");
     names.sort();
-    if names.is_empty() {
-        return ABSENT.into();
-    }
-    let items: Vec<String> = names
-        .iter()
-        .map(|n| {
-            let dir = sys_root.join("class/net").join(n);
-            let state = read(&dir.join("operstate")).unwrap_or_else(|| "unknown".into());
-            // Reading `speed` fails (EINVAL) on interfaces that are down or have no link speed.
-            let speed = read(&dir.join("speed"))
-                .and_then(|s| s.parse::<i64>().ok())
-                .filter(|s| *s > 0)
-                .map(|s| format!(" {s}Mb/s"))
-                .unwrap_or_default();
-            let mtu = read(&dir.join("mtu")).map(|m| format!(" mtu {m}")).unwrap_or_default();
-            format!("{n} {state}{speed}{mtu}")
-        })
-        .collect();
-    items.join("; ")
+    List(
+        names
+            .into_iter()
+            .map(|name| {
+                let dir = sys_root.join("class/net").join(&name);
+                Interface {
+                    state: read(&dir.join("operstate")).unwrap_or_else(|| "unknown".into()),
+                    // Reading `speed` fails (EINVAL) on interfaces that are down or have no link speed.
+                    speed_mbit_per_s: read(&dir.join("speed")).and_then(|s| s.parse::<u64>().ok()).filter(|s| *s > 0),
+                    mtu: read(&dir.join("mtu")).and_then(|m| m.parse().ok()),
+                    name,
+                }
+            })
+            .collect(),
+    )
 }
 
-/// Each port under `/sys/class/infiniband`: `DEVICE/PORT STATE RATE`, sorted.
-pub fn infiniband(sys_root: &Path) -> String {
-    let Ok(rd) = std::fs::read_dir(sys_root.join("class/infiniband")) else { return ABSENT.into() };
+/// An InfiniBand port: `DEVICE/PORT STATE RATE` in the text (the rate as the kernel gives it,
+/// `100 Gb/sec (4X EDR)`; its number in the JSON).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Port {
+    pub device: String,
+    pub port: Option<u64>,
+    pub state: String,
+    pub rate_gbit_per_s: Option<f64>,
+    #[serde(skip)]
+    pub port_name: String,
+    #[serde(skip)]
+    pub rate: String,
+}
+
+impl fmt::Display for Port {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{} {}", self.device, self.port_name, self.state)?;
+        if !self.rate.is_empty() {
+            write!(f, " {}", self.rate)?;
+        }
+        Ok(())
+    }
+}
+
+/// Each port under `/sys/class/infiniband`, sorted.
+pub fn infiniband(sys_root: &Path) -> List<Port> {
+    let Ok(rd) = std::fs::read_dir(sys_root.join("class/infiniband")) else { return List(vec![]) };
     let mut devs: Vec<String> = rd.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
     devs.sort();
     let mut items = vec![];
@@ -182,15 +393,18 @@ pub fn infiniband(sys_root: &Path) -> String {
             let state = read(&dir.join("state"))
                 .map(|s| s.split_once(':').map(|(_, v)| v.trim().to_string()).unwrap_or(s))
                 .unwrap_or_else(|| "unknown".into());
-            let rate = read(&dir.join("rate")).map(|r| format!(" {r}")).unwrap_or_default();
-            items.push(format!("{d}/{p} {state}{rate}"));
+            let rate = read(&dir.join("rate")).unwrap_or_default();
+            items.push(Port {
+                device: d.clone(),
+                port: p.parse().ok(),
+                state,
+                rate_gbit_per_s: rate.split(' ').next().and_then(|r| r.parse().ok()),
+                port_name: p,
+                rate,
+            });
         }
     }
-    if items.is_empty() {
-        ABSENT.into()
-    } else {
-        items.join("; ")
-    }
+    List(items)
 }
 
 /// The `NCCL_*`, `UCX_*`, `OMPI_MCA_*` and `FI_*` variables set, sorted by name, less the
@@ -289,31 +503,29 @@ fn launcher_alone(env: &HashMap<String, String>) -> String {
 
 /// NCCL as the nccl backend would find it: `VERSION at PATH`, or absent.
 #[cfg(feature = "nccl")]
-pub fn nccl(env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> String {
-    match crate::backend::nccl::ffi::load(env) {
-        Ok(n) => format!("{} at {}", n.version_string(), n.location),
-        Err(_) => ABSENT.into(),
-    }
+pub fn nccl(env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Found {
+    Found::of(crate::backend::nccl::ffi::load(env).ok().map(|n| format!("{} at {}", n.version_string(), n.location)))
 }
 
 #[cfg(not(feature = "nccl"))]
-pub fn nccl(_env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> String {
-    "absent (built without the nccl feature)".into()
+pub fn nccl(_env: &dyn Fn(&str) -> Option<std::ffi::OsString>) -> Found {
+    Found::Absent("built without the nccl feature".into())
 }
 
-/// The CUDA driver (`VERSION at PATH`) and its GPUs (`N: NAME (BUS ID, MEMORY)`), or absent.
+/// The CUDA driver (`VERSION at PATH`) and its GPUs (`N: NAME (BUS ID, MEMORY)`; one item
+/// `unreadable (WHY)` where they cannot be listed), or absent.
 #[cfg(feature = "nccl")]
-pub fn cuda(env: &dyn Fn(&str) -> Option<std::ffi::OsString>, host: &str) -> (String, String) {
+pub fn cuda(env: &dyn Fn(&str) -> Option<std::ffi::OsString>, host: &str) -> (Found, Vec<String>) {
     use crate::backend::nccl::cuda;
-    let Ok(drv) = cuda::load(env) else { return (ABSENT.into(), ABSENT.into()) };
+    let Ok(drv) = cuda::load(env) else { return (Found::of(None), vec![]) };
     let driver = match drv.version() {
         Ok((a, b)) => format!("{a}.{b} at {}", drv.location),
         Err(e) => format!("at {} ({e})", drv.location),
     };
     if drv.init(host).is_err() {
-        return (driver, ABSENT.into());
+        return (Found::Is(driver), vec![]);
     }
-    let gpus = (|| -> Result<String, String> {
+    let gpus = (|| -> Result<Vec<String>, String> {
         let n = drv.device_count()?;
         let mut items = vec![];
         for i in 0..n {
@@ -321,14 +533,14 @@ pub fn cuda(env: &dyn Fn(&str) -> Option<std::ffi::OsString>, host: &str) -> (St
             let mem = crate::size::human(drv.total_mem(d)? as u64);
             items.push(format!("{i}: {} ({}, {mem})", drv.device_name(d)?, drv.pci_bus_id(d)?));
         }
-        Ok(if items.is_empty() { ABSENT.into() } else { items.join("; ") })
+        Ok(items)
     })();
-    (driver, gpus.unwrap_or_else(|e| format!("unreadable ({e})")))
+    (Found::Is(driver), gpus.unwrap_or_else(|e| vec![format!("unreadable ({e})")]))
 }
 
 #[cfg(not(feature = "nccl"))]
-pub fn cuda(_env: &dyn Fn(&str) -> Option<std::ffi::OsString>, _host: &str) -> (String, String) {
-    (ABSENT.into(), ABSENT.into())
+pub fn cuda(_env: &dyn Fn(&str) -> Option<std::ffi::OsString>, _host: &str) -> (Found, Vec<String>) {
+    (Found::of(None), vec![])
 }
 
 /// The variables that steer where NCCL and libcuda are found (and which GPUs are seen): ranks of
@@ -344,12 +556,20 @@ pub const LIBRARY_VARS: &[&str] = &[
     "CUDA_VISIBLE_DEVICES",
 ];
 
-/// NCCL, the CUDA driver and the GPUs, as [`nccl`] and [`cuda`] find them: the slow part (the
-/// NCCL search runs python3 to list its package directories, and loads the library).
-pub fn libraries(env: &HashMap<String, String>, host: &str) -> [String; 3] {
+/// NCCL, the CUDA driver and the GPUs, as [`nccl`] and [`cuda`] find them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Libraries {
+    pub nccl: Found,
+    pub cuda_driver: Found,
+    pub gpus: Vec<String>,
+}
+
+/// [`Libraries`] as this rank finds them: the slow part (the NCCL search runs python3 to list
+/// its package directories, and loads the library).
+pub fn libraries(env: &HashMap<String, String>, host: &str) -> Libraries {
     let getenv = |k: &str| env.get(k).map(std::ffi::OsString::from);
-    let (driver, gpus) = cuda(&getenv, host);
-    [nccl(&getenv), driver, gpus]
+    let (cuda_driver, gpus) = cuda(&getenv, host);
+    Libraries { nccl: nccl(&getenv), cuda_driver, gpus }
 }
 
 /// Launcher bookkeeping that Open MPI's mpirun puts in each rank's environment (its session,
@@ -360,140 +580,39 @@ pub fn launcher_internal(name: &str) -> bool {
 }
 
 /// Everything this rank sees, in [`FIELDS`] order (`libs`: from [`libraries`]), then `env NAME`
-/// for each variable.
-pub fn collect(
-    mpi_library: &str,
-    env: &HashMap<String, String>,
-    libs: [String; 3],
-    world_size: usize,
-) -> Vec<(String, String)> {
+/// for each variable (text only: its JSON is the `env` object, by name).
+pub fn collect(mpi_library: &str, env: &HashMap<String, String>, libs: &Libraries, world_size: usize) -> Vec<Fact> {
     let proc_root = Path::new("/proc");
     let sys_root = Path::new("/sys");
-    let [nccl, driver, gpus] = libs;
-    let build = format!(
+    let build = Found::Is(format!(
         "{}, built against {} ({})",
         env!("CARGO_PKG_VERSION"),
         env!("COLL_BENCH_MPI_FAMILY"),
         env!("COLL_BENCH_MPICC")
-    );
-    let values = [
-        build,
-        mpi_library.to_string(),
-        launcher(env, world_size),
-        cpu_model(proc_root),
-        cores(sys_root),
-        numa_nodes(sys_root),
-        memory(proc_root),
-        locked_memory(),
-        interfaces(sys_root),
-        infiniband(sys_root),
-        nccl,
-        driver,
-        gpus,
+    ));
+    let mpi = Found::Is(mpi_library.to_string());
+    let launcher = Found::Is(launcher(env, world_size));
+    let mut out = vec![
+        Fact::new(FIELDS[0], "coll_bench", &Plain(&build)),
+        Fact::new(FIELDS[1], "mpi_library", &Plain(&mpi)),
+        Fact::new(FIELDS[2], "launcher", &Plain(&launcher)),
+        Fact::new(FIELDS[3], "cpu_model", &Plain(&cpu_model(proc_root))),
+        Fact::new(FIELDS[4], "cores", &cores(sys_root)),
+        Fact::new(FIELDS[5], "numa_nodes", &Count(numa_nodes(sys_root), "")),
+        Fact::new(FIELDS[6], "memory_gib", &Count(memory(proc_root), " GiB")),
+        Fact::new(FIELDS[7], "locked_memory", &locked_memory()),
+        Fact::new(FIELDS[8], "network_interfaces", &interfaces(sys_root)),
+        Fact::new(FIELDS[9], "infiniband", &infiniband(sys_root)),
+        Fact::new(FIELDS[10], "nccl", &Plain(&libs.nccl)),
+        Fact::new(FIELDS[11], "cuda_driver", &Plain(&libs.cuda_driver)),
+        Fact::new(FIELDS[12], "gpus", &List(libs.gpus.clone())),
     ];
-    let mut out: Vec<(String, String)> = FIELDS.iter().map(|f| f.to_string()).zip(values).collect();
-    out.extend(variables(env).into_iter().map(|(k, v)| (format!("env {k}"), v)));
+    out.extend(variables(env).into_iter().map(|(k, v)| Fact {
+        field: format!("env {k}"),
+        text: v,
+        json: serde_json::Map::new(),
+    }));
     out
-}
-
-/// A field's value as JSON, under snake_case keys (`info --json`): numbers as numbers (`null`
-/// where the host does not have it), lists as arrays, the rest as the text. Read back from the
-/// text this module formats, so the two cannot disagree.
-pub fn json_fields(field: &str, value: &str) -> Vec<(&'static str, serde_json::Value)> {
-    use serde_json::{json, Value};
-    let absent = value == ABSENT || value.starts_with("absent (");
-    let text = || if absent { Value::Null } else { json!(value) };
-    let num = |s: &str| s.trim().parse::<u64>().ok().map_or(Value::Null, |n| json!(n));
-    let list = |v: &str| -> Vec<String> {
-        if absent {
-            vec![]
-        } else {
-            v.split("; ").map(str::to_string).collect()
-        }
-    };
-    match field {
-        "coll-bench" => vec![("coll_bench", text())],
-        "MPI library" => vec![("mpi_library", text())],
-        "launcher" => vec![("launcher", text())],
-        "CPU model" => vec![("cpu_model", text())],
-        "cores" => {
-            // "7 online, 4 usable by this rank", "7 online", "4 usable by this rank".
-            let online = value.split(" online").next().filter(|_| value.contains(" online")).map_or(Value::Null, num);
-            let usable = match value.rsplit_once(" usable by this rank") {
-                Some((head, _)) => num(head.rsplit(", ").next().unwrap_or(head)),
-                None => online.clone(),
-            };
-            vec![("cores_online", online), ("cores_usable", usable)]
-        }
-        "NUMA nodes" => vec![("numa_nodes", num(value))],
-        "memory" => vec![("memory_gib", num(value.trim_end_matches(" GiB")))],
-        "locked-memory limit" => {
-            // "64K", "unlimited", "8M (hard unlimited)", "~1.5G": bytes, or "unlimited".
-            let bytes = |v: &str| -> Value {
-                let v = v.trim();
-                if v == "unlimited" {
-                    return json!("unlimited");
-                }
-                match v.strip_prefix('~') {
-                    Some(approx) => {
-                        let (n, unit) = approx.split_at(approx.len().saturating_sub(1));
-                        let shift = match unit {
-                            "K" => 10,
-                            "M" => 20,
-                            "G" => 30,
-                            "T" => 40,
-                            _ => return Value::Null,
-                        };
-                        n.parse::<f64>().map_or(Value::Null, |x| json!((x * (1u64 << shift) as f64).round() as u64))
-                    }
-                    None => crate::size::parse_size(v).map_or(Value::Null, |b| json!(b)),
-                }
-            };
-            if absent {
-                return vec![("locked_memory_bytes", Value::Null), ("locked_memory_hard_bytes", Value::Null)];
-            }
-            let (soft, hard) = match value.split_once(" (hard ") {
-                Some((s, h)) => (s, h.trim_end_matches(')')),
-                None => (value, value),
-            };
-            vec![("locked_memory_bytes", bytes(soft)), ("locked_memory_hard_bytes", bytes(hard))]
-        }
-        "network interfaces" => {
-            // "eth0 up 25000Mb/s mtu 9000; eth1 down".
-            let items: Vec<Value> = list(value)
-                .iter()
-                .map(|i| {
-                    let w: Vec<&str> = i.split(' ').collect();
-                    let speed = w.iter().find_map(|x| x.strip_suffix("Mb/s")).map_or(Value::Null, num);
-                    let mtu = w.iter().position(|x| *x == "mtu").and_then(|p| w.get(p + 1)).map_or(Value::Null, |m| num(m));
-                    json!({ "name": w[0], "state": w.get(1).copied().unwrap_or("unknown"), "speed_mbit_per_s": speed, "mtu": mtu })
-                })
-                .collect();
-            vec![("network_interfaces", Value::Array(items))]
-        }
-        "InfiniBand" => {
-            // "mlx5_0/1 ACTIVE 100 Gb/sec (4X EDR)".
-            let items: Vec<Value> = list(value)
-                .iter()
-                .map(|i| {
-                    let w: Vec<&str> = i.splitn(3, ' ').collect();
-                    let (device, port) = w[0].rsplit_once('/').unwrap_or((w[0], ""));
-                    let rate = w.get(2).and_then(|r| r.split(' ').next()).and_then(|r| r.parse::<f64>().ok());
-                    json!({
-                        "device": device,
-                        "port": port.parse::<u64>().map_or(Value::Null, |p| json!(p)),
-                        "state": w.get(1).copied().unwrap_or("unknown"),
-                        "rate_gbit_per_s": rate,
-                    })
-                })
-                .collect();
-            vec![("infiniband", Value::Array(items))]
-        }
-        "NCCL" => vec![("nccl", text())],
-        "CUDA driver" => vec![("cuda_driver", text())],
-        "GPUs" => vec![("gpus", json!(list(value)))],
-        _ => vec![],
-    }
 }
 
 /// The CPUs this process may run on (`Cpus_allowed_list` of `proc_root/self/status`); empty
@@ -597,63 +716,105 @@ mod tests {
         put(&sys_root, "class/infiniband/mlx5_0/ports/1/state", "4: ACTIVE\n");
         put(&sys_root, "class/infiniband/mlx5_0/ports/1/rate", "100 Gb/sec (4X EDR)\n");
 
-        assert_eq!(cpu_model(&proc_root), "AMD EPYC 7763 64-Core Processor");
-        assert_eq!(memory(&proc_root), "23 GiB");
-        assert!(cores(&sys_root).starts_with("7 online"), "{}", cores(&sys_root));
-        assert_eq!(numa_nodes(&sys_root), "2");
-        assert_eq!(interfaces(&sys_root), "eth0 up 25000Mb/s mtu 9000; eth1 down");
-        assert_eq!(infiniband(&sys_root), "mlx5_0/1 ACTIVE 100 Gb/sec (4X EDR)");
-
-        // A host without them.
-        let empty = t.path().join("nothing");
-        for v in [cpu_model(&empty), memory(&empty), numa_nodes(&empty), interfaces(&empty), infiniband(&empty)] {
-            assert_eq!(v, ABSENT);
-        }
-    }
-
-    /// `info --json`: snake_case keys, numbers as numbers, `null` where absent (issue 26: was the
-    /// display label with the text, `"cores": "2 online"`).
-    #[test]
-    fn json_fields_are_snake_case_and_numbers() {
-        let get = |f: &str, v: &str| -> serde_json::Value {
-            json_fields(f, v).into_iter().map(|(k, v)| (k.to_string(), v)).collect::<serde_json::Map<_, _>>().into()
-        };
+        assert_eq!(cpu_model(&proc_root).to_string(), "AMD EPYC 7763 64-Core Processor");
+        assert_eq!(Count(memory(&proc_root), " GiB").to_string(), "23 GiB");
+        assert_eq!(cores(&sys_root).online, Some(7));
+        assert_eq!(numa_nodes(&sys_root), Some(2));
+        assert_eq!(interfaces(&sys_root).to_string(), "eth0 up 25000Mb/s mtu 9000; eth1 down");
+        assert_eq!(infiniband(&sys_root).to_string(), "mlx5_0/1 ACTIVE 100 Gb/sec (4X EDR)");
+        // And the same values as JSON (serde), no text read back.
+        let json = |f: Fact| serde_json::Value::Object(f.json);
         use serde_json::json;
-        assert_eq!(get("cores", "7 online, 4 usable by this rank"), json!({"cores_online": 7, "cores_usable": 4}));
-        assert_eq!(get("cores", "2 online"), json!({"cores_online": 2, "cores_usable": 2}));
-        assert_eq!(get("cores", "4 usable by this rank"), json!({"cores_online": null, "cores_usable": 4}));
-        assert_eq!(get("memory", "23 GiB"), json!({"memory_gib": 23}));
-        assert_eq!(get("NUMA nodes", ABSENT), json!({"numa_nodes": null}));
         assert_eq!(
-            get("locked-memory limit", "8M (hard unlimited)"),
-            json!({"locked_memory_bytes": 8 << 20, "locked_memory_hard_bytes": "unlimited"})
-        );
-        assert_eq!(
-            get("locked-memory limit", "~1.5G"),
-            json!({"locked_memory_bytes": 1610612736u64, "locked_memory_hard_bytes": 1610612736u64})
-        );
-        assert_eq!(
-            get("network interfaces", "eth0 up 25000Mb/s mtu 9000; eth1 down"),
+            json(Fact::new("network interfaces", "network_interfaces", &interfaces(&sys_root))),
             json!({"network_interfaces": [
                 {"name": "eth0", "state": "up", "speed_mbit_per_s": 25000, "mtu": 9000},
                 {"name": "eth1", "state": "down", "speed_mbit_per_s": null, "mtu": null},
             ]})
         );
         assert_eq!(
-            get("InfiniBand", "mlx5_0/1 ACTIVE 100 Gb/sec (4X EDR)"),
+            json(Fact::new("InfiniBand", "infiniband", &infiniband(&sys_root))),
             json!({"infiniband": [{"device": "mlx5_0", "port": 1, "state": "ACTIVE", "rate_gbit_per_s": 100.0}]})
         );
-        assert_eq!(get("InfiniBand", ABSENT), json!({"infiniband": []}));
-        assert_eq!(get("NCCL", "absent (built without the nccl feature)"), json!({"nccl": null}));
-        assert_eq!(get("GPUs", "0: A (x, 16G); 1: B (y, 16G)"), json!({"gpus": ["0: A (x, 16G)", "1: B (y, 16G)"]}));
-        // Every field has its keys, each snake_case.
-        for f in FIELDS {
-            let keys = json_fields(f, ABSENT);
-            assert!(!keys.is_empty(), "{f}");
-            for (k, _) in keys {
+
+        // A host without them.
+        let empty = t.path().join("nothing");
+        for v in [
+            cpu_model(&empty).to_string(),
+            Count(memory(&empty), " GiB").to_string(),
+            Count(numa_nodes(&empty), "").to_string(),
+            interfaces(&empty).to_string(),
+            infiniband(&empty).to_string(),
+        ] {
+            assert_eq!(v, ABSENT);
+        }
+        assert_eq!(json(Fact::new("InfiniBand", "infiniband", &infiniband(&empty))), json!({"infiniband": []}));
+    }
+
+    /// `info --json`: snake_case keys, numbers as numbers, `null` where absent (issue 26: was the
+    /// display label with the text, `"cores": "2 online"`); each from the typed value that also
+    /// writes the text (issue 49: the JSON was parsed back from the text).
+    #[test]
+    fn each_fact_writes_its_text_and_its_json_from_one_value() {
+        use serde_json::json;
+        let both = |f: Fact| (f.text, serde_json::Value::Object(f.json));
+        let cores = |online, usable| Fact::new("cores", "cores", &Cores { online, usable });
+        assert_eq!(
+            both(cores(Some(7), Some(4))),
+            ("7 online, 4 usable by this rank".into(), json!({"cores_online": 7, "cores_usable": 4}))
+        );
+        assert_eq!(both(cores(Some(2), Some(2))), ("2 online".into(), json!({"cores_online": 2, "cores_usable": 2})));
+        assert_eq!(
+            both(cores(None, Some(4))),
+            ("4 usable by this rank".into(), json!({"cores_online": null, "cores_usable": 4}))
+        );
+        assert_eq!(
+            both(Fact::new("memory", "memory_gib", &Count(Some(23), " GiB"))),
+            ("23 GiB".into(), json!({"memory_gib": 23}))
+        );
+        assert_eq!(
+            both(Fact::new("NUMA nodes", "numa_nodes", &Count(None, ""))),
+            (ABSENT.into(), json!({"numa_nodes": null}))
+        );
+        let locked = |l| both(Fact::new("locked-memory limit", "locked_memory", &LockedMemory(l)));
+        assert_eq!(
+            locked(Some((Limit::Bytes(8 << 20), Limit::Unlimited))),
+            (
+                "8M (hard unlimited)".into(),
+                json!({"locked_memory_bytes": 8 << 20, "locked_memory_hard_bytes": "unlimited"})
+            )
+        );
+        assert_eq!(
+            locked(Some((Limit::Bytes(1610612736), Limit::Bytes(1610612736)))).1,
+            json!({"locked_memory_bytes": 1610612736u64, "locked_memory_hard_bytes": 1610612736u64})
+        );
+        assert_eq!(
+            locked(None),
+            (ABSENT.into(), json!({"locked_memory_bytes": null, "locked_memory_hard_bytes": null}))
+        );
+        let found = |f: Found| both(Fact::new("NCCL", "nccl", &Plain(&f)));
+        assert_eq!(
+            found(Found::Absent("built without the nccl feature".into())),
+            ("absent (built without the nccl feature)".into(), json!({"nccl": null}))
+        );
+        assert_eq!(found(Found::Is("2.21.5 at /x".into())), ("2.21.5 at /x".into(), json!({"nccl": "2.21.5 at /x"})));
+        assert_eq!(
+            both(Fact::new("GPUs", "gpus", &List(vec!["0: A (x, 16G)".to_string(), "1: B (y, 16G)".into()]))),
+            ("0: A (x, 16G); 1: B (y, 16G)".into(), json!({"gpus": ["0: A (x, 16G)", "1: B (y, 16G)"]}))
+        );
+        // Every field of a rank's report has its keys, each snake_case; the variables none.
+        let libs =
+            Libraries { nccl: Found::Absent(String::new()), cuda_driver: Found::Absent(String::new()), gpus: vec![] };
+        let env: HashMap<String, String> = [("NCCL_DEBUG".to_string(), "INFO".to_string())].into();
+        let all = collect("MPI x", &env, &libs, 1);
+        assert_eq!(all.iter().map(|f| f.field.as_str()).take(FIELDS.len()).collect::<Vec<_>>(), FIELDS);
+        for f in &all[..FIELDS.len()] {
+            assert!(!f.json.is_empty(), "{}", f.field);
+            for k in f.json.keys() {
                 assert!(k.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'), "{k}");
             }
         }
+        assert_eq!((all[FIELDS.len()].field.as_str(), all[FIELDS.len()].json.len()), ("env NCCL_DEBUG", 0));
     }
 
     #[test]

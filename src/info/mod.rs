@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::world::{rank_list, World};
 use facts::ABSENT;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 /// `coll-bench info`'s options (from `crate::cli`).
@@ -22,12 +22,27 @@ pub struct InfoOptions {
     pub strict: bool,
 }
 
-/// What one rank reported.
+/// What one rank reported: each field's text, and the JSON of the fixed fields by field
+/// (both written from the same typed fact, `facts::Fact`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RankFacts {
     pub rank: usize,
     pub host: String,
     pub fields: Vec<(String, String)>,
+    pub json: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+}
+
+impl RankFacts {
+    pub fn new(rank: usize, host: &str, facts: Vec<facts::Fact>) -> RankFacts {
+        let mut r = RankFacts { rank, host: host.to_string(), fields: vec![], json: BTreeMap::new() };
+        for f in facts {
+            if !f.json.is_empty() {
+                r.json.insert(f.field.clone(), f.json);
+            }
+            r.fields.push((f.field, f.text));
+        }
+        r
+    }
 }
 
 /// Ranks of one host that reported the same.
@@ -36,6 +51,8 @@ pub struct Entry {
     pub host: String,
     pub ranks: Vec<usize>,
     pub fields: Vec<(String, String)>,
+    /// The fixed fields' JSON, by field (its first rank's).
+    pub json: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Entry {
@@ -64,7 +81,12 @@ pub fn entries(all: &[RankFacts]) -> Vec<Entry> {
     for r in all {
         match out.iter_mut().find(|e| e.host == r.host && e.fields == r.fields) {
             Some(e) => e.ranks.push(r.rank),
-            None => out.push(Entry { host: r.host.clone(), ranks: vec![r.rank], fields: r.fields.clone() }),
+            None => out.push(Entry {
+                host: r.host.clone(),
+                ranks: vec![r.rank],
+                fields: r.fields.clone(),
+                json: r.json.clone(),
+            }),
         }
     }
     out
@@ -213,22 +235,26 @@ pub fn text(entries: &[Entry], diffs: &[Vec<Difference>], ranks: usize) -> Strin
 /// The layout of `info --json`; a change that renames or removes a field changes it.
 pub const SCHEMA: &str = "coll-bench-info/2";
 
-/// A field's JSON key: the fixed fields' snake_case keys ([`facts::json_fields`]), `env.NAME` for
-/// a variable.
-fn json_key(field: &str) -> String {
+/// A field's JSON key (its first, for the fields that give several: `cores_online` for
+/// `cores`), as the entries' typed facts wrote it; `env.NAME` for a variable.
+fn json_key(entries: &[Entry], field: &str) -> String {
     match field.strip_prefix("env ") {
         Some(var) => format!("env.{var}"),
-        None => facts::json_fields(field, ABSENT).first().map_or(field.to_string(), |(k, _)| k.to_string()),
+        None => entries.iter().find_map(|e| e.json.get(field)?.keys().next().cloned()).unwrap_or(field.to_string()),
     }
 }
 
-/// A field's value as JSON (its first key's, for the fields that give several).
-fn json_value(field: &str, value: &str) -> serde_json::Value {
-    match field.strip_prefix("env ") {
-        Some(_) if value == ABSENT => serde_json::Value::Null,
-        Some(_) => value.into(),
-        None => facts::json_fields(field, value).into_iter().next().map_or(value.into(), |(_, v)| v),
+/// The JSON under `field`'s key of the entry whose text for it is `text` (a variable: its text,
+/// `null` where absent).
+fn json_value(entries: &[Entry], field: &str, text: &str) -> serde_json::Value {
+    if field.starts_with("env ") {
+        return if text == ABSENT { serde_json::Value::Null } else { text.into() };
     }
+    entries
+        .iter()
+        .filter(|e| e.value(field) == text)
+        .find_map(|e| e.json.get(field)?.values().next().cloned())
+        .unwrap_or_else(|| text.into())
 }
 
 /// Each host once, with all its ranks, in order of its first rank: `{"name", "ranks"}`.
@@ -268,18 +294,16 @@ pub fn json(entries: &[Entry], diffs: &[Vec<Difference>], ranks: usize) -> serde
                         env.insert(var.to_string(), e.value(n).into());
                     }
                     Some(_) => {}
-                    None => {
-                        fields.extend(facts::json_fields(n, e.value(n)).into_iter().map(|(k, v)| (k.to_string(), v)))
-                    }
+                    None => fields.extend(e.json.get(n).into_iter().flatten().map(|(k, v)| (k.clone(), v.clone()))),
                 }
             }
             let differs: Vec<serde_json::Value> = diffs[g[0]]
                 .iter()
                 .map(|d| {
                     serde_json::json!({
-                        "field": json_key(&d.field),
-                        "value": json_value(&d.field, &d.value),
-                        "majority": json_value(&d.field, &d.majority),
+                        "field": json_key(entries, &d.field),
+                        "value": json_value(entries, &d.field, &d.value),
+                        "majority": json_value(entries, &d.field, &d.majority),
                     })
                 })
                 .collect();
@@ -318,17 +342,19 @@ pub fn run(world: &World, opts: &InfoOptions, env: &HashMap<String, String>) -> 
     let leaders: Vec<Vec<u8>> = leader_of.iter().map(|&l| (l as u64).to_be_bytes().to_vec()).collect();
     let leader = world.scatter_bytes(&leaders);
     let leader = leader.try_into().map(|b: [u8; 8]| u64::from_be_bytes(b) as usize).unwrap_or(world.rank);
-    let found = if leader == world.rank { facts::libraries(env, world.host()).join("\0") } else { String::new() };
-    let all_found = world.gather_bytes(found.as_bytes());
-    let answers: Vec<Vec<u8>> = leader_of.iter().map(|&l| all_found[l].clone()).collect();
-    let answer = String::from_utf8_lossy(&world.scatter_bytes(&answers)).into_owned();
-    let mut parts = answer.split('\0').map(str::to_string);
-    let libs = [(); 3].map(|_| parts.next().unwrap_or_else(|| ABSENT.to_string()));
-    let mine = RankFacts {
-        rank: world.rank,
-        host: world.host().to_string(),
-        fields: facts::collect(&world.library_version, env, libs, world.size),
+    let found = if leader == world.rank {
+        serde_json::to_vec(&facts::libraries(env, world.host())).expect("libraries serialise")
+    } else {
+        vec![]
     };
+    let all_found = world.gather_bytes(&found);
+    let answers: Vec<Vec<u8>> = leader_of.iter().map(|&l| all_found[l].clone()).collect();
+    // Never an error here: every rank goes on to the gather below.
+    let libs: facts::Libraries = serde_json::from_slice(&world.scatter_bytes(&answers)).unwrap_or_else(|e| {
+        let why = facts::Found::Absent(format!("the report did not parse: {e}"));
+        facts::Libraries { nccl: why.clone(), cuda_driver: why, gpus: vec![] }
+    });
+    let mine = RankFacts::new(world.rank, world.host(), facts::collect(&world.library_version, env, &libs, world.size));
     let bytes = serde_json::to_vec(&mine).expect("facts serialise");
     let all = world.gather_bytes(&bytes);
     if world.rank != 0 {
@@ -370,7 +396,7 @@ mod tests {
         let mut fields: Vec<(String, String)> =
             facts::FIELDS.iter().map(|f| (f.to_string(), format!("{f} value"))).collect();
         fields.extend(extra.iter().map(|(k, v)| (format!("env {k}"), v.to_string())));
-        RankFacts { rank, host: host.into(), fields }
+        RankFacts { rank, host: host.into(), fields, json: BTreeMap::new() }
     }
 
     #[test]
