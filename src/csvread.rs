@@ -357,6 +357,42 @@ pub fn clap_outcome(sub: &str, form: &str, e: &clap::Error) -> (String, i32, boo
     }
 }
 
+/// The columns [`read`] looks for, by name (its [`Line`]'s fields): held to the writers' lists
+/// by a test in `crate::tune` (the module that sees both the sweep's and tune's columns).
+#[cfg(test)]
+pub(crate) fn columns_read() -> &'static [&'static str] {
+    field_names::<Line>()
+}
+
+#[cfg(test)]
+/// The names a `Deserialize` struct reads (serde hands them to `deserialize_struct`).
+fn field_names<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
+    struct Fields(&'static [&'static str]);
+    impl<'de> serde::Deserializer<'de> for &mut Fields {
+        type Error = serde::de::value::Error;
+        fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> std::result::Result<V::Value, Self::Error> {
+            Err(serde::de::Error::custom("not a struct"))
+        }
+        fn deserialize_struct<V: serde::de::Visitor<'de>>(
+            self,
+            _: &'static str,
+            fields: &'static [&'static str],
+            _: V,
+        ) -> std::result::Result<V::Value, Self::Error> {
+            self.0 = fields;
+            Err(serde::de::Error::custom("names taken"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
+            ignored_any
+        }
+    }
+    let mut f = Fields(&[]);
+    let _ = T::deserialize(&mut f);
+    f.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,70 +405,6 @@ mod tests {
     }
 
     const HEAD: &str = "timestamp,backend,collective,dtype,op,placement,size_bytes,iters,time_us,busbw_gbps,median_us,min_us,max_us,stddev_us,ranks,extra_new_column,rank";
-
-    /// The names a `Deserialize` struct reads (serde hands them to `deserialize_struct`).
-    fn field_names<'de, T: serde::Deserialize<'de>>() -> &'static [&'static str] {
-        struct Fields(&'static [&'static str]);
-        impl<'de> serde::Deserializer<'de> for &mut Fields {
-            type Error = serde::de::value::Error;
-            fn deserialize_any<V: serde::de::Visitor<'de>>(self, _: V) -> std::result::Result<V::Value, Self::Error> {
-                Err(serde::de::Error::custom("not a struct"))
-            }
-            fn deserialize_struct<V: serde::de::Visitor<'de>>(
-                self,
-                _: &'static str,
-                fields: &'static [&'static str],
-                _: V,
-            ) -> std::result::Result<V::Value, Self::Error> {
-                self.0 = fields;
-                Err(serde::de::Error::custom("names taken"))
-            }
-            serde::forward_to_deserialize_any! {
-                bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
-                option unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier
-                ignored_any
-            }
-        }
-        let mut f = Fields(&[]);
-        let _ = T::deserialize(&mut f);
-        f.0
-    }
-
-    /// The reader's columns are the writer's: each name `read` looks for is one the sweep's CSV
-    /// (or tune's) writes, so a renamed column fails here, not in a user's `compare`.
-    #[test]
-    fn every_column_read_is_one_the_writers_write() {
-        let read = field_names::<Line>();
-        assert!(read.len() >= 20, "{read:?}");
-        let written: Vec<&str> =
-            crate::report::csv::COLUMNS.iter().chain(crate::tune::EXTRA_COLUMNS.iter()).copied().collect();
-        let unknown: Vec<&&str> = read.iter().filter(|c| !written.contains(c)).collect();
-        assert!(unknown.is_empty(), "read, never written: {unknown:?}");
-        // And a row the writer's header names, read back by it.
-        let mut w = csv::Writer::from_writer(vec![]);
-        w.write_record(crate::report::csv::COLUMNS).unwrap();
-        let values: Vec<String> = crate::report::csv::COLUMNS
-            .iter()
-            .map(|c| match *c {
-                "backend" => "mpi".into(),
-                "collective" => "all-reduce".into(),
-                "dtype" => "float".into(),
-                "op" => "sum".into(),
-                "placement" => "in-place".into(),
-                "rank" | "group" | "stddev_us" | "algorithm" | "order" | "pattern" => String::new(),
-                "timestamp" => "t".into(),
-                _ => "3".into(),
-            })
-            .collect();
-        w.write_record(&values).unwrap();
-        let f = write(&String::from_utf8(w.into_inner().unwrap()).unwrap());
-        let rows = super::read(f.path()).unwrap();
-        assert_eq!(
-            (rows[0].key.size_bytes, rows[0].batch_iters, rows[0].ranks, rows[0].budget_s),
-            (3, 3, Some(3), Some(3.0))
-        );
-        assert_eq!(rows[0].key.placement, "in-place");
-    }
 
     #[test]
     fn reads_by_column_name_and_tolerates_appended_columns() {

@@ -330,6 +330,43 @@ fn write_rules(
 
 #[cfg(test)]
 mod tests {
+
+    /// csvread's columns are the writers': each name `csvread::read` looks for is one the sweep's
+    /// CSV (or tune's) writes, so a renamed column fails here, not in a user's `compare`.
+    #[test]
+    fn every_column_read_is_one_the_writers_write() {
+        let read = crate::csvread::columns_read();
+        assert!(read.len() >= 20, "{read:?}");
+        let written: Vec<&str> =
+            crate::report::csv::COLUMNS.iter().chain(super::EXTRA_COLUMNS.iter()).copied().collect();
+        let unknown: Vec<&&str> = read.iter().filter(|c| !written.contains(c)).collect();
+        assert!(unknown.is_empty(), "read, never written: {unknown:?}");
+        // And a row the writer's header names, read back by it.
+        let mut w = csv::Writer::from_writer(vec![]);
+        w.write_record(crate::report::csv::COLUMNS).unwrap();
+        let values: Vec<String> = crate::report::csv::COLUMNS
+            .iter()
+            .map(|c| match *c {
+                "backend" => "mpi".into(),
+                "collective" => "all-reduce".into(),
+                "dtype" => "float".into(),
+                "op" => "sum".into(),
+                "placement" => "in-place".into(),
+                "rank" | "group" | "stddev_us" | "algorithm" | "order" | "pattern" => String::new(),
+                "timestamp" => "t".into(),
+                _ => "3".into(),
+            })
+            .collect();
+        w.write_record(&values).unwrap();
+        let f = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(f.path(), w.into_inner().unwrap()).unwrap();
+        let rows = crate::csvread::read(f.path()).unwrap();
+        assert_eq!(
+            (rows[0].key.size_bytes, rows[0].batch_iters, rows[0].ranks, rows[0].budget_s),
+            (3, 3, Some(3), Some(3.0))
+        );
+        assert_eq!(rows[0].key.placement, "in-place");
+    }
     #[test]
     fn times_show_three_significant_digits() {
         let cases = [(0.0412, "0.0412"), (1.384, "1.38"), (9.1234, "9.12"), (91.14, "91.1"), (634.8, "635")];
