@@ -26,13 +26,7 @@ pub fn run(world: &World, mut opts: Options) -> Result<i32> {
     if let Some(path) = &opts.write_matrix {
         let text = crate::collective::traffic::matrix_text(opts.pattern(0), opts.max_bytes as usize, member.size);
         let written = if world.rank == 0 {
-            crate::report::outfile::replace(
-                outputs::format("--write-matrix").flag,
-                path,
-                text.as_bytes(),
-                opts.files,
-                false,
-            )
+            crate::report::outfile::replace("--write-matrix", path, text.as_bytes(), opts.files, false)
         } else {
             Ok(())
         };

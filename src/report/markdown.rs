@@ -21,11 +21,6 @@ impl MarkdownReport {
     pub fn new(file: AppendFile) -> MarkdownReport {
         MarkdownReport { file, label: String::new() }
     }
-
-    /// Remove the file: the run never started.
-    pub fn remove(self) {
-        self.file.remove()
-    }
 }
 
 impl Report for MarkdownReport {

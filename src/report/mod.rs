@@ -44,17 +44,17 @@ pub trait Report {
 /// runs never share a file), or none. `flag` names it in errors
 /// (`--csv`, `pairs --csv`).
 pub(crate) fn open_csv(
-    target: &crate::options::CsvTarget,
+    target: outputs::Target<'_>,
     flag: &str,
     prefix: &str,
     now: &chrono::DateTime<chrono::Utc>,
     policy: Policy,
 ) -> Result<Option<AppendFile>> {
-    use crate::options::CsvTarget;
+    use outputs::Target;
     match target {
-        CsvTarget::Off => Ok(None),
-        CsvTarget::Path(p) => AppendFile::create(flag, p, policy).map(Some),
-        CsvTarget::Default => AppendFile::create_unique(
+        Target::Off => Ok(None),
+        Target::Path(p) => AppendFile::create(flag, p, policy).map(Some),
+        Target::Default => AppendFile::create_unique(
             flag,
             std::path::Path::new("results"),
             &format!("{prefix}-{}", now.format("%Y%m%dT%H%M%SZ")),

@@ -20,12 +20,15 @@ pub enum Target<'a> {
     Path(&'a Path),
 }
 
+/// A streamed format's report, made on its opened file.
+pub type Reporter = fn(AppendFile, Order) -> Box<dyn Report>;
+
 /// How a format is written.
 #[derive(Clone, Copy)]
 pub enum Writes {
     /// A report is given every point as it is measured (with the run's `--order`: the table's
     /// formats print a series' block whole under `--order size`).
-    Points(fn(AppendFile, Order) -> Box<dyn Report>),
+    Points(Reporter),
     /// Written whole by the run at its moment: `--plot` from the CSV after the end,
     /// `--write-matrix` before the backend is made.
     Whole,
@@ -60,10 +63,16 @@ pub const FORMATS: &[Format] = &[
 ];
 
 fn csv_target(o: &Options) -> Target<'_> {
-    match &o.csv {
-        CsvTarget::Off => Target::Off,
-        CsvTarget::Default => Target::Default,
-        CsvTarget::Path(p) => Target::Path(p),
+    Target::from(&o.csv)
+}
+
+impl<'a> From<&'a CsvTarget> for Target<'a> {
+    fn from(t: &'a CsvTarget) -> Self {
+        match t {
+            CsvTarget::Off => Target::Off,
+            CsvTarget::Default => Target::Default,
+            CsvTarget::Path(p) => Target::Path(p),
+        }
     }
 }
 
@@ -109,16 +118,11 @@ pub struct Opened {
 /// Open every streamed file of the run (rank 0): all of them, or, when one cannot be, none
 /// (those already created are removed). `now` names the default CSV.
 pub fn open(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<Vec<Opened>> {
-    let mut files: Vec<(&'static Format, Writes, AppendFile)> = vec![];
+    let mut files: Vec<(&'static Format, Reporter, AppendFile)> = vec![];
     for f in FORMATS {
-        let Writes::Points(_) = f.writes else { continue };
-        let target = match (f.target)(opts) {
-            Target::Off => CsvTarget::Off,
-            Target::Default => CsvTarget::Default,
-            Target::Path(p) => CsvTarget::Path(p.to_path_buf()),
-        };
-        match super::open_csv(&target, f.flag, "coll-bench", now, opts.files) {
-            Ok(Some(file)) => files.push((f, f.writes, file)),
+        let Writes::Points(report) = f.writes else { continue };
+        match super::open_csv((f.target)(opts), f.flag, "coll-bench", now, opts.files) {
+            Ok(Some(file)) => files.push((f, report, file)),
             Ok(None) => {}
             Err(e) => {
                 files.into_iter().for_each(|(_, _, file)| file.remove());
@@ -128,9 +132,10 @@ pub fn open(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<Vec<O
     }
     Ok(files
         .into_iter()
-        .map(|(format, writes, file)| {
-            let Writes::Points(report) = writes else { unreachable!("only streamed files are opened") };
-            Opened { format, path: file.real_path().to_path_buf(), report: report(file, opts.order) }
+        .map(|(format, report, file)| Opened {
+            format,
+            path: file.real_path().to_path_buf(),
+            report: report(file, opts.order),
         })
         .collect())
 }

@@ -10,10 +10,10 @@
 //! is still caught about `-T` after it began; the first warm-up call, a fixed `-w` warm-up and
 //! the check call have no estimate: `-T` alone. Without `-T`, a step may take max(30 s, 20× its
 //! expected time) (NCCL's init: 5 min, `Timeout::setup_limit_s`); `-T 0` turns the watchdog off.
-//! A batch still taking samples when its limit passes is slow, not stuck (a loaded machine
-//! makes each sample many times slower than the warm-up said): the limit starts again, for as
-//! long as each limit sees a sample (`crate::backend::samples_taken`, counted by the MPI
-//! backend's timed loop). A hang takes no sample, and is caught one limit after the last.
+//! A batch still taking samples is slow, not stuck (a loaded machine makes each sample many
+//! times slower than the warm-up said): its limit counts from its last sample
+//! (`crate::backend::samples_taken`, counted by the MPI backend's timed loop, looked at every
+//! tick). A hang takes no sample, and is caught one limit (and a tick) after the last.
 //!
 //! `coll-bench step` arms it once per pass of a layout (`Phase::Step`: the set-up, each warm-up,
 //! timed and check step), so the steps are numbered alike on every rank although a pipeline
@@ -107,9 +107,11 @@ struct Shared {
     deadline_ns: AtomicU64,
     /// The limit the current deadline was set with, ns (for the message).
     limit_ns: AtomicU64,
-    /// `crate::backend::samples_taken` when the deadline was last set: a step that has taken a
-    /// sample since is slow, not stuck.
+    /// `crate::backend::samples_taken` at the last tick (or when the deadline was set) ...
     samples_seen: AtomicU64,
+    /// ... and when it last changed, ns after `epoch`: a step's limit counts from its last
+    /// sample, so a slow batch is not stuck and a hang is caught one limit after its last.
+    sampled_ns: AtomicU64,
     current: Mutex<Current>,
     stop: AtomicBool,
     rank: usize,
@@ -169,19 +171,7 @@ impl Watchdog {
     }
 
     fn with_channel(base_s: f64, timeout: Timeout, rank: usize, hosts: Vec<String>, channel: Option<Channel>) -> Self {
-        let shared = Arc::new(Shared {
-            byes: Mutex::new(vec![false; hosts.len()]),
-            pmi: pmi::Pmi::from_env(),
-            epoch: Instant::now(),
-            deadline_ns: AtomicU64::new(0),
-            limit_ns: AtomicU64::new(0),
-            samples_seen: AtomicU64::new(0),
-            current: Mutex::new(Current::default()),
-            stop: AtomicBool::new(false),
-            rank,
-            hosts,
-            channel,
-        });
+        let shared = Arc::new(Shared::new(rank, hosts, channel));
         // Look often enough that the job ends within a few percent of the limit, rarely enough to
         // cost nothing: 10 Hz, faster for short limits.
         let tick = Duration::from_secs_f64((base_s / 20.0).clamp(0.005, 0.1));
@@ -199,19 +189,8 @@ impl Watchdog {
     /// Watch `task`, expected to take `expected_s` seconds (see `Timeout::limit_s`).
     pub fn arm(&self, task: Task, expected_s: f64) {
         let Some(limit) = self.timeout.limit_s(expected_s) else { return };
-        let s = &self.shared;
-        let now = s.epoch.elapsed().as_nanos() as u64;
-        let step = {
-            let mut c = s.current.lock().unwrap_or_else(|e| e.into_inner());
-            c.task = Some(task);
-            c.step += 1;
-            c.armed_at_ns = now;
-            c.step
-        };
-        s.limit_ns.store((limit * 1e9) as u64, Ordering::Relaxed);
-        s.samples_seen.store(crate::backend::samples_taken(), Ordering::Relaxed);
-        s.deadline_ns.store((now + (limit * 1e9) as u64).max(1), Ordering::Release);
-        if let Some(ch) = &s.channel {
+        let step = self.shared.set(task, limit, true);
+        if let Some(ch) = &self.shared.channel {
             tree::announce(ch, step);
         }
     }
@@ -221,16 +200,7 @@ impl Watchdog {
     /// of steps stays the same on every rank (a pipeline stage's calls are not another's).
     pub fn rearm(&self, task: Task, expected_s: f64) {
         let Some(limit) = self.timeout.limit_s(expected_s) else { return };
-        let s = &self.shared;
-        let now = s.epoch.elapsed().as_nanos() as u64;
-        {
-            let mut c = s.current.lock().unwrap_or_else(|e| e.into_inner());
-            c.task = Some(task);
-            c.armed_at_ns = now;
-        }
-        s.limit_ns.store((limit * 1e9) as u64, Ordering::Relaxed);
-        s.samples_seen.store(crate::backend::samples_taken(), Ordering::Relaxed);
-        s.deadline_ns.store((now + (limit * 1e9) as u64).max(1), Ordering::Release);
+        self.shared.set(task, limit, false);
     }
 
     pub fn disarm(&self) {
@@ -257,6 +227,42 @@ impl Drop for Watchdog {
 }
 
 impl Shared {
+    fn new(rank: usize, hosts: Vec<String>, channel: Option<Channel>) -> Self {
+        Shared {
+            byes: Mutex::new(vec![false; hosts.len()]),
+            pmi: pmi::Pmi::from_env(),
+            epoch: Instant::now(),
+            deadline_ns: AtomicU64::new(0),
+            limit_ns: AtomicU64::new(0),
+            samples_seen: AtomicU64::new(0),
+            sampled_ns: AtomicU64::new(0),
+            current: Mutex::new(Current::default()),
+            stop: AtomicBool::new(false),
+            rank,
+            hosts,
+            channel,
+        }
+    }
+
+    /// Watch `task` for `limit_s` from now: a new step (`new_step`) or another part of the
+    /// current one. The step's number.
+    fn set(&self, task: Task, limit_s: f64, new_step: bool) -> u64 {
+        let now = self.epoch.elapsed().as_nanos() as u64;
+        let step = {
+            let mut c = self.current.lock().unwrap_or_else(|e| e.into_inner());
+            c.task = Some(task);
+            c.step += u64::from(new_step);
+            c.armed_at_ns = now;
+            c.step
+        };
+        let limit_ns = (limit_s * 1e9) as u64;
+        self.limit_ns.store(limit_ns, Ordering::Relaxed);
+        self.samples_seen.store(crate::backend::samples_taken(), Ordering::Relaxed);
+        self.sampled_ns.store(now, Ordering::Relaxed);
+        self.deadline_ns.store((now + limit_ns).max(1), Ordering::Release);
+        step
+    }
+
     fn note_bye(&self, rank: usize) {
         if let Some(b) = self.byes.lock().unwrap_or_else(|e| e.into_inner()).get_mut(rank) {
             *b = true;
@@ -285,20 +291,25 @@ impl Shared {
         }
     }
 
-    /// The task whose deadline has passed, if one has. A step that took a sample within its
-    /// limit (a batch of calls on a loaded machine, each sample slower than the warm-up said)
-    /// is slow, not stuck: its deadline moves to one limit from now. A hang takes no sample.
+    /// The task whose deadline has passed, if one has. Called every tick. A step that takes
+    /// samples (a batch of calls on a loaded machine, each sample slower than the warm-up
+    /// said) is slow, not stuck: its limit counts from its last sample, seen to within a tick.
+    /// A hang takes no sample.
     fn overdue(&self) -> Option<Task> {
         let d = self.deadline_ns.load(Ordering::Acquire);
         let now = self.epoch.elapsed().as_nanos() as u64;
+        let taken = crate::backend::samples_taken();
+        if self.samples_seen.swap(taken, Ordering::Relaxed) != taken {
+            self.sampled_ns.store(now, Ordering::Relaxed);
+        }
         if d == 0 || now < d {
             return None;
         }
-        let taken = crate::backend::samples_taken();
-        if self.samples_seen.swap(taken, Ordering::Relaxed) != taken {
-            let next = now + self.limit_ns.load(Ordering::Relaxed);
-            // Unless the sweep armed another step meanwhile.
-            let _ = self.deadline_ns.compare_exchange(d, next, Ordering::AcqRel, Ordering::Acquire);
+        // Armed at or before the last sample, so the deadline moves by as much as the samples
+        // went on past the arming (never earlier than it was set).
+        let armed_ns = d.saturating_sub(self.limit_ns.load(Ordering::Relaxed));
+        let since_sample = self.sampled_ns.load(Ordering::Relaxed).saturating_sub(armed_ns);
+        if now < d + since_sample {
             return None;
         }
         // Re-read under the lock: the sweep may have moved on between the two loads.
@@ -537,5 +548,37 @@ mod tests {
         assert!(s.desc.ends_with("check call)"), "{}", s.desc);
         w.disarm();
         drop(w); // joins the thread: it did not end the process
+    }
+
+    /// A step's limit counts from its last sample: a step that takes samples past its limit is
+    /// not overdue, and one whose samples stop is overdue one limit after the last, not at the
+    /// next whole limit (a link cut just after a step began was once caught at twice -T, past
+    /// the multi-host test's bound). Here the limit is 1 s and samples come for 1.1 s: overdue
+    /// at 2.1 s (a whole-limit extension would say 3 s). No watchdog thread: the test ticks.
+    #[test]
+    fn a_hang_is_overdue_one_limit_after_the_last_sample() {
+        let s = Shared::new(0, vec!["n1".into(), "n2".into()], None);
+        let started = Instant::now();
+        s.set(task(), 1.0, true);
+        let last_sample = loop {
+            let t = started.elapsed();
+            if t > Duration::from_millis(1100) {
+                break t;
+            }
+            crate::backend::sample_taken();
+            assert!(s.overdue().is_none(), "overdue at {t:?} while taking samples");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let fired = loop {
+            let t = started.elapsed();
+            if s.overdue().is_some() {
+                break t;
+            }
+            assert!(t < Duration::from_secs(5), "never overdue");
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let after = fired.as_secs_f64() - last_sample.as_secs_f64();
+        // One limit after the last sample, seen within a tick; scheduling may add to it.
+        assert!((0.95..1.5).contains(&after), "overdue {after:.3} s after the last sample (at {fired:?})");
     }
 }
