@@ -23,15 +23,24 @@ cargo build --release --quiet
 mpicc -O2 -o "$out/bare_loop" bench/tools/bare_loop.c
 "${MPIRUN[@]}" -n 2 "$COLL_BENCH_BIN" tune reduce-scatter -b 256K -e 4M --no-csv --write-rules "$out/rs.rules" > "$out/tune.txt"
 rules=$(realpath "$out/rs.rules")
+run_arm() { # ARM HISTORY SIZE REP
+  local extra=()
+  case "$1" in
+    with) extra=(--mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename "$rules") ;;
+    # the switch alone: dynamic rules on, no file (does turning the decision on cost anything by itself?)
+    switch) extra=(--mca coll_tuned_use_dynamic_rules 1) ;;
+  esac
+  "${MPIRUN[@]}" -n 2 "${extra[@]}" "$out/bare_loop" "$3" "$BUDGET" "$3" reduce-scatter 2 "$2" | tail -1 > "$out/$1-$2-$3-$4.csv"
+}
+# The arms' order turns each repeat (without/with/switch, with/switch/without, switch/without/with),
+# so no arm always runs first or after the same neighbour.
+arms=(without with switch)
 for i in $(seq 1 "$REPS"); do
   for h in 0 20; do
     for s in $SIZES; do
-      "${MPIRUN[@]}" -n 2 "$out/bare_loop" "$s" "$BUDGET" "$s" reduce-scatter 2 "$h" | tail -1 > "$out/without-$h-$s-$i.csv"
-      "${MPIRUN[@]}" -n 2 --mca coll_tuned_use_dynamic_rules 1 --mca coll_tuned_dynamic_rules_filename "$rules" \
-        "$out/bare_loop" "$s" "$BUDGET" "$s" reduce-scatter 2 "$h" | tail -1 > "$out/with-$h-$s-$i.csv"
-      # the switch alone: dynamic rules on, no file (does turning the decision on cost anything by itself?)
-      "${MPIRUN[@]}" -n 2 --mca coll_tuned_use_dynamic_rules 1 \
-        "$out/bare_loop" "$s" "$BUDGET" "$s" reduce-scatter 2 "$h" | tail -1 > "$out/switch-$h-$s-$i.csv"
+      for k in 0 1 2; do
+        run_arm "${arms[$(( (i + k - 1) % 3 ))]}" "$h" "$s" "$i"
+      done
     done
   done
 done
@@ -50,7 +59,7 @@ for line in table.splitlines():
         pred[int(m.group(1))] = (m.group(2), m.group(3), float(m.group(4)))
 mpi = subprocess.run(["mpirun", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
 print(f"# tune's rules in an application's loop ({platform.node()}, {mpi})\n")
-print(f"2 ranks; MPI_Reduce_scatter_block, float sum; {reps} alternated repeats, median; µs per call (faults per call);")
+print(f"2 ranks; MPI_Reduce_scatter_block, float sum; {reps} alternated repeats (the arms' order turned each repeat), median; µs per call (faults per call);")
 print(f"each loop {budget} s of timed calls. `switch`: coll_tuned_use_dynamic_rules 1 and no file (the switch the file needs, alone).")
 print("`fresh`: a bare loop with nothing before it; `history`: after 20 one-double all-reduces. The file: `coll-bench tune")
 print("reduce-scatter -b 256K -e 4M --write-rules`; `predicted`: tune's fastest selectable / the file's choice / its speed-up over the default.\n")

@@ -96,20 +96,7 @@ fn fake_env<'a>(gpus: &'a str, more: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a
 /// before 2.18.
 fn fake_nccl_without_split() -> &'static str {
     static LIB: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    let lib = LIB.get_or_init(|| {
-        let dir = tempfile::Builder::new().prefix("coll-bench-fakes").tempdir().unwrap().keep();
-        let out = dir.join("libnccl.so.2");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend/nccl/fake/fake_nccl.c");
-        let ok = Command::new("cc")
-            .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-DFAKE_NCCL_NO_SPLIT", "-o"])
-            .arg(&out)
-            .arg(&src)
-            .status()
-            .expect("cc runs (run ci/setup.sh)");
-        assert!(ok.success(), "building fake_nccl.c without ncclCommSplit failed");
-        out
-    });
-    lib.to_str().unwrap()
+    LIB.get_or_init(|| build_fake("fake_nccl.c", "no-split/libnccl.so.2", &["-DFAKE_NCCL_NO_SPLIT"])).to_str().unwrap()
 }
 
 /// Exit 2 and exactly one line on stderr, from rank 0, containing every needle; no table, no
@@ -2159,20 +2146,7 @@ fn a_forced_nccl_algorithm_is_named_and_an_old_nccl_says_why_not() {
 /// The NVML stand-in (`src/backend/nccl/fake/fake_nvml.c`), built once.
 fn fake_nvml() -> &'static str {
     static LIB: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    let lib = LIB.get_or_init(|| {
-        let dir = tempfile::Builder::new().prefix("coll-bench-fakes").tempdir().unwrap().keep();
-        let out = dir.join("libnvidia-ml.so.1");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend/nccl/fake/fake_nvml.c");
-        let ok = Command::new("cc")
-            .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-o"])
-            .arg(&out)
-            .arg(&src)
-            .status()
-            .expect("cc runs (run ci/setup.sh)");
-        assert!(ok.success(), "building fake_nvml.c failed");
-        out
-    });
-    lib.to_str().unwrap()
+    LIB.get_or_init(|| build_fake("fake_nvml.c", "nvml/libnvidia-ml.so.1", &[])).to_str().unwrap()
 }
 
 /// Each rank's line in the header states its GPU's NVLinks as NVML does (active links × their

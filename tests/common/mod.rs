@@ -232,29 +232,35 @@ pub fn fake_nccl_native() -> &'static Path {
     &all_fakes().2
 }
 
+/// One stand-in library, `src/backend/nccl/fake/C` built with `flags` as `LIB` (a path under the
+/// build's own scratch directory: one per target directory, gone with `cargo clean`). Rebuilt by
+/// each test process that asks for it: built beside its name and renamed over it, so a process
+/// beside this one loads a whole file, old or new.
+pub fn build_fake(c: &str, lib: &str, flags: &[&str]) -> PathBuf {
+    let out = Path::new(env!("CARGO_TARGET_TMPDIR")).join("fakes").join(lib);
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let part = out.with_extension(format!("part{}", std::process::id()));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend/nccl/fake");
+    let ok = Command::new("cc")
+        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
+        .args(flags)
+        .arg("-o")
+        .arg(&part)
+        .arg(src.join(c))
+        .status()
+        .expect("cc runs (run ci/setup.sh)");
+    assert!(ok.success(), "building {c} as {lib} failed");
+    std::fs::rename(&part, &out).unwrap();
+    out
+}
+
 fn all_fakes() -> &'static (PathBuf, PathBuf, PathBuf) {
     static FAKES: OnceLock<(PathBuf, PathBuf, PathBuf)> = OnceLock::new();
     FAKES.get_or_init(|| {
-        let dir = tempfile::Builder::new().prefix("coll-bench-fakes").tempdir().unwrap().keep();
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/backend/nccl/fake");
-        let build = |c: &str, lib: &str, flags: &[&str]| {
-            let out = dir.join(lib);
-            std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-            let ok = Command::new("cc")
-                .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror"])
-                .args(flags)
-                .arg("-o")
-                .arg(&out)
-                .arg(src.join(c))
-                .status()
-                .expect("cc runs (run ci/setup.sh)");
-            assert!(ok.success(), "building {c} failed");
-            out
-        };
         (
-            build("fake_cuda.c", "libcuda.so.1", &[]),
-            build("fake_nccl.c", "libnccl.so.2", &[]),
-            build("fake_nccl.c", "native/libnccl.so.2", &["-DFAKE_NCCL_NATIVE"]),
+            build_fake("fake_cuda.c", "libcuda.so.1", &[]),
+            build_fake("fake_nccl.c", "libnccl.so.2", &[]),
+            build_fake("fake_nccl.c", "native/libnccl.so.2", &["-DFAKE_NCCL_NATIVE"]),
         )
     })
 }
