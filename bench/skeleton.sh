@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 49's counts, for a tree at a git revision (default: the work tree): how many times each
 # shared flag is declared in src/cli (one is the bar), how many places decide where a CSV goes
-# (one: report::open_csv), how many CSV targets of another type than options::CsvTarget there
+# (one: report::outputs::open_csv), how many CSV targets of another type than options::CsvTarget there
 # are, and how many circles there are among the files of a module (bench/tools/circles.py; 0 is
 # the bar, held by tests/layers.rs). Usage: bench/skeleton.sh [REV ...]; each REV is read from
 # git into a temporary directory. Prints one Markdown table; nothing is built or run.

@@ -536,7 +536,7 @@ fn read_spec(file: &std::path::Path) -> Result<Spec> {
 fn open_csv(world: &World, opts: &CheckOptions) -> Result<(Option<CsvReport>, Option<std::path::PathBuf>)> {
     let now = chrono::Utc::now();
     let created = match world.rank {
-        0 => crate::report::open_csv((&opts.csv).into(), "--csv", "coll-bench-check", &now, opts.files),
+        0 => crate::report::outputs::open_csv((&opts.csv).into(), "--csv", "coll-bench-check", &now, opts.files),
         _ => Ok(None),
     };
     let csv_file = world.agree(created)?;

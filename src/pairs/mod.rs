@@ -76,7 +76,7 @@ pub fn run(world: &World, opts: &PairsOptions) -> Result<i32> {
     let now = chrono::Utc::now();
     // Created before measuring (exclusively: a default name never collides), written a round at a time.
     let created = match world.rank {
-        0 => crate::report::open_csv((&opts.csv).into(), "pairs --csv", "coll-bench-pairs", &now, opts.files),
+        0 => crate::report::outputs::open_csv((&opts.csv).into(), "pairs --csv", "coll-bench-pairs", &now, opts.files),
         _ => Ok(None),
     };
     let mut csv_file = world.agree(created)?;

@@ -38,32 +38,6 @@ pub trait Report {
     fn end(&mut self, info: &RunInfo, totals: &Totals) -> Result<()>;
 }
 
-/// The one way a CSV is opened, for every subcommand that writes one: `target`'s path (checked
-/// and created as every output is, `outfile`), the default `results/PREFIX-<UTC time>.csv` under
-/// the working directory (or `…-1.csv`, `…-2.csv` when taken: created exclusively, so concurrent
-/// runs never share a file), or none. `flag` names it in errors
-/// (`--csv`, `pairs --csv`).
-pub(crate) fn open_csv(
-    target: outputs::Target<'_>,
-    flag: &str,
-    prefix: &str,
-    now: &chrono::DateTime<chrono::Utc>,
-    policy: Policy,
-) -> Result<Option<AppendFile>> {
-    use outputs::Target;
-    match target {
-        Target::Off => Ok(None),
-        Target::Path(p) => AppendFile::create(flag, p, policy).map(Some),
-        Target::Default => AppendFile::create_unique(
-            flag,
-            std::path::Path::new("results"),
-            &format!("{prefix}-{}", now.format("%Y%m%dT%H%M%SZ")),
-            "csv",
-        )
-        .map(Some),
-    }
-}
-
 /// One footer line naming a file written: `# Wrote /abs/path (WHAT)`, the path absolute.
 pub fn written_line(path: &std::path::Path, what: &str) -> String {
     format!("# Wrote {} ({what})", crate::error::shown(outfile::absolute(path)))

@@ -7,7 +7,7 @@
 //! output through [`super::stdout`]. A new format is its report's file in `report/` and one row
 //! here (with its flag in `cli::sweep` and its field in `Options`).
 
-use super::{AppendFile, Report};
+use super::{AppendFile, Policy, Report};
 use crate::error::Result;
 use crate::options::{CsvTarget, Options, Order};
 use std::path::{Path, PathBuf};
@@ -18,6 +18,31 @@ pub enum Target<'a> {
     /// A new file under `results/` named after the run (the CSV without `--csv`).
     Default,
     Path(&'a Path),
+}
+
+/// The one way a CSV is opened, for every subcommand that writes one: `target`'s path (checked
+/// and created as every output is, `outfile`), the default `results/PREFIX-<UTC time>.csv` under
+/// the working directory (or `…-1.csv`, `…-2.csv` when taken: created exclusively, so concurrent
+/// runs never share a file), or none. `flag` names it in errors
+/// (`--csv`, `pairs --csv`).
+pub(crate) fn open_csv(
+    target: Target<'_>,
+    flag: &str,
+    prefix: &str,
+    now: &chrono::DateTime<chrono::Utc>,
+    policy: Policy,
+) -> Result<Option<AppendFile>> {
+    match target {
+        Target::Off => Ok(None),
+        Target::Path(p) => AppendFile::create(flag, p, policy).map(Some),
+        Target::Default => AppendFile::create_unique(
+            flag,
+            std::path::Path::new("results"),
+            &format!("{prefix}-{}", now.format("%Y%m%dT%H%M%SZ")),
+            "csv",
+        )
+        .map(Some),
+    }
 }
 
 /// A streamed format's report, made on its opened file.
@@ -121,7 +146,7 @@ pub fn open(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<Vec<O
     let mut files: Vec<(&'static Format, Reporter, AppendFile)> = vec![];
     for f in FORMATS {
         let Writes::Points(report) = f.writes else { continue };
-        match super::open_csv((f.target)(opts), f.flag, "coll-bench", now, opts.files) {
+        match open_csv((f.target)(opts), f.flag, "coll-bench", now, opts.files) {
             Ok(Some(file)) => files.push((f, report, file)),
             Ok(None) => {}
             Err(e) => {

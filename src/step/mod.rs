@@ -168,10 +168,12 @@ fn create_files(
     backend_lines: &[String],
 ) -> Result<(Option<crate::report::AppendFile>, Option<crate::report::AppendFile>)> {
     let created = if world.rank == 0 {
-        let csv = crate::report::open_csv((&opts.csv).into(), "step --csv", "coll-bench-step", now, opts.files)
-            .and_then(|c| {
-                c.map(|f| with_head(f, |f| crate::report::csv::append_record(f, "step --csv", CSV_HEAD))).transpose()
-            });
+        let csv =
+            crate::report::outputs::open_csv((&opts.csv).into(), "step --csv", "coll-bench-step", now, opts.files)
+                .and_then(|c| {
+                    c.map(|f| with_head(f, |f| crate::report::csv::append_record(f, "step --csv", CSV_HEAD)))
+                        .transpose()
+                });
         csv.and_then(|c| {
             let j = opts
                 .json

@@ -235,7 +235,7 @@ fn open_csv(
     info: &RunInfo,
 ) -> Result<Option<CsvReport>> {
     let csv = if world.rank == 0 {
-        let made = crate::report::open_csv((&opts.csv).into(), "--csv", "coll-bench-tune", now, opts.files);
+        let made = crate::report::outputs::open_csv((&opts.csv).into(), "--csv", "coll-bench-tune", now, opts.files);
         made.map(|f| f.map(|f| CsvReport::with_extra_columns(f, &EXTRA_COLUMNS)))
     } else {
         Ok(None)
