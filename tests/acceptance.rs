@@ -255,7 +255,12 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
     let line = line.unwrap_or_else(|| panic!("{}", stderr(&o)));
     let gate = std::fs::read_to_string(dir.path().join("gate.toml")).unwrap();
     let knee = gate.contains("name = \"all-reduce float sum knee\"");
-    assert!(line[wrote.len()..].starts_with(if knee { "4 rules;" } else { "3 rules;" }), "{line}\n{gate}");
+    // The ceiling rule, unless this run's plateau measured above its ceiling (a ceiling pass
+    // slowed by a busy machine: seen in a fresh-machine run, 128K at 212% of it); then the
+    // spec says why it has none (issue 47), and the doctored runs below hold the rule itself.
+    let no_ceiling = gate.contains("# No ceiling rule for all-reduce float sum: the baseline was ");
+    let rules = 2 + usize::from(knee) + usize::from(!no_ceiling);
+    assert!(line[wrote.len()..].starts_with(&format!("{rules} rules;")), "{line}\n{gate}");
     // The latency band starts at the smallest size. Unless a scheduler tick slowed a point of
     // this baseline (a busy machine): then spec from-run leaves that point out and names it in
     // its header, and the bands start past it (seen in a fresh-machine run: 64K at 763 us
@@ -273,10 +278,10 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
     }
     assert!(gate.contains("ranks_per_node = 2") && gate.contains("bus bandwidth >= baseline / 1.3"), "{gate}");
     // The sweep measured a ceiling: the plateau also gets a rule on it, portable to other links.
-    assert!(
-        gate.contains("name = \"all-reduce float sum ceiling\"") && gate.contains("min_pct_of_ceiling = "),
-        "{gate}"
-    );
+    let ceiling_rule = |spec: &str| {
+        spec.contains("name = \"all-reduce float sum ceiling\"") && spec.contains("min_pct_of_ceiling = ")
+    };
+    assert!(ceiling_rule(&gate) != no_ceiling, "{gate}");
 
     // Never over an existing file, never over the input; a bad margin is one line.
     let o = from_run(dir.path(), &["base.csv", "-o", "gate.toml"]);
@@ -296,6 +301,8 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
     let lenient = std::fs::read_to_string(dir.path().join("lenient.toml")).unwrap();
     assert!(lenient.contains("max_median_us = 110000000.0   # baseline median 100000000.0 us at 64K\n"), "{lenient}");
     assert!(!lenient.contains("max_time_us") && !lenient.contains("# Warning"), "{lenient}");
+    // Far below any ceiling: the plateau gets its ceiling rule.
+    assert!(ceiling_rule(&lenient), "{lenient}");
 
     // A baseline the run warned about is said to be noisy, on stderr and in the spec.
     doctored(dir.path(), "base.csv", "noisy.csv", (1e8, 1e-9), "noisy;mean_off_median");
