@@ -278,9 +278,8 @@ fn spec_from_run_turns_a_good_run_into_a_gate() {
     }
     assert!(gate.contains("ranks_per_node = 2") && gate.contains("bus bandwidth >= baseline / 1.3"), "{gate}");
     // The sweep measured a ceiling: the plateau also gets a rule on it, portable to other links.
-    let ceiling_rule = |spec: &str| {
-        spec.contains("name = \"all-reduce float sum ceiling\"") && spec.contains("min_pct_of_ceiling = ")
-    };
+    let ceiling_rule =
+        |spec: &str| spec.contains("name = \"all-reduce float sum ceiling\"") && spec.contains("min_pct_of_ceiling = ");
     assert!(ceiling_rule(&gate) != no_ceiling, "{gate}");
 
     // Never over an existing file, never over the input; a bad margin is one line.
