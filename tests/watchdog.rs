@@ -183,17 +183,18 @@ fn compress(ranks: &[String]) -> String {
 }
 
 /// A batch that a loaded machine slows far past its estimate is slow, not stuck: a rank is
-/// stopped 0.6 s of every 0.65 s, 12 times, from 1 s after it started, mostly inside a timed
-/// batch of 1 MiB all-reduces that the budget sizes to about 2 s whatever the machine's speed
-/// (`--budget 2s`, estimated from 500 warm-up calls; calls of 100 µs or more, far from the
-/// budget's 100 000-call cap). A fixed count of 8 B calls took 0.2 to 3 µs a call by MPI
-/// family, the VM's speed mode and the test beside it, and the run could end before the first
-/// stop; now every stop lengthens the run by as much as it lasts, so all 12 land in it. The
-/// batch's limit under `-T 2` is -T plus twice its estimate, about 6 s; the stops stretch it to
-/// about 9 s. Samples go on between the stops, so the run ends untouched; before the watchdog
-/// counted samples this was reported as a hang ("every rank answered … a message lost inside
-/// MPI?"), as a busy CI machine once did to a plain run. A step with no estimate (the warm-up,
-/// an exchange: -T alone) needs one 50 ms window between stops, far inside its 2 s.
+/// stopped 0.6 s of every 0.65 s, 12 times, from 1.5 s after it started, inside a timed batch
+/// of 20 000 1 MiB all-reduces (2 s at 100 µs a call; 500 warm-up calls give the estimate).
+/// The count is fixed, so every stop lengthens the run by as long as it lasts and all 12 land
+/// in it whatever the machine's speed (8 B calls, 0.2 to 3 µs each by MPI family, the VM's
+/// speed mode and the test beside it, ended the run before the stops; a count from `--budget`
+/// shrank when stops fell in the warm-up and inflated its estimate). The batch's limit under
+/// `-T 2` is -T plus twice its estimate, about 6 s; the stops stretch it to about 9 s. Samples
+/// go on between the stops, so the run ends untouched; before the watchdog counted samples this
+/// was reported as a hang ("every rank answered … a message lost inside MPI?"), as a busy CI
+/// machine once did to a plain run. A start slow enough that the stops reach the warm-up only
+/// raises the limit with the estimate (the run still ends untouched). A step with no estimate
+/// (an exchange: -T alone) needs one 50 ms window between stops, far inside its 2 s.
 #[test]
 fn a_batch_slowed_far_past_its_estimate_is_not_a_hang() {
     let _one_at_a_time = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -202,7 +203,7 @@ fn a_batch_slowed_far_past_its_estimate_is_not_a_hang() {
     let marker = marker.to_str().unwrap().to_string();
     let started = Instant::now();
     let child = mpirun_cmd(2, 180)
-        .args(["all-reduce", "-b", "1M", "-e", "1M", "-w", "500", "--budget", "2s", "-T", "2", "--no-ceiling"])
+        .args(["all-reduce", "-b", "1M", "-e", "1M", "-w", "500", "-n", "20000", "-T", "2", "--no-ceiling"])
         .args(["--no-csv", "--json", &marker])
         .current_dir(dir.path())
         .stdout(Stdio::piped())
@@ -217,8 +218,8 @@ fn a_batch_slowed_far_past_its_estimate_is_not_a_hang() {
     }
     let pid = ranks.iter().map(|(p, _)| *p).max().unwrap_or_else(|| panic!("no ranks found of {marker}"));
     let stopping = std::thread::spawn(move || {
-        // About the end of the start and the warm-up.
-        std::thread::sleep(Duration::from_millis(1000));
+        // Past the start and the warm-up (500 calls, about 50 ms): into the timed batch.
+        std::thread::sleep(Duration::from_millis(1500));
         let mut stops = 0;
         // SAFETY: kill(2) with a pid and a signal number; no memory is shared. Ends when the
         // process is gone (ESRCH).
