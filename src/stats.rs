@@ -260,7 +260,7 @@ impl Warning {
                 MEAN_OFF_MEDIAN * 100.0
             ),
             Warning::PageFaults { .. } => format!(
-                "minor page faults cost more than {:.0}% of the time (the MPI library's per-call buffers under the default allocator: an application with any MPI calls before its loop gets them too, one whose heap top happens to be pinned does not, docs/sweep.md \"The heap\"; minor_faults_per_call in the CSV; run with --malloc kept to compare)",
+                "minor page faults cost more than {:.0}% of the time (the MPI library's per-call buffers under the default allocator: an application that exchanged other messages with its peers before its loop gets them too, a process whose loop is its first traffic may not, docs/sweep.md \"The heap\"; minor_faults_per_call in the CSV; run with --malloc kept to compare)",
                 PAGE_FAULT_SHARE * 100.0
             ),
             Warning::SchedulerTick { tick_us, .. } => format!(

@@ -183,7 +183,7 @@ pub const HEAP_GAIN: f64 = 0.9;
 /// application that time; without, the faults' estimated share and advice to measure.
 fn fault_cause(s: &Seen, f: f64, heap: Option<&HeapKept>, fault_us: Option<f64>) -> Option<Cause> {
     let what = format!(
-        "{f:.0} minor page faults per call at {} (the rank with most): the library's temporaries are given back to the system and taken again on every call under the C library's defaults, as in an application that made other MPI calls first (docs/sweep.md, \"The heap\")",
+        "{f:.0} minor page faults per call at {} (the rank with most): the library's temporaries are given back to the system and taken again on every call under the C library's defaults, as in an application that exchanged other messages with its peers first (docs/sweep.md, \"The heap\")",
         human(s.size_bytes)
     );
     let faults = |x: Option<f64>| x.map(|f| format!("{f:.0}")).unwrap_or_else(|| "?".into());
