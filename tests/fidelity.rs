@@ -82,17 +82,17 @@ fn mpicc() -> &'static str {
 /// At 64 MiB, within 10%: the library's temporary is above glibc's highest dynamic mmap
 /// threshold (32 MiB), so every call maps it and faults it in, in any program.
 ///
-/// At 1 MiB the count is not a property of the allocator's settings but of the heap's history:
-/// after glibc raises its mmap threshold (on the first free of a mapped chunk) the temporary
-/// comes from the heap, and whether freeing it trims the heap's top (and the next call faults
-/// ~225 pages in again) depends on how much free memory already sat at the top, i.e. on every
-/// allocation the program made before. The bare loop itself shows either: 225 per call for
-/// reduce-scatter in 13 of 13 runs on this project's VM (2026-11-26, session 9), 0 in a
-/// brand-new Debian root the next day, where coll-bench showed 225. So there coll-bench must
-/// stay within what such an application shows: the loop's count (within 10%, or 2 faults per
-/// call where it takes almost none: a page of stack or bookkeeping is not the allocator's), or
-/// at most one trim of the heap's top per call (the buffer's pages, `size/4096`, per call),
-/// never more: a heap that maps or faults more than the temporary on every call is caught.
+/// At 1 MiB the count is not a property of the allocator's settings but of the process's
+/// history: after glibc raises its mmap threshold (on the first free of a mapped chunk) the
+/// temporary comes from the heap's top, and freeing it trims the top (the next call faults ~225
+/// pages in again) unless one of the library's small allocations pinned the top while it was
+/// live. With Open MPI that is its shared-memory fast-box setup at the 16th message to a peer
+/// (bench/heap-fbox-vm.md, docs/sweep.md "The heap"): a loop whose process sent fewer messages
+/// before it is pinned in its first calls, one that sent more faults on every call. So
+/// coll-bench must stay within what such an application shows: the loop's count (within 10%, or
+/// 2 faults per call where it takes almost none: a page of stack or bookkeeping is not the
+/// allocator's), or at most one trim of the heap's top per call (the buffer's pages,
+/// `size/4096`, per call), never more: a heap that maps or faults more than the temporary on every call is caught.
 #[test]
 fn page_faults_per_call_are_a_bare_loops() {
     let dir = tempfile::tempdir().unwrap();
