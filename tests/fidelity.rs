@@ -75,6 +75,15 @@ fn mpicc() -> &'static str {
     }
 }
 
+/// `bench/tools/bare_loop.c` built into `dir`.
+fn build_bare_loop(dir: &Path) -> std::path::PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/tools/bare_loop.c");
+    let bare = dir.join("bare_loop");
+    let cc = std::process::Command::new(mpicc()).arg("-O2").arg("-o").arg(&bare).arg(&src).output().unwrap();
+    assert!(cc.status.success(), "{}: {}", mpicc(), String::from_utf8_lossy(&cc.stderr));
+    bare
+}
+
 /// Under glibc's defaults coll-bench's `minor_faults_per_call` is a bare loop's
 /// (`bench/tools/bare_loop.c`, the same sizes in the same order), for all-reduce and
 /// reduce-scatter.
@@ -96,10 +105,7 @@ fn mpicc() -> &'static str {
 #[test]
 fn page_faults_per_call_are_a_bare_loops() {
     let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/tools/bare_loop.c");
-    let bare = dir.path().join("bare_loop");
-    let cc = std::process::Command::new(mpicc()).arg("-O2").arg("-o").arg(&bare).arg(&src).output().unwrap();
-    assert!(cc.status.success(), "{}: {}", mpicc(), String::from_utf8_lossy(&cc.stderr));
+    let bare = build_bare_loop(dir.path());
     let colls = "all-reduce,reduce-scatter";
     let loop_out = launch(dir.path(), bare.to_str().unwrap(), &["67108864", "0.05", "1048576", colls, "64"]);
     let mut bare_faults = HashMap::new();
@@ -145,10 +151,7 @@ fn page_faults_per_call_are_a_bare_loops() {
 #[test]
 fn one_size_alone_faults_as_an_application_with_history() {
     let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/tools/bare_loop.c");
-    let bare = dir.path().join("bare_loop");
-    let cc = std::process::Command::new(mpicc()).arg("-O2").arg("-o").arg(&bare).arg(&src).output().unwrap();
-    assert!(cc.status.success(), "{}: {}", mpicc(), String::from_utf8_lossy(&cc.stderr));
+    let bare = build_bare_loop(dir.path());
     let size = 1u64 << 20;
     let loop_out =
         launch(dir.path(), bare.to_str().unwrap(), &["1048576", "0.2", "1048576", "reduce-scatter", "2", "20"]);
