@@ -40,16 +40,16 @@ print(f"default allocator. `bare`: bench/tools/bare_loop.c timing {bare_budget} 
 print("`coll-bench`: its defaults (ceiling pass and check on); `kept`: coll-bench --malloc kept. Times µs, faults: minor page faults per call.\n")
 print("| collective | size | bare | bare+hist | coll-bench | kept | faults bare / +hist / coll-bench / kept | coll-bench ÷ bare | coll-bench ÷ bare+hist | best of each: coll-bench ÷ bare+hist | kept ÷ bare |")
 print("|---|---|---:|---:|---:|---:|---|---:|---:|---:|---:|")
-spread = {}
+repeats = {}
 for c in colls:
     for s in sizes:
         cells = {}
         for prog, read in (("bare", bare), ("barehist", bare), ("coll-bench", ours), ("kept", ours)):
             got = [read(prog, c, s, i) for i in range(1, reps + 1)]
             cells[prog] = (med([g[0] for g in got]), med([g[1] for g in got]))
-            spread[(c, s, prog)] = got
+            repeats[(c, s, prog)] = got
         t = {k: v[0] for k, v in cells.items()}
-        best = lambda prog: min(g[0] for g in spread[(c, s, prog)])
+        best = lambda prog: min(g[0] for g in repeats[(c, s, prog)])
         f = " / ".join(f"{cells[k][1]:.0f}" for k in ("bare", "barehist", "coll-bench", "kept"))
         print(f"| {c} | {human(s)} | {t['bare']:.1f} | {t['barehist']:.1f} | {t['coll-bench']:.1f} | {t['kept']:.1f} | {f} | "
               f"{t['coll-bench'] / t['bare']:.2f} | {t['coll-bench'] / t['barehist']:.2f} | {best('coll-bench') / best('barehist'):.2f} | {t['kept'] / t['bare']:.2f} |")
@@ -59,5 +59,5 @@ print("| collective | size | bare | bare+hist | coll-bench | kept |")
 print("|---|---|---|---|---|---|")
 for c in colls:
     for s in sizes:
-        row = [" ".join(f"{t:.0f}/{f:.0f}" for t, f in spread[(c, s, p)]) for p in ("bare", "barehist", "coll-bench", "kept")]
+        row = [" ".join(f"{t:.0f}/{f:.0f}" for t, f in repeats[(c, s, p)]) for p in ("bare", "barehist", "coll-bench", "kept")]
         print(f"| {c} | {human(s)} | " + " | ".join(row) + " |")
