@@ -89,7 +89,8 @@ add_ns() {
   ip -n "$ns" link set eth0 up
   # Give up on a peer that stops answering after ~6 s of retransmissions, not the default
   # ~15 min, so that mpirun notices a host whose link is cut (see `cut`) and ends the job.
-  ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_retries2=4
+  # Written to /proc directly: a minimal Debian has no sysctl (procps).
+  ip netns exec "$ns" sh -c 'echo 4 >/proc/sys/net/ipv4/tcp_retries2'
   mkdir -p "/etc/netns/$ns"
   hosts_file "$n" >"/etc/netns/$ns/hosts"
 }
