@@ -128,22 +128,61 @@ fn slow_hosts(links: &[crate::pairs::links::Link]) -> Vec<String> {
     crate::pairs::links::Peers::of(links).map(|p| p.slow().map(|h| h.host.clone()).collect()).unwrap_or_default()
 }
 
-/// A links FAIL stands when each host it names was named by both measurements, each on its
-/// own; else (one measurement named it, the other not) the machine changed speed between them
-/// and the check is NOISY. `named`: whether both named every host of the FAIL, and the slow
-/// hosts of the first and of the second measurement (`None`: measured once, none read slow).
-fn links_agree(mut c: CheckResult, named: Option<(bool, Vec<String>, Vec<String>)>) -> CheckResult {
-    if let (Outcome::Fail, Some((both, first, again))) = (c.outcome, named) {
-        if !both {
-            let said = |h: &[String]| if h.is_empty() { "none".to_string() } else { h.join(", ") };
-            c.outcome = Outcome::Noisy;
-            c.measured = format!(
-                "{}; the two measurements name different slow hosts ({}; then {}): {NOISY_ADVICE}",
-                c.measured,
-                said(&first),
-                said(&again)
-            );
+/// What the second measurement of the links said, beside the first ([`links_agree`]).
+#[derive(Clone, Debug, PartialEq)]
+struct Remeasured {
+    /// Both measurements named every host of the FAIL, each on its own.
+    both: bool,
+    /// The slow hosts of the first and of the second measurement.
+    first: Vec<String>,
+    again: Vec<String>,
+    /// The most any link's two readings differ by (the faster over the slower): how far the
+    /// machine's speed moved between them.
+    band: f64,
+    /// A slow host's best link, that much faster, would not be slow: noise can account for it.
+    within_band: bool,
+}
+
+impl Remeasured {
+    fn of(first: &[crate::pairs::links::Link], again: &[crate::pairs::links::Link]) -> Remeasured {
+        use crate::pairs::links::{disagreement, faster_of, Peers, SLOWER_THAN_PEERS};
+        let (named_first, named_again) = (slow_hosts(first), slow_hosts(again));
+        let kept = faster_of(first, again);
+        let slow = slow_hosts(&kept);
+        let band = disagreement(first, again);
+        let within_band = Peers::of(&kept)
+            .is_some_and(|p| p.slow().any(|h| h.best_gbps * band >= SLOWER_THAN_PEERS * p.fastest.gbps));
+        Remeasured {
+            both: slow.iter().all(|h| named_first.contains(h) && named_again.contains(h)),
+            first: named_first,
+            again: named_again,
+            band,
+            within_band,
         }
+    }
+}
+
+/// A links FAIL stands when each host it names was named by both measurements, each on its
+/// own, and is slower than the two measurements' disagreement can account for; else the
+/// machine changed speed between them and the check is NOISY. `named`: `None` when measured
+/// once (none read slow).
+fn links_agree(mut c: CheckResult, named: Option<Remeasured>) -> CheckResult {
+    let Some(r) = named.filter(|_| c.outcome == Outcome::Fail) else { return c };
+    let said = |h: &[String]| if h.is_empty() { "none".to_string() } else { h.join(", ") };
+    if !r.both {
+        c.outcome = Outcome::Noisy;
+        c.measured = format!(
+            "{}; the two measurements name different slow hosts ({}; then {}): {NOISY_ADVICE}",
+            c.measured,
+            said(&r.first),
+            said(&r.again)
+        );
+    } else if r.within_band {
+        c.outcome = Outcome::Noisy;
+        c.measured = format!(
+            "{}; a link's two measurements differ by up to {:.1}x, enough to account for it: {NOISY_ADVICE}",
+            c.measured, r.band
+        );
     }
     c
 }
@@ -721,10 +760,8 @@ fn run_rules(
         let mut named = None;
         if world.max_f64(if slow { 1.0 } else { 0.0 }) > 0.0 {
             let again = crate::pairs::links::measure(world, rule.max_bytes, spec.budget_s, opts.files);
-            let (first, second) = (slow_hosts(&links), slow_hosts(&again));
+            named = Some(Remeasured::of(&links, &again));
             links = crate::pairs::links::faster_of(&links, &again);
-            let both = slow_hosts(&links).iter().all(|h| first.contains(h) && second.contains(h));
-            named = Some((both, first, second));
         }
         let seconds = mpi::time() - t0;
         let mut judged = judge_rule(rule, &points, &world.hosts, &ceilings, seconds);
@@ -1104,7 +1141,8 @@ mod tests {
         );
     }
 
-    /// A links FAIL stands only when both measurements named the same slow hosts.
+    /// A links FAIL stands only when both measurements named the same slow hosts, slower than
+    /// the measurements' disagreement accounts for.
     #[test]
     fn a_links_fail_needs_both_measurements_to_name_the_host() {
         let fail = CheckResult {
@@ -1119,10 +1157,16 @@ mod tests {
             slow_ranks: vec![],
             seconds: 0.0,
         };
-        let b = || vec!["b".to_string()];
-        assert_eq!(links_agree(fail.clone(), Some((true, b(), b()))).outcome, Outcome::Fail);
+        let l =
+            |a: &str, b: &str, gbps: f64| crate::pairs::links::Link { a: a.into(), b: b.into(), gbps, rank_pairs: 1 };
+        // b's links at a tenth of a-c, twice: a slow host, the readings agreeing.
+        let first = [l("a", "b", 0.1), l("a", "c", 1.0), l("b", "c", 0.1)];
+        let again = [l("a", "b", 0.11), l("a", "c", 0.95), l("b", "c", 0.1)];
+        assert_eq!(links_agree(fail.clone(), Some(Remeasured::of(&first, &again))).outcome, Outcome::Fail);
         assert_eq!(links_agree(fail.clone(), None).outcome, Outcome::Fail);
-        let v = links_agree(fail, Some((false, b(), vec![])));
+        // Named once only: the second measurement slow all through.
+        let slower = [l("a", "b", 0.1), l("a", "c", 0.15), l("b", "c", 0.1)];
+        let v = links_agree(fail.clone(), Some(Remeasured::of(&first, &slower)));
         assert_eq!(v.outcome, Outcome::Noisy);
         assert!(
             v.measured.ends_with(
@@ -1131,6 +1175,15 @@ mod tests {
             "{}",
             v.measured
         );
+        // Named twice, at a fifth of the fastest pair, while one link read 3x apart: a busy
+        // machine can account for it.
+        let first = [l("a", "b", 0.2), l("a", "c", 1.0), l("b", "c", 0.18)];
+        let again = [l("a", "b", 0.1), l("a", "c", 0.33), l("b", "c", 0.1)];
+        let r = Remeasured::of(&first, &again);
+        assert!(r.both && r.within_band && (r.band - 1.0 / 0.33).abs() < 1e-9, "{r:?}");
+        let v = links_agree(fail, Some(r));
+        assert_eq!(v.outcome, Outcome::Noisy);
+        assert!(v.measured.contains("differ by up to 3.0x, enough to account for it"), "{}", v.measured);
     }
 
     #[test]

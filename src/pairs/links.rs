@@ -182,6 +182,17 @@ pub fn faster_of(first: &[Link], again: &[Link]) -> Vec<Link> {
     out
 }
 
+/// How far two measurements of the same host pairs disagree: the most any pair's two readings
+/// differ by, the faster over the slower (1 when they agree or share no pair).
+pub fn disagreement(first: &[Link], again: &[Link]) -> f64 {
+    first
+        .iter()
+        .filter_map(|f| again.iter().find(|a| (&a.a, &a.b) == (&f.a, &f.b)).map(|a| (f.gbps, a.gbps)))
+        .filter(|(x, y)| *x > 0.0 && *y > 0.0 && x.is_finite() && y.is_finite())
+        .map(|(x, y)| x.max(y) / x.min(y))
+        .fold(1.0, f64::max)
+}
+
 /// The pairs of `schedule`, each pair's better of two passes after one to warm up, to `each` a
 /// round at a time on rank 0.
 fn best_of_two(
