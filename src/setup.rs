@@ -77,6 +77,9 @@ pub fn member(world: &World, opts: &Options, groups: &[Group]) -> Result<crate::
     if opts.collectives.contains(&crate::collective::Kind::AllToAllV) {
         for p in &opts.patterns {
             p.check_run(size, opts.min_bytes, opts.max_bytes)?;
+            if opts.backend == BackendKind::Mpi {
+                p.check_mpi_counts(size, &opts.dtypes)?;
+            }
         }
     }
     Ok(crate::sweep::Member {
