@@ -168,9 +168,9 @@ fn largest_fitting(opts: &Options, nranks: usize, rank: usize, conv: crate::coll
 
 /// Refuse buffers of `per_rank` bytes that this host's ranks together would not fit in its
 /// free memory (`flag` names what to make smaller); agreed.
-pub fn fit_memory(world: &World, flag: &str, per_rank: u64) -> Result<()> {
+pub fn fit_memory(world: &World, flag: &str, per_rank: impl Into<u128>) -> Result<()> {
     let fit = match memory::available_bytes() {
-        Some(avail) => memory::check_fit(flag, per_rank, world.local_size, avail, world.host()),
+        Some(avail) => memory::check_fit(flag, per_rank.into(), world.local_size, avail, world.host()),
         None => Ok(()),
     };
     world.agree(fit)

@@ -378,3 +378,15 @@ fn step_model_sizes_that_overflow() {
         "step --layout tp=2, ep=2, pp=1, dp=1: its ep all-to-all-v calls would be 0 bytes",
     );
 }
+
+/// A refusal's sizes are the true ones (issue 65): buffers past 2^64 bytes are not shown as a
+/// saturated ~16777216.0T.
+#[test]
+fn sizes_past_2_64_are_shown_true() {
+    let huge = "17293822569102704640"; // 15 × 2^60
+    refused(
+        2,
+        &["all-to-all", "-b", huge, "-e", huge],
+        "-e/--maxbytes: the buffers need ~31457280.0T per rank × 2 rank(s) on ",
+    );
+}
