@@ -10,9 +10,10 @@ pub const OVERHEAD_BYTES: u64 = 32 << 20;
 /// What one rank needs: its two buffers, the library's reduction scratch where it uses one (the
 /// size of the larger buffer: Open MPI 4.1 peaked at 208 MiB per rank for 64 MiB all-reduces,
 /// 3.25 times the message), and [`OVERHEAD_BYTES`].
-pub fn per_rank_need(send: u64, recv: u64, reduction_scratch: bool) -> u64 {
+/// In u128, so no sum of u64 sizes wraps or saturates and a refusal can say the true need.
+pub fn per_rank_need(send: u64, recv: u64, reduction_scratch: bool) -> u128 {
     let scratch = if reduction_scratch { send.max(recv) } else { 0 };
-    send.saturating_add(recv).saturating_add(scratch).saturating_add(OVERHEAD_BYTES)
+    send as u128 + recv as u128 + scratch as u128 + OVERHEAD_BYTES as u128
 }
 
 /// Bytes this machine can still give: `MemAvailable`, capped by a cgroup v2 limit if one is set.
@@ -247,17 +248,27 @@ pub(crate) mod tally {
 
 /// Check that `local_ranks` ranks, each needing `per_rank` bytes, fit in `available`.
 /// `flag` is the size flag to name (`-e/--maxbytes`, or `pairs -e/--bandwidth-bytes`).
-pub fn check_fit(flag: &str, per_rank: u64, local_ranks: usize, available: u64, host: &str) -> Result<()> {
-    let need = per_rank.saturating_mul(local_ranks as u64);
-    if need > available {
+/// `per_rank` is u128 (as [`per_rank_need`]), so the message says the true size, never a
+/// saturated 2^64.
+pub fn check_fit(flag: &str, per_rank: u128, local_ranks: usize, available: u64, host: &str) -> Result<()> {
+    let need = per_rank.saturating_mul(local_ranks as u128);
+    if need > available as u128 {
         return Err(Error::usage(format!(
             "{flag}: the buffers need {} per rank × {local_ranks} rank(s) on {host} = {}, but only {} is available; expected a smaller {flag} (or fewer ranks per host)",
-            amount(per_rank),
-            amount(need),
+            wide_amount(per_rank),
+            wide_amount(need),
             amount(available)
         )));
     }
     Ok(())
+}
+
+/// [`amount`] of a need that may pass 2^64 bytes: past it, approximate in T.
+fn wide_amount(bytes: u128) -> String {
+    match u64::try_from(bytes) {
+        Ok(b) => amount(b),
+        Err(_) => format!("~{:.1}T", bytes as f64 / (1u64 << 40) as f64),
+    }
 }
 
 #[cfg(test)]
@@ -298,15 +309,20 @@ mod tests {
         assert!(check_fit("-e/--maxbytes", 1 << 30, 2, 4 << 30, "h").is_ok());
         let e = check_fit("-e/--maxbytes", 3 << 30, 2, 4 << 30, "node7").unwrap_err().to_string();
         assert!(e.contains("-e/--maxbytes") && e.contains("node7") && e.contains("6G"), "{e}");
-        assert!(check_fit("-e/--maxbytes", u64::MAX, 8, 1 << 40, "h").is_err());
+        assert!(check_fit("-e/--maxbytes", u64::MAX as u128, 8, 1 << 40, "h").is_err());
+        // Past 2^64 bytes: the true size, not a saturated 16777216T (15·2^60 B = 15·2^20 T).
+        let e = check_fit("-e/--maxbytes", per_rank_need(15 << 60, 15 << 60, false), 2, 1 << 40, "h")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("need ~31457280.0T per rank × 2 rank(s) on h = ~62914560.0T"), "{e}");
     }
 
     #[test]
     fn need_counts_the_reduction_scratch() {
         let m = 64 << 20;
-        assert_eq!(per_rank_need(m, m, false), 2 * m + OVERHEAD_BYTES);
-        assert_eq!(per_rank_need(m, m, true), 3 * m + OVERHEAD_BYTES);
-        assert_eq!(per_rank_need(u64::MAX, 1, true), u64::MAX);
+        assert_eq!(per_rank_need(m, m, false), (2 * m + OVERHEAD_BYTES) as u128);
+        assert_eq!(per_rank_need(m, m, true), (3 * m + OVERHEAD_BYTES) as u128);
+        assert_eq!(per_rank_need(u64::MAX, 1, true), 2 * u64::MAX as u128 + 1 + OVERHEAD_BYTES as u128);
     }
 
     #[test]

@@ -77,6 +77,9 @@ pub fn member(world: &World, opts: &Options, groups: &[Group]) -> Result<crate::
     if opts.collectives.contains(&crate::collective::Kind::AllToAllV) {
         for p in &opts.patterns {
             p.check_run(size, opts.min_bytes, opts.max_bytes)?;
+            if opts.backend == BackendKind::Mpi {
+                p.check_mpi_counts(size, &opts.dtypes)?;
+            }
         }
     }
     Ok(crate::sweep::Member {
@@ -165,9 +168,9 @@ fn largest_fitting(opts: &Options, nranks: usize, rank: usize, conv: crate::coll
 
 /// Refuse buffers of `per_rank` bytes that this host's ranks together would not fit in its
 /// free memory (`flag` names what to make smaller); agreed.
-pub fn fit_memory(world: &World, flag: &str, per_rank: u64) -> Result<()> {
+pub fn fit_memory(world: &World, flag: &str, per_rank: impl Into<u128>) -> Result<()> {
     let fit = match memory::available_bytes() {
-        Some(avail) => memory::check_fit(flag, per_rank, world.local_size, avail, world.host()),
+        Some(avail) => memory::check_fit(flag, per_rank.into(), world.local_size, avail, world.host()),
         None => Ok(()),
     };
     world.agree(fit)

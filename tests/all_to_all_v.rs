@@ -220,6 +220,70 @@ fn bad_patterns_are_refused_before_anything_runs() {
     assert!(files(dir.path()).is_empty());
 }
 
+/// A matrix "file" that is not one, or is huge, or holds counts whose sums pass 2^64 or MPI's
+/// 32-bit counts (issue 65): one line naming `--pattern matrix` and the file, exit 2, quickly
+/// (the file is never read past its cap, nor a device or FIFO at all), a bad value quoted short.
+#[test]
+fn bad_matrix_files_are_refused_quickly_by_name() {
+    let matrices = tempfile::tempdir().unwrap();
+    let m = matrices.path();
+    let write = |name: &str, text: &[u8]| {
+        std::fs::write(m.join(name), text).unwrap();
+        format!("matrix={}", m.join(name).display())
+    };
+    let fifo = m.join("fifo");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let fifo = format!("matrix={}", fifo.display());
+    let dir = format!("matrix={}", m.display());
+    // Past the 16 MiB cap: refused after reading 16 MiB + 1 byte, whatever the file's size.
+    let mut huge = vec![b'1'; (16 << 20) + 10];
+    huge.extend(b" 16\n16 16\n");
+    let huge = write("huge.txt", &huge);
+    // A long number within the cap: quoted by its first characters only.
+    let mut long = vec![b'7'; 1 << 20];
+    long.extend(b" 16\n16 16\n");
+    let long = write("long.txt", &long);
+    let max =
+        write("max.txt", b"18446744073709551615 18446744073709551615\n18446744073709551615 18446744073709551615\n");
+    let wraps = write("wraps.txt", b"18446744073709551600 32\n32 18446744073709551600\n");
+    let fraction = write("fraction.txt", b"16.5 16\n16 16\n");
+    // 2^33 bytes from rank 0 to itself: 2^31 floats, one past MPI's int count.
+    let mpi_count = write("count.txt", b"8589934592 0\n0 16\n");
+    let cases: Vec<(&str, Vec<&str>, &str)> = vec![
+        ("/dev/zero", vec!["--pattern", "matrix=/dev/zero", "-b", "1K", "-e", "1K"], "--pattern matrix=/dev/zero: is a device, not a regular file"),
+        ("fifo", vec!["--pattern", &fifo, "-b", "1K", "-e", "1K"], "is a FIFO, not a regular file"),
+        ("directory", vec!["--pattern", &dir, "-b", "1K", "-e", "1K"], "is a directory, not a regular file"),
+        ("huge", vec!["--pattern", &huge, "-b", "1K", "-e", "1K"], "is larger than 16M; expected a matrix file of at most 16M"),
+        ("long", vec!["--pattern", &long, "-b", "1K", "-e", "1K"], "'77777777777777777777777777777777…' (column 1) is larger than 18446744073709551615"),
+        ("max", vec!["--pattern", &max, "-b", "8K", "-e", "8K"], "max.txt: row 1 sums to more than 18446744073709551615 bytes"),
+        ("wraps", vec!["--pattern", &wraps, "-b", "8K", "-e", "8K"], "wraps.txt: row 1 sums to more than 18446744073709551615 bytes"),
+        ("fraction", vec!["--pattern", &fraction, "-b", "1K", "-e", "1K"], "'16.5' (column 1) is not a whole number of bytes"),
+        ("count", vec!["--pattern", &mpi_count, "-b", "8G", "-e", "8G"], "count.txt: rank 0 sends 2147483648 float elements (8589934592 bytes), past the 2147483647 of MPI's 32-bit counts"),
+    ];
+    for (name, extra, needle) in cases {
+        let run = tempfile::tempdir().unwrap();
+        let mut args = vec!["all-to-all-v"];
+        args.extend(extra);
+        args.extend(["--csv", "run.csv"]);
+        let t0 = std::time::Instant::now();
+        let o = mpirun_in(run.path(), 2, &args, 30);
+        let took = t0.elapsed().as_secs_f64();
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{name}: {err}");
+        assert!(
+            lines[0].starts_with("coll-bench: error: --pattern matrix") && lines[0].contains(needle),
+            "{name}: {needle:?} not in {err}"
+        );
+        assert!(lines[0].len() < 400, "{name}: a line of {} bytes", lines[0].len());
+        assert!(!lines[0].contains("-e/--maxbytes"), "{name}: blames -e: {err}");
+        assert!(stdout(&o).is_empty() && files(run.path()).is_empty(), "{name}: {}", stdout(&o));
+        // The launcher's start-up aside, nothing here takes long: no file is read past 16 MiB.
+        assert!(took < 15.0, "{name}: took {took:.1} s");
+    }
+}
+
 /// `--write-matrix` writes nccl-tests' format before measuring; `--pattern matrix=` reads it
 /// back to the same traffic; it never replaces a file, nor writes over its own input.
 #[test]

@@ -320,3 +320,73 @@ fn a_tune_csv_is_named_as_one_where_a_sweep_csv_is_expected() {
         assert!(lines[0].contains("'t.csv' is a tune CSV") && lines[0].contains("reads sweep CSVs"), "{args:?}: {err}");
     }
 }
+
+/// `step`'s model sizes (issue 65): every product of --layers, --hidden, --seq, --micro-batch,
+/// --micro-batches, --topk and --params checked; one that wraps, or passes what a rank can hold,
+/// is refused naming the flags (it used to wrap to 0 parameters and report "all data correct");
+/// a layout whose calls would be empty is refused too.
+#[test]
+fn step_model_sizes_that_overflow() {
+    refused(
+        2,
+        &["step", "--layout", "dp=2", "--hidden", "4294967296", "--seq", "4294967296"],
+        "step --layers/--hidden: a gradient of 12 × 4 layers × 4294967296² hidden parameters is more than a rank can hold (at most 256T a call)",
+    );
+    refused(
+        2,
+        &["step", "--layout", "dp=2", "--params", "1000", "--hidden", "65536", "--seq", "4294967296"],
+        "step --micro-batch/--seq/--hidden: an activation of 1 × 4294967296 × 65536 elements of 2 bytes is more than a rank can hold",
+    );
+    refused(
+        2,
+        &[
+            "step",
+            "--layout",
+            "dp=2",
+            "--params",
+            "1000",
+            "--layers",
+            "1099511627776",
+            "--micro-batches",
+            "1099511627776",
+        ],
+        "step --layers/--micro-batches: 4 × 1099511627776 layers × 1099511627776 micro-batches calls",
+    );
+    refused(
+        2,
+        &[
+            "step",
+            "--layout",
+            "ep=2",
+            "--experts",
+            "2",
+            "--params",
+            "1000",
+            "--seq",
+            "4294967296",
+            "--hidden",
+            "32768",
+            "--topk",
+            "2",
+        ],
+        "step --micro-batch/--seq/--topk/--hidden: an expert dispatch",
+    );
+    refused(2, &["step", "--params", "1e30"], "step --params: '1e30' is not allowed");
+    refused(
+        4,
+        &["step", "--layout", "tp=2,ep=2", "--experts", "2", "--seq", "1", "--sequence-parallel"],
+        "step --layout tp=2, ep=2, pp=1, dp=1: its ep all-to-all-v calls would be 0 bytes",
+    );
+}
+
+/// A refusal's sizes are the true ones (issue 65): buffers past 2^64 bytes are not shown as a
+/// saturated ~16777216.0T.
+#[test]
+fn sizes_past_2_64_are_shown_true() {
+    let huge = "17293822569102704640"; // 15 × 2^60
+    refused(
+        2,
+        &["all-to-all", "-b", huge, "-e", huge],
+        "-e/--maxbytes: the buffers need ~31457280.0T per rank × 2 rank(s) on ",
+    );
+}

@@ -146,7 +146,13 @@ fn params(v: &str) -> Result<u64> {
         }
         _ => (t, 1),
     };
-    let n = num.parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0).map(|x| (x * mult as f64).round() as u64);
+    // Past 2^64 the cast would saturate: refused as not a count rather than made 2^64 − 1.
+    let n = num
+        .parse::<f64>()
+        .ok()
+        .map(|x| (x * mult as f64).round())
+        .filter(|x| x.is_finite() && *x > 0.0 && *x < u64::MAX as f64)
+        .map(|x| x as u64);
     match n {
         Some(n) if n > 0 && mult > 0 => Ok(n),
         _ => Err(Error::usage(format!(
@@ -279,6 +285,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<StepOptions>> {
         sequence_parallel: a.sequence_parallel,
         moe,
     };
+    model.check()?;
     let backend = super::values::backend_kind(&a.backend)?;
     let launch = a.launch.modes(backend, false, &[])?;
     if launch.cpu_time {

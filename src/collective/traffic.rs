@@ -183,6 +183,37 @@ impl Pattern {
         Ok(())
     }
 
+    /// Refuse a matrix whose counts or displacements, in elements of one of `dtypes`, do not fit
+    /// the `int`s of `MPI_Alltoallv` (the mpi backend's calls), by the matrix's name: its cells
+    /// give the counts, whatever -e.
+    pub fn check_mpi_counts(&self, nranks: usize, dtypes: &[crate::dtype::DType]) -> Result<()> {
+        let Pattern::Matrix(m) = self else { return Ok(()) };
+        let limit = i32::MAX as u64;
+        for d in dtypes {
+            let counts = full_counts(self, 0, d.size(), nranks);
+            for r in 0..nranks {
+                for (what, cells) in [
+                    ("sends", (0..nranks).map(|j| counts[r * nranks + j] as u64).collect::<Vec<_>>()),
+                    ("receives", (0..nranks).map(|i| counts[i * nranks + r] as u64).collect::<Vec<_>>()),
+                ] {
+                    // The largest int of the call: a count, or the displacement of the last block.
+                    let last_displ: u64 = cells[..nranks - 1].iter().sum();
+                    let largest = cells.iter().copied().max().unwrap_or(0).max(last_displ);
+                    if largest > limit {
+                        let elems: u64 = cells.iter().sum();
+                        return Err(Error::usage(format!(
+                            "--pattern matrix: {}: rank {r} {what} {elems} {} elements ({} bytes), past the {limit} of MPI's 32-bit counts and displacements; expected a matrix whose ranks each move less (or the nccl backend)",
+                            crate::error::shown(&m.path),
+                            d.name(),
+                            elems * d.size() as u64
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The traffic's imbalance on `nranks` ranks (size aside): the largest rank total over the
     /// mean, sent and received, with the share of token copies dropped (`moe` with a capacity).
     pub fn imbalance(&self, nranks: usize) -> Imbalance {
@@ -535,32 +566,96 @@ pub fn peer_counts_of(
     })
 }
 
+/// The largest matrix file read: 16 MiB, a 1024×1024 matrix of 15-digit counts, far beyond any
+/// hand-written or generated traffic; reading stops there, so a huge or endless file costs
+/// bounded time and memory.
+pub const MATRIX_MAX_FILE_BYTES: u64 = 16 << 20;
+
+/// At most this many characters of a bad value are quoted in an error, so a huge token cannot
+/// make a huge line.
+const QUOTED_CHARS: usize = 32;
+
+/// `tok` as an error quotes it: control characters escaped, cut to [`QUOTED_CHARS`] with "…".
+fn quoted(tok: &str) -> String {
+    let mut out: String = tok.chars().take(QUOTED_CHARS).flat_map(char::escape_default).collect();
+    if tok.chars().nth(QUOTED_CHARS).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+/// Why a matrix cell is not a byte count, or its value. Whole numbers only: a fraction of a byte
+/// means a wrong file, and parsing through f64 would round counts above 2^53. A whole number
+/// written as a float (`100.0`, `1e3`) is taken where f64 holds it exactly.
+fn cell(tok: &str) -> std::result::Result<u64, &'static str> {
+    if let Ok(v) = tok.parse::<u64>() {
+        return Ok(v);
+    }
+    let digits = tok.strip_prefix('+').unwrap_or(tok);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("is larger than 18446744073709551615, the largest byte count");
+    }
+    match tok.parse::<f64>() {
+        Ok(v) if v.is_finite() && v < 0.0 => Err("is negative; expected byte counts of 0 or more"),
+        Ok(v) if v.is_finite() && v.fract() != 0.0 => Err("is not a whole number of bytes"),
+        Ok(v) if v.is_finite() && v < (1u64 << 53) as f64 => Ok(v as u64),
+        Ok(v) if v.is_finite() => Err("is too large to be exact as a float; expected it written as a whole number"),
+        _ => Err("is not a number of bytes"),
+    }
+}
+
 impl Matrix {
     /// Read nccl-tests' format: whitespace-separated byte counts, one row per line (blank lines
-    /// skipped), row i = what rank i sends; square; no negative values.
+    /// skipped), row i = what rank i sends; square; whole numbers, none negative; every row's
+    /// and column's sum a 64-bit count. Only a regular file of at most
+    /// [`MATRIX_MAX_FILE_BYTES`] is read: a device, FIFO or directory could never end or be
+    /// matrix text.
     pub fn read(path: &Path) -> Result<Matrix> {
+        use std::io::Read;
         let shown = crate::error::shown(path);
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Error::usage(format!("--pattern matrix={}: cannot read it: {e}", path.display())))?;
+        let flag = format!("--pattern matrix={shown}");
+        let cannot = |why: String| {
+            Error::usage(format!("{flag}: cannot read it: {why}; expected a readable file of byte counts"))
+        };
+        // Checked before opening: opening a FIFO would wait for a writer.
+        let meta = std::fs::metadata(path).map_err(|e| cannot(e.to_string()))?;
+        if !meta.is_file() {
+            return Err(Error::usage(format!(
+                "{flag}: is {}, not a regular file; expected a file of byte counts",
+                file_kind(&meta)
+            )));
+        }
+        let cap = MATRIX_MAX_FILE_BYTES;
+        let mut raw = Vec::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(cap + 1).read_to_end(&mut raw))
+            .map_err(|e| cannot(e.to_string()))?;
+        if raw.len() as u64 > cap {
+            return Err(Error::usage(format!(
+                "{flag}: is larger than {}; expected a matrix file of at most {} (whitespace-separated byte counts)",
+                crate::size::human(cap),
+                crate::size::human(cap)
+            )));
+        }
+        let text = String::from_utf8(raw).map_err(|_| cannot("it is not text (not UTF-8)".to_string()))?;
         let mut rows: Vec<Vec<u64>> = vec![];
         for (line_no, line) in text.lines().enumerate() {
             let mut row = vec![];
             for (col, tok) in line.split_whitespace().enumerate() {
-                let v: f64 = tok.parse().ok().filter(|v: &f64| v.is_finite()).ok_or_else(|| {
+                let v = cell(tok).map_err(|why| {
                     Error::usage(format!(
-                        "--pattern matrix: {shown} line {}: '{tok}' (column {}) is not a number of bytes; expected whitespace-separated byte counts, one row per sender",
+                        "--pattern matrix: {shown} line {}: '{}' (column {}) {why}{}",
                         line_no + 1,
-                        col + 1
+                        quoted(tok),
+                        col + 1,
+                        if why.contains("; expected") {
+                            ""
+                        } else {
+                            "; expected whitespace-separated whole byte counts, one row per sender"
+                        }
                     ))
                 })?;
-                if v < 0.0 {
-                    return Err(Error::usage(format!(
-                        "--pattern matrix: {shown} line {}: {tok} (column {}) is negative; expected byte counts of 0 or more",
-                        line_no + 1,
-                        col + 1
-                    )));
-                }
-                row.push(v as u64);
+                row.push(v);
             }
             if !row.is_empty() {
                 rows.push(row);
@@ -579,7 +674,46 @@ impl Matrix {
                 r.len()
             )));
         }
-        Ok(Matrix { path: path.to_path_buf(), dim, bytes: rows.into_iter().flatten().collect() })
+        let bytes: Vec<u64> = rows.into_iter().flatten().collect();
+        // Every sum the run makes (a rank's row or column, over any corner) is at most its whole
+        // row's or column's: checked once here, so no later sum can wrap.
+        for i in 0..dim {
+            for (what, sum) in [
+                ("row", (0..dim).try_fold(0u64, |a, j| a.checked_add(bytes[i * dim + j]))),
+                ("column", (0..dim).try_fold(0u64, |a, j| a.checked_add(bytes[j * dim + i]))),
+            ] {
+                if sum.is_none() {
+                    return Err(Error::usage(format!(
+                        "--pattern matrix: {shown}: {what} {} sums to more than 18446744073709551615 bytes, more than any rank can send; expected smaller byte counts",
+                        i + 1
+                    )));
+                }
+            }
+        }
+        Ok(Matrix { path: path.to_path_buf(), dim, bytes })
+    }
+}
+
+/// What a path that is not a regular file is, for the refusal.
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_char_device() || t.is_block_device() {
+            return "a device";
+        }
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if meta.is_dir() {
+        "a directory"
+    } else {
+        "a special file"
     }
 }
 
@@ -684,6 +818,21 @@ mod tests {
         }
         assert!(Pattern::parse(&format!("matrix={}", dir.join("absent.txt").display())).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Cells are whole numbers read exactly (not through f64), and a bad one is quoted short.
+    #[test]
+    fn matrix_cells_are_exact_whole_numbers() {
+        assert_eq!(cell("9007199254740993"), Ok(9_007_199_254_740_993));
+        assert_eq!(cell("18446744073709551615"), Ok(u64::MAX));
+        assert_eq!((cell("100.0"), cell("1e3"), cell("+7")), (Ok(100), Ok(1000), Ok(7)));
+        assert!(cell("18446744073709551616").unwrap_err().contains("larger than 18446744073709551615"));
+        assert!(cell("16.5").unwrap_err().contains("not a whole number"));
+        assert!(cell("-1").unwrap_err().contains("negative"));
+        assert!(cell("1e300").unwrap_err().contains("too large to be exact"));
+        assert!(cell("nan").unwrap_err().contains("not a number"));
+        assert_eq!(quoted(&"9".repeat(1 << 20)), format!("{}…", "9".repeat(QUOTED_CHARS)));
+        assert_eq!(quoted("a\u{1b}b"), "a\\u{1b}b");
     }
 
     #[test]

@@ -106,6 +106,12 @@ fn layouts(world: &World, opts: &StepOptions) -> Result<(Vec<Shape>, LeftOut)> {
                 ))),
                 None => Ok(s),
             });
+            let shape = shape.and_then(|s| match opts.model.empty(&s) {
+                Some(why) => Err(Error::usage(format!(
+                    "step --layout {s}: {why}; expected at least tp tokens a micro-batch, or no --sequence-parallel"
+                ))),
+                None => Ok(s),
+            });
             let shape = shape.and_then(|s| match exec::nccl_unfit(opts, &s) {
                 Some(why) => Err(Error::usage(format!("step --layout {s}: {why}"))),
                 None => Ok(s),

@@ -141,6 +141,10 @@ impl Experts {
     }
 }
 
+/// The most bytes of one call, or of a rank's gradient shard (256 TiB): more than any rank can
+/// hold, and small enough that the sums over a step's calls and buffers cannot wrap.
+pub const MAX_CALL_BYTES: u64 = 1 << 48;
+
 /// The model and the step's shape, as the flags give them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Model {
@@ -170,6 +174,80 @@ impl Model {
     /// micro_batch × seq × hidden, in bytes.
     pub fn activation_bytes(&self) -> u64 {
         self.micro_batch * self.seq * self.hidden * self.elem_bytes
+    }
+
+    /// Refuse, naming the flags, a model whose sizes do not fit: every product of the flags
+    /// (parameters, a call's bytes, a dimension's bytes per step) checked, so none wraps, and
+    /// a call or gradient shard at most [`MAX_CALL_BYTES`]. Before anything runs.
+    pub fn check(&self) -> crate::error::Result<()> {
+        let human = crate::size::human;
+        let product = |xs: &[u64]| xs.iter().try_fold(1u64, |a, x| a.checked_mul(*x));
+        let fits = |xs: &[u64]| product(xs).filter(|b| *b <= MAX_CALL_BYTES);
+        let too_large = |flags: &str, what: &str| {
+            crate::error::Error::usage(format!(
+                "step {flags}: {what} is more than a rank can hold (at most {} a call); expected smaller {flags}",
+                human(MAX_CALL_BYTES)
+            ))
+        };
+        let elem = self.elem_bytes;
+        let (params, params_flags) = match self.params {
+            Some(p) => (Some(p), "--params"),
+            None => (product(&[12, self.layers, self.hidden, self.hidden]), "--layers/--hidden"),
+        };
+        let shard = params.and_then(|p| fits(&[p, elem]));
+        if shard.is_none() {
+            let what = match self.params {
+                Some(p) => format!("a gradient of {p} parameters"),
+                None => format!("a gradient of 12 × {} layers × {}² hidden parameters", self.layers, self.hidden),
+            };
+            return Err(too_large(params_flags, &what));
+        }
+        let act_flags = "--micro-batch/--seq/--hidden";
+        let act = fits(&[self.micro_batch, self.seq, self.hidden, elem]).ok_or_else(|| {
+            too_large(
+                act_flags,
+                &format!(
+                    "an activation of {} × {} × {} elements of {elem} bytes",
+                    self.micro_batch, self.seq, self.hidden
+                ),
+            )
+        })?;
+        let mut biggest = act;
+        if let Some(m) = self.moe {
+            biggest = fits(&[self.micro_batch, self.seq, m.topk as u64, self.hidden, elem]).ok_or_else(|| {
+                too_large(
+                    "--micro-batch/--seq/--topk/--hidden",
+                    &format!(
+                        "an expert dispatch of {} × {} tokens × top-{} × {} elements of {elem} bytes",
+                        self.micro_batch, self.seq, m.topk, self.hidden
+                    ),
+                )
+            })?;
+        }
+        // TP's and EP's calls per step, each at most `biggest` bytes: their bytes per step too.
+        if product(&[4, self.layers, self.micro_batches, biggest]).is_none() {
+            return Err(crate::error::Error::usage(format!(
+                "step --layers/--micro-batches: 4 × {} layers × {} micro-batches calls of {} a step overflow a 64-bit byte count; expected fewer --layers or --micro-batches",
+                self.layers,
+                self.micro_batches,
+                human(biggest)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Why this shape would make calls of 0 bytes (with sequence parallelism, fewer tokens
+    /// than tp), or None: a step of empty calls measures nothing.
+    pub fn empty(&self, shape: &Shape) -> Option<String> {
+        let empty = plan(self, shape).iter().flat_map(|p| p.groups.clone()).find(|g| g.bytes == 0)?;
+        Some(format!(
+            "its {} {} calls would be 0 bytes: --micro-batch {} × --seq {} shared by tp={} with --sequence-parallel",
+            empty.dim.name(),
+            empty.kind.name(),
+            self.micro_batch,
+            self.seq,
+            shape.tp
+        ))
     }
 
     /// Why this shape cannot run this model (pp must divide the layers; ep > 1 needs experts,
@@ -333,13 +411,17 @@ pub fn layouts(
                 shape,
                 format!("tp={} would span hosts of {ranks_per_host} ranks (--tp-across-hosts)", shape.tp),
             ));
-        } else if let Some(why) = model.refuse(&shape) {
+        } else if let Some(why) = model.refuse(&shape).or_else(|| model.empty(&shape)) {
             left.push((shape, why));
         } else {
             ok.push(shape);
             let experts = model.moe.map_or(1, |m| m.experts);
             for ep in (2..=shape.dp).filter(|ep| shape.dp % ep == 0 && experts % ep == 0) {
-                ok.push(Shape { ep, dp: shape.dp / ep, ..shape });
+                let split = Shape { ep, dp: shape.dp / ep, ..shape };
+                match model.empty(&split) {
+                    Some(why) => left.push((split, why)),
+                    None => ok.push(split),
+                }
             }
         }
     }
@@ -465,6 +547,28 @@ mod tests {
         // tp fastest, then ep, then dp: rank 3 = t1, e1, d0; rank 4 = t0, e0, d1.
         assert_eq!((g.coord(3, Dim::Tp), g.coord(3, Dim::Ep), g.coord(3, Dim::Dp)), (1, 1, 0));
         assert_eq!((g.coord(4, Dim::Ep), g.coord(4, Dim::Dp)), (0, 1));
+    }
+
+    /// Every product of the flags checked (issue 65): none wraps to a small model.
+    #[test]
+    fn sizes_that_overflow_are_refused() {
+        assert!(small().check().is_ok());
+        let e = |m: Model| m.check().unwrap_err().to_string();
+        let wraps = Model { hidden: 1 << 32, seq: 1 << 32, ..small() };
+        assert!(e(wraps).starts_with("step --layers/--hidden: a gradient of 12 × 4 layers"));
+        let act = Model { params: Some(1000), hidden: 1 << 16, seq: 1 << 32, ..small() };
+        assert!(e(act).starts_with("step --micro-batch/--seq/--hidden: an activation"));
+        let calls = Model { params: Some(1000), layers: 1 << 40, micro_batches: 1 << 40, ..small() };
+        assert!(e(calls).starts_with("step --layers/--micro-batches: "));
+        let moe = Experts { experts: 2, topk: 2, skew: 0.0, capacity: None };
+        let ep = Model { moe: Some(moe), params: Some(1000), micro_batch: 1, hidden: 1 << 15, seq: 1 << 32, ..small() };
+        assert!(e(ep).starts_with("step --micro-batch/--seq/--topk/--hidden: "));
+        let sp = Model { moe: Some(moe), micro_batch: 1, seq: 1, sequence_parallel: true, ..small() };
+        assert!(sp
+            .empty(&Shape { tp: 2, pp: 1, dp: 1, ep: 2 })
+            .unwrap()
+            .contains("ep all-to-all-v calls would be 0 bytes"));
+        assert_eq!(sp.empty(&Shape { tp: 1, pp: 1, dp: 1, ep: 2 }), None);
     }
 
     #[test]

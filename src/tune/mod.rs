@@ -201,8 +201,8 @@ fn options_for(world: &World, o: &TuneOptions, verify: Option<&rules::RulesFile>
     let own = [Implementation::Ring, Implementation::RecursiveDoubling].iter().filter(|i| runs(i)).count() as u64;
     // `counts` is the library's code on buffers of its own, no scratch.
     let counts = u64::from(runs(&Implementation::Counts));
-    let need = (1 + counts) * crate::memory::per_rank_need(send as u64, recv as u64, false)
-        + own * crate::memory::per_rank_need(send as u64, recv as u64, true);
+    let need = u128::from(1 + counts) * crate::memory::per_rank_need(send as u64, recv as u64, false)
+        + u128::from(own) * crate::memory::per_rank_need(send as u64, recv as u64, true);
     crate::setup::fit_memory(world, "-e/--maxbytes", need)?;
     Ok(opts)
 }
