@@ -101,7 +101,7 @@ pub fn main(o: &PlotOptions) -> i32 {
     match write_plot(&o.files, &o.output, &o.style, o.policy, "-o/--output", false) {
         Ok(what) => {
             let shown = crate::error::shown(crate::report::outfile::absolute(&o.output));
-            println!("coll-bench plot: wrote {shown} ({what})");
+            crate::outln!("coll-bench plot: wrote {shown} ({what})");
             exit::OK
         }
         Err(e) => {

@@ -453,3 +453,56 @@ fn compare_refuses_bad_input() {
         "--drift: 'lots' is not a percentage",
     );
 }
+
+/// `coll-bench ARGS…` in `dir` with standard output a pipe whose read end is already closed.
+fn into_closed_pipe(dir: &Path, args: &[&str]) -> Output {
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills two new descriptors, each owned once below.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: fresh descriptors from pipe(2), owned by nobody else.
+    let (read, write) = unsafe {
+        use std::os::fd::FromRawFd;
+        (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1]))
+    };
+    drop(read);
+    let child = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::from(write))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("coll-bench runs");
+    child.wait_with_output().expect("coll-bench ends")
+}
+
+#[test]
+fn a_closed_pipe_is_the_readers_choice_and_a_full_disk_an_error() {
+    let dir = workdir();
+    let runs: [&[&str]; 5] = [
+        &["compare", "run.csv", "run.csv"],
+        &["spec", "from-run", "run.csv"],
+        &["plot", "run.csv", "-o", "p.svg"],
+        &["plot", "--help"],
+        &["help", "compare"],
+    ];
+    for (i, args) in runs.iter().enumerate() {
+        let o = into_closed_pipe(dir.path(), args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?} into a closed pipe: {err}");
+        assert!(!err.contains("error") && !err.contains("Broken pipe"), "{args:?}: {err}");
+        let _ = std::fs::remove_file(dir.path().join("p.svg"));
+        let full = Command::new(BIN)
+            .args(*args)
+            .current_dir(dir.path())
+            .stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        let err = stderr(&full);
+        assert_eq!(full.status.code(), Some(2), "{args:?} into /dev/full: {err}");
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("coll-bench: error: ")).collect();
+        assert_eq!(errors.len(), 1, "{i}: {args:?}: {err}");
+        assert!(errors[0].contains("writing to standard output failed: No space left"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        let _ = std::fs::remove_file(dir.path().join("p.svg"));
+    }
+}

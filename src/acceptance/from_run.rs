@@ -121,7 +121,10 @@ fn from_run(a: &FromRunOptions) -> Result<()> {
         eprintln!("coll-bench spec: warning: {n}");
     }
     match &a.output {
-        None => print!("{text}"),
+        None => {
+            use std::io::Write;
+            let _ = crate::report::stdout::out().write_all(text.as_bytes());
+        }
         Some(out) => {
             crate::report::outfile::replace("-o/--output", out, text.as_bytes(), policy, true)?;
             let rules = text.matches("[[rule]]").count();
