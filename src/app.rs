@@ -55,6 +55,8 @@ pub fn main() -> i32 {
         return exit::OK;
     }
     if let Some(parsed) = cli::parse_files(&argv) {
+        // SIGINT/SIGTERM: exit 130/143 with one line, and no placeholder left (outfile::claim).
+        crate::report::interrupted::arm(0, None);
         let code = match parsed {
             Ok(Clap::Args(FileCommand::Plot(o))) => crate::plot::main(&o),
             Ok(Clap::Args(FileCommand::Spec(o))) => crate::acceptance::from_run::main(&o),
@@ -68,6 +70,8 @@ pub fn main() -> i32 {
                 exit::ERROR
             }
         };
+        // A file claimed and not written (an error after the claim) leaves no placeholder.
+        crate::report::outfile::release_claims();
         return stdout_outcome(code);
     }
     // --one-rank (any subcommand that starts MPI): a run of one rank without a launcher is meant
@@ -129,6 +133,8 @@ pub fn main() -> i32 {
     // SIGINT/SIGTERM: exit 130/143 with one line (after MPI_Init, which may install its own).
     crate::report::interrupted::arm(world.rank, None);
     let outcome = run(&world, &env, parsed, one_rank);
+    // A file claimed and not written (an error after the claim) leaves no placeholder.
+    crate::report::outfile::release_claims();
     crate::report::interrupted::ended();
     let mut code = match outcome {
         Ok(code) => code,
