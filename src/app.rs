@@ -55,12 +55,14 @@ pub fn main() -> i32 {
         return exit::OK;
     }
     if let Some(parsed) = cli::parse_files(&argv) {
-        return match parsed {
+        // SIGINT/SIGTERM: exit 130/143 with one line, and no placeholder left (outfile::claim).
+        crate::report::interrupted::arm(0, None);
+        let code = match parsed {
             Ok(Clap::Args(FileCommand::Plot(o))) => crate::plot::main(&o),
             Ok(Clap::Args(FileCommand::Spec(o))) => crate::acceptance::from_run::main(&o),
             Ok(Clap::Args(FileCommand::Compare(o))) => crate::compare::main(&o),
             Ok(Clap::Info(text)) => {
-                print!("{text}");
+                let _ = crate::report::stdout::out().write_all(text.as_bytes());
                 exit::OK
             }
             Err(e) => {
@@ -68,6 +70,9 @@ pub fn main() -> i32 {
                 exit::ERROR
             }
         };
+        // A file claimed and not written (an error after the claim) leaves no placeholder.
+        crate::report::outfile::release_claims();
+        return stdout_outcome(code);
     }
     // --one-rank (any subcommand that starts MPI): a run of one rank without a launcher is meant
     // (launch::alone); taken out here, the one place it is read.
@@ -82,7 +87,8 @@ pub fn main() -> i32 {
     if let Ok(Clap::Info(text)) = &parsed {
         // --help / --version: print once, without starting MPI.
         if launcher_rank().unwrap_or(0) == 0 {
-            print!("{text}");
+            let _ = crate::report::stdout::out().write_all(text.as_bytes());
+            return stdout_outcome(exit::OK);
         }
         return exit::OK;
     }
@@ -127,8 +133,10 @@ pub fn main() -> i32 {
     // SIGINT/SIGTERM: exit 130/143 with one line (after MPI_Init, which may install its own).
     crate::report::interrupted::arm(world.rank, None);
     let outcome = run(&world, &env, parsed, one_rank);
+    // A file claimed and not written (an error after the claim) leaves no placeholder.
+    crate::report::outfile::release_claims();
     crate::report::interrupted::ended();
-    let code = match outcome {
+    let mut code = match outcome {
         Ok(code) => code,
         Err(e) => {
             // A world of one that the launcher started many times over (N one-rank jobs: a PMI
@@ -140,23 +148,30 @@ pub fn main() -> i32 {
         }
     };
     let rank = world.rank;
-    let mut code = code;
     if rank == 0 {
         // The table and verdict leave this process before any rank can end the job.
-        let _ = crate::report::stdout::out().flush();
-        // Standard output is an output: where it could not be written, the run says so once
-        // and ends with exit 2 (report::stdout), after everything else was written.
-        if let Some(why) = crate::report::stdout::failed() {
-            eprintln!("coll-bench: error: writing to standard output failed: {why}; the output is incomplete");
-            code = exit::ERROR;
-        }
-        let _ = std::io::stderr().flush();
+        code = stdout_outcome(code);
     }
     if let Some(pmi) = hydra {
         end_under_hydra(&world, pmi, job_exit_code(rank, code));
     }
     drop(world); // MPI_Finalize
     job_exit_code(rank, code)
+}
+
+/// `code`, or exit 2 with one line where standard output could not be written: it is an output
+/// like any file (report::stdout; a closed pipe is not a failure). Flushed first.
+fn stdout_outcome(code: i32) -> i32 {
+    let _ = crate::report::stdout::out().flush();
+    let code = match crate::report::stdout::failed() {
+        Some(why) => {
+            eprintln!("coll-bench: error: writing to standard output failed: {why}; the output is incomplete");
+            exit::ERROR
+        }
+        None => code,
+    };
+    let _ = std::io::stderr().flush();
+    code
 }
 
 /// The end of a job under Hydra (MPICH's `mpiexec`, also Intel MPI's and MVAPICH's) or Slurm's

@@ -101,7 +101,7 @@ pub fn main(o: &PlotOptions) -> i32 {
     match write_plot(&o.files, &o.output, &o.style, o.policy, "-o/--output", false) {
         Ok(what) => {
             let shown = crate::error::shown(crate::report::outfile::absolute(&o.output));
-            println!("coll-bench plot: wrote {shown} ({what})");
+            crate::outln!("coll-bench plot: wrote {shown} ({what})");
             exit::OK
         }
         Err(e) => {
@@ -112,7 +112,7 @@ pub fn main(o: &PlotOptions) -> i32 {
 }
 
 /// Plot one finished run's CSV to `output` with the default style: the sweep's `--plot FILE`
-/// (its path checked before the run, its directory made if missing).
+/// (its path checked and claimed before the run).
 pub fn plot_run(csv: &Path, output: &Path, policy: Policy) -> Result<()> {
     write_plot(&[csv.to_path_buf()], output, &Style::default(), policy, "--plot", true).map(|_| ())
 }
@@ -166,20 +166,21 @@ fn format_of(path: &Path) -> Result<Format> {
 
 /// Read `files`, draw them in `style` and write the image to `output` (named `flag` in errors);
 /// what it shows, for the line that says it was written (`3 series, out-of-place, mean time per
-/// call`). `make_dirs`: the sweep's `--plot`, whose path was checked before the run; the
-/// standalone subcommand checks the image and the CSVs here, before drawing.
+/// call`). `checked`: the sweep's `--plot`, whose path was checked and claimed before the run;
+/// the standalone subcommand checks and claims the image here, before drawing.
 fn write_plot(
     files: &[PathBuf],
     output: &Path,
     style: &Style,
     policy: Policy,
     flag: &str,
-    make_dirs: bool,
+    checked: bool,
 ) -> Result<String> {
     let format = format_of(output)?;
-    if !make_dirs {
+    if !checked {
         let inputs: Vec<(&str, &Path)> = files.iter().map(|f| ("an input", f.as_path())).collect();
         crate::report::outfile::check(&[(flag, output)], &inputs, policy)?;
+        crate::report::outfile::claim(flag, output, policy)?;
     }
     let mut runs = vec![];
     for f in files {
@@ -209,7 +210,7 @@ fn write_plot(
             encode_png(&pixels, size)?
         }
     };
-    crate::report::outfile::replace(flag, output, &bytes, policy, make_dirs)?;
+    crate::report::outfile::replace(flag, output, &bytes, policy)?;
     let n = plot.series.len();
     Ok(format!(
         "{n} series, {}, {} time per call{}",

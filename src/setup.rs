@@ -268,6 +268,16 @@ pub fn check_outputs(world: &World, outputs: &[(&str, &Path)], inputs: &[(&str, 
     world.agree(if world.rank == 0 { crate::report::outfile::check(outputs, inputs, files) } else { Ok(()) })
 }
 
+/// Claim the files written whole at the end (`outfile::claim`, rank 0), once checked: a second
+/// run given one of the paths is refused at its start.
+pub fn claim_outputs(world: &World, outputs: &[(&str, &Path)], files: Policy) -> Result<()> {
+    world.agree(if world.rank == 0 {
+        outputs.iter().try_for_each(|(flag, path)| crate::report::outfile::claim(flag, path, files))
+    } else {
+        Ok(())
+    })
+}
+
 /// The sweep's output paths, with their flags ([`crate::report::outputs::FORMATS`]).
 pub fn sweep_outputs(opts: &Options) -> Vec<(&'static str, &Path)> {
     crate::report::outputs::paths(opts)

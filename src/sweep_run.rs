@@ -23,10 +23,11 @@ pub fn run(world: &World, mut opts: Options) -> Result<i32> {
     let member = world.agree(setup::member(world, &opts, &groups))?;
     // Outputs first: a run that would fail on one fails before anything is allocated.
     setup::check_outputs(world, &setup::sweep_outputs(&opts), &setup::sweep_inputs(&opts), opts.files)?;
+    setup::claim_outputs(world, &outputs::whole(&opts), opts.files)?;
     if let Some(path) = &opts.write_matrix {
         let text = crate::collective::traffic::matrix_text(opts.pattern(0), opts.max_bytes as usize, member.size);
         let written = if world.rank == 0 {
-            crate::report::outfile::replace("--write-matrix", path, text.as_bytes(), opts.files, false)
+            crate::report::outfile::replace("--write-matrix", path, text.as_bytes(), opts.files)
         } else {
             Ok(())
         };

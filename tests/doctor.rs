@@ -202,6 +202,12 @@ fn bad_input_to_doctor_is_one_line_before_anything_is_measured() {
         (&["doctor", "-f", "4"][..], "doctor -f/--stepfactor: doctor measures at one size"),
         (&["doctor", "--max-time", "soon"][..], "doctor --max-time: 'soon' is not a duration; expected a duration"),
         (&["doctor", "-e", "1M", "--json", "kept.json"][..], "kept.json"),
+        (
+            &["doctor", "--pattern", "spread=0.5"][..],
+            "doctor --pattern: shapes all-to-all-v, which doctor does not diagnose",
+        ),
+        (&["doctor", "all-to-all-v"][..], "doctor COLLECTIVE: all-to-all-v has no algorithms to weigh"),
+        (&["doctor", "--per-group"][..], "doctor --per-group: the sweep's, not doctor's"),
     ] {
         let o = mpirun_in(dir.path(), 2, args, 120);
         let err = stderr(&o);
@@ -253,4 +259,21 @@ fn a_limit_too_short_leaves_the_algorithms_out_and_says_so() {
     phases.retain(|p| *p != "heap");
     assert_eq!(phases, ["ceiling and collectives", "pairs", "hosts", "algorithms"]);
     assert!(j["seconds"].as_f64().unwrap() < 10.0, "{out}");
+}
+
+/// doctor's help offers none of what doctor refuses; the sweep's lists every collective it takes.
+#[test]
+fn help_offers_what_is_taken_and_nothing_refused() {
+    let help = |args: &[&str]| {
+        let o = std::process::Command::new(BIN).args(args).output().unwrap();
+        assert_eq!(o.status.code(), Some(0), "{args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let doctor = help(&["help", "doctor"]);
+    for flag in ["--pattern", "--per-group", "--write-matrix"] {
+        assert!(!doctor.contains(flag), "{flag} in doctor's help: {doctor}");
+    }
+    let sweep = help(&["--help"]);
+    let collectives = sweep.lines().find(|l| l.trim_start().starts_with("[COLLECTIVE]")).unwrap_or_default();
+    assert!(collectives.contains("all-to-all-v"), "{sweep}");
 }

@@ -499,3 +499,31 @@ fn the_footer_names_every_file_written_with_its_absolute_path() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(!stdout(&o).contains("# Wrote "), "{}", stdout(&o));
 }
+
+/// Every output makes its missing directories (here `--write-matrix`, written whole before the
+/// run, beside the streamed `--markdown`), and no error names a temporary file.
+#[test]
+fn every_output_makes_its_missing_directories() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(
+        dir.path(),
+        2,
+        &[
+            "all-to-all-v",
+            "-e",
+            "1K",
+            "-n",
+            "1",
+            "-w",
+            "0",
+            "--no-csv",
+            "--write-matrix",
+            "m/x.txt",
+            "--markdown",
+            "md/r.md",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(!stderr(&o).contains(".tmp"), "{}", stderr(&o));
+    assert!(dir.path().join("m/x.txt").is_file() && dir.path().join("md/r.md").is_file());
+}

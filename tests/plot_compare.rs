@@ -147,7 +147,7 @@ fn plot_refuses_bad_input_and_leaves_no_file() {
         (&["plot", "run.csv", "-o", "x"][..], "-o/--output: 'x' has no extension"),
         (&["plot", "run.csv", "-o", "x.png", "--placement", "up"][..], "--placement"),
         (&["plot", "run.csv", "-o", "x.png", "--width", "0"][..], "--width"),
-        (&["plot", "run.csv", "-o", "no/such/dir/x.png"][..], "cannot write 'no/such/dir/x.png'"),
+        (&["plot", "run.csv", "-o", "run.csv/x.png"][..], "cannot write 'run.csv/x.png'"),
     ] {
         let o = sub(dir.path(), args);
         one_error_line(&o, needle);
@@ -452,4 +452,118 @@ fn compare_refuses_bad_input() {
         &sub(dir.path(), &["compare", "run.csv", "run.csv", "--drift", "lots"]),
         "--drift: 'lots' is not a percentage",
     );
+}
+
+/// `coll-bench ARGS…` in `dir` with standard output a pipe whose read end is already closed.
+fn into_closed_pipe(dir: &Path, args: &[&str]) -> Output {
+    let mut fds = [0; 2];
+    // SAFETY: pipe(2) fills two new descriptors, each owned once below.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: fresh descriptors from pipe(2), owned by nobody else.
+    let (read, write) = unsafe {
+        use std::os::fd::FromRawFd;
+        (std::os::fd::OwnedFd::from_raw_fd(fds[0]), std::os::fd::OwnedFd::from_raw_fd(fds[1]))
+    };
+    drop(read);
+    let child = Command::new(BIN)
+        .args(args)
+        .current_dir(dir)
+        .stdout(std::process::Stdio::from(write))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("coll-bench runs");
+    child.wait_with_output().expect("coll-bench ends")
+}
+
+#[test]
+fn a_closed_pipe_is_the_readers_choice_and_a_full_disk_an_error() {
+    let dir = workdir();
+    let runs: [&[&str]; 5] = [
+        &["compare", "run.csv", "run.csv"],
+        &["spec", "from-run", "run.csv"],
+        &["plot", "run.csv", "-o", "p.svg"],
+        &["plot", "--help"],
+        &["help", "compare"],
+    ];
+    for (i, args) in runs.iter().enumerate() {
+        let o = into_closed_pipe(dir.path(), args);
+        let err = stderr(&o);
+        assert_eq!(o.status.code(), Some(0), "{args:?} into a closed pipe: {err}");
+        assert!(!err.contains("error") && !err.contains("Broken pipe"), "{args:?}: {err}");
+        let _ = std::fs::remove_file(dir.path().join("p.svg"));
+        let full = Command::new(BIN)
+            .args(*args)
+            .current_dir(dir.path())
+            .stdout(std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap())
+            .output()
+            .unwrap();
+        let err = stderr(&full);
+        assert_eq!(full.status.code(), Some(2), "{args:?} into /dev/full: {err}");
+        let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("coll-bench: error: ")).collect();
+        assert_eq!(errors.len(), 1, "{i}: {args:?}: {err}");
+        assert!(errors[0].contains("writing to standard output failed: No space left"), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        let _ = std::fs::remove_file(dir.path().join("p.svg"));
+    }
+}
+
+/// Several runs started together on one output path: the first claims it and writes it whole,
+/// every other is refused at its start in one line ("already exists") and says nothing of
+/// writing; nothing else is left in the directory.
+#[test]
+fn runs_started_together_on_one_path_write_it_once() {
+    let dir = workdir();
+    let runs: [(&[&str], &str, &str); 2] = [
+        (&["plot", "run.csv", "-o", "same.svg"], "same.svg", "</svg>"),
+        (&["spec", "from-run", "run.csv", "-o", "same.toml"], "same.toml", "[[rule]]"),
+    ];
+    for (args, name, whole) in runs {
+        let children: Vec<_> = (0..4)
+            .map(|_| {
+                Command::new(BIN)
+                    .args(args)
+                    .current_dir(dir.path())
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let outs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+        let said = |o: &Output| format!("{}{}", stdout(o), stderr(o));
+        let wrote: Vec<&Output> = outs.iter().filter(|o| o.status.code() == Some(0)).collect();
+        assert_eq!(wrote.len(), 1, "{args:?}: {:?}", outs.iter().map(said).collect::<Vec<_>>());
+        assert!(said(wrote[0]).contains("wrote"), "{}", said(wrote[0]));
+        for o in outs.iter().filter(|o| o.status.code() != Some(0)) {
+            let err = stderr(o);
+            assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+            let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("coll-bench: error: ")).collect();
+            assert_eq!(errors.len(), 1, "{args:?}: {err}");
+            assert!(errors[0].contains(&format!("'{name}' already exists")), "{args:?}: {err}");
+            assert!(!said(o).contains("wrote"), "{args:?}: {}", said(o));
+        }
+        let text = std::fs::read_to_string(dir.path().join(name)).unwrap();
+        assert!(text.contains(whole), "{name} is not whole: {text}");
+    }
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["run.csv", "same.svg", "same.toml"], "{left:?}");
+}
+
+/// `plot -o` into a directory that does not exist makes it, as every other output does; an
+/// error never names a temporary file.
+#[test]
+fn plot_makes_missing_directories_as_every_output_does() {
+    let dir = workdir();
+    let o = sub(dir.path(), &["plot", "run.csv", "-o", "new/dir/p.svg"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(stdout(&o).contains("wrote") && stdout(&o).contains("/new/dir/p.svg"), "{}", stdout(&o));
+    assert!(std::fs::read_to_string(dir.path().join("new/dir/p.svg")).unwrap().contains("</svg>"));
+    let o = sub(dir.path(), &["spec", "from-run", "run.csv", "-o", "other/s.toml"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(dir.path().join("other/s.toml").is_file());
 }

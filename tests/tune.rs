@@ -5,7 +5,7 @@
 mod common;
 use common::*;
 use std::path::Path;
-use std::process::Output;
+use std::process::{Command, Output};
 
 /// The algorithm names the library's own tool lists for reduce-scatter (`MPI_Reduce_scatter_block`):
 /// Open MPI's `ompi_info` (independent of MPI_T), MPICH 4.0's documented list.
@@ -442,4 +442,19 @@ fn bad_input_is_one_line_and_exit_2_before_measuring() {
     refused(&["reduce-scatter", "--write-rules", "taken.rules"], "--write-rules");
     refused(&["--verify", "missing.rules"], "tune --verify: cannot read 'missing.rules'");
     refused(&["--verify", "taken.rules"], "not a rules file written by coll-bench tune");
+    refused(
+        &["--pattern", "spread=0.5"],
+        "tune --pattern: shapes all-to-all-v, which tune does not tune; expected no --pattern",
+    );
+    refused(&["all-to-all-v"], "tune COLLECTIVE: all-to-all-v cannot be tuned");
+}
+
+/// tune's help offers none of what tune refuses.
+#[test]
+fn help_offers_nothing_tune_refuses() {
+    let o = Command::new(BIN).args(["help", "tune"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    for flag in ["--pattern", "--write-matrix", "--json"] {
+        assert!(!stdout(&o).contains(flag), "{flag} in tune's help: {}", stdout(&o));
+    }
 }

@@ -107,6 +107,7 @@ fn from_run(a: &FromRunOptions) -> Result<()> {
     if let Some(out) = &a.output {
         let inputs: Vec<(&str, &Path)> = a.runs.iter().map(|r| ("the run's CSV", r.as_path())).collect();
         crate::report::outfile::check(&[("-o/--output", out.as_path())], &inputs, policy)?;
+        crate::report::outfile::claim("-o/--output", out, policy)?;
     }
     let mut runs = vec![];
     for path in &a.runs {
@@ -121,9 +122,12 @@ fn from_run(a: &FromRunOptions) -> Result<()> {
         eprintln!("coll-bench spec: warning: {n}");
     }
     match &a.output {
-        None => print!("{text}"),
+        None => {
+            use std::io::Write;
+            let _ = crate::report::stdout::out().write_all(text.as_bytes());
+        }
         Some(out) => {
-            crate::report::outfile::replace("-o/--output", out, text.as_bytes(), policy, true)?;
+            crate::report::outfile::replace("-o/--output", out, text.as_bytes(), policy)?;
             let rules = text.matches("[[rule]]").count();
             eprintln!(
                 "coll-bench spec: wrote {} ({rules} rules; run it with mpirun -n N coll-bench check {})",

@@ -82,7 +82,7 @@ pub fn write(
     context: &[(&str, String)],
     policy: crate::report::Policy,
 ) -> Result<()> {
-    crate::report::outfile::replace("--junit", path, render(spec, verdicts, context).as_bytes(), policy, true)
+    crate::report::outfile::replace("--junit", path, render(spec, verdicts, context).as_bytes(), policy)
 }
 
 #[cfg(test)]

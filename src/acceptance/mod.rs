@@ -457,6 +457,9 @@ pub fn run(world: &World, opts: &CheckOptions) -> Result<i32> {
         outputs.push(("--csv", p));
     }
     crate::setup::check_outputs(world, &outputs, &[("the spec", &opts.spec)], opts.files)?;
+    // The JUnit file, written whole at the end, claimed now.
+    let whole: Vec<(&str, &std::path::Path)> = opts.junit.iter().map(|p| ("--junit", p.as_path())).collect();
+    crate::setup::claim_outputs(world, &whole, opts.files)?;
     let (mut csv, csv_path) = open_csv(world, opts)?;
 
     let by_host = world.ranks_by_host();

@@ -36,7 +36,7 @@ pub struct DoctorArgs {
 }
 
 /// The sweep's arguments (clap ids) doctor refuses: not in its help.
-const NOT_DOCTOR_ARGS: [&str; 11] = [
+const NOT_DOCTOR_ARGS: [&str; 13] = [
     "csv",
     "no_csv",
     "markdown",
@@ -48,6 +48,8 @@ const NOT_DOCTOR_ARGS: [&str; 11] = [
     "backend",
     "implementation",
     "write_matrix",
+    "pattern",
+    "per_group",
 ];
 
 /// Parse `doctor …` (`argv[0]` is "doctor").
@@ -122,11 +124,17 @@ pub fn parse(argv: &[String]) -> Result<Clap<DoctorOptions>> {
         ("--no-ceiling", a.sweep.no_ceiling),
         ("--per-rank", a.sweep.per_rank),
         ("--write-matrix", a.sweep.write_matrix.is_some()),
+        ("--per-group", a.sweep.per_group),
     ];
     if let Some((flag, _)) = not_doctor.iter().find(|(_, given)| *given) {
         return Err(Error::usage(format!(
             "doctor {flag}: the sweep's, not doctor's; expected doctor's outputs: the page on stdout and --json PATH"
         )));
+    }
+    if a.sweep.pattern != "uniform" {
+        return Err(Error::usage(
+            "doctor --pattern: shapes all-to-all-v, which doctor does not diagnose (it has no algorithms to weigh); expected no --pattern",
+        ));
     }
     if json.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
         return Err(Error::usage("doctor --json: empty path; expected a file path, e.g. results/doctor.json"));

@@ -41,7 +41,8 @@ Exit codes: 0 ok, 1 wrong data, 2 usage or setup error, or a call that outlived 
 #[command(name = "coll-bench", version, about, after_help = AFTER_HELP, allow_negative_numbers = true)]
 pub struct Args {
     /// Collectives to run: all-reduce, all-gather, reduce-scatter, broadcast, reduce, gather,
-    /// scatter, all-to-all, sendrecv, ping-pong, barrier, or all [default: the first three].
+    /// scatter, all-to-all, all-to-all-v (its traffic: --pattern), sendrecv, ping-pong, barrier,
+    /// or all [default: the first three].
     /// sendrecv is nccl-tests' ring (each rank sends to rank+1 and receives from rank-1 at once);
     /// ping-pong is OSU's latency test between pairs 0-1, 2-3, ... (one way), which sendrecv
     /// meant before

@@ -64,7 +64,7 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
         })
         .mut_arg("csv", |a| a.help("Write results as CSV to PATH [default: results/coll-bench-tune-<UTC time>.csv]"));
     // The sweep's flags tune refuses (below) are not in its help.
-    let cmd = ["json", "markdown", "progress", "no_ceiling", "backend", "implementation", "write_matrix"]
+    let cmd = ["json", "markdown", "progress", "no_ceiling", "backend", "implementation", "write_matrix", "pattern"]
         .iter()
         .chain(super::sweep::LaunchFlags::IDS.iter())
         .fold(cmd, |cmd, id| cmd.mut_arg(*id, |a| a.hide(true)));
@@ -88,6 +88,11 @@ pub fn parse(argv: &[String]) -> Result<Clap<TuneOptions>> {
     if sweep_only.contains(&true) {
         return Err(Error::usage(
             "tune: --json, --markdown, --progress, --no-ceiling and --write-matrix are the sweep's; tune writes --csv, --plot and --write-rules",
+        ));
+    }
+    if a.sweep.pattern != "uniform" {
+        return Err(Error::usage(
+            "tune --pattern: shapes all-to-all-v, which tune does not tune; expected no --pattern",
         ));
     }
     let mut sweep = a.sweep.into_options().map_err(|e| Error::usage(format!("tune {e}")))?;

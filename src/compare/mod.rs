@@ -40,6 +40,7 @@ pub use stats::{mad_sigma, median, step_noise, t_for, z_for};
 use crate::csvread;
 use crate::error::{exit, Error, Result};
 use render::render;
+use std::io::Write;
 use std::path::PathBuf;
 
 /// The accepted form, named by every usage error.
@@ -58,7 +59,7 @@ pub struct CompareOptions {
 pub fn main(opts: &CompareOptions) -> i32 {
     match run(opts) {
         Ok((text, code)) => {
-            print!("{text}");
+            let _ = crate::report::stdout::out().write_all(text.as_bytes());
             code
         }
         Err(e) => {

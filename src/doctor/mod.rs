@@ -226,6 +226,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
     // The JSON's path first: a run that would fail on it fails before anything is measured.
     let outputs: Vec<(&str, &Path)> = o.json.iter().map(|p| ("doctor --json", p.as_path())).collect();
     crate::setup::check_outputs(world, &outputs, &[], o.sweep.files)?;
+    crate::setup::claim_outputs(world, &outputs, o.sweep.files)?;
     crate::report::interrupted::arm(world.rank, Some(&[]));
     say(world, &format!("# coll-bench {} doctor: {}", env!("CARGO_PKG_VERSION"), what(world, o)));
     let limit_s = if o.max_time_s > 0.0 { o.max_time_s } else { f64::INFINITY };
@@ -469,7 +470,7 @@ pub fn run(world: &World, o: &DoctorOptions) -> Result<i32> {
             };
             let mut text = serde_json::to_string_pretty(&f).map_err(|e| Error::setup(format!("doctor --json: {e}")))?;
             text.push('\n');
-            crate::report::outfile::replace("doctor --json", path, text.as_bytes(), opts.files, false)
+            crate::report::outfile::replace("doctor --json", path, text.as_bytes(), opts.files)
                 .map(|_| crate::outln!("{}", crate::report::written_line(path, "JSON")))
         }
         None => Ok(()),

@@ -5,9 +5,15 @@
 //! Refused, with one line naming the flag: a directory, a device, a FIFO or a socket; a symbolic
 //! link (unless `--follow-symlinks`); a path that is the same file as another output or as an
 //! input (by device and inode when it exists, by path before); an existing file (unless
-//! `--force`). New files are created exclusively (`O_EXCL`); a file replaced in one step is
-//! written to a temporary file with an unpredictable name in the same directory, created
-//! exclusively, then renamed over the path only when that path is a regular file or absent.
+//! `--force`). Missing parent directories are made, for every output alike (and removed again
+//! when nothing was written in them). New files are created exclusively (`O_EXCL`); a file
+//! replaced in one step is claimed when the run starts ([`claim`]: an empty placeholder created
+//! exclusively, so a second run on the same path is refused at its start), written at the end to
+//! a temporary file with an unpredictable name in the same directory, created exclusively, then
+//! renamed over the placeholder only while the path is still that placeholder (or, with
+//! `--force`, a regular file). A placeholder whose run ends without writing it is removed
+//! ([`release_claims`], and on SIGINT/SIGTERM by `interrupted`). No error names a temporary
+//! file.
 
 use crate::error::{Error, Result};
 use std::fs::{File, Metadata, OpenOptions};
@@ -395,6 +401,19 @@ impl NoFollow for OpenOptions {
     }
 }
 
+/// An error of tempfile's without the temporary file's name it appends (`… at path "…"`): the
+/// user named another path, the one every message shows.
+fn without_temp_path(e: std::io::Error) -> String {
+    if let Some(errno) = e.raw_os_error() {
+        return std::io::Error::from_raw_os_error(errno).to_string();
+    }
+    let text = e.to_string();
+    match text.rsplit_once(" at path ") {
+        Some((why, _)) => why.to_string(),
+        None => text,
+    }
+}
+
 /// A temporary file with an unpredictable name in `dir`, created exclusively (removed when
 /// dropped unless renamed).
 fn temp_in(flag: &str, shown: &Path, dir: &Path) -> Result<tempfile::NamedTempFile> {
@@ -407,7 +426,7 @@ fn temp_in(flag: &str, shown: &Path, dir: &Path) -> Result<tempfile::NamedTempFi
         .suffix(".tmp")
         .tempfile_in(dir)
         // tempfile names its own file in the message; the user's path is the one to name.
-        .map_err(|e| cannot(flag, shown, e.raw_os_error().map(std::io::Error::from_raw_os_error).unwrap_or(e)))
+        .map_err(|e| cannot(flag, shown, without_temp_path(e)))
 }
 
 /// Rename `tmp` over `target` if that is a regular file or absent; otherwise remove `tmp`.
@@ -422,27 +441,146 @@ fn replace_checked(flag: &str, shown: &Path, target: &Path, tmp: tempfile::Named
     tmp.persist(target).map(|_| ()).map_err(|e| cannot(flag, shown, e.error))
 }
 
-/// Write a whole file in one step (JUnit, a plot): checked, written to a temporary file in the
-/// target directory, renamed over the path. Missing parent directories are made if `make_dirs`.
-pub fn replace(flag: &str, path: &Path, bytes: &[u8], policy: Policy, make_dirs: bool) -> Result<()> {
+/// A path claimed for a file written whole at the end ([`claim`]): the empty placeholder this
+/// run created, by device and inode, and the directories made for it.
+struct Claimed {
+    target: PathBuf,
+    dev: u64,
+    ino: u64,
+    made_dirs: Vec<PathBuf>,
+}
+
+impl Claimed {
+    /// Whether `target` is still the placeholder this run created: that inode, and empty (an
+    /// inode number is reused once its file is removed).
+    fn still_mine(&self) -> bool {
+        std::fs::symlink_metadata(&self.target)
+            .is_ok_and(|m| m.file_type().is_file() && (m.dev(), m.ino()) == (self.dev, self.ino) && m.len() == 0)
+    }
+
+    /// Remove the placeholder if it is still this run's, and the directories made for it.
+    fn release(self) {
+        if self.still_mine() {
+            let _ = std::fs::remove_file(&self.target);
+        }
+        for d in self.made_dirs.iter().rev() {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+/// The paths claimed and not yet written (rank 0's; a process writes them one at a time).
+static CLAIMS: std::sync::Mutex<Vec<Claimed>> = std::sync::Mutex::new(Vec::new());
+
+fn claims() -> std::sync::MutexGuard<'static, Vec<Claimed>> {
+    CLAIMS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Tell the signal handler which placeholders to remove on SIGINT/SIGTERM.
+fn publish(list: &[Claimed]) {
+    super::interrupted::placeholders(list.iter().map(|c| (c.target.as_path(), c.dev, c.ino)));
+}
+
+/// Claim `path` for a file written whole at the end of the run ([`replace`]), once [`check`]ed:
+/// an absent path is created now, empty and exclusively (its missing directories made), so a
+/// second run given the same path is refused at its start and cannot be replaced by this one's
+/// end. An existing file (`--force`) is left as it is until the end.
+pub fn claim(flag: &str, path: &Path, policy: Policy) -> Result<()> {
+    let target = resolve(flag, path, policy)?;
+    if std::fs::symlink_metadata(&target).is_ok() {
+        return Ok(());
+    }
+    let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let made_dirs = missing_dirs(dir);
+    std::fs::create_dir_all(dir).map_err(|e| cannot(flag, path, e))?;
+    let undo = |dirs: &[PathBuf]| dirs.iter().rev().for_each(|d| drop(std::fs::remove_dir(d)));
+    match OpenOptions::new().write(true).create_new(true).open(&target).and_then(|f| f.metadata()) {
+        Ok(m) => {
+            let mut list = claims();
+            list.push(Claimed { target: normalized(&target), dev: m.dev(), ino: m.ino(), made_dirs });
+            publish(&list);
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            undo(&made_dirs);
+            match policy.force {
+                true => Ok(()),
+                false => Err(refuse(
+                    flag,
+                    path,
+                    "already exists (it appeared while starting)",
+                    "a new file path, or --force (--overwrite) to replace it",
+                )),
+            }
+        }
+        Err(e) => {
+            undo(&made_dirs);
+            Err(cannot(flag, path, e))
+        }
+    }
+}
+
+/// Remove every placeholder still claimed (its run ends without writing it), with the
+/// directories made for it.
+pub fn release_claims() {
+    let mut list = claims();
+    for c in list.drain(..) {
+        c.release();
+    }
+    publish(&list);
+}
+
+/// Write a whole file in one step (JUnit, a plot, a spec): checked, written to a temporary file
+/// in the target directory, renamed over the path: over this run's placeholder ([`claim`]) only
+/// while the path is still it; without a claim, only where the path is absent, or a regular file
+/// with `--force`. Missing parent directories are made.
+pub fn replace(flag: &str, path: &Path, bytes: &[u8], policy: Policy) -> Result<()> {
     let target = resolve(flag, path, policy)?;
     if let Ok(m) = std::fs::symlink_metadata(&target) {
         if let Some(why) = kind_problem(&m) {
             return Err(refuse(flag, path, why, "a regular file path"));
         }
     }
+    let claimed = {
+        let mut list = claims();
+        let key = normalized(&target);
+        let mine = list.iter().position(|c| c.target == key).map(|i| list.remove(i));
+        publish(&list);
+        mine
+    };
     let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf();
-    let made = if make_dirs { missing_dirs(&dir) } else { vec![] };
-    if make_dirs {
-        std::fs::create_dir_all(&dir).map_err(|e| cannot(flag, path, e))?;
-    }
-    let result = temp_in(flag, path, &dir).and_then(|mut tmp| {
+    let made = missing_dirs(&dir);
+    let result = std::fs::create_dir_all(&dir).map_err(|e| cannot(flag, path, e)).and_then(|_| {
+        let mut tmp = temp_in(flag, path, &dir)?;
         tmp.as_file_mut()
             .write_all(bytes)
             .map_err(|e| Error::setup(format!("{flag}: writing '{}' failed: {e}", crate::error::shown(path))))?;
-        replace_checked(flag, path, &target, tmp)
+        match &claimed {
+            Some(c) if !policy.force && !c.still_mine() => Err(refuse(
+                flag,
+                path,
+                "was replaced by another file while this run went on, which is left as it is",
+                "a path no other run writes, or --force (--overwrite) to replace it",
+            )),
+            None if !policy.force => {
+                tmp.as_file().sync_data().map_err(|e| cannot(flag, path, e))?;
+                tmp.persist_noclobber(&target).map(|_| ()).map_err(|e| match e.error.kind() {
+                    std::io::ErrorKind::AlreadyExists => refuse(
+                        flag,
+                        path,
+                        "appeared while this run went on, and is left as it is",
+                        "a new file path, or --force (--overwrite) to replace it",
+                    ),
+                    _ => cannot(flag, path, e.error),
+                })
+            }
+            _ => replace_checked(flag, path, &target, tmp),
+        }
     });
     if result.is_err() {
+        if let Some(c) = claimed {
+            c.release();
+        }
         for d in made.iter().rev() {
             let _ = std::fs::remove_dir(d);
         }
@@ -510,10 +648,54 @@ mod tests {
     fn replace_writes_over_a_regular_file_only() {
         let d = tempfile::tempdir().unwrap();
         let f = p(d.path(), "j.xml");
-        replace("--junit", &f, b"one", Policy::default(), true).unwrap();
-        replace("--junit", &f, b"two", Policy { force: true, ..Policy::default() }, true).unwrap();
+        replace("--junit", &f, b"one", Policy::default()).unwrap();
+        replace("--junit", &f, b"two", Policy { force: true, ..Policy::default() }).unwrap();
         assert_eq!(std::fs::read(&f).unwrap(), b"two");
-        assert!(replace("--junit", d.path(), b"x", Policy::default(), true).is_err());
+        assert!(replace("--junit", d.path(), b"x", Policy::default()).is_err());
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1, "no temporary file left");
+    }
+
+    #[test]
+    fn a_claimed_path_is_written_only_while_it_is_this_runs_placeholder() {
+        let d = tempfile::tempdir().unwrap();
+        let none = Policy::default();
+        // Claimed at the start: a second run on the path is refused at its start.
+        let f = p(d.path(), "new/dir/d.json");
+        check(&[("--json", &f)], &[], none).unwrap();
+        claim("--json", &f, none).unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"", "an empty placeholder");
+        let e = check(&[("--json", &f)], &[], none).unwrap_err().to_string();
+        assert!(e.contains("already exists"), "{e}");
+        replace("--json", &f, b"mine", none).unwrap();
+        assert_eq!(std::fs::read(&f).unwrap(), b"mine");
+        // Another file put where the placeholder was: left as it is, and said so.
+        let g = p(d.path(), "g.json");
+        claim("--json", &g, none).unwrap();
+        std::fs::write(p(d.path(), "theirs.tmp"), "theirs").unwrap();
+        std::fs::rename(p(d.path(), "theirs.tmp"), &g).unwrap();
+        let e = replace("--json", &g, b"mine", none).unwrap_err().to_string();
+        assert!(e.starts_with("--json: ") && e.contains("was replaced by another file"), "{e}");
+        assert_eq!(std::fs::read(&g).unwrap(), b"theirs");
+        // Unclaimed, a file that appeared since the check is not replaced.
+        let h = p(d.path(), "h.xml");
+        check(&[("--junit", &h)], &[], none).unwrap();
+        std::fs::write(&h, "theirs").unwrap();
+        let e = replace("--junit", &h, b"mine", none).unwrap_err().to_string();
+        assert!(e.contains("appeared while this run went on"), "{e}");
+        assert_eq!(std::fs::read(&h).unwrap(), b"theirs");
+        // A run that ends without writing removes its placeholder and the directories made.
+        claim("--plot", &p(d.path(), "x/y/p.svg"), none).unwrap();
+        release_claims();
+        assert!(!p(d.path(), "x").exists());
+        let left: Vec<_> = std::fs::read_dir(d.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left.len(), 3, "no temporary file left: {left:?}");
+    }
+
+    #[test]
+    fn no_error_names_a_temporary_file() {
+        let e = temp_in("-o/--output", Path::new("/nonexistent-dir/p.svg"), Path::new("/nonexistent-dir"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("'/nonexistent-dir/p.svg'") && e.contains("No such file") && !e.contains(".tmp"), "{e}");
     }
 }

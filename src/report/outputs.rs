@@ -140,6 +140,19 @@ pub struct Opened {
     pub report: Box<dyn Report>,
 }
 
+/// The files written whole at their moment (`--plot`, `--write-matrix`), with their flags: claimed
+/// when the run starts (`outfile::claim`).
+pub fn whole(opts: &Options) -> Vec<(&'static str, &Path)> {
+    FORMATS
+        .iter()
+        .filter(|f| matches!(f.writes, Writes::Whole))
+        .filter_map(|f| match (f.target)(opts) {
+            Target::Path(p) => Some((f.flag, p)),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Open every streamed file of the run (rank 0): all of them, or, when one cannot be, none
 /// (those already created are removed). `now` names the default CSV.
 pub fn open(opts: &Options, now: &chrono::DateTime<chrono::Utc>) -> Result<Vec<Opened>> {

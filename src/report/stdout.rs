@@ -1,5 +1,6 @@
 //! Standard output as one more output: every line rank 0 prints for a subcommand that runs on
-//! the MPI world (the table, headers, footers, verdicts, doctor's page) goes through [`out`] or
+//! the MPI world (the table, headers, footers, verdicts, doctor's page), and what `plot`,
+//! `compare`, `spec from-run` and `--help` print, goes through [`out`] or
 //! [`outln!`](crate::outln). A write that fails does not stop the measurement (the files are
 //! still written whole); the first failure is kept, and the run ends with one line naming it
 //! and exit 2 (`app`), as any output that cannot be written. A closed pipe (`| head`) is the

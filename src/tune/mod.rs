@@ -76,7 +76,12 @@ fn check_outputs(o: &TuneOptions) -> Result<()> {
         outputs.push(("--plot", p));
     }
     let inputs: Vec<(&str, &Path)> = o.verify.iter().map(|p| ("--verify", p.as_path())).collect();
-    crate::report::outfile::check(&outputs, &inputs, o.sweep.files)
+    crate::report::outfile::check(&outputs, &inputs, o.sweep.files)?;
+    // The files written whole at the end, claimed now (the CSV is created as the run opens it).
+    outputs
+        .iter()
+        .filter(|(flag, _)| *flag != "--csv")
+        .try_for_each(|(flag, path)| crate::report::outfile::claim(flag, path, o.sweep.files))
 }
 
 pub fn run(world: &World, o: &TuneOptions) -> Result<i32> {
@@ -306,7 +311,7 @@ fn write_rules(
     ));
     let header: Vec<String> = header.into_iter().chain(heap.clone()).collect();
     let text = file.text(&crate::error::shown(&abs), &header);
-    crate::report::outfile::replace("--write-rules", path, text.as_bytes(), opts.files, false)?;
+    crate::report::outfile::replace("--write-rules", path, text.as_bytes(), opts.files)?;
     say(world, &format!("# rules written to {}", crate::error::shown(path)));
     match library {
         Library::OpenMpi => say(
