@@ -78,7 +78,7 @@ pub fn member(world: &World, opts: &Options, groups: &[Group]) -> Result<crate::
         for p in &opts.patterns {
             p.check_run(size, opts.min_bytes, opts.max_bytes)?;
             if opts.backend == BackendKind::Mpi {
-                p.check_mpi_counts(size, &opts.dtypes)?;
+                p.check_mpi_counts(size, &opts.dtypes.iter().map(|d| (d.name(), d.size())).collect::<Vec<_>>())?;
             }
         }
     }

@@ -253,7 +253,7 @@ fn bad_matrix_files_are_refused_quickly_by_name() {
         ("/dev/zero", vec!["--pattern", "matrix=/dev/zero", "-b", "1K", "-e", "1K"], "--pattern matrix=/dev/zero: is a device, not a regular file"),
         ("fifo", vec!["--pattern", &fifo, "-b", "1K", "-e", "1K"], "is a FIFO, not a regular file"),
         ("directory", vec!["--pattern", &dir, "-b", "1K", "-e", "1K"], "is a directory, not a regular file"),
-        ("huge", vec!["--pattern", &huge, "-b", "1K", "-e", "1K"], "is larger than 16M; expected a matrix file of at most 16M"),
+        ("huge", vec!["--pattern", &huge, "-b", "1K", "-e", "1K"], "is larger than 16 MiB; expected a matrix file of at most 16 MiB"),
         ("long", vec!["--pattern", &long, "-b", "1K", "-e", "1K"], "'77777777777777777777777777777777…' (column 1) is larger than 18446744073709551615"),
         ("max", vec!["--pattern", &max, "-b", "8K", "-e", "8K"], "max.txt: row 1 sums to more than 18446744073709551615 bytes"),
         ("wraps", vec!["--pattern", &wraps, "-b", "8K", "-e", "8K"], "wraps.txt: row 1 sums to more than 18446744073709551615 bytes"),

@@ -183,14 +183,14 @@ impl Pattern {
         Ok(())
     }
 
-    /// Refuse a matrix whose counts or displacements, in elements of one of `dtypes`, do not fit
-    /// the `int`s of `MPI_Alltoallv` (the mpi backend's calls), by the matrix's name: its cells
-    /// give the counts, whatever -e.
-    pub fn check_mpi_counts(&self, nranks: usize, dtypes: &[crate::dtype::DType]) -> Result<()> {
+    /// Refuse a matrix whose counts or displacements, in elements of one of `types` (each a
+    /// type's name and size in bytes), do not fit the `int`s of `MPI_Alltoallv` (the mpi
+    /// backend's calls), by the matrix's name: its cells give the counts, whatever -e.
+    pub fn check_mpi_counts(&self, nranks: usize, types: &[(&str, usize)]) -> Result<()> {
         let Pattern::Matrix(m) = self else { return Ok(()) };
         let limit = i32::MAX as u64;
-        for d in dtypes {
-            let counts = full_counts(self, 0, d.size(), nranks);
+        for &(name, size) in types {
+            let counts = full_counts(self, 0, size, nranks);
             for r in 0..nranks {
                 for (what, cells) in [
                     ("sends", (0..nranks).map(|j| counts[r * nranks + j] as u64).collect::<Vec<_>>()),
@@ -204,8 +204,8 @@ impl Pattern {
                         return Err(Error::usage(format!(
                             "--pattern matrix: {}: rank {r} {what} {elems} {} elements ({} bytes), past the {limit} of MPI's 32-bit counts and displacements; expected a matrix whose ranks each move less (or the nccl backend)",
                             crate::error::shown(&m.path),
-                            d.name(),
-                            elems * d.size() as u64
+                            name,
+                            elems * size as u64
                         )));
                     }
                 }
@@ -632,9 +632,9 @@ impl Matrix {
             .map_err(|e| cannot(e.to_string()))?;
         if raw.len() as u64 > cap {
             return Err(Error::usage(format!(
-                "{flag}: is larger than {}; expected a matrix file of at most {} (whitespace-separated byte counts)",
-                crate::size::human(cap),
-                crate::size::human(cap)
+                "{flag}: is larger than {} MiB; expected a matrix file of at most {} MiB (whitespace-separated byte counts)",
+                cap >> 20,
+                cap >> 20
             )));
         }
         let text = String::from_utf8(raw).map_err(|_| cannot("it is not text (not UTF-8)".to_string()))?;

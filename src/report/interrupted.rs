@@ -21,44 +21,6 @@ struct Lines {
 
 static ARMED: AtomicPtr<Lines> = AtomicPtr::new(std::ptr::null_mut());
 
-/// A placeholder of a file written whole at the end (`outfile::claim`): path, device, inode.
-type Placeholder = (std::ffi::CString, u64, u64);
-
-/// The placeholders to remove on a signal, leaked once per [`placeholders`].
-static PLACEHOLDERS: AtomicPtr<Vec<Placeholder>> = AtomicPtr::new(std::ptr::null_mut());
-
-/// The empty placeholders claimed and not yet written (path, device, inode): removed on a
-/// signal, while each is still that file, so an interrupted run leaves none behind.
-pub fn placeholders<'a>(list: impl Iterator<Item = (&'a std::path::Path, u64, u64)>) {
-    use std::os::unix::ffi::OsStrExt;
-    let list: Vec<Placeholder> = list
-        .filter_map(|(p, dev, ino)| std::ffi::CString::new(p.as_os_str().as_bytes()).ok().map(|c| (c, dev, ino)))
-        .collect();
-    // The previous list is leaked on purpose: a handler running now may still read it.
-    PLACEHOLDERS.swap(Box::into_raw(Box::new(list)), Ordering::SeqCst);
-}
-
-/// Remove the placeholders that are still this run's (in the signal handler).
-fn remove_placeholders() {
-    let list = PLACEHOLDERS.load(Ordering::SeqCst);
-    if list.is_null() {
-        return;
-    }
-    // SAFETY: PLACEHOLDERS holds a leaked, never freed list; lstat(2) and unlink(2) are
-    // async-signal-safe.
-    unsafe {
-        for (path, dev, ino) in (*list).iter() {
-            let mut st: libc::stat = std::mem::zeroed();
-            if libc::lstat(path.as_ptr(), &mut st) == 0
-                && (st.st_dev as u64, st.st_ino as u64) == (*dev, *ino)
-                && st.st_size == 0
-            {
-                libc::unlink(path.as_ptr());
-            }
-        }
-    }
-}
-
 /// How long a rank other than 0 waits after the signal before it ends (ns): rank 0 writes its
 /// line within microseconds of its own signal; this covers it being scheduled late on a busy
 /// host. A job ends at most this much later.
@@ -108,7 +70,7 @@ pub fn ended() {
 }
 
 extern "C" fn on_signal(sig: libc::c_int) {
-    remove_placeholders();
+    super::outfile::remove_placeholders();
     let lines = ARMED.load(Ordering::SeqCst);
     // SAFETY: ARMED holds a leaked, never freed `Lines`; write(2), nanosleep(2) and _exit(2) are
     // async-signal-safe.

@@ -20,6 +20,7 @@ use std::fs::{File, Metadata, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 pub use crate::options::Policy;
 
@@ -478,7 +479,46 @@ fn claims() -> std::sync::MutexGuard<'static, Vec<Claimed>> {
 
 /// Tell the signal handler which placeholders to remove on SIGINT/SIGTERM.
 fn publish(list: &[Claimed]) {
-    super::interrupted::placeholders(list.iter().map(|c| (c.target.as_path(), c.dev, c.ino)));
+    placeholders(list.iter().map(|c| (c.target.as_path(), c.dev, c.ino)));
+}
+
+/// A placeholder of a file written whole at the end (`outfile::claim`): path, device, inode.
+type Placeholder = (std::ffi::CString, u64, u64);
+
+/// The placeholders to remove on a signal, leaked once per [`placeholders`].
+static PLACEHOLDERS: AtomicPtr<Vec<Placeholder>> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The empty placeholders claimed and not yet written (path, device, inode): removed on a
+/// signal, while each is still that file, so an interrupted run leaves none behind.
+fn placeholders<'a>(list: impl Iterator<Item = (&'a std::path::Path, u64, u64)>) {
+    use std::os::unix::ffi::OsStrExt;
+    let list: Vec<Placeholder> = list
+        .filter_map(|(p, dev, ino)| std::ffi::CString::new(p.as_os_str().as_bytes()).ok().map(|c| (c, dev, ino)))
+        .collect();
+    // The previous list is leaked on purpose: a handler running now may still read it.
+    PLACEHOLDERS.swap(Box::into_raw(Box::new(list)), Ordering::SeqCst);
+}
+
+/// Remove the placeholders that are still this run's: called in the signal handler
+/// (`interrupted`), so async-signal-safe.
+pub fn remove_placeholders() {
+    let list = PLACEHOLDERS.load(Ordering::SeqCst);
+    if list.is_null() {
+        return;
+    }
+    // SAFETY: PLACEHOLDERS holds a leaked, never freed list; lstat(2) and unlink(2) are
+    // async-signal-safe.
+    unsafe {
+        for (path, dev, ino) in (*list).iter() {
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::lstat(path.as_ptr(), &mut st) == 0
+                && (st.st_dev as u64, st.st_ino as u64) == (*dev, *ino)
+                && st.st_size == 0
+            {
+                libc::unlink(path.as_ptr());
+            }
+        }
+    }
 }
 
 /// Claim `path` for a file written whole at the end of the run ([`replace`]), once [`check`]ed:
