@@ -12,7 +12,8 @@
 //! ceiling (`pct_of_ceiling`), a third rule over the same plateau requires the weakest size's
 //! `pct_of_ceiling / (1 + margin)` (`min_pct_of_ceiling`): portable to links of another speed.
 //! Where the curve reaches half its plateau's bandwidth below the plateau, a knee rule
-//! (`max_knee_bytes`) allows the runs' latest knee one size step later.
+//! (`max_knee_bytes`) allows the runs' latest knee one size step later, judged against the
+//! baseline's plateau (`knee_plateau_gbps`), not the checked run's own.
 //!
 //! Each size's baseline value is the median over every row for it: one per run given, and one
 //! per repeat of a `check` CSV. Its spread is the larger of the spread between those rows
@@ -632,7 +633,11 @@ fn write_rules(
                 }
             }
         }
-        knee_rule(t, s, &sizes, (plateau[0], largest), &mut learn, &head, &tail);
+        // The baseline's plateau: the best of its sizes' medians, as check's own knee() takes it.
+        let best = each.iter().map(|(z, b)| (*z, b.value)).max_by(|a, b| a.1.total_cmp(&b.1));
+        if let Some(best) = best {
+            knee_rule(t, s, &sizes, (plateau[0], largest), best, &mut learn, &head, &tail);
+        }
     }
     // The latency band: the smallest size and every next one whose median stays within
     // LATENCY_BAND of the smallest's (the flat start of the curve, where time is latency).
@@ -678,19 +683,28 @@ fn write_rules(
 }
 
 /// The knee rule of a sized series: the largest knee of its runs (each run's curve, the smallest
-/// size reaching half the best of its plateau: [`super::knee`]) with one size step of slack
+/// size reaching half the baseline's plateau: [`super::knee`]) with one size step of slack
 /// (×2), where that knee is below the plateau (a curve that reaches half only within the plateau
-/// has no knee to guard). `plateau`: the bandwidth rule's.
+/// has no knee to guard). `plateau`: the bandwidth rule's; `best`: the baseline's best plateau
+/// size and its bandwidth (each size's median), written as `knee_plateau_gbps` so that check judges the knee
+/// against it, not against its own run's plateau, which a quieter machine raises.
+#[allow(clippy::too_many_arguments)]
 fn knee_rule(
     t: &mut String,
     s: &Series,
     sizes: &[u64],
     plateau: (u64, u64),
+    (best_at, best): (u64, f64),
     learn: &mut dyn FnMut(u64),
     head: &dyn Fn(&mut String, &str, &str),
     tail: &dyn Fn(&mut String),
 ) {
     let (Some(&smallest), Some(&largest)) = (sizes.first(), sizes.last()) else { return };
+    // The knees are learned against the value as written, so that check judges what was learned.
+    let best = float(best).parse::<f64>().unwrap_or(f64::NAN);
+    if best.is_nan() || best <= 0.0 {
+        return;
+    }
     let mut runs: Vec<usize> = s.rows.iter().map(|(i, _)| *i).collect();
     runs.sort();
     runs.dedup();
@@ -704,13 +718,15 @@ fn knee_rule(
                 .iter()
                 .filter_map(|&z| rows.iter().filter(|r| r.key.size_bytes == z).nth(k).map(|r| (z, r.busbw_gbps)))
                 .collect();
-            match super::knee(&curve, plateau) {
-                Some((best, Some(at))) => knees.push((at, best)),
+            // A curve that never reaches half the baseline's plateau: the runs disagree too much
+            // to learn a knee from.
+            match super::knee(&curve, plateau, Some(best)) {
+                Some((_, Some(at))) => knees.push(at),
                 _ => return,
             }
         }
     }
-    let Some(&(knee, best)) = knees.iter().max_by_key(|k| k.0) else { return };
+    let Some(&knee) = knees.iter().max() else { return };
     if knee >= plateau.0 {
         return;
     }
@@ -725,6 +741,12 @@ fn knee_rule(
         human(allowed),
         float(best),
         human(knee)
+    );
+    let _ = writeln!(
+        t,
+        "knee_plateau_gbps = {}   # the baseline's plateau (its best size, {}, each size's median): the knee is judged against half of it, so a higher plateau does not move the knee later",
+        float(best),
+        human(best_at)
     );
     tail(t);
 }
@@ -894,7 +916,18 @@ mod tests {
             (8, 64 << 20, (8 << 20, 64 << 20), Some(2 << 20)),
             "{text}"
         );
-        assert!(text.contains("# baseline: half the plateau's 5.1 GB/s reached at 1M, the latest of 2 runs"), "{text}");
+        // Judged against the baseline's plateau, each size's median over the repeats (5.0, 5.1).
+        assert_eq!(knee.knee_plateau_gbps, Some(5.05), "{text}");
+        assert!(
+            text.contains("# baseline: half the plateau's 5.05 GB/s reached at 1M, the latest of 2 runs"),
+            "{text}"
+        );
+        assert!(
+            text.contains(
+                "knee_plateau_gbps = 5.05   # the baseline's plateau (its best size, 64M, each size's median)"
+            ),
+            "{text}"
+        );
         // The latency band 8..1K (within 1.5x of the median at 8), bounded at its slowest size:
         // the median time, not the mean; 10.24 and 10.75 spread by 5%: the margin stays 25%.
         let lat = &spec.rules[2];

@@ -314,18 +314,24 @@ pub fn judge_rule(
     if let Some(max) = rule.max_knee_bytes {
         let curve: Vec<(u64, f64)> = sizes.iter().map(|s| (*s, per_size(*s, &busbw))).collect();
         let required = format!("<= {}", crate::size::human(max));
-        match knee(&curve, rule.plateau) {
+        let of = rule.knee_plateau_gbps;
+        match knee(&curve, rule.plateau, of) {
             Some((best, knee)) => {
+                let whose = if of.is_some() { "the baseline plateau's" } else { "the plateau's" };
                 let measured = match knee {
-                    Some(k) => format!("half the plateau's {best:.3} GB/s at {}", crate::size::human(k)),
-                    None => format!("never half the plateau's {best:.3} GB/s"),
+                    Some(k) => format!("half {whose} {best:.3} GB/s at {}", crate::size::human(k)),
+                    // Against the baseline's plateau: say how far this run's own plateau got.
+                    None => match self::knee(&curve, rule.plateau, None).filter(|_| of.is_some()) {
+                        Some((own, _)) => format!("never half {whose} {best:.3} GB/s (its own plateau {own:.3} GB/s)"),
+                        None => format!("never half {whose} {best:.3} GB/s"),
+                    },
                 };
                 let value = knee.map_or(f64::INFINITY, |k| k as f64);
                 let c = base("knee", ("knee_bytes", value), measured, required, knee.is_some_and(|k| k <= max));
-                // Each repeat's own curve and knee.
+                // Each repeat's own curve and knee, judged against the same bandwidth.
                 let met = (0..repeats).map(|k| {
                     let curve: Vec<(u64, f64)> = sizes.iter().filter_map(|s| Some((*s, busbw(at(*s, k)?)))).collect();
-                    matches!(self::knee(&curve, rule.plateau), Some((_, Some(k))) if k <= max)
+                    matches!(self::knee(&curve, rule.plateau, of), Some((_, Some(k))) if k <= max)
                 });
                 out.push(consistent(c, met))
             }
@@ -395,15 +401,19 @@ fn consistent(mut c: CheckResult, met: impl Iterator<Item = bool>) -> CheckResul
     c
 }
 
-/// The knee of a curve of (size, bus bandwidth), sizes ascending: the best bandwidth over the
-/// `plateau`'s sizes, and the smallest size that reaches half of it (`None`: none does). `None`
-/// when no size is in the plateau or none carries data. `spec from-run` learns it the same way.
-pub fn knee(busbw: &[(u64, f64)], plateau: (u64, u64)) -> Option<(f64, Option<u64>)> {
-    let best = busbw
-        .iter()
-        .filter(|(s, b)| *s >= plateau.0 && *s <= plateau.1 && b.is_finite())
-        .map(|(_, b)| *b)
-        .fold(f64::NAN, f64::max);
+/// The knee of a curve of (size, bus bandwidth), sizes ascending: the bandwidth it is judged
+/// against and the smallest size that reaches half of it (`None`: none does). That bandwidth is
+/// `of` where given (the baseline's plateau, `knee_plateau_gbps`), else the best over the
+/// `plateau`'s sizes; `None` when it is not given and no size is in the plateau or none carries
+/// data. `spec from-run` learns it the same way.
+pub fn knee(busbw: &[(u64, f64)], plateau: (u64, u64), of: Option<f64>) -> Option<(f64, Option<u64>)> {
+    let best = of.unwrap_or_else(|| {
+        busbw
+            .iter()
+            .filter(|(s, b)| *s >= plateau.0 && *s <= plateau.1 && b.is_finite())
+            .map(|(_, b)| *b)
+            .fold(f64::NAN, f64::max)
+    });
     if best.is_nan() || best <= 0.0 {
         return None;
     }
@@ -1068,8 +1078,54 @@ mod tests {
         let v = judged(&[late.clone(), curve([0.5, 1.0, 2.0, 3.5, 4.0]), late].concat());
         assert_eq!(v.outcome, Outcome::Noisy, "{}", v.measured);
         assert!(v.measured.contains("its repeats disagree (1 of 3 met it)"), "{}", v.measured);
-        assert_eq!(knee(&[(8, 0.0)], (8, 8)), None);
-        assert_eq!(knee(&[(8, 1.0), (16, 4.0)], (16, 16)), Some((4.0, Some(16))));
+        assert_eq!(knee(&[(8, 0.0)], (8, 8), None), None);
+        assert_eq!(knee(&[(8, 1.0), (16, 4.0)], (16, 16), None), Some((4.0, Some(16))));
+    }
+
+    /// With `knee_plateau_gbps` (what `spec from-run` writes) the knee is where the curve reaches
+    /// half the baseline's plateau: a curve faster at every size passes however high its own
+    /// plateau; one that levels off later at the baseline's bandwidth fails; one whose plateau
+    /// never reaches half of the baseline's fails saying so. Each repeat is judged the same way.
+    #[test]
+    fn the_knee_is_judged_against_the_baseline_plateau() {
+        let hosts = vec!["h".to_string(); 2];
+        let r =
+            one_rule("sizes = \"1K..16K\"\nplateau = \"16K..16K\"\nmax_knee_bytes = \"4K\"\nknee_plateau_gbps = 4.0\n");
+        assert_eq!((r.max_knee_bytes, r.knee_plateau_gbps), (Some(4096), Some(4.0)));
+        let curve = |bw: [f64; 5]| -> Vec<Point> {
+            [1024u64, 2048, 4096, 8192, 16384].iter().zip(bw).map(|(s, b)| point(*s, b, 0, &[])).collect()
+        };
+        let judged = |r: &Rule, pts: &[Point]| {
+            judge_rule(r, pts, &hosts, &[], 1.0).into_iter().find(|v| v.check == "knee").unwrap()
+        };
+        // The baseline: half of 4.0 at 4K. This run is faster at every size, its plateau twice
+        // as high: against its own plateau (8.0) the knee would be 8K and fail.
+        let faster = curve([0.6, 1.2, 2.4, 5.0, 8.0]);
+        let v = judged(&r, &faster);
+        assert_eq!(
+            (v.outcome, v.measured.as_str(), v.value),
+            (Outcome::Pass, "half the baseline plateau's 4.000 GB/s at 4K", Some(("knee_bytes", 4096.0)))
+        );
+        let own = Rule { knee_plateau_gbps: None, ..r.clone() };
+        assert_eq!(judged(&own, &faster).outcome, Outcome::Fail);
+        // The same plateau as the baseline, reached later: half of 4.0 only at 8K.
+        let v = judged(&r, &curve([0.5, 1.0, 1.5, 3.0, 4.0]));
+        assert_eq!(
+            (v.outcome, v.measured.as_str(), v.required.as_str()),
+            (Outcome::Fail, "half the baseline plateau's 4.000 GB/s at 8K", "<= 4K")
+        );
+        // A plateau below half of the baseline's: the knee is never reached.
+        let v = judged(&r, &curve([0.2, 0.4, 0.8, 1.2, 1.5]));
+        assert_eq!((v.outcome, v.value), (Outcome::Fail, Some(("knee_bytes", f64::INFINITY))));
+        assert_eq!(v.measured, "never half the baseline plateau's 4.000 GB/s (its own plateau 1.500 GB/s)");
+        // Repeats: the median curve's knee at 8K while the faster repeat's, against the same 4.0,
+        // is at 4K: NOISY.
+        let late = curve([0.5, 1.0, 1.5, 3.0, 4.0]);
+        let v = judged(&r, &[late.clone(), faster, late].concat());
+        assert_eq!(v.outcome, Outcome::Noisy, "{}", v.measured);
+        assert!(v.measured.contains("its repeats disagree (1 of 3 met it)"), "{}", v.measured);
+        assert_eq!(knee(&[(8, 1.0), (16, 8.0)], (16, 16), Some(2.0)), Some((2.0, Some(8))));
+        assert_eq!(knee(&[(8, 0.5), (16, 0.9)], (16, 16), Some(2.0)), Some((2.0, None)));
     }
 
     #[test]

@@ -41,6 +41,7 @@ struct RawRule {
     max_time_us: Option<Spanned<f64>>,
     max_median_us: Option<Spanned<f64>>,
     max_knee_bytes: Option<Spanned<String>>,
+    knee_plateau_gbps: Option<Spanned<f64>>,
     pattern: Option<Spanned<String>>,
     ranks_per_node: Option<Spanned<i64>>,
     fail_on_slow_rank: Option<bool>,
@@ -80,9 +81,15 @@ pub struct Rule {
     /// from-run` writes (a mean at small sizes is pulled far up by a few slow calls).
     pub max_median_us: Option<f64>,
     /// The knee of the curve at or below this size: the smallest size whose bus bandwidth (its
-    /// median over repeats) reaches half the best of the plateau's sizes. Catches a curve that
-    /// levels off later (latency or protocol switches at mid sizes) while both ends still pass.
+    /// median over repeats) reaches half of `knee_plateau_gbps`, or without it half the best of
+    /// the plateau's sizes. Catches a curve that levels off later (latency or protocol switches
+    /// at mid sizes) while both ends still pass.
     pub max_knee_bytes: Option<u64>,
+    /// The baseline's plateau bandwidth, which the knee is judged against (`spec from-run`
+    /// writes it): against the run's own plateau, a higher plateau (a quieter machine, a real
+    /// improvement) moves the knee later although no size got slower.
+    #[serde(default)]
+    pub knee_plateau_gbps: Option<f64>,
     /// all-to-all-v's traffic (`pattern = "moe:…"`, the sweep's `--pattern`, one pattern); uniform
     /// where none is given.
     pub pattern: crate::collective::traffic::Pattern,
@@ -330,6 +337,17 @@ fn rule(src: &Source, raw: &Spanned<RawRule>) -> Result<Rule, String> {
             Some(size)
         }
     };
+    let knee_plateau_gbps = positive(src, &r.knee_plateau_gbps, "knee_plateau_gbps")?;
+    if let (Some(k), None) = (&r.knee_plateau_gbps, max_knee_bytes) {
+        // It only says what the knee is judged against: without a knee bound it would judge nothing.
+        return Err(at(
+            k.span(),
+            format!(
+                "knee_plateau_gbps = {} is set but max_knee_bytes is not; expected max_knee_bytes with it (knee_plateau_gbps only says what the knee is judged against), or no knee_plateau_gbps",
+                k.get_ref()
+            ),
+        ));
+    }
     if let (Some(p), None, None, None) = (&r.plateau, min_busbw_gbps, min_pct_of_ceiling, max_knee_bytes) {
         // A plateau only says where bandwidth is judged: without a bandwidth requirement it
         // would be accepted and then judge nothing.
@@ -385,6 +403,7 @@ fn rule(src: &Source, raw: &Spanned<RawRule>) -> Result<Rule, String> {
         max_time_us,
         max_median_us,
         max_knee_bytes,
+        knee_plateau_gbps,
         pattern,
         ranks_per_node,
         fail_on_slow_rank: r.fail_on_slow_rank.unwrap_or(false),
@@ -475,6 +494,19 @@ ranks_per_node = 2
             ),
             (format!("{rule}max_knee_bytes = \"4M\"\n"), "line 5: max_knee_bytes '4M' is outside sizes '1M..2M'"),
             (format!("{rule}max_knee_bytes = \"lots\"\n"), "line 5: max_knee_bytes: "),
+            (
+                format!("{rule}max_knee_bytes = \"1M\"\nknee_plateau_gbps = 0.0\n"),
+                "line 6: knee_plateau_gbps = 0 is impossible; expected a positive number",
+            ),
+            (
+                format!("{rule}max_knee_bytes = \"1M\"\nknee_plateau_gbps = -2.5\n"),
+                "line 6: knee_plateau_gbps = -2.5 is impossible",
+            ),
+            (format!("{rule}max_knee_bytes = \"1M\"\nknee_plateau_gbps = \"fast\"\n"), "line 6: invalid type"),
+            (
+                format!("{rule}knee_plateau_gbps = 7.4\n"),
+                "line 5: knee_plateau_gbps = 7.4 is set but max_knee_bytes is not",
+            ),
             (
                 rule.replace("all-reduce", "barrier") + "max_knee_bytes = \"1M\"\n",
                 "line 3: barrier moves no data; use max_time_us, not max_knee_bytes",
