@@ -477,23 +477,19 @@ fn claims() -> std::sync::MutexGuard<'static, Vec<Claimed>> {
     CLAIMS.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Tell the signal handler which placeholders to remove on SIGINT/SIGTERM.
-fn publish(list: &[Claimed]) {
-    placeholders(list.iter().map(|c| (c.target.as_path(), c.dev, c.ino)));
-}
-
-/// A placeholder of a file written whole at the end (`outfile::claim`): path, device, inode.
+/// A placeholder of a file written whole at the end ([`claim`]): path, device, inode.
 type Placeholder = (std::ffi::CString, u64, u64);
 
-/// The placeholders to remove on a signal, leaked once per [`placeholders`].
+/// The placeholders to remove on a signal, leaked once per [`publish`].
 static PLACEHOLDERS: AtomicPtr<Vec<Placeholder>> = AtomicPtr::new(std::ptr::null_mut());
 
-/// The empty placeholders claimed and not yet written (path, device, inode): removed on a
-/// signal, while each is still that file, so an interrupted run leaves none behind.
-fn placeholders<'a>(list: impl Iterator<Item = (&'a std::path::Path, u64, u64)>) {
+/// Tell the signal handler which placeholders to remove on SIGINT/SIGTERM (the claimed paths not
+/// yet written, each while it is still that empty file), so an interrupted run leaves none behind.
+fn publish(list: &[Claimed]) {
     use std::os::unix::ffi::OsStrExt;
     let list: Vec<Placeholder> = list
-        .filter_map(|(p, dev, ino)| std::ffi::CString::new(p.as_os_str().as_bytes()).ok().map(|c| (c, dev, ino)))
+        .iter()
+        .filter_map(|c| std::ffi::CString::new(c.target.as_os_str().as_bytes()).ok().map(|p| (p, c.dev, c.ino)))
         .collect();
     // The previous list is leaked on purpose: a handler running now may still read it.
     PLACEHOLDERS.swap(Box::into_raw(Box::new(list)), Ordering::SeqCst);
